@@ -1,0 +1,32 @@
+//===- Act.h - act dialect ---------------------------------------*- C++ -*-===//
+//
+// The act dialect: its encodings (attributes), the encoded type and the
+// encode/decode operations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_DIALECT_ACT_IR_ACT_H
+#define ACT_DIALECT_ACT_IR_ACT_H
+
+#include "act/Dialect/Act/IR/ActStorage.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "act/Dialect/Act/IR/ActDialect.h.inc"
+#include "act/Dialect/Act/IR/ActEnums.h.inc"
+#include "act/Dialect/Act/IR/ActInterfaces.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "act/Dialect/Act/IR/ActAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "act/Dialect/Act/IR/ActTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "act/Dialect/Act/IR/ActOps.h.inc"
+
+#endif // ACT_DIALECT_ACT_IR_ACT_H

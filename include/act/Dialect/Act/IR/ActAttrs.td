@@ -1,0 +1,116 @@
+//===- ActAttrs.td - act encodings -------------------------*- tablegen -*-===//
+//
+// The encodings. Each is an attribute implementing EncodingAttrInterface.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_DIALECT_ACT_IR_ACTATTRS_TD
+#define ACT_DIALECT_ACT_IR_ACTATTRS_TD
+
+include "act/Dialect/Act/IR/ActDialect.td"
+include "act/Dialect/Act/IR/ActInterfaces.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Act_Rounding : I32EnumAttr<"Rounding", "rounding of quantized values", [
+    I32EnumAttrCase<"Stochastic", 0, "stochastic">,
+    I32EnumAttrCase<"Nearest", 1, "nearest">]> {
+  let cppNamespace = "::mlir::act";
+  let genSpecializedAttr = 0;
+}
+
+def Act_FloatFormat : I32EnumAttr<"FloatFormat", "reduced floating format", [
+    I32EnumAttrCase<"F16", 0, "f16">,
+    I32EnumAttrCase<"BF16", 1, "bf16">,
+    I32EnumAttrCase<"FP10", 2, "fp10">,
+    I32EnumAttrCase<"E4M3", 3, "e4m3">,
+    I32EnumAttrCase<"E5M2", 4, "e5m2">]> {
+  let cppNamespace = "::mlir::act";
+  let genSpecializedAttr = 0;
+}
+
+def Act_MaskPredicate : I32EnumAttr<"MaskPredicate", "predicate kept by a mask", [
+    I32EnumAttrCase<"Positive", 0, "positive">,
+    I32EnumAttrCase<"NonNegative", 1, "nonnegative">,
+    I32EnumAttrCase<"NonZero", 2, "nonzero">]> {
+  let cppNamespace = "::mlir::act";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Encodings
+//===----------------------------------------------------------------------===//
+
+class Act_EncodingAttr<string name, string attrMnemonic>
+    : AttrDef<Act_Dialect, name,
+              [DeclareAttrInterfaceMethods<Act_EncodingAttrInterface>]> {
+  let mnemonic = attrMnemonic;
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Act_QuantEncoding : Act_EncodingAttr<"QuantEncoding", "quant"> {
+  let summary = "per-group min/scale integer quantization (GACT, ActNN)";
+  let description = [{
+    Splits the flattened tensor into groups of `group` consecutive elements
+    (the last group may be shorter) and stores, per group, the minimum and
+    the scale `(max - min) / (2^bits - 1)` as two f32 values, and per element
+    the `bits`-bit code `round((x - min) / scale)`, packed `32 / bits` to a
+    32-bit word. `rounding` is `stochastic` (unbiased, Philox-driven) or
+    `nearest`. Decoding yields `min + code * scale` in the tensor's element
+    type. Lossy.
+
+    ```mlir
+    #act.quant<bits = 4>                                   // group 256, stochastic
+    #act.quant<bits = 2, group = 128, rounding = nearest>
+    ```
+  }];
+  let parameters = (ins
+    "unsigned":$bits,
+    DefaultValuedParameter<"int64_t", "256">:$group,
+    DefaultValuedParameter<"::mlir::act::Rounding",
+                           "::mlir::act::Rounding::Stochastic">:$rounding);
+}
+
+def Act_FloatEncoding : Act_EncodingAttr<"FloatEncoding", "float"> {
+  let summary = "delayed precision reduction to a narrow float (Gist)";
+  let description = [{
+    Stores every element in a narrower floating format: `f16` and `bf16`
+    (two per 32-bit word), `fp10` (1 sign, 5 exponent, 4 mantissa bits; three
+    per word, the top two bits unused), `e4m3` and `e5m2` (four per word).
+    Decoding widens back to the tensor's element type. Lossless only when the
+    tensor's element type is the format itself.
+
+    ```mlir
+    #act.float<format = fp10>
+    ```
+  }];
+  let parameters = (ins "::mlir::act::FloatFormat":$format);
+  let extraClassDeclaration = [{
+    /// Bits one element occupies in the payload.
+    unsigned getElementBits() const;
+    /// Elements packed into one 32-bit payload word.
+    unsigned getElementsPerWord() const;
+  }];
+}
+
+def Act_MaskEncoding : Act_EncodingAttr<"MaskEncoding", "mask"> {
+  let summary = "one bit per element: a predicate of the value (Gist's ReLU mask)";
+  let description = [{
+    Keeps only `predicate(x)` for every element, one bit each, packed 32 to a
+    word: `positive` is `x > 0`, `nonnegative` is `x >= 0`, `nonzero` is
+    `x != 0`. Decoding yields an `i1` tensor of the same shape: exactly what
+    the backward pass of ReLU-like ops reads, so the encoding is lossless.
+
+    ```mlir
+    #act.mask<predicate = positive>
+    ```
+  }];
+  let parameters = (ins "::mlir::act::MaskPredicate":$predicate);
+}
+
+#endif // ACT_DIALECT_ACT_IR_ACTATTRS_TD

@@ -1,0 +1,60 @@
+//===- ActInterfaces.td - encoding attribute interface -----*- tablegen -*-===//
+//
+// The one interface every act encoding implements. Passes see encodings only
+// through it, so adding an encoding touches its attribute and nothing else.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_DIALECT_ACT_IR_ACTINTERFACES_TD
+#define ACT_DIALECT_ACT_IR_ACTINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Act_EncodingAttrInterface : AttrInterface<"EncodingAttrInterface"> {
+  let cppNamespace = "::mlir::act";
+  let description = [{
+    An encoding of a tensor held between its last forward use and its first
+    backward use. Storage is laid out over the row-major flattened element
+    index; sizes are exact (see docs/Encodings.md).
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/[{
+        Checks that tensors of `type` can be held in this encoding; reports
+        through `emitError` and fails otherwise.
+      }],
+      "::llvm::LogicalResult", "verifyTensorType",
+      (ins "::mlir::RankedTensorType":$type,
+           "::llvm::function_ref<::mlir::InFlightDiagnostic()>":$emitError)>,
+    InterfaceMethod<
+      /*desc=*/"Returns the tensor type that `act.decode` yields for `type`.",
+      "::mlir::RankedTensorType", "getDecodedType",
+      (ins "::mlir::RankedTensorType":$type)>,
+    InterfaceMethod<
+      /*desc=*/[{
+        Returns true if decoding reproduces exactly what the encoding promises
+        (the value itself, or the predicate for masks) for every value of
+        `elementType`.
+      }],
+      "bool", "isLossless", (ins "::mlir::Type":$elementType)>,
+    InterfaceMethod<
+      /*desc=*/[{
+        Returns the exact storage of `numElements` elements of `elementType`:
+        packed payload, per-group metadata and padding, in bytes.
+      }],
+      "::mlir::act::StorageLayout", "getStorageLayout",
+      (ins "int64_t":$numElements, "::mlir::Type":$elementType)>,
+  ];
+  let extraSharedClassDeclaration = [{
+    /// Storage of a whole tensor; std::nullopt when its shape is not static.
+    std::optional<::mlir::act::StorageLayout>
+    getStorageLayout(::mlir::RankedTensorType type) const {
+      if (!type.hasStaticShape())
+        return std::nullopt;
+      return $_attr.getStorageLayout(type.getNumElements(),
+                                     type.getElementType());
+    }
+  }];
+}
+
+#endif // ACT_DIALECT_ACT_IR_ACTINTERFACES_TD

@@ -1,0 +1,49 @@
+//===- ActOps.td - act operations --------------------------*- tablegen -*-===//
+
+#ifndef ACT_DIALECT_ACT_IR_ACTOPS_TD
+#define ACT_DIALECT_ACT_IR_ACTOPS_TD
+
+include "act/Dialect/Act/IR/ActTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Act_EncodeOp : Act_Op<"encode", [Pure]> {
+  let summary = "store a tensor in encoded form";
+  let description = [{
+    Encodes `input` with the encoding of the result type. `id` is the tensor's
+    stable id: it names the tensor in the sensitivity profile and the bit
+    allocator and keys its random stream.
+
+    ```mlir
+    %e = act.encode %x, id = 3 : tensor<64x256xf32>
+           -> !act.encoded<tensor<64x256xf32>, #act.quant<bits = 4>>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$id);
+  let results = (outs Act_EncodedType:$result);
+  let assemblyFormat = [{
+    $input `,` `id` `=` $id attr-dict `:` type($input) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Act_DecodeOp : Act_Op<"decode", [Pure]> {
+  let summary = "recover what an encoding keeps of a tensor";
+  let description = [{
+    Decodes `input`. The result type is the encoding's decoded type: the
+    tensor type itself for value encodings, an `i1` tensor for masks.
+
+    ```mlir
+    %x = act.decode %e : !act.encoded<tensor<64x256xf32>, #act.quant<bits = 4>>
+           -> tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins Act_EncodedType:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` qualified(type($input)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ACT_DIALECT_ACT_IR_ACTOPS_TD

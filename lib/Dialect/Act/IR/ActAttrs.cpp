@@ -1,0 +1,155 @@
+//===- ActAttrs.cpp - act encodings ----------------------------------------===//
+//
+// The encodings' parameters, their storage arithmetic and what they decode
+// to. The storage layout is documented in docs/Encodings.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/Dialect/Act/IR/Act.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::act;
+
+#include "act/Dialect/Act/IR/ActEnums.cpp.inc"
+#include "act/Dialect/Act/IR/ActInterfaces.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "act/Dialect/Act/IR/ActAttrs.cpp.inc"
+
+void ActDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "act/Dialect/Act/IR/ActAttrs.cpp.inc"
+      >();
+}
+
+/// Value encodings (quant, float) hold floating-point tensors.
+static LogicalResult
+verifyFloatElements(StringRef encoding, RankedTensorType type,
+                    function_ref<InFlightDiagnostic()> emitError) {
+  if (isa<FloatType>(type.getElementType()))
+    return success();
+  return emitError() << "#act." << encoding
+                     << " encodes floating-point tensors, not " << type;
+}
+
+//===----------------------------------------------------------------------===//
+// QuantEncodingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult QuantEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                unsigned bits, int64_t group,
+                                Rounding rounding) {
+  if (bits != 1 && bits != 2 && bits != 4 && bits != 8)
+    return emitError() << "#act.quant bits must be one of 1, 2, 4, 8; got "
+                       << bits;
+  if (group <= 0)
+    return emitError() << "#act.quant group size must be positive; got "
+                       << group;
+  return success();
+}
+
+LogicalResult
+QuantEncodingAttr::verifyTensorType(RankedTensorType type,
+                            function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyFloatElements("quant", type, emitError);
+}
+
+RankedTensorType QuantEncodingAttr::getDecodedType(RankedTensorType type) const {
+  return type;
+}
+
+bool QuantEncodingAttr::isLossless(Type) const { return false; }
+
+StorageLayout QuantEncodingAttr::getStorageLayout(int64_t numElements, Type) const {
+  // Two f32 per group: the minimum and the scale.
+  int64_t groups = (numElements + getGroup() - 1) / getGroup();
+  return StorageLayout::packed(numElements, getBits(), 32 / getBits(),
+                               groups * 2 * sizeof(float));
+}
+
+//===----------------------------------------------------------------------===//
+// FloatEncodingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult FloatEncodingAttr::verify(function_ref<InFlightDiagnostic()>,
+                                FloatFormat) {
+  return success();
+}
+
+unsigned FloatEncodingAttr::getElementBits() const {
+  switch (getFormat()) {
+  case FloatFormat::F16:
+  case FloatFormat::BF16:
+    return 16;
+  case FloatFormat::FP10:
+    return 10;
+  case FloatFormat::E4M3:
+  case FloatFormat::E5M2:
+    return 8;
+  }
+  llvm_unreachable("unknown float format");
+}
+
+unsigned FloatEncodingAttr::getElementsPerWord() const {
+  // fp10 packs three to a word and leaves two bits unused.
+  return 32 / getElementBits();
+}
+
+LogicalResult
+FloatEncodingAttr::verifyTensorType(RankedTensorType type,
+                            function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyFloatElements("float", type, emitError);
+}
+
+RankedTensorType FloatEncodingAttr::getDecodedType(RankedTensorType type) const {
+  return type;
+}
+
+bool FloatEncodingAttr::isLossless(Type elementType) const {
+  switch (getFormat()) {
+  case FloatFormat::F16:
+    return elementType.isF16();
+  case FloatFormat::BF16:
+    return elementType.isBF16();
+  default:
+    return false;
+  }
+}
+
+StorageLayout FloatEncodingAttr::getStorageLayout(int64_t numElements, Type) const {
+  return StorageLayout::packed(numElements, getElementBits(),
+                               getElementsPerWord());
+}
+
+//===----------------------------------------------------------------------===//
+// MaskEncodingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult MaskEncodingAttr::verify(function_ref<InFlightDiagnostic()>,
+                               MaskPredicate) {
+  return success();
+}
+
+LogicalResult
+MaskEncodingAttr::verifyTensorType(RankedTensorType type,
+                           function_ref<InFlightDiagnostic()> emitError) const {
+  if (type.getElementType().isIntOrFloat())
+    return success();
+  return emitError() << "#act.mask needs integer or floating-point elements, not "
+                     << type;
+}
+
+RankedTensorType MaskEncodingAttr::getDecodedType(RankedTensorType type) const {
+  return type.clone(IntegerType::get(getContext(), 1));
+}
+
+bool MaskEncodingAttr::isLossless(Type) const { return true; }
+
+StorageLayout MaskEncodingAttr::getStorageLayout(int64_t numElements, Type) const {
+  return StorageLayout::packed(numElements, 1, 32);
+}

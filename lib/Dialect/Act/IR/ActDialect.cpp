@@ -1,0 +1,36 @@
+//===- ActDialect.cpp - act dialect and its type ---------------------------===//
+
+#include "act/Dialect/Act/IR/Act.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::act;
+
+#include "act/Dialect/Act/IR/ActDialect.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "act/Dialect/Act/IR/ActTypes.cpp.inc"
+
+void ActDialect::initialize() {
+  registerAttributes();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "act/Dialect/Act/IR/ActTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "act/Dialect/Act/IR/ActOps.cpp.inc"
+      >();
+}
+
+LogicalResult
+EncodedType::verify(function_ref<InFlightDiagnostic()> emitError,
+                    RankedTensorType tensorType,
+                    EncodingAttrInterface encoding) {
+  if (!encoding)
+    return emitError() << "expected an encoding attribute";
+  return encoding.verifyTensorType(tensorType, emitError);
+}

@@ -1,0 +1,31 @@
+//===- ActOps.cpp - act operations -----------------------------------------===//
+
+#include "act/Dialect/Act/IR/Act.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::act;
+
+#define GET_OP_CLASSES
+#include "act/Dialect/Act/IR/ActOps.cpp.inc"
+
+LogicalResult EncodeOp::verify() {
+  auto encoded = cast<EncodedType>(getResult().getType());
+  if (encoded.getTensorType() != getInput().getType())
+    return emitOpError("result holds ")
+           << encoded.getTensorType() << " but the input is "
+           << getInput().getType();
+  return success();
+}
+
+LogicalResult DecodeOp::verify() {
+  auto encoded = cast<EncodedType>(getInput().getType());
+  RankedTensorType expected = encoded.getDecodedType();
+  if (getResult().getType() != expected)
+    return emitOpError("result type ")
+           << getResult().getType() << " does not match what "
+           << encoded.getEncoding() << " decodes to: " << expected;
+  return success();
+}

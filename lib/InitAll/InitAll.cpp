@@ -1,0 +1,66 @@
+//===- InitAll.cpp - register act and the dialects it works with ----------===//
+
+#include "act/InitAll.h"
+
+#include "act/Dialect/Act/IR/Act.h"
+// ACT_TRANSFORMS_INCLUDE
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+
+void mlir::act::registerActDialect(DialectRegistry &registry) {
+  registry.insert<act::ActDialect>();
+}
+
+void mlir::act::registerAllDialects(DialectRegistry &registry) {
+  registerActDialect(registry);
+  // What training graphs are written in.
+  registry.insert<func::FuncDialect, linalg::LinalgDialect,
+                  tensor::TensorDialect, arith::ArithDialect,
+                  math::MathDialect, scf::SCFDialect, tosa::TosaDialect>();
+  // What they are lowered through, on CPU and GPU.
+  registry.insert<memref::MemRefDialect, bufferization::BufferizationDialect,
+                  affine::AffineDialect, cf::ControlFlowDialect,
+                  index::IndexDialect, vector::VectorDialect, ub::UBDialect,
+                  gpu::GPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect>();
+
+  // Interface models: bufferization of the ops above, and the
+  // convert-to-llvm / inliner extensions of every upstream dialect.
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::registerAllExtensions(registry);
+}
+
+void mlir::act::registerActPasses() {}
+
+void mlir::act::registerAllPasses() {
+  registerActPasses();
+  mlir::registerAllPasses();
+}

@@ -1,0 +1,108 @@
+// RUN: act-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+2 {{#act.quant bits must be one of 1, 2, 4, 8; got 3}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @bits3(%a: !act.encoded<tensor<4xf32>, #act.quant<bits = 3>>) { return }
+
+// -----
+
+// expected-error @+2 {{#act.quant group size must be positive; got 0}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @group0(%a: !act.encoded<tensor<4xf32>, #act.quant<bits = 4, group = 0>>) { return }
+
+// -----
+
+// expected-error @+2 {{#act.quant group size must be positive; got -4}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @group_negative(%a: !act.encoded<tensor<4xf32>, #act.quant<bits = 4, group = -4>>) { return }
+
+// -----
+
+// expected-error @+3 {{expected one of [stochastic, nearest] for rounding of quantized values, got: up}}
+// expected-error @+2 {{failed to parse Act_QuantEncoding parameter 'rounding'}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @rounding(%a: !act.encoded<tensor<4xf32>, #act.quant<bits = 4, rounding = up>>) { return }
+
+// -----
+
+// expected-error @+2 {{struct is missing required parameter: bits}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @nobits(%a: !act.encoded<tensor<4xf32>, #act.quant<group = 4>>) { return }
+
+// -----
+
+// expected-error @+3 {{expected one of [f16, bf16, fp10, e4m3, e5m2] for reduced floating format, got: fp9}}
+// expected-error @+2 {{failed to parse Act_FloatEncoding parameter 'format'}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @format(%a: !act.encoded<tensor<4xf32>, #act.float<format = fp9>>) { return }
+
+// -----
+
+// expected-error @+3 {{expected one of [positive, nonnegative, nonzero] for predicate kept by a mask, got: odd}}
+// expected-error @+2 {{failed to parse Act_MaskEncoding parameter 'predicate'}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @predicate(%a: !act.encoded<tensor<4xf32>, #act.mask<predicate = odd>>) { return }
+
+// -----
+
+// expected-error @+1 {{#act.quant encodes floating-point tensors, not 'tensor<4xi32>'}}
+func.func @quant_int(%a: !act.encoded<tensor<4xi32>, #act.quant<bits = 4>>) { return }
+
+// -----
+
+// expected-error @+1 {{#act.float encodes floating-point tensors, not 'tensor<4xi8>'}}
+func.func @float_int(%a: !act.encoded<tensor<4xi8>, #act.float<format = f16>>) { return }
+
+// -----
+
+// Not an encoding.
+// expected-error @+2 {{invalid kind of attribute specified}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding' which is to be a `::mlir::act::EncodingAttrInterface`}}
+func.func @not_encoding(%a: !act.encoded<tensor<4xf32>, 3 : i32>) { return }
+
+// -----
+
+// Unranked tensors have no layout to encode.
+// expected-error @+2 {{invalid kind of type specified: expected builtin.tensor, but found 'tensor<*xf32>'}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'tensorType' which is to be a `::mlir::RankedTensorType`}}
+func.func @unranked(%a: !act.encoded<tensor<*xf32>, #act.quant<bits = 4>>) { return }
+
+// -----
+
+func.func @decode_type(%e: !act.encoded<tensor<4xf32>, #act.quant<bits = 4>>) -> tensor<4xf16> {
+  // expected-error @+1 {{'act.decode' op result type 'tensor<4xf16>' does not match what #act.quant<bits = 4> decodes to: 'tensor<4xf32>'}}
+  %d = act.decode %e : !act.encoded<tensor<4xf32>, #act.quant<bits = 4>> -> tensor<4xf16>
+  return %d : tensor<4xf16>
+}
+
+// -----
+
+func.func @decode_mask_type(%e: !act.encoded<tensor<4xf32>, #act.mask<predicate = positive>>) -> tensor<4xf32> {
+  // expected-error @+1 {{'act.decode' op result type 'tensor<4xf32>' does not match what #act.mask<predicate = positive> decodes to: 'tensor<4xi1>'}}
+  %d = act.decode %e : !act.encoded<tensor<4xf32>, #act.mask<predicate = positive>> -> tensor<4xf32>
+  return %d : tensor<4xf32>
+}
+
+// -----
+
+func.func @encode_shape(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'act.encode' op result holds 'tensor<4xf32>' but the input is 'tensor<8xf32>'}}
+  %e = act.encode %x, id = 0 : tensor<8xf32> -> !act.encoded<tensor<4xf32>, #act.quant<bits = 4>>
+  return
+}
+
+// -----
+
+func.func @encode_id(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'act.encode' op attribute 'id' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %e = act.encode %x, id = -1 : tensor<8xf32> -> !act.encoded<tensor<8xf32>, #act.quant<bits = 4>>
+  return
+}
+
+// -----
+
+func.func @encode_noid(%x: tensor<8xf32>) {
+  // expected-error @+1 {{expected ','}}
+  %e = act.encode %x : tensor<8xf32> -> !act.encoded<tensor<8xf32>, #act.quant<bits = 4>>
+  return
+}

@@ -1,0 +1,37 @@
+# -*- Python -*-
+# lit configuration of act's regression tests (check-act).
+
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "ACT"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.act_obj_root, "test")
+config.excludes = ["Inputs", "Unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
+config.substitutions.append(("%act_libs", os.path.join(config.act_obj_root, "lib")))
+config.substitutions.append(("%act_src", config.act_src_root))
+config.substitutions.append(("%act_obj", config.act_obj_root))
+config.substitutions.append(("%act_bin", os.path.join(config.act_obj_root, "bin")))
+
+# Variables captured by FileCheck do not leak across CHECK-LABELs.
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+tool_dirs = [os.path.join(config.act_obj_root, "bin"), config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["act-opt", "llvm-readelf"], tool_dirs)
+# The stock mlir-opt of the LLVM install, by full path, for plugin tests.
+config.substitutions.append(
+    ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+
+if shutil.which("python3"):
+    config.available_features.add("python3")

@@ -1,0 +1,158 @@
+//===- StorageLayoutTest.cpp - storage arithmetic of every encoding --------===//
+//
+// Exact byte counts of every encoding, including element counts that are not
+// multiples of the group size or of the 32-bit word packing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/Dialect/Act/IR/Act.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/MLIRContext.h"
+#include "gtest/gtest.h"
+
+using namespace mlir;
+using namespace mlir::act;
+
+namespace {
+
+class StorageLayoutTest : public ::testing::Test {
+protected:
+  StorageLayoutTest() { context.loadDialect<ActDialect>(); }
+
+  StorageLayout quant(unsigned bits, int64_t group, int64_t n) {
+    return cast<EncodingAttrInterface>(
+               QuantEncodingAttr::get(&context, bits, group,
+                                      Rounding::Stochastic))
+        .getStorageLayout(n, b().getF32Type());
+  }
+  StorageLayout flt(FloatFormat format, int64_t n) {
+    return cast<EncodingAttrInterface>(
+               FloatEncodingAttr::get(&context, format))
+        .getStorageLayout(n, b().getF32Type());
+  }
+  StorageLayout mask(int64_t n) {
+    return cast<EncodingAttrInterface>(
+               MaskEncodingAttr::get(&context, MaskPredicate::Positive))
+        .getStorageLayout(n, b().getF32Type());
+  }
+  Builder b() { return Builder(&context); }
+
+  MLIRContext context;
+};
+
+StorageLayout layout(int64_t payload, int64_t metadata, int64_t padding) {
+  return {payload, metadata, padding};
+}
+
+TEST_F(StorageLayoutTest, QuantWholeGroups) {
+  // 4 bits, 1024 elements: 512 payload bytes, 4 groups x (min, scale) f32.
+  EXPECT_EQ(quant(4, 256, 1024), layout(512, 32, 0));
+  // 8 bits, group 256: a quarter of f32 plus 8 bytes per 256 elements.
+  EXPECT_EQ(quant(8, 256, 4096), layout(4096, 128, 0));
+  EXPECT_EQ(quant(1, 256, 256).getTotalBytes(), 32 + 8);
+  EXPECT_EQ(quant(2, 128, 512), layout(128, 32, 0));
+}
+
+TEST_F(StorageLayoutTest, QuantTailGroup) {
+  // 1000 elements in groups of 256: 3 full groups and a tail of 232.
+  EXPECT_EQ(quant(4, 256, 1000), layout(500, 4 * 8, 0));
+  // A group of 7 elements: 100 elements are 15 groups (the last has 2).
+  EXPECT_EQ(quant(8, 7, 100), layout(100, 15 * 8, 0));
+  // One element is one group and one 32-bit word.
+  EXPECT_EQ(quant(8, 256, 1), layout(1, 8, 3));
+}
+
+TEST_F(StorageLayoutTest, QuantPartialWord) {
+  // 2 bits, 17 elements: 34 bits = 5 payload bytes in two words (8 bytes).
+  EXPECT_EQ(quant(2, 256, 17), layout(5, 8, 3));
+  // 1 bit, 33 elements: 5 bytes of bits, two words.
+  EXPECT_EQ(quant(1, 256, 33), layout(5, 8, 3));
+  // 4 bits, 9 elements: 36 bits, 5 bytes, two words.
+  EXPECT_EQ(quant(4, 4, 9), layout(5, 3 * 8, 3));
+  // The total is always whole 32-bit words plus the metadata.
+  for (unsigned bits : {1u, 2u, 4u, 8u})
+    for (int64_t n = 1; n < 300; ++n) {
+      StorageLayout s = quant(bits, 64, n);
+      int64_t perWord = 32 / bits;
+      EXPECT_EQ(s.payloadBytes + s.paddingBytes,
+                4 * ((n + perWord - 1) / perWord));
+      EXPECT_EQ(s.metadataBytes, 8 * ((n + 63) / 64));
+      EXPECT_EQ(s.payloadBytes, (n * bits + 7) / 8);
+    }
+}
+
+TEST_F(StorageLayoutTest, QuantEmpty) {
+  EXPECT_EQ(quant(4, 256, 0), layout(0, 0, 0));
+}
+
+TEST_F(StorageLayoutTest, FloatSixteenBit) {
+  // Two per word.
+  EXPECT_EQ(flt(FloatFormat::F16, 1000), layout(2000, 0, 0));
+  EXPECT_EQ(flt(FloatFormat::BF16, 1001), layout(2002, 0, 2));
+}
+
+TEST_F(StorageLayoutTest, FloatFp10) {
+  // Three per 32-bit word, two bits of each word unused.
+  EXPECT_EQ(flt(FloatFormat::FP10, 3).getTotalBytes(), 4);
+  EXPECT_EQ(flt(FloatFormat::FP10, 4).getTotalBytes(), 8);
+  // 300 elements: 100 words; 3000 bits = 375 bytes of payload.
+  EXPECT_EQ(flt(FloatFormat::FP10, 300), layout(375, 0, 25));
+  // 1000 elements: 334 words (the last holds one element).
+  EXPECT_EQ(flt(FloatFormat::FP10, 1000), layout(1250, 0, 86));
+  EXPECT_EQ(flt(FloatFormat::FP10, 1000).getTotalBytes(), 334 * 4);
+}
+
+TEST_F(StorageLayoutTest, FloatFp8) {
+  for (FloatFormat f : {FloatFormat::E4M3, FloatFormat::E5M2}) {
+    EXPECT_EQ(flt(f, 1024), layout(1024, 0, 0));
+    EXPECT_EQ(flt(f, 1025), layout(1025, 0, 3));
+    EXPECT_EQ(flt(f, 6), layout(6, 0, 2));
+  }
+}
+
+TEST_F(StorageLayoutTest, Mask) {
+  // 32 per word.
+  EXPECT_EQ(mask(32), layout(4, 0, 0));
+  EXPECT_EQ(mask(33), layout(5, 0, 3));
+  EXPECT_EQ(mask(1000), layout(125, 0, 3));
+  EXPECT_EQ(mask(1), layout(1, 0, 3));
+}
+
+TEST_F(StorageLayoutTest, WholeTensor) {
+  auto enc = cast<EncodingAttrInterface>(
+      QuantEncodingAttr::get(&context, 2, 256, Rounding::Nearest));
+  auto type = RankedTensorType::get({64, 100}, b().getF32Type());
+  std::optional<StorageLayout> s = enc.getStorageLayout(type);
+  ASSERT_TRUE(s.has_value());
+  // 6400 elements: 1600 bytes of 2-bit codes, 25 groups.
+  EXPECT_EQ(*s, layout(1600, 25 * 8, 0));
+  // Dynamic shapes have no static size.
+  auto dynamic = RankedTensorType::get({ShapedType::kDynamic, 100},
+                                       b().getF32Type());
+  EXPECT_FALSE(enc.getStorageLayout(dynamic).has_value());
+}
+
+TEST_F(StorageLayoutTest, DecodedTypeAndLosslessness) {
+  auto f32 = RankedTensorType::get({4, 4}, b().getF32Type());
+  auto q = cast<EncodingAttrInterface>(
+      QuantEncodingAttr::get(&context, 8, 256, Rounding::Nearest));
+  auto m = cast<EncodingAttrInterface>(
+      MaskEncodingAttr::get(&context, MaskPredicate::Positive));
+  auto h = cast<EncodingAttrInterface>(
+      FloatEncodingAttr::get(&context, FloatFormat::F16));
+  auto bf = cast<EncodingAttrInterface>(
+      FloatEncodingAttr::get(&context, FloatFormat::BF16));
+  EXPECT_EQ(q.getDecodedType(f32), f32);
+  EXPECT_EQ(h.getDecodedType(f32), f32);
+  EXPECT_EQ(m.getDecodedType(f32),
+            RankedTensorType::get({4, 4}, b().getI1Type()));
+  EXPECT_FALSE(q.isLossless(b().getF32Type()));
+  EXPECT_TRUE(m.isLossless(b().getF32Type()));
+  EXPECT_FALSE(h.isLossless(b().getF32Type()));
+  EXPECT_TRUE(h.isLossless(b().getF16Type()));
+  EXPECT_FALSE(h.isLossless(b().getBF16Type()));
+  EXPECT_TRUE(bf.isLossless(b().getBF16Type()));
+}
+
+} // namespace

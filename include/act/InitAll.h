@@ -21,7 +21,7 @@ void registerActDialect(DialectRegistry &registry);
 void registerAllDialects(DialectRegistry &registry);
 
 /// Registers act's passes and pipelines.
-void registerActPasses();
+void registerActPassesAndPipelines();
 
 /// Registers act's passes and pipelines and all upstream passes.
 void registerAllPasses();

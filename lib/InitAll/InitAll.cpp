@@ -3,7 +3,7 @@
 #include "act/InitAll.h"
 
 #include "act/Dialect/Act/IR/Act.h"
-// ACT_TRANSFORMS_INCLUDE
+#include "act/Dialect/Act/Transforms/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -58,9 +58,9 @@ void mlir::act::registerAllDialects(DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
 }
 
-void mlir::act::registerActPasses() {}
+void mlir::act::registerActPassesAndPipelines() { registerActPasses(); }
 
 void mlir::act::registerAllPasses() {
-  registerActPasses();
+  registerActPassesAndPipelines();
   mlir::registerAllPasses();
 }

@@ -25,5 +25,5 @@ mlirGetDialectPluginInfo() {
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo mlirGetPassPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "ActPasses", LLVM_VERSION_STRING,
-          []() { act::registerActPasses(); }};
+          []() { act::registerActPassesAndPipelines(); }};
 }

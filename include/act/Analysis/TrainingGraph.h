@@ -1,0 +1,119 @@
+//===- TrainingGraph.h - forward/backward split and saved values -*- C++ -*-===//
+//
+// Finds the training graphs of a module (DESIGN.md: joint and split forms),
+// classifies their ops as forward or backward, and lists the saved
+// activations: tensors defined in the forward pass and used in the backward
+// pass, each with a stable id.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_ANALYSIS_TRAININGGRAPH_H
+#define ACT_ANALYSIS_TRAININGGRAPH_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace mlir::act {
+
+/// Attribute names of the training-graph conventions (DESIGN.md).
+/// A result attribute marking the loss of a joint step (default: result 0).
+inline constexpr llvm::StringLiteral kLossAttrName = "act.loss";
+/// On a split forward function: the symbol of its backward function.
+inline constexpr llvm::StringLiteral kBackwardAttrName = "act.backward";
+/// On a split forward function: how many of its last results are saved for
+/// the backward function, which takes them as its first arguments.
+inline constexpr llvm::StringLiteral kNumSavedAttrName = "act.num_saved";
+
+enum class GraphForm { Joint, Split };
+
+/// Why a saved value is (not) encoded, as far as the graph alone decides.
+enum class SaveStatus {
+  /// Can be encoded.
+  Encodable,
+  /// Already held in encoded form (`value` is an `!act.encoded`).
+  Encoded,
+  /// Computed after the forward pass's last contraction or convolution (the
+  /// logits and the loss computation): kept exact by default (GACT, Sec. 6).
+  LossHead,
+  /// Also a result of the function: its full-precision copy stays live.
+  StaysLive,
+  /// A backward use comes before the last forward use in program order.
+  Interleaved,
+  /// Not a ranked tensor: there is no layout to encode.
+  Unranked,
+};
+
+llvm::StringRef stringifySaveStatus(SaveStatus status);
+
+/// One activation the forward pass keeps for the backward pass.
+struct SavedValue {
+  /// What crosses from forward to backward: the tensor, or after
+  /// act-insert-encode-decode its `!act.encoded` form.
+  Value value;
+  /// The full-precision tensor (`value`, or the input of its act.encode).
+  Value origin;
+  /// Stable id: the rank of `origin` among the graph's saved values in
+  /// program order of their producers (numbering continues across the graphs
+  /// of a module). After insertion, the act.encode's `id`.
+  int64_t id = -1;
+  SaveStatus status = SaveStatus::Encodable;
+  /// The last forward op (in the forward function's block) that reads
+  /// `origin`; null when only the backward reads it.
+  Operation *lastForwardUse = nullptr;
+  /// Joint form: the first backward op that reads `value`.
+  Operation *firstBackwardUse = nullptr;
+  /// Split form: the positions among the forward function's results (and the
+  /// backward function's arguments, counted from 0) where it crosses.
+  llvm::SmallVector<unsigned, 1> savedPositions;
+
+  /// The op that defines `origin`.
+  Operation *getProducer() const { return origin.getDefiningOp(); }
+  /// The type of the full-precision tensor (null if not a ranked tensor).
+  RankedTensorType getTensorType() const;
+};
+
+/// A training graph in one of the two forms of DESIGN.md.
+class TrainingGraph {
+public:
+  GraphForm form = GraphForm::Joint;
+  /// Joint: the step function. Split: the forward function.
+  func::FuncOp forward;
+  /// Split only: the backward function.
+  func::FuncOp backward;
+  /// The loss (always in joint form; in split form when one can be told).
+  Value loss;
+  /// The saved values, in id order.
+  llvm::SmallVector<SavedValue> saved;
+
+  /// True for ops (of the forward function's block) of the forward pass.
+  bool isForward(Operation *op) const;
+  /// Position of a top-level op in its block (program order).
+  unsigned getPosition(Operation *op) const { return position.lookup(op); }
+  /// Number of saved positions of a split forward function.
+  unsigned getNumSaved() const { return numSaved; }
+
+private:
+  friend class TrainingGraphBuilder;
+  llvm::DenseSet<Operation *> forwardOps;
+  llvm::DenseMap<Operation *, unsigned> position;
+  unsigned numSaved = 0;
+};
+
+/// Finds and analyzes every training graph of `module`: each split pair (a
+/// function with `act.backward` and `act.num_saved`) and every other public
+/// function with a body (joint form). Emits errors with locations and fails
+/// on input it cannot handle.
+FailureOr<llvm::SmallVector<TrainingGraph>>
+analyzeTrainingGraphs(ModuleOp module);
+
+/// Bytes of a tensor's full-precision data; std::nullopt if its shape is not
+/// static.
+std::optional<int64_t> getTensorBytes(RankedTensorType type);
+
+} // namespace mlir::act
+
+#endif // ACT_ANALYSIS_TRAININGGRAPH_H

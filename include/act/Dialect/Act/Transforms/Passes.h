@@ -1,0 +1,24 @@
+//===- Passes.h - act passes -------------------------------------*- C++ -*-===//
+
+#ifndef ACT_DIALECT_ACT_TRANSFORMS_PASSES_H
+#define ACT_DIALECT_ACT_TRANSFORMS_PASSES_H
+
+#include "act/Dialect/Act/IR/Act.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::act {
+
+/// How act-insert-encode-decode chooses encodings.
+enum class EncodingPolicy { None, Uniform };
+
+#define GEN_PASS_DECL
+#include "act/Dialect/Act/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "act/Dialect/Act/Transforms/Passes.h.inc"
+
+} // namespace mlir::act
+
+#endif // ACT_DIALECT_ACT_TRANSFORMS_PASSES_H

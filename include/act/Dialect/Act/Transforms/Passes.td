@@ -1,0 +1,93 @@
+//===- Passes.td - act passes ------------------------------*- tablegen -*-===//
+
+#ifndef ACT_DIALECT_ACT_TRANSFORMS_PASSES_TD
+#define ACT_DIALECT_ACT_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ActInsertEncodeDecodePass
+    : Pass<"act-insert-encode-decode", "::mlir::ModuleOp"> {
+  let summary = "Store every saved activation encoded between its forward "
+                "and backward uses";
+  let description = [{
+    Finds the training graphs of the module (joint form: the loss is the
+    result marked `act.loss`, default result 0; split form: a forward
+    function with `act.backward` and `act.num_saved`), and the values the
+    forward pass saves for the backward pass. Each saved value gets an
+    `act.encode` right after its last forward use and an `act.decode` right
+    before its first backward use; every backward use reads the decoded value,
+    so the full-precision value is dead after the encode. In the split form
+    the encoded value crosses the function boundary and both signatures
+    change.
+
+    Not encoded: function arguments (their memory exists anyway), tensors
+    below `min-bytes`, the loss head unless `encode-loss-head` (values
+    computed after the last contraction or convolution of the forward pass:
+    the logits' bias, softmax and loss computation, whose saved tensors GACT
+    found the most sensitive),
+    values also returned by the step, values whose first backward use comes
+    before their last forward use, and tensors the encoding cannot hold.
+
+    Before (joint form):
+    ```mlir
+    %h = linalg.matmul ins(%x, %w1 : ...) outs(...) -> tensor<64x256xf32>
+    %y = linalg.matmul ins(%h, %w2 : ...) ...   // last forward use of %h
+    ...
+    %dw2 = linalg.matmul ins(%ht, %dy : ...) ... // first backward use of %h
+    ```
+    After (`policy=uniform encoding="#act.quant<bits = 4>"`):
+    ```mlir
+    %h = linalg.matmul ...
+    %y = linalg.matmul ins(%h, %w2 : ...) ...
+    %e = act.encode %h, id = 0 : tensor<64x256xf32>
+           -> !act.encoded<tensor<64x256xf32>, #act.quant<bits = 4>>
+    ...
+    %hd = act.decode %e : ... -> tensor<64x256xf32>
+    %dw2 = linalg.matmul ins(%hd ...) ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::act::ActDialect"];
+  let options = [
+    Option<"policy", "policy", "::mlir::act::EncodingPolicy",
+           "::mlir::act::EncodingPolicy::Uniform",
+           "which encoding each saved value gets",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::act::EncodingPolicy::None, "none",
+                        "encode nothing (the IR is left unchanged)"),
+             clEnumValN(::mlir::act::EncodingPolicy::Uniform, "uniform",
+                        "the same `encoding` for every saved value"))}]>,
+    Option<"encoding", "encoding", "std::string",
+           "\"#act.quant<bits = 4>\"",
+           "the encoding attribute of the uniform policy, e.g. "
+           "'#act.quant<bits = 2, group = 128>' or '#act.float<format = bf16>'">,
+    Option<"minBytes", "min-bytes", "int64_t", "1024",
+           "leave saved tensors smaller than this many bytes unencoded">,
+    Option<"encodeLossHead", "encode-loss-head", "bool", "false",
+           "also encode the loss head's saved values">,
+    ListOption<"includeIds", "include", "int64_t",
+               "encode only these saved-value ids (default: all)">,
+    ListOption<"excludeIds", "exclude", "int64_t",
+               "never encode these saved-value ids">,
+  ];
+}
+
+def ActMemoryReportPass : Pass<"act-memory-report", "::mlir::ModuleOp"> {
+  let summary = "Report saved activations and the step's peak memory";
+  let description = [{
+    For every training graph of the module: each saved value's id, producer,
+    shape, element type, bytes before and after encoding, encoding and
+    status; the totals and the compression ratio of the saved activations;
+    and a peak-memory estimate of the whole step from a static liveness
+    analysis over program order, with and without the encodings (the model
+    is in docs/MemoryReport.md). The table goes to stderr (or `table`), the
+    JSON (schema in docs/MemoryReport.md) to `json`. The IR is unchanged.
+  }];
+  let options = [
+    Option<"jsonFile", "json", "std::string", "\"\"",
+           "write the report as JSON to this file ('-' for stdout)">,
+    Option<"tableFile", "table", "std::string", "\"\"",
+           "write the table to this file ('-' for stdout; default stderr)">,
+  ];
+}
+
+#endif // ACT_DIALECT_ACT_TRANSFORMS_PASSES_TD

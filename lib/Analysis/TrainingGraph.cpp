@@ -1,0 +1,461 @@
+//===- TrainingGraph.cpp - forward/backward split and saved values --------===//
+//
+// Joint form: the forward ops are exactly the ops the loss depends on; every
+// other op (but the terminator) is backward. Split form: the forward function
+// is forward, the backward function backward, and the saved values are the
+// forward function's last `act.num_saved` results.
+//
+// Everything here is linear in the size of the function (one walk for the
+// loss slice, one pass over the uses of each forward value).
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/Analysis/TrainingGraph.h"
+
+#include "act/Dialect/Act/IR/Act.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::act;
+
+StringRef mlir::act::stringifySaveStatus(SaveStatus status) {
+  switch (status) {
+  case SaveStatus::Encodable:
+    return "encodable";
+  case SaveStatus::Encoded:
+    return "encoded";
+  case SaveStatus::LossHead:
+    return "loss-head";
+  case SaveStatus::StaysLive:
+    return "stays-live";
+  case SaveStatus::Interleaved:
+    return "interleaved";
+  case SaveStatus::Unranked:
+    return "unranked";
+  }
+  llvm_unreachable("unknown save status");
+}
+
+RankedTensorType SavedValue::getTensorType() const {
+  return dyn_cast<RankedTensorType>(origin.getType());
+}
+
+std::optional<int64_t> mlir::act::getTensorBytes(RankedTensorType type) {
+  if (!type || !type.hasStaticShape())
+    return std::nullopt;
+  Type element = type.getElementType();
+  int64_t bits;
+  if (element.isIndex())
+    bits = 64;
+  else if (element.isIntOrFloat())
+    bits = element.getIntOrFloatBitWidth();
+  else
+    return std::nullopt;
+  // Memory holds every element in whole bytes (i1 too).
+  return type.getNumElements() * ((bits + 7) / 8);
+}
+
+bool TrainingGraph::isForward(Operation *op) const {
+  return forwardOps.contains(op);
+}
+
+/// Ops whose result is the logits of a classifier head: contractions and
+/// convolutions.
+static bool isContractionLike(Operation *op) {
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return linalg::isaContractionOpInterface(linalgOp) ||
+           linalg::isaConvolutionOpInterface(linalgOp);
+  return isa<tosa::MatMulOp, tosa::Conv2DOp, tosa::Conv3DOp,
+             tosa::DepthwiseConv2DOp>(op);
+}
+
+/// Calls `fn` on every value of `block` that the top-level op `op` reads:
+/// its operands and the values its regions capture from `block`.
+static void forEachRead(Operation *op, Block *block,
+                        function_ref<void(Value)> fn) {
+  for (Value v : op->getOperands())
+    fn(v);
+  if (op->getNumRegions() == 0)
+    return;
+  op->walk([&](Operation *nested) {
+    if (nested == op)
+      return;
+    for (Value v : nested->getOperands())
+      if (v.getParentBlock() == block)
+        fn(v);
+  });
+}
+
+static bool isSavableType(Type type) {
+  return isa<TensorType, EncodedType>(type);
+}
+
+/// The value a saved value stands for: the input of its act.encode, if any.
+static std::pair<Value, SaveStatus> getOrigin(Value value) {
+  if (auto encode = value.getDefiningOp<EncodeOp>())
+    return {encode.getInput(), SaveStatus::Encoded};
+  return {value, SaveStatus::Encodable};
+}
+
+namespace mlir::act {
+
+/// Builds TrainingGraphs; a friend of TrainingGraph.
+class TrainingGraphBuilder {
+public:
+  explicit TrainingGraphBuilder(int64_t &nextId) : nextId(nextId) {}
+
+  FailureOr<TrainingGraph> buildJoint(func::FuncOp func);
+  FailureOr<TrainingGraph> buildSplit(func::FuncOp forward,
+                                      func::FuncOp backward,
+                                      unsigned numSaved);
+
+private:
+  /// Finds the loss among `func`'s results: the one marked `act.loss`, else
+  /// result 0 if it is a scalar. Returns -1 if there is none; emits an error
+  /// and fails only for conflicting markers.
+  FailureOr<int> findLoss(func::FuncOp func);
+  void numberOps(TrainingGraph &graph, Block &body);
+  /// Position of the last contraction among forward ops, if any.
+  std::optional<unsigned> lastContraction(TrainingGraph &graph, Block &body);
+  void assignIds(TrainingGraph &graph);
+
+  int64_t &nextId;
+};
+
+} // namespace mlir::act
+
+static LogicalResult requireSingleBlock(func::FuncOp func) {
+  if (func.getBody().hasOneBlock())
+    return success();
+  return func.emitError("act: training graph @")
+         << func.getSymName() << " has " << func.getBody().getBlocks().size()
+         << " blocks; only single-block functions (structured control flow) "
+            "are supported";
+}
+
+FailureOr<int> TrainingGraphBuilder::findLoss(func::FuncOp func) {
+  int marked = -1;
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+    if (!func.getResultAttr(i, kLossAttrName))
+      continue;
+    if (marked >= 0)
+      return func.emitError("act: @")
+             << func.getSymName() << " marks results " << marked << " and "
+             << i << " as `" << kLossAttrName << "`; mark one";
+    marked = i;
+  }
+  if (marked >= 0)
+    return marked;
+  if (func.getNumResults() == 0)
+    return -1;
+  Type type = func.getResultTypes()[0];
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    if (tensor.getRank() == 0)
+      type = tensor.getElementType();
+  return isa<FloatType>(type) ? 0 : -1;
+}
+
+void TrainingGraphBuilder::numberOps(TrainingGraph &graph, Block &body) {
+  unsigned i = 0;
+  for (Operation &op : body)
+    graph.position[&op] = ++i;
+}
+
+std::optional<unsigned>
+TrainingGraphBuilder::lastContraction(TrainingGraph &graph, Block &body) {
+  std::optional<unsigned> last;
+  for (Operation &op : body)
+    if (graph.isForward(&op) && isContractionLike(&op))
+      last = graph.getPosition(&op);
+  return last;
+}
+
+void TrainingGraphBuilder::assignIds(TrainingGraph &graph) {
+  // Ids follow program order of the full-precision producers, so that a graph
+  // gets the same ids before and after act-insert-encode-decode.
+  auto key = [&](const SavedValue &s) -> std::pair<unsigned, unsigned> {
+    if (auto result = dyn_cast<OpResult>(s.origin))
+      return {graph.getPosition(result.getOwner()), result.getResultNumber()};
+    return {0, cast<BlockArgument>(s.origin).getArgNumber()};
+  };
+  if (graph.form == GraphForm::Joint)
+    llvm::stable_sort(graph.saved,
+                      [&](const SavedValue &a, const SavedValue &b) {
+                        return key(a) < key(b);
+                      });
+  for (SavedValue &s : graph.saved) {
+    int64_t ordinal = nextId++;
+    if (auto encode = s.value.getDefiningOp<EncodeOp>())
+      s.id = encode.getId();
+    else
+      s.id = ordinal;
+  }
+}
+
+FailureOr<TrainingGraph> TrainingGraphBuilder::buildJoint(func::FuncOp func) {
+  if (failed(requireSingleBlock(func)))
+    return failure();
+  FailureOr<int> lossIndex = findLoss(func);
+  if (failed(lossIndex))
+    return failure();
+  if (*lossIndex < 0) {
+    if (func.getNumResults() == 0)
+      return func.emitError("act: training step @")
+             << func.getSymName()
+             << " has no results, so no loss: mark the loss result with `"
+             << kLossAttrName << "`";
+    return func.emitError("act: training step @")
+           << func.getSymName() << " has no result marked `" << kLossAttrName
+           << "` and result 0 (" << func.getResultTypes()[0]
+           << ") is not a scalar loss";
+  }
+
+  TrainingGraph graph;
+  graph.form = GraphForm::Joint;
+  graph.forward = func;
+  Block &body = func.getBody().front();
+  Operation *terminator = body.getTerminator();
+  graph.loss = terminator->getOperand(*lossIndex);
+  numberOps(graph, body);
+
+  // Forward ops: the loss's backward slice among the block's ops.
+  SmallVector<Operation *> worklist;
+  auto visit = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (def && def->getBlock() == &body && graph.forwardOps.insert(def).second)
+      worklist.push_back(def);
+  };
+  visit(graph.loss);
+  while (!worklist.empty())
+    forEachRead(worklist.pop_back_val(), &body, visit);
+  // An act.encode of a forward value belongs to the forward pass.
+  for (auto encode : body.getOps<EncodeOp>()) {
+    Operation *def = encode.getInput().getDefiningOp();
+    if (!def || graph.forwardOps.contains(def))
+      graph.forwardOps.insert(encode);
+  }
+
+  std::optional<unsigned> head = lastContraction(graph, body);
+  for (Operation &op : body) {
+    // tensor.empty carries a shape, not data: nothing to keep.
+    if (!graph.isForward(&op) || isa<tensor::EmptyOp>(op))
+      continue;
+    for (OpResult result : op.getResults()) {
+      Operation *lastFwd = nullptr, *firstBwd = nullptr;
+      bool returned = false;
+      for (OpOperand &use : result.getUses()) {
+        Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+        if (user == terminator) {
+          returned = true;
+        } else if (graph.isForward(user)) {
+          if (!lastFwd || graph.getPosition(user) > graph.getPosition(lastFwd))
+            lastFwd = user;
+        } else if (!firstBwd ||
+                   graph.getPosition(user) < graph.getPosition(firstBwd)) {
+          firstBwd = user;
+        }
+      }
+      if (!firstBwd)
+        continue;
+      if (!isSavableType(result.getType())) {
+        if (isa<BaseMemRefType>(result.getType()))
+          op.emitWarning("act: saved value of type ")
+              << result.getType()
+              << " is not a tensor and cannot be encoded; act works on "
+                 "tensors (run it before bufferization)";
+        continue;
+      }
+      SavedValue saved;
+      saved.value = result;
+      std::tie(saved.origin, saved.status) = getOrigin(result);
+      saved.lastForwardUse = lastFwd;
+      saved.firstBackwardUse = firstBwd;
+      if (saved.status == SaveStatus::Encodable) {
+        if (!saved.getTensorType())
+          saved.status = SaveStatus::Unranked;
+        else if (returned)
+          saved.status = SaveStatus::StaysLive;
+        else if (lastFwd &&
+                 graph.getPosition(firstBwd) < graph.getPosition(lastFwd))
+          saved.status = SaveStatus::Interleaved;
+        else if (head && graph.getPosition(&op) > *head)
+          saved.status = SaveStatus::LossHead;
+      }
+      graph.saved.push_back(saved);
+    }
+  }
+  assignIds(graph);
+  return graph;
+}
+
+FailureOr<TrainingGraph>
+TrainingGraphBuilder::buildSplit(func::FuncOp forward, func::FuncOp backward,
+                                 unsigned numSaved) {
+  if (failed(requireSingleBlock(forward)) ||
+      failed(requireSingleBlock(backward)))
+    return failure();
+  unsigned numResults = forward.getNumResults();
+  if (numSaved > numResults || numSaved > backward.getNumArguments())
+    return forward.emitError("act: @")
+           << forward.getSymName() << " declares " << kNumSavedAttrName
+           << " = " << numSaved << " but returns " << numResults
+           << " values and @" << backward.getSymName() << " takes "
+           << backward.getNumArguments();
+  unsigned firstSaved = numResults - numSaved;
+  for (unsigned k = 0; k < numSaved; ++k) {
+    Type produced = forward.getResultTypes()[firstSaved + k];
+    Type taken = backward.getArgumentTypes()[k];
+    if (produced != taken)
+      return forward.emitError("act: saved value ")
+             << k << " is returned by @" << forward.getSymName() << " as "
+             << produced << " but taken by @" << backward.getSymName()
+             << " as " << taken;
+  }
+  FailureOr<int> lossIndex = findLoss(forward);
+  if (failed(lossIndex))
+    return failure();
+
+  TrainingGraph graph;
+  graph.form = GraphForm::Split;
+  graph.forward = forward;
+  graph.backward = backward;
+  graph.numSaved = numSaved;
+  Block &body = forward.getBody().front();
+  Operation *terminator = body.getTerminator();
+  if (*lossIndex >= 0 && unsigned(*lossIndex) < firstSaved)
+    graph.loss = terminator->getOperand(*lossIndex);
+  numberOps(graph, body);
+  for (Operation &op : body)
+    if (&op != terminator)
+      graph.forwardOps.insert(&op);
+  // The loss head is only known when the forward function computes the loss.
+  std::optional<unsigned> head;
+  if (graph.loss)
+    head = lastContraction(graph, body);
+
+  llvm::SmallDenseMap<Value, unsigned> index;
+  for (unsigned k = 0; k < numSaved; ++k) {
+    Value v = terminator->getOperand(firstSaved + k);
+    // Function arguments (parameters, inputs) exist anyway.
+    if (isa<BlockArgument>(v))
+      continue;
+    if (!isSavableType(v.getType())) {
+      if (isa<BaseMemRefType>(v.getType()))
+        forward.emitWarning("act: saved value ")
+            << k << " of type " << v.getType()
+            << " is not a tensor and cannot be encoded";
+      continue;
+    }
+    auto [it, inserted] = index.try_emplace(v, graph.saved.size());
+    if (!inserted) {
+      graph.saved[it->second].savedPositions.push_back(k);
+      continue;
+    }
+    SavedValue saved;
+    saved.value = v;
+    saved.savedPositions.push_back(k);
+    std::tie(saved.origin, saved.status) = getOrigin(v);
+    for (Operation *user : saved.origin.getUsers()) {
+      user = body.findAncestorOpInBlock(*user);
+      if (user != terminator &&
+          (!saved.lastForwardUse ||
+           graph.getPosition(user) > graph.getPosition(saved.lastForwardUse)))
+        saved.lastForwardUse = user;
+    }
+    if (saved.status == SaveStatus::Encodable) {
+      bool alsoOutput = llvm::any_of(
+          terminator->getOpOperands().take_front(firstSaved),
+          [&](OpOperand &operand) { return operand.get() == v; });
+      if (!saved.getTensorType())
+        saved.status = SaveStatus::Unranked;
+      else if (alsoOutput)
+        saved.status = SaveStatus::StaysLive;
+      else if (head && graph.getPosition(v.getDefiningOp()) > *head)
+        saved.status = SaveStatus::LossHead;
+    }
+    graph.saved.push_back(saved);
+  }
+  assignIds(graph);
+  return graph;
+}
+
+/// True if `func`'s only symbol uses in `module` are `allowedUser`'s
+/// `act.backward` attribute.
+static bool isOnlyReferencedBy(func::FuncOp func, ModuleOp module,
+                               Operation *allowedUser) {
+  std::optional<SymbolTable::UseRange> uses =
+      SymbolTable::getSymbolUses(func, module);
+  if (!uses)
+    return false;
+  return llvm::all_of(*uses, [&](const SymbolTable::SymbolUse &use) {
+    return use.getUser() == allowedUser;
+  });
+}
+
+FailureOr<SmallVector<TrainingGraph>>
+mlir::act::analyzeTrainingGraphs(ModuleOp module) {
+  SymbolTable symbols(module);
+  int64_t nextId = 0;
+  TrainingGraphBuilder builder(nextId);
+  SmallVector<TrainingGraph> graphs;
+  llvm::DenseSet<Operation *> backwards;
+
+  // Split pairs first, so that their backward functions are not mistaken for
+  // joint steps.
+  for (auto func : module.getOps<func::FuncOp>()) {
+    Attribute backwardAttr = func->getAttr(kBackwardAttrName);
+    if (!backwardAttr)
+      continue;
+    auto ref = dyn_cast<FlatSymbolRefAttr>(backwardAttr);
+    auto backward =
+        ref ? symbols.lookup<func::FuncOp>(ref.getValue()) : func::FuncOp();
+    if (!backward || backward.isExternal())
+      return func.emitError("act: `")
+             << kBackwardAttrName << "` of @" << func.getSymName()
+             << " must name a function with a body in this module; got "
+             << backwardAttr;
+    auto numSaved = func->getAttrOfType<IntegerAttr>(kNumSavedAttrName);
+    if (!numSaved || numSaved.getInt() < 0)
+      return func.emitError("act: split forward function @")
+             << func.getSymName() << " needs `" << kNumSavedAttrName
+             << "`, a non-negative integer";
+    if (!isOnlyReferencedBy(func, module, nullptr) ||
+        !isOnlyReferencedBy(backward, module, func))
+      return func.emitError("act: the split pair @")
+             << func.getSymName() << " / @" << backward.getSymName()
+             << " is called from elsewhere in the module; act needs the "
+                "pair's callers outside the module";
+    if (!backwards.insert(backward).second)
+      return func.emitError("act: @")
+             << backward.getSymName()
+             << " is the backward function of more than one forward function";
+    FailureOr<TrainingGraph> graph =
+        builder.buildSplit(func, backward, numSaved.getInt());
+    if (failed(graph))
+      return failure();
+    graphs.push_back(std::move(*graph));
+  }
+
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() || !func.isPublic() ||
+        func->hasAttr(kBackwardAttrName) || backwards.contains(func))
+      continue;
+    FailureOr<TrainingGraph> graph = builder.buildJoint(func);
+    if (failed(graph))
+      return failure();
+    graphs.push_back(std::move(*graph));
+  }
+
+  llvm::DenseMap<int64_t, Value> ids;
+  for (TrainingGraph &graph : graphs)
+    for (SavedValue &saved : graph.saved)
+      if (!ids.try_emplace(saved.id, saved.value).second)
+        return emitError(saved.value.getLoc(), "act: saved-activation id ")
+               << saved.id << " is used twice in the module";
+  return graphs;
+}

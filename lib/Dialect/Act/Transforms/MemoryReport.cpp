@@ -1,0 +1,261 @@
+//===- MemoryReport.cpp - saved-activation and peak-memory report ----------===//
+//
+// Per training graph: the saved values with their sizes before and after
+// encoding, totals, and the static peak-memory estimate with and without the
+// encodings. As a table and as JSON (docs/MemoryReport.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/Analysis/MemoryEstimate.h"
+#include "act/Analysis/TrainingGraph.h"
+#include "act/Dialect/Act/Transforms/Passes.h"
+
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace mlir::act {
+#define GEN_PASS_DEF_ACTMEMORYREPORTPASS
+#include "act/Dialect/Act/Transforms/Passes.h.inc"
+} // namespace mlir::act
+
+using namespace mlir;
+using namespace mlir::act;
+
+namespace {
+
+/// Version of the JSON report's schema (docs/MemoryReport.md).
+constexpr int64_t kReportVersion = 1;
+
+/// One row of the report.
+struct Row {
+  int64_t id;
+  std::string producer, location, shape, dtype, encoding, status;
+  SmallVector<int64_t> dims;
+  std::optional<int64_t> before, after;
+};
+
+struct GraphReport {
+  std::string form, function, backward;
+  std::vector<Row> rows;
+  int64_t savedBefore = 0, savedAfter = 0, unknownSizes = 0;
+  PeakMemoryEstimate peakBefore, peakAfter;
+};
+
+template <typename T> std::string print(T thing) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << thing;
+  return s;
+}
+
+std::string printLocation(Location loc) {
+  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+    return llvm::formatv("{0}:{1}:{2}", file.getFilename(), file.getLine(),
+                         file.getColumn());
+  return print(loc);
+}
+
+Row makeRow(const SavedValue &saved) {
+  Row row;
+  row.id = saved.id;
+  Operation *producer = saved.getProducer();
+  row.producer = producer ? producer->getName().getStringRef().str()
+                          : std::string("(argument)");
+  row.location = printLocation(saved.origin.getLoc());
+  row.status = stringifySaveStatus(saved.status).str();
+  RankedTensorType type = saved.getTensorType();
+  if (!type) {
+    row.shape = row.dtype = "?";
+    row.encoding = "none";
+    return row;
+  }
+  row.dims.assign(type.getShape().begin(), type.getShape().end());
+  row.shape = llvm::join(llvm::map_range(type.getShape(),
+                                         [](int64_t d) {
+                                           return ShapedType::isDynamic(d)
+                                                      ? std::string("?")
+                                                      : std::to_string(d);
+                                         }),
+                         "x");
+  row.dtype = print(type.getElementType());
+  row.before = getTensorBytes(type);
+  if (auto encoded = dyn_cast<EncodedType>(saved.value.getType())) {
+    row.encoding = print(encoded.getEncoding());
+    if (std::optional<StorageLayout> layout =
+            encoded.getEncoding().getStorageLayout(type))
+      row.after = layout->getTotalBytes();
+  } else {
+    row.encoding = "none";
+    row.after = row.before;
+  }
+  return row;
+}
+
+GraphReport makeReport(const TrainingGraph &graph) {
+  GraphReport report;
+  report.form = graph.form == GraphForm::Joint ? "joint" : "split";
+  func::FuncOp forward = graph.forward, backward = graph.backward;
+  report.function = forward.getSymName().str();
+  if (backward)
+    report.backward = backward.getSymName().str();
+  for (const SavedValue &saved : graph.saved) {
+    Row row = makeRow(saved);
+    if (row.before && row.after) {
+      report.savedBefore += *row.before;
+      report.savedAfter += *row.after;
+    } else {
+      ++report.unknownSizes;
+    }
+    report.rows.push_back(std::move(row));
+  }
+  report.peakBefore = estimatePeakMemory(graph, /*withEncodings=*/false);
+  report.peakAfter = estimatePeakMemory(graph, /*withEncodings=*/true);
+  return report;
+}
+
+std::string bytesOrUnknown(std::optional<int64_t> bytes) {
+  return bytes ? std::to_string(*bytes) : std::string("?");
+}
+
+double ratio(int64_t before, int64_t after) {
+  return after ? double(before) / double(after) : 1.0;
+}
+
+void printTable(const GraphReport &report, raw_ostream &os) {
+  os << "act memory report: @" << report.function;
+  if (!report.backward.empty())
+    os << " / @" << report.backward;
+  os << " (" << report.form << " form)\n";
+  constexpr const char *format =
+      "{0,4}  {1,-24} {2,-16} {3,-5} {4,12} {5,12}  {6,-12} {7,-28} {8}\n";
+  os << llvm::formatv(format, "id", "producer", "shape", "dtype", "bytes",
+                      "encoded", "status", "encoding", "location");
+  for (const Row &row : report.rows)
+    os << llvm::formatv(format, row.id, row.producer, row.shape, row.dtype,
+                        bytesOrUnknown(row.before), bytesOrUnknown(row.after),
+                        row.status, row.encoding, row.location);
+  os << llvm::formatv("saved activations: {0} values, {1} -> {2} bytes "
+                      "({3:F2}x)",
+                      report.rows.size(), report.savedBefore,
+                      report.savedAfter,
+                      ratio(report.savedBefore, report.savedAfter));
+  if (report.unknownSizes)
+    os << ", " << report.unknownSizes << " of unknown size";
+  os << "\n";
+  os << llvm::formatv("peak memory estimate: {0} -> {1} bytes ({2:F2}x)",
+                      report.peakBefore.peakBytes, report.peakAfter.peakBytes,
+                      ratio(report.peakBefore.peakBytes,
+                            report.peakAfter.peakBytes));
+  if (report.peakAfter.unknownBuffers)
+    os << ", " << report.peakAfter.unknownBuffers
+       << " buffers of unknown size not counted";
+  os << "\n";
+}
+
+void writeJson(ArrayRef<GraphReport> reports, raw_ostream &os) {
+  llvm::json::OStream json(os, /*IndentSize=*/2);
+  auto optional = [&](StringRef key, std::optional<int64_t> value) {
+    if (value)
+      json.attribute(key, *value);
+    else
+      json.attribute(key, nullptr);
+  };
+  json.object([&] {
+    json.attribute("version", kReportVersion);
+    json.attributeArray("graphs", [&] {
+      for (const GraphReport &report : reports)
+        json.object([&] {
+          json.attribute("form", report.form);
+          json.attribute("function", report.function);
+          if (report.backward.empty())
+            json.attribute("backward", nullptr);
+          else
+            json.attribute("backward", report.backward);
+          json.attributeArray("saved", [&] {
+            for (const Row &row : report.rows)
+              json.object([&] {
+                json.attribute("id", row.id);
+                json.attribute("producer", row.producer);
+                json.attribute("location", row.location);
+                json.attributeArray("shape", [&] {
+                  for (int64_t d : row.dims)
+                    if (ShapedType::isDynamic(d))
+                      json.value(nullptr);
+                    else
+                      json.value(d);
+                });
+                json.attribute("dtype", row.dtype);
+                optional("bytes_before", row.before);
+                optional("bytes_after", row.after);
+                json.attribute("encoding", row.encoding);
+                json.attribute("status", row.status);
+              });
+          });
+          json.attributeObject("totals", [&] {
+            json.attribute("saved_values", int64_t(report.rows.size()));
+            json.attribute("saved_bytes_before", report.savedBefore);
+            json.attribute("saved_bytes_after", report.savedAfter);
+            json.attribute("unknown_sizes", report.unknownSizes);
+            json.attribute("compression_ratio",
+                           ratio(report.savedBefore, report.savedAfter));
+          });
+          json.attributeObject("peak_estimate", [&] {
+            json.attribute("bytes_before", report.peakBefore.peakBytes);
+            json.attribute("bytes_after", report.peakAfter.peakBytes);
+            json.attribute("unknown_buffers", report.peakAfter.unknownBuffers);
+            json.attribute("ratio", ratio(report.peakBefore.peakBytes,
+                                          report.peakAfter.peakBytes));
+          });
+        });
+    });
+  });
+  os << "\n";
+}
+
+struct MemoryReportPass
+    : act::impl::ActMemoryReportPassBase<MemoryReportPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    markAllAnalysesPreserved();
+    FailureOr<SmallVector<TrainingGraph>> graphs =
+        analyzeTrainingGraphs(getOperation());
+    if (failed(graphs))
+      return signalPassFailure();
+    std::vector<GraphReport> reports;
+    for (const TrainingGraph &graph : *graphs)
+      reports.push_back(makeReport(graph));
+
+    if (failed(write(tableFile, [&](raw_ostream &os) {
+          for (const GraphReport &report : reports)
+            printTable(report, os);
+        })))
+      return signalPassFailure();
+    if (!jsonFile.empty() &&
+        failed(write(jsonFile, [&](raw_ostream &os) {
+          writeJson(reports, os);
+        })))
+      return signalPassFailure();
+  }
+
+  /// Writes to `path` ('-': stdout, empty: stderr).
+  LogicalResult write(StringRef path,
+                      function_ref<void(raw_ostream &)> writer) {
+    if (path.empty()) {
+      writer(llvm::errs());
+      return success();
+    }
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
+    if (!file)
+      return getOperation().emitError("act-memory-report: ") << error;
+    writer(file->os());
+    file->keep();
+    return success();
+  }
+};
+
+} // namespace

@@ -60,12 +60,11 @@ private:
   /// Numbers `block`'s ops from `start` on and defines their results.
   unsigned scan(Block &block, unsigned start);
   /// Records the last reads of `block`'s values.
-  void recordUses(Block &block);
-  void addAliases(Block &block);
+  void recordUses(Block &block, unsigned start);
+  void addAliases(Block &block, unsigned start);
 
   const TrainingGraph &graph;
   bool withEncodings;
-  DenseMap<Operation *, unsigned> pos;
   SmallVector<Value> values;
   DenseMap<Value, unsigned> index;
   SmallVector<unsigned> def, end;
@@ -91,36 +90,42 @@ std::optional<int64_t> LivenessModel::sizeOf(Value v) const {
 unsigned LivenessModel::scan(Block &block, unsigned start) {
   unsigned p = start;
   for (Operation &op : block) {
-    pos[&op] = ++p;
+    ++p;
     for (Value result : op.getResults())
       define(result, p);
   }
   return p;
 }
 
-void LivenessModel::recordUses(Block &block) {
-  auto record = [&](Value v) {
-    for (OpOperand &use : v.getUses()) {
-      Operation *user = v.getParentBlock()->findAncestorOpInBlock(
-          *use.getOwner());
-      if (user)
-        extend(v, pos.lookup(user));
-    }
-  };
-  for (BlockArgument arg : block.getArguments())
-    record(arg);
-  for (Operation &op : block)
-    for (Value result : op.getResults())
-      record(result);
+void LivenessModel::recordUses(Block &block, unsigned start) {
+  // Walking ops in order and extending what they read touches each use once
+  // without looking ops up in a map.
+  unsigned p = start;
+  for (Operation &op : block) {
+    ++p;
+    for (Value v : op.getOperands())
+      extend(v, p);
+    if (op.getNumRegions() == 0)
+      continue;
+    op.walk([&](Operation *nested) {
+      if (nested == &op)
+        return;
+      for (Value v : nested->getOperands())
+        if (v.getParentBlock() == &block)
+          extend(v, p);
+    });
+  }
 }
 
-void LivenessModel::addAliases(Block &block) {
+void LivenessModel::addAliases(Block &block, unsigned start) {
+  unsigned p = start;
   for (Operation &op : block) {
+    ++p;
     if (auto dps = dyn_cast<DestinationStyleOpInterface>(&op)) {
       if (dps.hasPureTensorSemantics())
         for (OpOperand &init : dps.getDpsInitsMutable()) {
           auto it = index.find(init.get());
-          if (it != index.end() && end[it->second] == pos[&op])
+          if (it != index.end() && end[it->second] == p)
             unite(dps.getTiedOpResult(&init), init.get());
         }
       continue;
@@ -138,22 +143,30 @@ void LivenessModel::addAliases(Block &block) {
 PeakMemoryEstimate LivenessModel::run() {
   func::FuncOp forward = graph.forward, backward = graph.backward;
   Block &fwd = forward.getBody().front();
+  size_t numOps = fwd.getOperations().size() +
+                  (backward ? backward.getBody().front().getOperations().size()
+                            : 0);
+  values.reserve(numOps);
+  index.reserve(numOps);
+  def.reserve(numOps);
+  end.reserve(numOps);
   for (BlockArgument arg : fwd.getArguments())
     define(arg, 0);
   unsigned last = scan(fwd, 0);
+  unsigned bwdStart = last + 1;
   Block *bwd = nullptr;
   if (backward) {
     bwd = &backward.getBody().front();
     for (BlockArgument arg : bwd->getArguments())
-      define(arg, last + 1);
-    last = scan(*bwd, last + 1);
+      define(arg, bwdStart);
+    last = scan(*bwd, bwdStart);
   }
   endOfStep = last + 1;
   classes.grow(values.size());
 
-  recordUses(fwd);
+  recordUses(fwd, 0);
   if (bwd)
-    recordUses(*bwd);
+    recordUses(*bwd, bwdStart);
   // Inputs and parameters exist for the whole step; so do its results.
   for (BlockArgument arg : fwd.getArguments())
     extend(arg, endOfStep);
@@ -170,9 +183,9 @@ PeakMemoryEstimate LivenessModel::run() {
     for (Value v : bwd->getTerminator()->getOperands())
       extend(v, endOfStep);
 
-  addAliases(fwd);
+  addAliases(fwd, 0);
   if (bwd)
-    addAliases(*bwd);
+    addAliases(*bwd, bwdStart);
 
   // Per buffer: its first definition, last read and largest size.
   classes.compress();

@@ -161,6 +161,8 @@ FailureOr<int> TrainingGraphBuilder::findLoss(func::FuncOp func) {
 }
 
 void TrainingGraphBuilder::numberOps(TrainingGraph &graph, Block &body) {
+  graph.position.reserve(body.getOperations().size());
+  graph.forwardOps.reserve(body.getOperations().size());
   unsigned i = 0;
   for (Operation &op : body)
     graph.position[&op] = ++i;
@@ -177,17 +179,29 @@ TrainingGraphBuilder::lastContraction(TrainingGraph &graph, Block &body) {
 
 void TrainingGraphBuilder::assignIds(TrainingGraph &graph) {
   // Ids follow program order of the full-precision producers, so that a graph
-  // gets the same ids before and after act-insert-encode-decode.
-  auto key = [&](const SavedValue &s) -> std::pair<unsigned, unsigned> {
-    if (auto result = dyn_cast<OpResult>(s.origin))
-      return {graph.getPosition(result.getOwner()), result.getResultNumber()};
-    return {0, cast<BlockArgument>(s.origin).getArgNumber()};
-  };
-  if (graph.form == GraphForm::Joint)
-    llvm::stable_sort(graph.saved,
-                      [&](const SavedValue &a, const SavedValue &b) {
-                        return key(a) < key(b);
-                      });
+  // gets the same ids before and after act-insert-encode-decode. Saved values
+  // are collected in program order of what crosses; only encoded ones (whose
+  // producer comes before their act.encode) can be out of order.
+  if (graph.form == GraphForm::Joint) {
+    using Key = std::tuple<unsigned, unsigned, unsigned>;
+    SmallVector<Key> keys;
+    keys.reserve(graph.saved.size());
+    for (auto [i, s] : llvm::enumerate(graph.saved)) {
+      if (auto result = dyn_cast<OpResult>(s.origin))
+        keys.emplace_back(graph.getPosition(result.getOwner()),
+                          result.getResultNumber(), i);
+      else
+        keys.emplace_back(0, cast<BlockArgument>(s.origin).getArgNumber(), i);
+    }
+    if (!llvm::is_sorted(keys)) {
+      llvm::sort(keys);
+      SmallVector<SavedValue> sorted;
+      sorted.reserve(keys.size());
+      for (const Key &key : keys)
+        sorted.push_back(graph.saved[std::get<2>(key)]);
+      graph.saved = std::move(sorted);
+    }
+  }
   for (SavedValue &s : graph.saved) {
     int64_t ordinal = nextId++;
     if (auto encode = s.value.getDefiningOp<EncodeOp>())

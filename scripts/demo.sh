@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# README command 1: install what is missing, build, and run act on an
+# example training graph (a small CNN): insert encode/decode around every
+# saved activation and print the memory report.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${ACT_BUILD_DIR:-$here/build}
+"$here/scripts/setup.sh"
+act_opt="$build_dir/bin/act-opt"
+example="$here/examples/cnn.mlir"
+
+echo
+echo "== act-opt examples/cnn.mlir -act-insert-encode-decode: where the encodes and decodes go"
+"$act_opt" "$example" -act-insert-encode-decode | grep -E "act\.(encode|decode)" | cut -c1-140
+echo
+echo "== the memory report (uniform 4-bit quantization, group 256)"
+"$act_opt" "$example" -act-insert-encode-decode -act-memory-report=table=- -o /dev/null

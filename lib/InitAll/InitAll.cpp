@@ -3,7 +3,9 @@
 #include "act/InitAll.h"
 
 #include "act/Dialect/Act/IR/Act.h"
+#include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -58,7 +60,11 @@ void mlir::act::registerAllDialects(DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
 }
 
-void mlir::act::registerActPassesAndPipelines() { registerActPasses(); }
+void mlir::act::registerActPassesAndPipelines() {
+  registerActPasses();
+  registerActConversionPasses();
+  registerPipelines();
+}
 
 void mlir::act::registerAllPasses() {
   registerActPassesAndPipelines();

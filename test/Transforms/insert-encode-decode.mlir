@@ -21,7 +21,7 @@
 // The ReLU is %h's last forward use: the encode follows it at once.
 // CHECK:      %[[R:.*]] = linalg.generic
 // CHECK:      } -> tensor<16x64xf32>
-// CHECK-NEXT: %[[E:.*]] = act.encode %[[H]], id = 0 : tensor<16x64xf32> -> !act.encoded<tensor<16x64xf32>, #act.quant<bits = 4>>
+// CHECK-NEXT: %[[E:.*]] = act.encode %[[H]], id = 0, seed %{{[a-z0-9_]+}} : tensor<16x64xf32> -> !act.encoded<tensor<16x64xf32>, #act.quant<bits = 4>>
 // No backward op reads %h itself.
 // CHECK-NOT:  %[[H]]{{[ ,)]}}
 // The decode comes right before the first backward use...
@@ -77,11 +77,11 @@ func.func @joint(%x: tensor<16x64xf32>, %w: tensor<64x64xf32>) -> (f32 {act.loss
 // CHECK-LABEL: func.func @order
 // CHECK:      %[[A:.*]] = math.exp %{{.*}} : tensor<32x32xf32>
 // CHECK-NEXT: %[[B:.*]] = math.tanh %[[A]] : tensor<32x32xf32>
-// CHECK-NEXT: %[[EA:.*]] = act.encode %[[A]], id = 0
+// CHECK-NEXT: %[[EA:.*]] = act.encode %[[A]], id = 0, seed %{{[a-z0-9_]+}}
 // CHECK-NEXT: %[[C:.*]] = math.sin %[[B]] : tensor<32x32xf32>
-// CHECK-NEXT: %[[EB:.*]] = act.encode %[[B]], id = 1
+// CHECK-NEXT: %[[EB:.*]] = act.encode %[[B]], id = 1, seed %{{[a-z0-9_]+}}
 // CHECK-NEXT: tensor.extract %[[C]]
-// CHECK-NEXT: %[[EC:.*]] = act.encode %[[C]], id = 2
+// CHECK-NEXT: %[[EC:.*]] = act.encode %[[C]], id = 2, seed %{{[a-z0-9_]+}}
 // CHECK:      %[[DC:.*]] = act.decode %[[EC]]
 // CHECK-NEXT: %[[G1:.*]] = math.cos %[[DC]]
 // CHECK:      %[[DA:.*]] = act.decode %[[EA]]
@@ -91,8 +91,8 @@ func.func @joint(%x: tensor<16x64xf32>, %w: tensor<64x64xf32>) -> (f32 {act.loss
 // ALL-LABEL: func.func @order
 // ALL-COUNT-3: act.encode
 // ONLY1-LABEL: func.func @order
-// ONLY1-NOT: = act.encode {{.*}} id = 0
-// ONLY1: act.encode %{{.*}}, id = 1
+// ONLY1-NOT: = act.encode {{.*}} id = 0, seed %{{[a-z0-9_]+}}
+// ONLY1: act.encode %{{.*}}, id = 1, seed %{{[a-z0-9_]+}}
 // ONLY1-NOT: = act.encode
 // ONLY1: return
 // BF16-LABEL: func.func @order
@@ -147,17 +147,17 @@ func.func @kept(%x: tensor<32x32xf32>) -> (f32 {act.loss}, tensor<32x32xf32>, te
 // contraction's own result is not in the head.
 // CHECK-LABEL: func.func @small_and_head
 // CHECK: %[[L:.*]] = linalg.matmul
-// CHECK: act.encode %[[L]], id = 1 : tensor<4x256xf32>
+// CHECK: act.encode %[[L]], id = 1, seed %{{[a-z0-9_]+}} : tensor<4x256xf32>
 // CHECK-NOT: = act.encode
 // CHECK: return
 // ALL-LABEL: func.func @small_and_head
 // ALL: %[[S:.*]] = math.exp %{{.*}} : tensor<4x4xf32>
 // ALL: %[[L:.*]] = linalg.matmul ins(%[[S]]
-// ALL-NEXT: act.encode %[[S]], id = 0 : tensor<4x4xf32>
+// ALL-NEXT: act.encode %[[S]], id = 0, seed %{{[a-z0-9_]+}} : tensor<4x4xf32>
 // ALL-NEXT: %[[T:.*]] = math.tanh %[[L]]
-// ALL-NEXT: act.encode %[[L]], id = 1
+// ALL-NEXT: act.encode %[[L]], id = 1, seed %{{[a-z0-9_]+}}
 // ALL-NEXT: tensor.extract %[[T]]
-// ALL-NEXT: act.encode %[[T]], id = 2
+// ALL-NEXT: act.encode %[[T]], id = 2, seed %{{[a-z0-9_]+}}
 func.func @small_and_head(%x: tensor<4x4xf32>, %w: tensor<4x256xf32>) -> (f32 {act.loss}, tensor<4x4xf32>, tensor<4x256xf32>, tensor<4x256xf32>) {
   %c0 = arith.constant 0 : index
   %zero = arith.constant 0.0 : f32

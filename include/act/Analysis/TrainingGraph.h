@@ -28,6 +28,10 @@ inline constexpr llvm::StringLiteral kBackwardAttrName = "act.backward";
 /// the backward function, which takes them as its first arguments.
 inline constexpr llvm::StringLiteral kNumSavedAttrName = "act.num_saved";
 
+/// An argument attribute: the tensor<K x i64> of per-tensor seeds (indexed by
+/// id) that stochastic encodings draw from; act-run and the runtime fill it.
+inline constexpr llvm::StringLiteral kSeedsAttrName = "act.seeds";
+
 enum class GraphForm { Joint, Split };
 
 /// Why a saved value is (not) encoded, as far as the graph alone decides.

@@ -10,6 +10,8 @@
 #include "act/Dialect/Act/Transforms/Passes.h"
 
 #include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallSet.h"
 
@@ -33,9 +35,13 @@ struct InsertEncodeDecodePass
 private:
   /// The encoding `saved` gets, or null (with a remark) when it stays as is.
   EncodingAttrInterface chooseEncoding(const SavedValue &saved);
-  /// Creates the act.encode of `saved` right after its last forward use.
-  EncodeOp createEncode(OpBuilder &builder, const SavedValue &saved,
-                        EncodedType type);
+  /// Creates the act.encode of `saved` right after its last forward use,
+  /// reading its seed from the graph's seeds argument if it is stochastic.
+  EncodeOp createEncode(OpBuilder &builder, TrainingGraph &graph,
+                        const SavedValue &saved, EncodedType type);
+  /// The graph's `act.seeds` argument (tensor<K x i64>, indexed by id),
+  /// added on first use.
+  Value getSeeds(TrainingGraph &graph);
   void encodeJoint(TrainingGraph &graph, const SavedValue &saved,
                    EncodedType type);
   void encodeSplit(TrainingGraph &graph, const SavedValue &saved,
@@ -45,6 +51,8 @@ private:
   llvm::SmallSet<int64_t, 8> include, exclude;
   /// The last act.encode placed after an op, to keep them in id order.
   DenseMap<Operation *, Operation *> lastEncodeAfter;
+  /// The seeds argument of the graph being rewritten.
+  Value seeds;
 };
 
 } // namespace
@@ -91,15 +99,46 @@ InsertEncodeDecodePass::chooseEncoding(const SavedValue &saved) {
   return uniform;
 }
 
+Value InsertEncodeDecodePass::getSeeds(TrainingGraph &graph) {
+  if (seeds)
+    return seeds;
+  int64_t count = 0;
+  for (const SavedValue &saved : graph.saved)
+    count = std::max(count, saved.id + 1);
+  func::FuncOp func = graph.forward;
+  auto type = RankedTensorType::get({count}, IntegerType::get(&getContext(), 64));
+  unsigned index = func.getNumArguments();
+  auto attrs = DictionaryAttr::get(
+      &getContext(), {NamedAttribute(StringAttr::get(&getContext(),
+                                                     kSeedsAttrName),
+                                     UnitAttr::get(&getContext()))});
+  if (failed(func.insertArgument(index, type, attrs, func.getLoc())))
+    return nullptr;
+  seeds = func.getArgument(index);
+  return seeds;
+}
+
 EncodeOp InsertEncodeDecodePass::createEncode(OpBuilder &builder,
+                                              TrainingGraph &graph,
                                               const SavedValue &saved,
                                               EncodedType type) {
   Operation *anchor =
       saved.lastForwardUse ? saved.lastForwardUse : saved.getProducer();
   Operation *&last = lastEncodeAfter[anchor];
   builder.setInsertionPointAfter(last ? last : anchor);
-  auto encode = EncodeOp::create(builder, saved.value.getLoc(), type,
-                                 saved.value, saved.id);
+  Location loc = saved.value.getLoc();
+  Value seed;
+  if (type.getEncoding().isStochastic()) {
+    // Read at the top of the function, so the encode itself still follows
+    // the last forward use directly.
+    OpBuilder::InsertionGuard guard(builder);
+    Value seedsArg = getSeeds(graph);
+    builder.setInsertionPointToStart(seedsArg.getParentBlock());
+    Value index = arith::ConstantIndexOp::create(builder, loc, saved.id);
+    seed = tensor::ExtractOp::create(builder, loc, seedsArg, ValueRange{index});
+  }
+  auto encode =
+      EncodeOp::create(builder, loc, type, saved.value, saved.id, seed);
   last = encode;
   return encode;
 }
@@ -108,7 +147,7 @@ void InsertEncodeDecodePass::encodeJoint(TrainingGraph &graph,
                                          const SavedValue &saved,
                                          EncodedType type) {
   OpBuilder builder(&getContext());
-  EncodeOp encode = createEncode(builder, saved, type);
+  EncodeOp encode = createEncode(builder, graph, saved, type);
   builder.setInsertionPoint(saved.firstBackwardUse);
   auto decode = DecodeOp::create(builder, saved.firstBackwardUse->getLoc(),
                                  type.getDecodedType(), encode);
@@ -124,7 +163,7 @@ void InsertEncodeDecodePass::encodeSplit(TrainingGraph &graph,
                                          const SavedValue &saved,
                                          EncodedType type) {
   OpBuilder builder(&getContext());
-  EncodeOp encode = createEncode(builder, saved, type);
+  EncodeOp encode = createEncode(builder, graph, saved, type);
   Operation *fwdReturn = graph.forward.getBody().front().getTerminator();
   Block &bwd = graph.backward.getBody().front();
   unsigned firstSaved = fwdReturn->getNumOperands() - graph.getNumSaved();
@@ -157,6 +196,7 @@ void InsertEncodeDecodePass::runOnOperation() {
     return markAllAnalysesPreserved();
 
   for (TrainingGraph &graph : *graphs) {
+    seeds = nullptr;
     for (const SavedValue &saved : graph.saved) {
       EncodingAttrInterface encodingAttr = chooseEncoding(saved);
       if (!encodingAttr)

@@ -44,6 +44,36 @@ def Act_EncodingAttrInterface : AttrInterface<"EncodingAttrInterface"> {
       }],
       "::mlir::act::StorageLayout", "getStorageLayout",
       (ins "int64_t":$numElements, "::mlir::Type":$elementType)>,
+    InterfaceMethod<
+      /*desc=*/[{
+        Appends the types of the explicit storage of a `type` tensor (see
+        docs/Encodings.md): the packed payload words, then any metadata.
+      }],
+      "void", "getStorageTypes",
+      (ins "::mlir::RankedTensorType":$type,
+           "::llvm::SmallVectorImpl<::mlir::Type> &":$types)>,
+    InterfaceMethod<
+      /*desc=*/"True if encoding draws random numbers (needs a seed).",
+      "bool", "isStochastic">,
+    InterfaceMethod<
+      /*desc=*/[{
+        Builds the encoding of `input` into its explicit storage with
+        linalg/tensor/arith ops on tensors; `seed` (i64, may be null for
+        deterministic encodings) and `id` key the random stream.
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "buildEncode",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "::mlir::Value":$input, "::mlir::Value":$seed, "int64_t":$id)>,
+    InterfaceMethod<
+      /*desc=*/[{
+        Builds the decoding of `storage` (as returned by buildEncode) into
+        `decodedType`, whose dynamic dimensions are `dynamicSizes`.
+      }],
+      "::mlir::Value", "buildDecode",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "::mlir::ValueRange":$storage,
+           "::mlir::RankedTensorType":$decodedType,
+           "::mlir::ValueRange":$dynamicSizes)>,
   ];
   let extraSharedClassDeclaration = [{
     /// Storage of a whole tensor; std::nullopt when its shape is not static.

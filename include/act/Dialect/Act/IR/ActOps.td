@@ -11,7 +11,8 @@ def Act_EncodeOp : Act_Op<"encode", [Pure]> {
   let description = [{
     Encodes `input` with the encoding of the result type. `id` is the tensor's
     stable id: it names the tensor in the sensitivity profile and the bit
-    allocator and keys its random stream.
+    allocator and keys its random stream. Stochastic encodings draw from
+    Philox4x32-10 keyed by the run-time `seed` (0 when absent) and `id`.
 
     ```mlir
     %e = act.encode %x, id = 3 : tensor<64x256xf32>
@@ -19,10 +20,12 @@ def Act_EncodeOp : Act_Op<"encode", [Pure]> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input,
-                       ConfinedAttr<I64Attr, [IntNonNegative]>:$id);
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$id,
+                       Optional<I64>:$seed);
   let results = (outs Act_EncodedType:$result);
   let assemblyFormat = [{
-    $input `,` `id` `=` $id attr-dict `:` type($input) `->` qualified(type($result))
+    $input `,` `id` `=` $id (`,` `seed` $seed^)? attr-dict `:` type($input)
+    `->` qualified(type($result))
   }];
   let hasVerifier = 1;
 }

@@ -18,7 +18,10 @@ def ActInsertEncodeDecodePass
     before its first backward use; every backward use reads the decoded value,
     so the full-precision value is dead after the encode. In the split form
     the encoded value crosses the function boundary and both signatures
-    change.
+    change. When an encoding is stochastic, the step (or split forward)
+    function gets a last argument `%seeds: tensor<K x i64> {act.seeds}`
+    indexed by id, and each encode reads its seed from it, so the runtime
+    can re-draw any one tensor's noise.
 
     Not encoded: function arguments (their memory exists anyway), tensors
     below `min-bytes`, the loss head unless `encode-loss-head` (values
@@ -46,7 +49,9 @@ def ActInsertEncodeDecodePass
     %dw2 = linalg.matmul ins(%hd ...) ...
     ```
   }];
-  let dependentDialects = ["::mlir::act::ActDialect"];
+  let dependentDialects = ["::mlir::act::ActDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
   let options = [
     Option<"policy", "policy", "::mlir::act::EncodingPolicy",
            "::mlir::act::EncodingPolicy::Uniform",

@@ -1,0 +1,23 @@
+//===- Passes.h - act conversions --------------------------------*- C++ -*-===//
+
+#ifndef ACT_CONVERSION_PASSES_H
+#define ACT_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::act {
+
+#define GEN_PASS_DECL
+#include "act/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "act/Conversion/Passes.h.inc"
+
+} // namespace mlir::act
+
+#endif // ACT_CONVERSION_PASSES_H

@@ -1,0 +1,96 @@
+//===- ActLowering.h - building blocks of encoding lowerings ----*- C++ -*-===//
+//
+// Helpers the encodings use to lower themselves (EncodingAttrInterface::
+// buildEncode / buildDecode) to linalg, tensor and arith on tensors, with the
+// storage of docs/Encodings.md made explicit: 32-bit payload words holding
+// `perWord` elements of `bits` bits each, over the row-major flattened
+// element index. The same IR runs on CPU and GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_DIALECT_ACT_IR_ACTLOWERING_H
+#define ACT_DIALECT_ACT_IR_ACTLOWERING_H
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::act {
+
+/// Philox4x32-10 (Salmon et al., SC'11) keyed by (lo32(seed), hi32(seed))
+/// with counter (lo32(index), hi32(index), lo32(id), hi32(id)); returns the
+/// first 32-bit word of the output block. `index`, `seed`: i64.
+Value buildPhilox(OpBuilder &b, Location loc, Value index, Value seed,
+                  int64_t id);
+
+/// A float format narrower than f32 (docs/Encodings.md): `expBits` exponent
+/// and `manBits` mantissa bits, a sign; `ieee` formats reserve the top
+/// exponent for inf/NaN, the others (e4m3fn) only the all-ones code for NaN.
+struct MiniFloat {
+  unsigned expBits, manBits;
+  bool ieee;
+};
+/// Code (i32, low 1 + expBits + manBits bits) of f32 `x`: round to nearest
+/// even, gradual underflow, magnitudes above the largest finite value
+/// (infinities included) clamp to it, NaN stays NaN.
+Value buildMiniFloatEncode(OpBuilder &b, Location loc, Value x, MiniFloat f);
+/// f32 value of a code produced by buildMiniFloatEncode.
+Value buildMiniFloatDecode(OpBuilder &b, Location loc, Value code,
+                           MiniFloat f);
+/// Largest finite value of `f`.
+double getMaxFinite(MiniFloat f);
+
+/// Builds the pieces of a packed lowering for a tensor `input`.
+class PackedLowering {
+public:
+  /// `bits` per element, `perWord` elements per 32-bit word; the flattened
+  /// tensor is padded to a multiple of `multiple` (a multiple of `perWord`).
+  PackedLowering(OpBuilder &b, Location loc, unsigned bits, unsigned perWord,
+                 int64_t multiple);
+
+  /// Flattens and zero-pads `input`; sets the element count and padding.
+  void load(Value input);
+  /// Sets the element count and padding from a tensor type (for decoding).
+  void setShape(RankedTensorType type, ValueRange dynamicSizes);
+  /// The padded length (index), a multiple of `multiple`.
+  Value getPaddedLength() const { return paddedLength; }
+
+  /// Builds the payload: for every word w and lane l, element i = w*perWord+l
+  /// becomes `elementBits(b, loc, x, i, mask)` (an i32 in the low `bits`;
+  /// `x` the element, `i` its index as i64), or 0 past the end.
+  /// `extraInputs` are read per element through `extraMaps` (over (w, l)).
+  Value pack(ArrayRef<Value> extraInputs, ArrayRef<AffineMap> extraMaps,
+             function_ref<Value(OpBuilder &, Location, Value x, Value index,
+                                ValueRange extra)>
+                 elementBits);
+
+  /// Decodes `payload` (ceil(n / perWord) words) into a tensor of
+  /// `elementType` and shape `type` with `dynamicSizes`; `elementValue` maps
+  /// the bits of element i (i32) and the per-element extra inputs to it.
+  Value unpack(Value payload, RankedTensorType type, ValueRange dynamicSizes,
+               ArrayRef<Value> extraInputs, ArrayRef<AffineMap> extraMaps,
+               function_ref<Value(OpBuilder &, Location, Value bits,
+                                  ValueRange extra)>
+                   elementValue);
+
+  /// The flattened, padded input (tensor<padded x T>).
+  Value getPadded() const { return padded; }
+  /// Number of real elements (index).
+  Value getNumElements() const { return numElements; }
+  /// A ceil-division of the element count (index).
+  Value ceilDiv(Value n, int64_t d);
+  /// Slices the first `count` rows of a tensor along dim 0.
+  Value sliceRows(Value t, Value count);
+  /// Pads dim 0 of `t` with zeros to `count` rows.
+  Value padRows(Value t, Value count);
+
+  OpBuilder &b;
+  Location loc;
+  unsigned bits, perWord;
+  int64_t multiple;
+
+private:
+  Value numElements, padded, paddedLength;
+};
+
+} // namespace mlir::act
+
+#endif // ACT_DIALECT_ACT_IR_ACTLOWERING_H

@@ -1,0 +1,123 @@
+//===- ActToLinalg.cpp - lower act ops to linalg on tensors ----------------===//
+//
+// A 1:N dialect conversion: each encoded value becomes the tensors of its
+// explicit storage; the encodings build their own encode/decode IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/Conversion/Passes.h"
+#include "act/Dialect/Act/IR/Act.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::act {
+#define GEN_PASS_DEF_CONVERTACTTOLINALGPASS
+#include "act/Conversion/Passes.h.inc"
+} // namespace mlir::act
+
+using namespace mlir;
+using namespace mlir::act;
+
+namespace {
+
+/// The tensor holding the dynamic dimensions of an encoded tensor, if any.
+std::optional<RankedTensorType> getDimsType(EncodedType type) {
+  int64_t dynamic = type.getTensorType().getNumDynamicDims();
+  if (dynamic == 0)
+    return std::nullopt;
+  return RankedTensorType::get({dynamic},
+                               IndexType::get(type.getContext()));
+}
+
+struct EncodeOpLowering : OpConversionPattern<EncodeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(EncodeOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<EncodedType>(op.getType());
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput().front();
+    Value seed = adaptor.getSeed().empty() ? Value() : adaptor.getSeed().front();
+    SmallVector<Value> storage =
+        type.getEncoding().buildEncode(rewriter, loc, input, seed, op.getId());
+    if (getDimsType(type)) {
+      SmallVector<Value> dims;
+      for (auto [i, d] : llvm::enumerate(type.getTensorType().getShape()))
+        if (ShapedType::isDynamic(d))
+          dims.push_back(tensor::DimOp::create(rewriter, loc, input, i));
+      storage.push_back(tensor::FromElementsOp::create(rewriter, loc, dims));
+    }
+    rewriter.replaceOpWithMultiple(op, {storage});
+    return success();
+  }
+};
+
+struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(DecodeOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<EncodedType>(op.getInput().getType());
+    Location loc = op.getLoc();
+    ValueRange storage = adaptor.getInput();
+    SmallVector<Value> dynamicSizes;
+    if (std::optional<RankedTensorType> dimsType = getDimsType(type)) {
+      Value dims = storage.back();
+      storage = storage.drop_back();
+      for (int64_t i = 0; i < dimsType->getDimSize(0); ++i)
+        dynamicSizes.push_back(tensor::ExtractOp::create(
+            rewriter, loc, dims,
+            ValueRange{arith::ConstantIndexOp::create(rewriter, loc, i)}));
+    }
+    Value decoded = type.getEncoding().buildDecode(
+        rewriter, loc, storage, op.getType(), dynamicSizes);
+    rewriter.replaceOp(op, decoded);
+    return success();
+  }
+};
+
+struct ConvertActToLinalgPass
+    : act::impl::ConvertActToLinalgPassBase<ConvertActToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    TypeConverter converter;
+    converter.addConversion([](Type type) { return type; });
+    converter.addConversion(
+        [](EncodedType type, SmallVectorImpl<Type> &results) {
+          type.getEncoding().getStorageTypes(type.getTensorType(), results);
+          if (std::optional<RankedTensorType> dims = getDimsType(type))
+            results.push_back(*dims);
+          return success();
+        });
+
+    RewritePatternSet patterns(context);
+    patterns.add<EncodeOpLowering, DecodeOpLowering>(converter, context);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+
+    ConversionTarget target(*context);
+    target.addIllegalDialect<ActDialect>();
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                           math::MathDialect, tensor::TensorDialect>();
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
+      return converter.isSignatureLegal(op.getFunctionType()) &&
+             converter.isLegal(&op.getBody());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
+        [&](Operation *op) { return converter.isLegal(op); });
+    target.markUnknownOpDynamicallyLegal([&](Operation *op) {
+      return converter.isLegal(op);
+    });
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,439 @@
+//===- ActLowering.cpp - building blocks of encoding lowerings -------------===//
+//
+// Everything is built on tensors with linalg.generic, so that one-shot
+// bufferization and the upstream CPU and GPU pipelines take it from there,
+// and CPU and GPU compute the same bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/Dialect/Act/IR/ActLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::act;
+
+//===----------------------------------------------------------------------===//
+// Philox4x32-10
+//===----------------------------------------------------------------------===//
+
+Value mlir::act::buildPhilox(OpBuilder &b, Location loc, Value index,
+                             Value seed, int64_t id) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto c32 = [&](uint32_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, int64_t(v)).getResult();
+  };
+  auto lo = [&](Value v) { return arith::TruncIOp::create(b, loc, i32, v); };
+  auto hi = [&](Value v) {
+    Value shifted = arith::ShRUIOp::create(
+        b, loc, v, arith::ConstantIntOp::create(b, loc, i64, 32));
+    return arith::TruncIOp::create(b, loc, i32, shifted);
+  };
+  Value c0 = lo(index), c1 = hi(index);
+  Value c2 = c32(uint32_t(id)), c3 = c32(uint32_t(uint64_t(id) >> 32));
+  Value k0 = lo(seed), k1 = hi(seed);
+  Value m0 = c32(0xD2511F53), m1 = c32(0xCD9E8D57);
+  Value w0 = c32(0x9E3779B9), w1 = c32(0xBB67AE85);
+  for (int round = 0; round < 10; ++round) {
+    auto p0 = arith::MulUIExtendedOp::create(b, loc, m0, c0);
+    auto p1 = arith::MulUIExtendedOp::create(b, loc, m1, c2);
+    Value n0 = arith::XOrIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, p1.getHigh(), c1), k0);
+    Value n2 = arith::XOrIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, p0.getHigh(), c3), k1);
+    c0 = n0;
+    c1 = p1.getLow();
+    c2 = n2;
+    c3 = p0.getLow();
+    if (round < 9) {
+      k0 = arith::AddIOp::create(b, loc, k0, w0);
+      k1 = arith::AddIOp::create(b, loc, k1, w1);
+    }
+  }
+  return c0;
+}
+
+//===----------------------------------------------------------------------===//
+// Narrow floats
+//===----------------------------------------------------------------------===//
+
+static int getBias(MiniFloat f) { return (1 << (f.expBits - 1)) - 1; }
+
+double mlir::act::getMaxFinite(MiniFloat f) {
+  int bias = getBias(f);
+  int maxExp = (1 << f.expBits) - 1 - (f.ieee ? 1 : 0) - bias;
+  // e4m3fn: the top exponent is finite except its all-ones mantissa (NaN).
+  double maxMantissa = f.ieee ? 2.0 - std::ldexp(1.0, -int(f.manBits))
+                              : 2.0 - std::ldexp(2.0, -int(f.manBits));
+  return std::ldexp(maxMantissa, maxExp);
+}
+
+Value mlir::act::buildMiniFloatEncode(OpBuilder &b, Location loc, Value x,
+                                      MiniFloat f) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto ci = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  auto cf = [&](double v) {
+    return arith::ConstantFloatOp::create(b, loc, cast<FloatType>(f32),
+                                          APFloat(float(v)))
+        .getResult();
+  };
+  int bias = getBias(f), emin = 1 - bias, M = f.manBits;
+  Value bits = arith::BitcastOp::create(b, loc, i32, x);
+  Value sign = arith::ShLIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bits, ci(31)),
+      ci(f.expBits + f.manBits));
+  Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+  // |x| clamped to the largest finite value; NaN is handled at the end.
+  Value a = arith::MinimumFOp::create(b, loc, math::AbsFOp::create(b, loc, x),
+                                      cf(getMaxFinite(f)));
+  // Exponent of a (f32 zero and subnormals count as below emin).
+  Value e = arith::SubIOp::create(
+      b, loc,
+      arith::ShRUIOp::create(b, loc, arith::BitcastOp::create(b, loc, i32, a),
+                             ci(23)),
+      ci(127));
+  e = arith::MaxSIOp::create(b, loc, e, ci(emin));
+  // t = a / ulp, ulp = 2^(e - M): exact, since ulp is a power of two in the
+  // normal f32 range for every format here.
+  Value invUlp = arith::BitcastOp::create(
+      b, loc, f32,
+      arith::ShLIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, ci(127 + M), e), ci(23)));
+  Value t = arith::MulFOp::create(b, loc, a, invUlp);
+  Value r = arith::FPToSIOp::create(b, loc, i32,
+                                    math::RoundEvenOp::create(b, loc, t));
+  // Rounding up into the next binade: r == 2^(M+1).
+  Value carry = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, r,
+                                      ci(int64_t(2) << M));
+  e = arith::SelectOp::create(b, loc, carry,
+                              arith::AddIOp::create(b, loc, e, ci(1)), e);
+  r = arith::SelectOp::create(b, loc, carry,
+                              arith::ShRUIOp::create(b, loc, r, ci(1)), r);
+  // Normal when the hidden bit is set; subnormal (biased exponent 0)
+  // otherwise, which only happens at e == emin.
+  Value normal = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, r,
+                                       ci(int64_t(1) << M));
+  Value biased = arith::SelectOp::create(
+      b, loc, normal, arith::AddIOp::create(b, loc, e, ci(bias)), ci(0));
+  Value mant = arith::AndIOp::create(b, loc, r, ci((int64_t(1) << M) - 1));
+  Value code = arith::OrIOp::create(
+      b, loc, arith::ShLIOp::create(b, loc, biased, ci(M)), mant);
+  int64_t nan = f.ieee ? (((int64_t(1) << f.expBits) - 1) << M) |
+                             (int64_t(1) << (M - 1))
+                       : (int64_t(1) << (f.expBits + M)) - 1;
+  code = arith::SelectOp::create(b, loc, isNan, ci(nan), code);
+  return arith::OrIOp::create(b, loc, sign, code);
+}
+
+Value mlir::act::buildMiniFloatDecode(OpBuilder &b, Location loc, Value code,
+                                      MiniFloat f) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto ci = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  int bias = getBias(f), emin = 1 - bias, M = f.manBits;
+  int64_t expMask = (int64_t(1) << f.expBits) - 1;
+  Value sign = arith::ShLIOp::create(
+      b, loc,
+      arith::AndIOp::create(
+          b, loc,
+          arith::ShRUIOp::create(b, loc, code, ci(f.expBits + M)), ci(1)),
+      ci(31));
+  Value biased = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, code, ci(M)), ci(expMask));
+  Value mant = arith::AndIOp::create(b, loc, code, ci((int64_t(1) << M) - 1));
+  // Normal: rebias the exponent and widen the mantissa into f32 bits.
+  Value normalBits = arith::OrIOp::create(
+      b, loc,
+      arith::ShLIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, biased, ci(127 - bias)),
+          ci(23)),
+      arith::ShLIOp::create(b, loc, mant, ci(23 - M)));
+  // Subnormal: mant * 2^(emin - M), exact in f32.
+  Value subnormal = arith::MulFOp::create(
+      b, loc, arith::UIToFPOp::create(b, loc, f32, mant),
+      arith::ConstantFloatOp::create(
+          b, loc, cast<FloatType>(f32),
+          APFloat(std::ldexp(1.0f, emin - int(M)))));
+  Value subnormalBits = arith::BitcastOp::create(b, loc, i32, subnormal);
+  Value isSub = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      biased, ci(0));
+  Value magnitude =
+      arith::SelectOp::create(b, loc, isSub, subnormalBits, normalBits);
+  // Specials.
+  Value nanBits = ci(0x7FC00000), infBits = ci(0x7F800000);
+  if (f.ieee) {
+    Value top = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      biased, ci(expMask));
+    Value zeroMant = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           mant, ci(0));
+    Value special =
+        arith::SelectOp::create(b, loc, zeroMant, infBits, nanBits);
+    magnitude = arith::SelectOp::create(b, loc, top, special, magnitude);
+  } else {
+    Value isNan = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::AndIOp::create(b, loc, code, ci((expMask << M) | ((1 << M) - 1))),
+        ci((expMask << M) | ((1 << M) - 1)));
+    magnitude = arith::SelectOp::create(b, loc, isNan, nanBits, magnitude);
+  }
+  return arith::BitcastOp::create(
+      b, loc, f32, arith::OrIOp::create(b, loc, sign, magnitude));
+}
+
+//===----------------------------------------------------------------------===//
+// PackedLowering
+//===----------------------------------------------------------------------===//
+
+PackedLowering::PackedLowering(OpBuilder &b, Location loc, unsigned bits,
+                               unsigned perWord, int64_t multiple)
+    : b(b), loc(loc), bits(bits), perWord(perWord), multiple(multiple) {}
+
+static Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value PackedLowering::ceilDiv(Value n, int64_t d) {
+  return b.createOrFold<arith::CeilDivUIOp>(loc, n, indexConst(b, loc, d));
+}
+
+static void setLengths(PackedLowering &p, Value n, Value &numElements,
+                       Value &paddedLength) {
+  numElements = n;
+  paddedLength = p.b.createOrFold<arith::MulIOp>(
+      p.loc, p.ceilDiv(n, p.multiple), indexConst(p.b, p.loc, p.multiple));
+}
+
+/// A static size for a tensor dimension, if `v` folds to a constant.
+static int64_t staticOr(Value v) {
+  APInt value;
+  if (matchPattern(v, m_ConstantInt(&value)))
+    return value.getSExtValue();
+  return ShapedType::kDynamic;
+}
+
+void PackedLowering::load(Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  Value flat = input;
+  int64_t n = type.hasStaticShape() ? type.getNumElements()
+                                    : ShapedType::kDynamic;
+  auto flatType = RankedTensorType::get({n}, type.getElementType());
+  if (type.getRank() == 0) {
+    flat = tensor::ExpandShapeOp::create(b, loc, flatType, input,
+                                         ArrayRef<ReassociationIndices>{});
+  } else if (type.getRank() > 1) {
+    ReassociationIndices all;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      all.push_back(i);
+    flat = tensor::CollapseShapeOp::create(b, loc, flatType, input,
+                                           ArrayRef<ReassociationIndices>{all});
+  }
+  Value count = n == ShapedType::kDynamic
+                    ? tensor::DimOp::create(b, loc, flat, 0).getResult()
+                    : indexConst(b, loc, n);
+  setLengths(*this, count, numElements, paddedLength);
+  Value high = b.createOrFold<arith::SubIOp>(loc, paddedLength, numElements);
+  Value zero = arith::ConstantOp::create(
+      b, loc, b.getZeroAttr(type.getElementType()));
+  int64_t length = staticOr(paddedLength);
+  if (n != ShapedType::kDynamic)
+    length = llvm::alignTo(n, multiple);
+  auto paddedType = RankedTensorType::get({length}, type.getElementType());
+  padded = tensor::PadOp::create(b, loc, paddedType, flat,
+                                 ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+                                 ArrayRef<OpFoldResult>{getAsOpFoldResult(high)},
+                                 zero);
+}
+
+void PackedLowering::setShape(RankedTensorType type, ValueRange dynamicSizes) {
+  Value count = indexConst(b, loc, 1);
+  unsigned next = 0;
+  for (int64_t d : type.getShape())
+    count = b.createOrFold<arith::MulIOp>(loc, count,
+                                          ShapedType::isDynamic(d)
+                                              ? dynamicSizes[next++]
+                                              : indexConst(b, loc, d));
+  setLengths(*this, count, numElements, paddedLength);
+}
+
+Value PackedLowering::sliceRows(Value t, Value count) {
+  auto type = cast<RankedTensorType>(t.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
+  sizes.push_back(getAsOpFoldResult(count));
+  for (int64_t i = 1; i < type.getRank(); ++i)
+    sizes.push_back(b.getIndexAttr(type.getDimSize(i)));
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = staticOr(count);
+  auto resultType = RankedTensorType::get(shape, type.getElementType());
+  return tensor::ExtractSliceOp::create(b, loc, resultType, t, offsets, sizes,
+                                        strides);
+}
+
+Value PackedLowering::padRows(Value t, Value count) {
+  auto type = cast<RankedTensorType>(t.getType());
+  Value rows = b.createOrFold<tensor::DimOp>(loc, t, 0);
+  SmallVector<OpFoldResult> low(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> high(type.getRank(), b.getIndexAttr(0));
+  high[0] = getAsOpFoldResult(b.createOrFold<arith::SubIOp>(loc, count, rows));
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = staticOr(count);
+  auto resultType = RankedTensorType::get(shape, type.getElementType());
+  Value zero = arith::ConstantOp::create(
+      b, loc, b.getZeroAttr(type.getElementType()));
+  return tensor::PadOp::create(b, loc, resultType, t, low, high, zero);
+}
+
+/// (w, l) -> element index w * perWord + l, as i64.
+static Value elementIndex(OpBuilder &b, Location loc, unsigned perWord) {
+  Value w = linalg::IndexOp::create(b, loc, 0);
+  Value l = linalg::IndexOp::create(b, loc, 1);
+  Value i = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, w, indexConst(b, loc, perWord)), l);
+  return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), i);
+}
+
+/// Shift of lane l within its word: l * bits, as i32.
+static Value laneShift(OpBuilder &b, Location loc, unsigned bits) {
+  Value l = linalg::IndexOp::create(b, loc, 1);
+  Value s = arith::MulIOp::create(b, loc, l, indexConst(b, loc, bits));
+  return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), s);
+}
+
+static SmallVector<utils::IteratorType> iterators(bool reduceLanes) {
+  return {utils::IteratorType::parallel, reduceLanes
+                                             ? utils::IteratorType::reduction
+                                             : utils::IteratorType::parallel};
+}
+
+Value PackedLowering::pack(
+    ArrayRef<Value> extraInputs, ArrayRef<AffineMap> extraMaps,
+    function_ref<Value(OpBuilder &, Location, Value, Value, ValueRange)>
+        elementBits) {
+  auto paddedType = cast<RankedTensorType>(padded.getType());
+  Value words = b.createOrFold<arith::DivUIOp>(loc, paddedLength,
+                                              indexConst(b, loc, perWord));
+  int64_t staticWords = ShapedType::isDynamic(paddedType.getDimSize(0))
+                            ? ShapedType::kDynamic
+                            : paddedType.getDimSize(0) / perWord;
+  auto viewType = RankedTensorType::get({staticWords, int64_t(perWord)},
+                                        paddedType.getElementType());
+  SmallVector<OpFoldResult> viewShape = {
+      staticWords == ShapedType::kDynamic ? OpFoldResult(words)
+                                          : b.getIndexAttr(staticWords),
+      b.getIndexAttr(perWord)};
+  Value view = tensor::ExpandShapeOp::create(
+      b, loc, viewType, padded, ArrayRef<ReassociationIndices>{{0, 1}},
+      viewShape);
+  SmallVector<Value> dynamicWords;
+  if (staticWords == ShapedType::kDynamic)
+    dynamicWords.push_back(words);
+  auto wordsType = RankedTensorType::get({staticWords}, b.getI32Type());
+  Value empty = tensor::EmptyOp::create(b, loc, wordsType, dynamicWords);
+  Value zero = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
+  Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> inputs = {view};
+  inputs.append(extraInputs.begin(), extraInputs.end());
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(2, ctx)};
+  maps.append(extraMaps.begin(), extraMaps.end());
+  maps.push_back(AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx));
+  Value n = numElements;
+  unsigned bitsPerElement = bits, lanes = perWord;
+  auto generic = linalg::GenericOp::create(
+      b, loc, wordsType, inputs, ValueRange{init}, maps, iterators(true),
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value index = elementIndex(nb, nl, lanes);
+        Value v = elementBits(nb, nl, args[0], index,
+                              args.drop_front().drop_back());
+        Value valid = arith::CmpIOp::create(
+            nb, nl, arith::CmpIPredicate::ult, index,
+            arith::IndexCastUIOp::create(nb, nl, nb.getI64Type(), n));
+        v = arith::SelectOp::create(
+            nb, nl, valid, v,
+            arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 0));
+        Value shifted =
+            arith::ShLIOp::create(nb, nl, v, laneShift(nb, nl, bitsPerElement));
+        linalg::YieldOp::create(
+            nb, nl, ValueRange{arith::OrIOp::create(nb, nl, args.back(),
+                                                    shifted)});
+      });
+  return sliceRows(generic.getResult(0), ceilDiv(numElements, perWord));
+}
+
+Value PackedLowering::unpack(
+    Value payload, RankedTensorType type, ValueRange dynamicSizes,
+    ArrayRef<Value> extraInputs, ArrayRef<AffineMap> extraMaps,
+    function_ref<Value(OpBuilder &, Location, Value, ValueRange)>
+        elementValue) {
+  Value words = b.createOrFold<arith::DivUIOp>(loc, paddedLength,
+                                              indexConst(b, loc, perWord));
+  Value full = padRows(payload, words);
+  int64_t staticWords = cast<RankedTensorType>(full.getType()).getDimSize(0);
+  auto outType = RankedTensorType::get({staticWords, int64_t(perWord)},
+                                       type.getElementType());
+  SmallVector<Value> dynamicWords;
+  if (ShapedType::isDynamic(staticWords))
+    dynamicWords.push_back(words);
+  Value init = tensor::EmptyOp::create(b, loc, outType, dynamicWords);
+
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> inputs = {full};
+  inputs.append(extraInputs.begin(), extraInputs.end());
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx)};
+  maps.append(extraMaps.begin(), extraMaps.end());
+  maps.push_back(AffineMap::getMultiDimIdentityMap(2, ctx));
+  unsigned bitsPerElement = bits;
+  auto generic = linalg::GenericOp::create(
+      b, loc, outType, inputs, ValueRange{init}, maps, iterators(false),
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value word = arith::ShRUIOp::create(nb, nl, args[0],
+                                            laneShift(nb, nl, bitsPerElement));
+        Value v = arith::AndIOp::create(
+            nb, nl, word,
+            arith::ConstantIntOp::create(nb, nl, nb.getI32Type(),
+                                         (int64_t(1) << bitsPerElement) - 1));
+        linalg::YieldOp::create(
+            nb, nl,
+            ValueRange{elementValue(nb, nl, v, args.drop_front().drop_back())});
+      });
+
+  // Back to the tensor's shape: flatten, drop the padding, reshape.
+  int64_t paddedStatic = ShapedType::isDynamic(staticWords)
+                             ? ShapedType::kDynamic
+                             : staticWords * perWord;
+  Value flat = tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get({paddedStatic}, type.getElementType()),
+      generic.getResult(0), ArrayRef<ReassociationIndices>{{0, 1}});
+  Value elements = sliceRows(flat, numElements);
+  if (type.getRank() == 1)
+    return elements;
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, type, elements,
+                                           ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    all.push_back(i);
+  SmallVector<OpFoldResult> shape;
+  unsigned next = 0;
+  for (int64_t d : type.getShape())
+    shape.push_back(ShapedType::isDynamic(d) ? OpFoldResult(dynamicSizes[next++])
+                                             : b.getIndexAttr(d));
+  return tensor::ExpandShapeOp::create(b, loc, type, elements,
+                                       ArrayRef<ReassociationIndices>{all},
+                                       shape);
+}

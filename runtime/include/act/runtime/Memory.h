@@ -1,0 +1,46 @@
+//===- Memory.h - allocation accounting ------------------------*- C++ -*-===//
+//
+// Code lowered with `finalize-memref-to-llvm{use-generic-functions=1}`
+// allocates through _mlir_memref_to_llvm_alloc / _aligned_alloc / _free. The
+// runtime defines them and counts the live and peak bytes of a real run.
+// Plain C/C++: no MLIR dependency.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_RUNTIME_MEMORY_H
+#define ACT_RUNTIME_MEMORY_H
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+void *_mlir_memref_to_llvm_alloc(size_t size);
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
+void _mlir_memref_to_llvm_free(void *ptr);
+}
+
+namespace act::rt {
+
+struct MemoryStats {
+  /// Bytes currently allocated through the hooks.
+  int64_t liveBytes = 0;
+  /// Largest liveBytes since the last resetPeak().
+  int64_t peakBytes = 0;
+  /// Number of allocations since start.
+  int64_t allocations = 0;
+};
+
+MemoryStats getMemoryStats();
+/// Sets the peak to the current live bytes.
+void resetPeak();
+
+/// The allocation hooks by name, for a JIT's symbol table.
+struct HookSymbol {
+  const char *name;
+  void *address;
+};
+const HookSymbol *getAllocationHooks(size_t &count);
+
+} // namespace act::rt
+
+#endif // ACT_RUNTIME_MEMORY_H

@@ -1,0 +1,59 @@
+//===- Reference.h - reference encoders in plain C++ ------------*- C++ -*-===//
+//
+// Scalar C++ implementations of every encoding with exactly the semantics of
+// the IR act generates (docs/Encodings.md): the oracle of the unit tests and
+// of bench/cpu_kernels. Not tuned for speed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_RUNTIME_REFERENCE_H
+#define ACT_RUNTIME_REFERENCE_H
+
+#include <cstdint>
+#include <vector>
+
+namespace act::rt {
+
+/// Philox4x32-10 keyed by (lo32(seed), hi32(seed)) with counter
+/// (lo32(index), hi32(index), lo32(id), hi32(id)); all four output words.
+void philox4x32(uint64_t index, uint64_t seed, uint64_t id, uint32_t out[4]);
+/// The word the encodings use: the first.
+uint32_t philox(uint64_t index, uint64_t seed, uint64_t id);
+/// The raw generator: counter c[4], key k[2].
+void philox4x32Raw(const uint32_t c[4], const uint32_t k[2], uint32_t out[4]);
+
+enum class FloatFormat { F16, BF16, FP10, E4M3, E5M2 };
+/// Bits of one element in the payload and elements per 32-bit word.
+unsigned getElementBits(FloatFormat format);
+unsigned getElementsPerWord(FloatFormat format);
+/// One element: its code, and the value of a code.
+uint32_t encodeFloat(float x, FloatFormat format);
+float decodeFloat(uint32_t code, FloatFormat format);
+
+/// Packs codes of `bits` bits, `32 / bits` per word (fp10: 3 per word).
+std::vector<uint32_t> encodeFloats(const float *x, int64_t n,
+                                   FloatFormat format);
+void decodeFloats(const uint32_t *words, int64_t n, FloatFormat format,
+                  float *out);
+
+struct QuantParams {
+  unsigned bits = 4;
+  int64_t group = 256;
+  bool stochastic = true;
+  uint64_t seed = 0;
+  uint64_t id = 0;
+};
+/// Payload words and per-group (min, scale) pairs.
+void encodeQuant(const float *x, int64_t n, const QuantParams &params,
+                 std::vector<uint32_t> &words, std::vector<float> &meta);
+void decodeQuant(const uint32_t *words, const float *meta, int64_t n,
+                 const QuantParams &params, float *out);
+
+enum class MaskPredicate { Positive, NonNegative, NonZero };
+std::vector<uint32_t> encodeMask(const float *x, int64_t n,
+                                 MaskPredicate predicate);
+void decodeMask(const uint32_t *words, int64_t n, bool *out);
+
+} // namespace act::rt
+
+#endif // ACT_RUNTIME_REFERENCE_H

@@ -1,0 +1,84 @@
+//===- Memory.cpp - allocation accounting ----------------------------------===//
+//
+// Every block carries a 16-byte header right before the returned pointer:
+// the pointer malloc returned and the requested size. Counters are atomics,
+// so lowered code may allocate from several threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/runtime/Memory.h"
+
+#include <atomic>
+#include <cstdlib>
+
+namespace {
+
+std::atomic<int64_t> liveBytes{0}, peakBytes{0}, allocations{0};
+
+struct Header {
+  void *base;
+  size_t size;
+};
+static_assert(sizeof(Header) == 16, "header keeps 16-byte alignment");
+
+void account(int64_t delta) {
+  int64_t live = liveBytes.fetch_add(delta) + delta;
+  int64_t peak = peakBytes.load();
+  while (live > peak && !peakBytes.compare_exchange_weak(peak, live)) {
+  }
+}
+
+void *allocate(size_t alignment, size_t size) {
+  if (alignment < alignof(Header))
+    alignment = alignof(Header);
+  char *base =
+      static_cast<char *>(std::malloc(size + sizeof(Header) + alignment));
+  if (!base)
+    return nullptr;
+  uintptr_t start = reinterpret_cast<uintptr_t>(base) + sizeof(Header);
+  uintptr_t aligned = (start + alignment - 1) / alignment * alignment;
+  auto *header = reinterpret_cast<Header *>(aligned) - 1;
+  header->base = base;
+  header->size = size;
+  allocations.fetch_add(1);
+  account(int64_t(size));
+  return reinterpret_cast<void *>(aligned);
+}
+
+} // namespace
+
+extern "C" void *_mlir_memref_to_llvm_alloc(size_t size) {
+  return allocate(16, size);
+}
+
+extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
+                                                     size_t size) {
+  return allocate(alignment, size);
+}
+
+extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
+  if (!ptr)
+    return;
+  auto *header = static_cast<Header *>(ptr) - 1;
+  account(-int64_t(header->size));
+  std::free(header->base);
+}
+
+act::rt::MemoryStats act::rt::getMemoryStats() {
+  return {liveBytes.load(), peakBytes.load(), allocations.load()};
+}
+
+void act::rt::resetPeak() { peakBytes.store(liveBytes.load()); }
+
+const act::rt::HookSymbol *act::rt::getAllocationHooks(size_t &count) {
+  static const HookSymbol hooks[] = {
+      {"_mlir_memref_to_llvm_alloc",
+       reinterpret_cast<void *>(&_mlir_memref_to_llvm_alloc)},
+      {"_mlir_memref_to_llvm_aligned_alloc",
+       reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc)},
+      {"_mlir_memref_to_llvm_free",
+       reinterpret_cast<void *>(&_mlir_memref_to_llvm_free)},
+  };
+  count = sizeof(hooks) / sizeof(hooks[0]);
+  return hooks;
+}

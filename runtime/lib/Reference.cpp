@@ -1,0 +1,293 @@
+//===- Reference.cpp - reference encoders in plain C++ ---------------------===//
+//
+// Mirrors lib/Dialect/Act/IR/ActLowering.cpp and ActAttrs.cpp operation by
+// operation (separate statements, so no fused multiply-add changes a bit).
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/runtime/Reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace act::rt;
+
+static uint32_t bitsOf(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+static float floatOf(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+void act::rt::philox4x32Raw(const uint32_t c[4], const uint32_t k[2],
+                            uint32_t out[4]) {
+  uint32_t c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3], k0 = k[0], k1 = k[1];
+  for (int round = 0; round < 10; ++round) {
+    uint64_t p0 = uint64_t(0xD2511F53u) * c0;
+    uint64_t p1 = uint64_t(0xCD9E8D57u) * c2;
+    uint32_t n0 = uint32_t(p1 >> 32) ^ c1 ^ k0;
+    uint32_t n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
+    c0 = n0;
+    c1 = uint32_t(p1);
+    c2 = n2;
+    c3 = uint32_t(p0);
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
+}
+
+void act::rt::philox4x32(uint64_t index, uint64_t seed, uint64_t id,
+                         uint32_t out[4]) {
+  uint32_t c[4] = {uint32_t(index), uint32_t(index >> 32), uint32_t(id),
+                   uint32_t(id >> 32)};
+  uint32_t k[2] = {uint32_t(seed), uint32_t(seed >> 32)};
+  philox4x32Raw(c, k, out);
+}
+
+uint32_t act::rt::philox(uint64_t index, uint64_t seed, uint64_t id) {
+  uint32_t out[4];
+  philox4x32(index, seed, id, out);
+  return out[0];
+}
+
+//===----------------------------------------------------------------------===//
+// Floats
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct MiniFloat {
+  int expBits, manBits;
+  bool ieee;
+};
+
+MiniFloat getMiniFloat(FloatFormat format) {
+  switch (format) {
+  case FloatFormat::FP10:
+    return {5, 4, true};
+  case FloatFormat::E4M3:
+    return {4, 3, false};
+  default:
+    return {5, 2, true};
+  }
+}
+
+int bias(MiniFloat f) { return (1 << (f.expBits - 1)) - 1; }
+
+float maxFinite(MiniFloat f) {
+  int maxExp = (1 << f.expBits) - 1 - (f.ieee ? 1 : 0) - bias(f);
+  double mantissa = f.ieee ? 2.0 - std::ldexp(1.0, -f.manBits)
+                           : 2.0 - std::ldexp(2.0, -f.manBits);
+  return float(std::ldexp(mantissa, maxExp));
+}
+
+uint32_t miniEncode(float x, MiniFloat f) {
+  int M = f.manBits, b = bias(f), emin = 1 - b;
+  uint32_t sign = (bitsOf(x) >> 31) << (f.expBits + M);
+  if (std::isnan(x)) {
+    uint32_t nan = f.ieee ? (((1u << f.expBits) - 1) << M) | (1u << (M - 1))
+                          : (1u << (f.expBits + M)) - 1;
+    return sign | nan;
+  }
+  float a = std::min(std::fabs(x), maxFinite(f));
+  int e = int(bitsOf(a) >> 23) - 127;
+  e = std::max(e, emin);
+  float invUlp = floatOf(uint32_t(127 + M - e) << 23);
+  float t = a * invUlp;
+  int32_t r = int32_t(std::nearbyint(t));
+  if (r >= (2 << M)) {
+    e += 1;
+    r >>= 1;
+  }
+  uint32_t biased = r >= (1 << M) ? uint32_t(e + b) : 0;
+  uint32_t mant = uint32_t(r) & ((1u << M) - 1);
+  return sign | (biased << M) | mant;
+}
+
+float miniDecode(uint32_t code, MiniFloat f) {
+  int M = f.manBits, b = bias(f), emin = 1 - b;
+  uint32_t expMask = (1u << f.expBits) - 1;
+  uint32_t sign = ((code >> (f.expBits + M)) & 1u) << 31;
+  uint32_t biased = (code >> M) & expMask;
+  uint32_t mant = code & ((1u << M) - 1);
+  uint32_t magnitude;
+  if (biased == 0) {
+    float sub = float(mant);
+    float scale = std::ldexp(1.0f, emin - M);
+    magnitude = bitsOf(sub * scale);
+  } else {
+    magnitude = ((biased + 127 - b) << 23) | (mant << (23 - M));
+  }
+  if (f.ieee && biased == expMask)
+    magnitude = mant == 0 ? 0x7F800000u : 0x7FC00000u;
+  if (!f.ieee && biased == expMask && mant == (1u << M) - 1)
+    magnitude = 0x7FC00000u;
+  return floatOf(sign | magnitude);
+}
+
+float clampTo(float x, float limit) {
+  if (std::isnan(x))
+    return x;
+  return std::max(std::min(x, limit), -limit);
+}
+} // namespace
+
+unsigned act::rt::getElementBits(FloatFormat format) {
+  switch (format) {
+  case FloatFormat::F16:
+  case FloatFormat::BF16:
+    return 16;
+  case FloatFormat::FP10:
+    return 10;
+  default:
+    return 8;
+  }
+}
+
+unsigned act::rt::getElementsPerWord(FloatFormat format) {
+  return 32 / getElementBits(format);
+}
+
+uint32_t act::rt::encodeFloat(float x, FloatFormat format) {
+  switch (format) {
+  case FloatFormat::F16: {
+    _Float16 h = _Float16(clampTo(x, 65504.0f));
+    uint16_t u;
+    std::memcpy(&u, &h, 2);
+    return u;
+  }
+  case FloatFormat::BF16: {
+    float c = clampTo(x, floatOf(0x7F7F0000u));
+    uint32_t u = bitsOf(c);
+    if (std::isnan(c))
+      return (u >> 16) | 0x40u;
+    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  }
+  default:
+    return miniEncode(x, getMiniFloat(format));
+  }
+}
+
+float act::rt::decodeFloat(uint32_t code, FloatFormat format) {
+  switch (format) {
+  case FloatFormat::F16: {
+    uint16_t u = uint16_t(code);
+    _Float16 h;
+    std::memcpy(&h, &u, 2);
+    return float(h);
+  }
+  case FloatFormat::BF16:
+    return floatOf(code << 16);
+  default:
+    return miniDecode(code, getMiniFloat(format));
+  }
+}
+
+/// Packs `code(i)` for i < n, `perWord` per word of `bits` each.
+template <typename Fn>
+static std::vector<uint32_t> pack(int64_t n, unsigned bits, unsigned perWord,
+                                  Fn code) {
+  std::vector<uint32_t> words((n + perWord - 1) / perWord, 0);
+  for (int64_t i = 0; i < n; ++i)
+    words[i / perWord] |= code(i) << ((i % perWord) * bits);
+  return words;
+}
+
+static uint32_t unpack(const uint32_t *words, int64_t i, unsigned bits,
+                       unsigned perWord) {
+  return (words[i / perWord] >> ((i % perWord) * bits)) &
+         uint32_t((uint64_t(1) << bits) - 1);
+}
+
+std::vector<uint32_t> act::rt::encodeFloats(const float *x, int64_t n,
+                                            FloatFormat format) {
+  return pack(n, getElementBits(format), getElementsPerWord(format),
+              [&](int64_t i) { return encodeFloat(x[i], format); });
+}
+
+void act::rt::decodeFloats(const uint32_t *words, int64_t n,
+                           FloatFormat format, float *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = decodeFloat(unpack(words, i, getElementBits(format),
+                                getElementsPerWord(format)),
+                         format);
+}
+
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
+                          std::vector<uint32_t> &words,
+                          std::vector<float> &meta) {
+  int64_t groups = (n + p.group - 1) / p.group;
+  float levels = float((1u << p.bits) - 1);
+  meta.assign(2 * groups, 0.0f);
+  for (int64_t g = 0; g < groups; ++g) {
+    float mn = std::numeric_limits<float>::infinity(), mx = -mn;
+    for (int64_t i = g * p.group; i < std::min(n, (g + 1) * p.group); ++i) {
+      mn = std::min(mn, x[i]);
+      mx = std::max(mx, x[i]);
+    }
+    float range = mx - mn;
+    meta[2 * g] = mn;
+    meta[2 * g + 1] = range / levels;
+  }
+  words = pack(n, p.bits, 32 / p.bits, [&](int64_t i) {
+    float mn = meta[2 * (i / p.group)], scale = meta[2 * (i / p.group) + 1];
+    float diff = x[i] - mn;
+    float y = diff / scale;
+    if (scale == 0.0f)
+      y = 0.0f;
+    float offset = 0.5f;
+    if (p.stochastic) {
+      uint32_t r = philox(uint64_t(i), p.seed, p.id) >> 8;
+      offset = float(r) * (1.0f / 16777216.0f);
+    }
+    float q = std::floor(y + offset);
+    q = std::min(std::max(q, 0.0f), levels);
+    return uint32_t(q);
+  });
+}
+
+void act::rt::decodeQuant(const uint32_t *words, const float *meta, int64_t n,
+                          const QuantParams &p, float *out) {
+  for (int64_t i = 0; i < n; ++i) {
+    float q = float(unpack(words, i, p.bits, 32 / p.bits));
+    float scaled = q * meta[2 * (i / p.group) + 1];
+    out[i] = meta[2 * (i / p.group)] + scaled;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Masks
+//===----------------------------------------------------------------------===//
+
+std::vector<uint32_t> act::rt::encodeMask(const float *x, int64_t n,
+                                          MaskPredicate predicate) {
+  return pack(n, 1, 32, [&](int64_t i) -> uint32_t {
+    switch (predicate) {
+    case MaskPredicate::Positive:
+      return x[i] > 0.0f;
+    case MaskPredicate::NonNegative:
+      return x[i] >= 0.0f;
+    case MaskPredicate::NonZero:
+      return !(x[i] == 0.0f);
+    }
+    return 0;
+  });
+}
+
+void act::rt::decodeMask(const uint32_t *words, int64_t n, bool *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = unpack(words, i, 1, 32) != 0;
+}

@@ -1,0 +1,43 @@
+//===- MemoryTest.cpp - allocation accounting ------------------------------===//
+
+#include "act/runtime/Memory.h"
+
+#include "gtest/gtest.h"
+
+#include <cstring>
+
+using namespace act::rt;
+
+TEST(Memory, CountsLiveAndPeak) {
+  MemoryStats before = getMemoryStats();
+  resetPeak();
+  void *a = _mlir_memref_to_llvm_alloc(1000);
+  void *b = _mlir_memref_to_llvm_aligned_alloc(64, 5000);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 16, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 64, 0u);
+  std::memset(a, 1, 1000);
+  std::memset(b, 2, 5000);
+  MemoryStats during = getMemoryStats();
+  EXPECT_EQ(during.liveBytes - before.liveBytes, 6000);
+  EXPECT_EQ(during.allocations - before.allocations, 2);
+  _mlir_memref_to_llvm_free(a);
+  void *c = _mlir_memref_to_llvm_alloc(100);
+  MemoryStats after = getMemoryStats();
+  EXPECT_EQ(after.liveBytes - before.liveBytes, 5100);
+  EXPECT_EQ(after.peakBytes - before.liveBytes, 6000);
+  _mlir_memref_to_llvm_free(b);
+  _mlir_memref_to_llvm_free(c);
+  _mlir_memref_to_llvm_free(nullptr);
+  EXPECT_EQ(getMemoryStats().liveBytes, before.liveBytes);
+}
+
+TEST(Memory, HooksAreListed) {
+  size_t count = 0;
+  const HookSymbol *hooks = getAllocationHooks(count);
+  ASSERT_EQ(count, 3u);
+  EXPECT_STREQ(hooks[0].name, "_mlir_memref_to_llvm_alloc");
+  EXPECT_EQ(hooks[2].address,
+            reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
+}

@@ -32,6 +32,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 void mlir::act::registerActDialect(DialectRegistry &registry) {
   registry.insert<act::ActDialect>();
@@ -58,6 +59,8 @@ void mlir::act::registerAllDialects(DialectRegistry &registry) {
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::registerAllExtensions(registry);
+  // Translation to LLVM IR, for the JIT and object files.
+  mlir::registerAllToLLVMIRTranslations(registry);
 }
 
 void mlir::act::registerActPassesAndPipelines() {

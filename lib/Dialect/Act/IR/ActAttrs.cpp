@@ -419,8 +419,11 @@ SmallVector<Value> FloatEncodingAttr::buildEncode(OpBuilder &b, Location loc,
         Value v = toF32(nb, nl, x);
         if (mini)
           return buildMiniFloatEncode(nb, nl, v, *mini);
-        // Clamp to the largest finite value (NaN passes through), then the
-        // platform's round-to-nearest-even truncation.
+        // Clamp to the largest finite value (NaN passes through), then round
+        // to nearest even: f16 through the platform's truncation; bf16 on
+        // the bits (u + 0x7fff + lsb) >> 16, which keeps f32 subnormals
+        // (LLVM's CPU lowering of the bf16 truncation flushes them) and so
+        // gives the same bits on every target.
         FloatType half = getHalfType(nb.getContext(), format);
         APFloat max = APFloat::getLargest(half.getFloatSemantics());
         bool lost;
@@ -431,6 +434,25 @@ SmallVector<Value> FloatEncodingAttr::buildEncode(OpBuilder &b, Location loc,
         Value negLimit = arith::NegFOp::create(nb, nl, limit);
         v = arith::MaximumFOp::create(
             nb, nl, arith::MinimumFOp::create(nb, nl, v, limit), negLimit);
+        if (format == FloatFormat::BF16) {
+          Type i32 = nb.getI32Type();
+          auto ci = [&](int64_t c) {
+            return arith::ConstantIntOp::create(nb, nl, i32, c);
+          };
+          Value u = arith::BitcastOp::create(nb, nl, i32, v);
+          Value lsb = arith::AndIOp::create(
+              nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(16)), ci(1));
+          Value rounded = arith::ShRUIOp::create(
+              nb, nl,
+              arith::AddIOp::create(
+                  nb, nl, u, arith::AddIOp::create(nb, nl, lsb, ci(0x7FFF))),
+              ci(16));
+          Value quiet = arith::OrIOp::create(
+              nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(16)), ci(0x40));
+          Value isNan = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UNO,
+                                              v, v);
+          return arith::SelectOp::create(nb, nl, isNan, quiet, rounded);
+        }
         Value h = arith::TruncFOp::create(nb, nl, half, v);
         Value i16 = arith::BitcastOp::create(nb, nl, nb.getI16Type(), h);
         return arith::ExtUIOp::create(nb, nl, nb.getI32Type(), i16);

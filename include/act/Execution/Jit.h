@@ -1,0 +1,74 @@
+//===- Jit.h - compile and call a function on host data ---------*- C++ -*-===//
+//
+// Lowers a function on tensors (with or without act ops) through
+// act-cpu-pipeline, JIT-compiles it with MLIR's ExecutionEngine, and calls it
+// on host arrays: tensors in and out as memref descriptors of the default
+// calling convention, scalars by value.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_EXECUTION_JIT_H
+#define ACT_EXECUTION_JIT_H
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir::act {
+
+/// Element types exchanged with compiled code.
+enum class ElementKind { F32, F64, I64, I32, I1 };
+unsigned getElementBytes(ElementKind kind);
+/// The NumPy type string of a kind ("<f4", ...).
+const char *getNpyDescr(ElementKind kind);
+
+/// What one argument or result of the function is.
+struct ValueSpec {
+  bool isTensor = false;
+  ElementKind kind = ElementKind::F32;
+  /// Tensor shape; ShapedType::kDynamic for dynamic dimensions.
+  std::vector<int64_t> shape;
+  /// Argument attributes the runtime acts on (act.seeds).
+  bool isSeeds = false;
+};
+
+/// A host array (a scalar has an empty shape and isTensor false).
+struct HostValue {
+  bool isTensor = false;
+  ElementKind kind = ElementKind::F32;
+  std::vector<int64_t> shape;
+  std::vector<char> data;
+
+  int64_t numElements() const;
+};
+
+class JitFunction {
+public:
+  /// Lowers `module` in place and compiles its function `name`. Returns null
+  /// and sets `error` when the function is missing, its signature has types
+  /// act cannot exchange, or lowering fails.
+  static std::unique_ptr<JitFunction>
+  compile(ModuleOp module, llvm::StringRef name, bool countAllocations,
+          std::string &error);
+
+  const std::vector<ValueSpec> &getArguments() const { return arguments; }
+  const std::vector<ValueSpec> &getResults() const { return results; }
+
+  /// Calls the function. Arguments must match getArguments() in kind and
+  /// shape; results are copied out and their buffers released.
+  bool call(const std::vector<HostValue> &args,
+            std::vector<HostValue> &outs, std::string &error);
+
+private:
+  std::unique_ptr<ExecutionEngine> engine;
+  std::string name;
+  std::vector<ValueSpec> arguments, results;
+  bool countAllocations = false;
+};
+
+} // namespace mlir::act
+
+#endif // ACT_EXECUTION_JIT_H

@@ -62,194 +62,217 @@ func.func @cnn_step(%x: tensor<16x1x8x8xf32>, %labels: tensor<16x10xf32>, %conv1
   %c1 = arith.constant 0xFF800000 : f32
   %58 = tensor.empty() : tensor<16x8x4x4xf32>
   %59 = linalg.fill ins(%c1 : f32) outs(%58 : tensor<16x8x4x4xf32>) -> tensor<16x8x4x4xf32>
-  %60 = tensor.empty() : tensor<2x2xf32>
-  %61 = linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%57, %60 : tensor<16x8x8x8xf32>, tensor<2x2xf32>) outs(%59 : tensor<16x8x4x4xf32>) -> tensor<16x8x4x4xf32>
-  %62 = tensor.collapse_shape %61 [[0], [1, 2, 3]] : tensor<16x8x4x4xf32> into tensor<16x128xf32>
-  %63 = tensor.empty() : tensor<16x10xf32>
-  %64 = linalg.fill ins(%c0 : f32) outs(%63 : tensor<16x10xf32>) -> tensor<16x10xf32>
-  %65 = linalg.matmul ins(%62, %fc_w : tensor<16x128xf32>, tensor<128x10xf32>) outs(%64 : tensor<16x10xf32>) -> tensor<16x10xf32>
-  %66 = tensor.empty() : tensor<16x10xf32>
-  %71 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%65, %fc_b : tensor<16x10xf32>, tensor<10xf32>) outs(%66 : tensor<16x10xf32>) {
-  ^bb0(%67: f32, %68: f32, %69: f32):
-    %70 = arith.addf %67, %68 : f32
-    linalg.yield %70 : f32
+  %60 = arith.constant 0 : i32
+  %61 = tensor.empty() : tensor<16x8x4x4xi32>
+  %62 = linalg.fill ins(%60 : i32) outs(%61 : tensor<16x8x4x4xi32>) -> tensor<16x8x4x4xi32>
+  %63 = tensor.empty() : tensor<2x2xf32>
+  %77:2 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%57, %63 : tensor<16x8x8x8xf32>, tensor<2x2xf32>) outs(%59, %62 : tensor<16x8x4x4xf32>, tensor<16x8x4x4xi32>) {
+  ^bb0(%64: f32, %65: f32, %66: f32, %67: i32):
+    %69 = linalg.index 4 : index
+    %70 = linalg.index 5 : index
+    %72 = arith.constant 2 : index
+    %71 = arith.muli %69, %72 : index
+    %73 = arith.addi %71, %70 : index
+    %68 = arith.index_cast %73 : index to i32
+    %74 = arith.cmpf ogt, %64, %66 : f32
+    %75 = arith.select %74, %64, %66 : f32
+    %76 = arith.select %74, %68, %67 : i32
+    linalg.yield %75, %76 : f32, i32
+  } -> (tensor<16x8x4x4xf32>, tensor<16x8x4x4xi32>)
+  %78 = tensor.collapse_shape %77#0 [[0], [1, 2, 3]] : tensor<16x8x4x4xf32> into tensor<16x128xf32>
+  %79 = tensor.empty() : tensor<16x10xf32>
+  %80 = linalg.fill ins(%c0 : f32) outs(%79 : tensor<16x10xf32>) -> tensor<16x10xf32>
+  %81 = linalg.matmul ins(%78, %fc_w : tensor<16x128xf32>, tensor<128x10xf32>) outs(%80 : tensor<16x10xf32>) -> tensor<16x10xf32>
+  %82 = tensor.empty() : tensor<16x10xf32>
+  %87 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%81, %fc_b : tensor<16x10xf32>, tensor<10xf32>) outs(%82 : tensor<16x10xf32>) {
+  ^bb0(%83: f32, %84: f32, %85: f32):
+    %86 = arith.addf %83, %84 : f32
+    linalg.yield %86 : f32
   } -> tensor<16x10xf32>
-  %72 = tensor.empty() : tensor<16xf32>
-  %73 = linalg.fill ins(%c1 : f32) outs(%72 : tensor<16xf32>) -> tensor<16xf32>
-  %77 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%71 : tensor<16x10xf32>) outs(%73 : tensor<16xf32>) {
-  ^bb0(%74: f32, %75: f32):
-    %76 = arith.maximumf %74, %75 : f32
-    linalg.yield %76 : f32
+  %88 = tensor.empty() : tensor<16xf32>
+  %89 = linalg.fill ins(%c1 : f32) outs(%88 : tensor<16xf32>) -> tensor<16xf32>
+  %93 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%87 : tensor<16x10xf32>) outs(%89 : tensor<16xf32>) {
+  ^bb0(%90: f32, %91: f32):
+    %92 = arith.maximumf %90, %91 : f32
+    linalg.yield %92 : f32
   } -> tensor<16xf32>
-  %78 = tensor.empty() : tensor<16x10xf32>
-  %83 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%71, %77 : tensor<16x10xf32>, tensor<16xf32>) outs(%78 : tensor<16x10xf32>) {
-  ^bb0(%79: f32, %80: f32, %81: f32):
-    %82 = arith.subf %79, %80 : f32
-    linalg.yield %82 : f32
-  } -> tensor<16x10xf32>
-  %84 = tensor.empty() : tensor<16x10xf32>
-  %88 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%83 : tensor<16x10xf32>) outs(%84 : tensor<16x10xf32>) {
-  ^bb0(%85: f32, %86: f32):
-    %87 = math.exp %85 : f32
-    linalg.yield %87 : f32
-  } -> tensor<16x10xf32>
-  %89 = tensor.empty() : tensor<16xf32>
-  %90 = linalg.fill ins(%c0 : f32) outs(%89 : tensor<16xf32>) -> tensor<16xf32>
-  %94 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%88 : tensor<16x10xf32>) outs(%90 : tensor<16xf32>) {
-  ^bb0(%91: f32, %92: f32):
-    %93 = arith.addf %91, %92 : f32
-    linalg.yield %93 : f32
-  } -> tensor<16xf32>
-  %95 = tensor.empty() : tensor<16xf32>
-  %99 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%94 : tensor<16xf32>) outs(%95 : tensor<16xf32>) {
-  ^bb0(%96: f32, %97: f32):
-    %98 = math.log %96 : f32
+  %94 = tensor.empty() : tensor<16x10xf32>
+  %99 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%87, %93 : tensor<16x10xf32>, tensor<16xf32>) outs(%94 : tensor<16x10xf32>) {
+  ^bb0(%95: f32, %96: f32, %97: f32):
+    %98 = arith.subf %95, %96 : f32
     linalg.yield %98 : f32
-  } -> tensor<16xf32>
+  } -> tensor<16x10xf32>
   %100 = tensor.empty() : tensor<16x10xf32>
-  %105 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%83, %99 : tensor<16x10xf32>, tensor<16xf32>) outs(%100 : tensor<16x10xf32>) {
-  ^bb0(%101: f32, %102: f32, %103: f32):
-    %104 = arith.subf %101, %102 : f32
-    linalg.yield %104 : f32
+  %104 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%99 : tensor<16x10xf32>) outs(%100 : tensor<16x10xf32>) {
+  ^bb0(%101: f32, %102: f32):
+    %103 = math.exp %101 : f32
+    linalg.yield %103 : f32
+  } -> tensor<16x10xf32>
+  %105 = tensor.empty() : tensor<16xf32>
+  %106 = linalg.fill ins(%c0 : f32) outs(%105 : tensor<16xf32>) -> tensor<16xf32>
+  %110 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%104 : tensor<16x10xf32>) outs(%106 : tensor<16xf32>) {
+  ^bb0(%107: f32, %108: f32):
+    %109 = arith.addf %107, %108 : f32
+    linalg.yield %109 : f32
+  } -> tensor<16xf32>
+  %111 = tensor.empty() : tensor<16xf32>
+  %115 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%110 : tensor<16xf32>) outs(%111 : tensor<16xf32>) {
+  ^bb0(%112: f32, %113: f32):
+    %114 = math.log %112 : f32
+    linalg.yield %114 : f32
+  } -> tensor<16xf32>
+  %116 = tensor.empty() : tensor<16x10xf32>
+  %121 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%99, %115 : tensor<16x10xf32>, tensor<16xf32>) outs(%116 : tensor<16x10xf32>) {
+  ^bb0(%117: f32, %118: f32, %119: f32):
+    %120 = arith.subf %117, %118 : f32
+    linalg.yield %120 : f32
   } -> tensor<16x10xf32>
   %c2 = arith.constant 6.250000000e-02 : f32
-  %106 = tensor.empty() : tensor<16x10xf32>
-  %111 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%105, %labels : tensor<16x10xf32>, tensor<16x10xf32>) outs(%106 : tensor<16x10xf32>) {
-  ^bb0(%107: f32, %108: f32, %109: f32):
-    %110 = arith.mulf %107, %108 : f32
-    linalg.yield %110 : f32
+  %122 = tensor.empty() : tensor<16x10xf32>
+  %127 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%121, %labels : tensor<16x10xf32>, tensor<16x10xf32>) outs(%122 : tensor<16x10xf32>) {
+  ^bb0(%123: f32, %124: f32, %125: f32):
+    %126 = arith.mulf %123, %124 : f32
+    linalg.yield %126 : f32
   } -> tensor<16x10xf32>
-  %112 = tensor.empty() : tensor<f32>
-  %113 = linalg.fill ins(%c0 : f32) outs(%112 : tensor<f32>) -> tensor<f32>
-  %117 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]} ins(%111 : tensor<16x10xf32>) outs(%113 : tensor<f32>) {
-  ^bb0(%114: f32, %115: f32):
-    %116 = arith.addf %114, %115 : f32
-    linalg.yield %116 : f32
+  %128 = tensor.empty() : tensor<f32>
+  %129 = linalg.fill ins(%c0 : f32) outs(%128 : tensor<f32>) -> tensor<f32>
+  %133 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]} ins(%127 : tensor<16x10xf32>) outs(%129 : tensor<f32>) {
+  ^bb0(%130: f32, %131: f32):
+    %132 = arith.addf %130, %131 : f32
+    linalg.yield %132 : f32
   } -> tensor<f32>
-  %118 = tensor.empty() : tensor<f32>
-  %123 = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []} ins(%117 : tensor<f32>) outs(%118 : tensor<f32>) {
-  ^bb0(%119: f32, %120: f32):
-    %121 = arith.negf %119 : f32
-    %122 = arith.mulf %121, %c2 : f32
-    linalg.yield %122 : f32
+  %134 = tensor.empty() : tensor<f32>
+  %139 = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []} ins(%133 : tensor<f32>) outs(%134 : tensor<f32>) {
+  ^bb0(%135: f32, %136: f32):
+    %137 = arith.negf %135 : f32
+    %138 = arith.mulf %137, %c2 : f32
+    linalg.yield %138 : f32
   } -> tensor<f32>
-  %124 = tensor.empty() : tensor<16x10xf32>
-  %131 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%105, %labels : tensor<16x10xf32>, tensor<16x10xf32>) outs(%124 : tensor<16x10xf32>) {
-  ^bb0(%125: f32, %126: f32, %127: f32):
-    %128 = math.exp %125 : f32
-    %129 = arith.subf %128, %126 : f32
-    %130 = arith.mulf %129, %c2 : f32
-    linalg.yield %130 : f32
+  %140 = tensor.empty() : tensor<16x10xf32>
+  %147 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%121, %labels : tensor<16x10xf32>, tensor<16x10xf32>) outs(%140 : tensor<16x10xf32>) {
+  ^bb0(%141: f32, %142: f32, %143: f32):
+    %144 = math.exp %141 : f32
+    %145 = arith.subf %144, %142 : f32
+    %146 = arith.mulf %145, %c2 : f32
+    linalg.yield %146 : f32
   } -> tensor<16x10xf32>
-  %132 = tensor.empty() : tensor<128x16xf32>
-  %133 = linalg.transpose ins(%62 : tensor<16x128xf32>) outs(%132 : tensor<128x16xf32>) permutation = [1, 0]
-  %134 = tensor.empty() : tensor<128x10xf32>
-  %135 = linalg.fill ins(%c0 : f32) outs(%134 : tensor<128x10xf32>) -> tensor<128x10xf32>
-  %136 = linalg.matmul ins(%133, %131 : tensor<128x16xf32>, tensor<16x10xf32>) outs(%135 : tensor<128x10xf32>) -> tensor<128x10xf32>
-  %137 = tensor.empty() : tensor<10xf32>
-  %138 = linalg.fill ins(%c0 : f32) outs(%137 : tensor<10xf32>) -> tensor<10xf32>
-  %142 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%131 : tensor<16x10xf32>) outs(%138 : tensor<10xf32>) {
-  ^bb0(%139: f32, %140: f32):
-    %141 = arith.addf %139, %140 : f32
-    linalg.yield %141 : f32
-  } -> tensor<10xf32>
-  %143 = tensor.empty() : tensor<10x128xf32>
-  %144 = linalg.transpose ins(%fc_w : tensor<128x10xf32>) outs(%143 : tensor<10x128xf32>) permutation = [1, 0]
-  %145 = tensor.empty() : tensor<16x128xf32>
-  %146 = linalg.fill ins(%c0 : f32) outs(%145 : tensor<16x128xf32>) -> tensor<16x128xf32>
-  %147 = linalg.matmul ins(%131, %144 : tensor<16x10xf32>, tensor<10x128xf32>) outs(%146 : tensor<16x128xf32>) -> tensor<16x128xf32>
-  %148 = tensor.expand_shape %147 [[0], [1, 2, 3]] output_shape [16, 8, 4, 4] : tensor<16x128xf32> into tensor<16x8x4x4xf32>
-  %149 = tensor.empty() : tensor<16x8x8x8xf32>
-  %158 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 floordiv 2, d3 floordiv 2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 floordiv 2, d3 floordiv 2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%57, %61, %148 : tensor<16x8x8x8xf32>, tensor<16x8x4x4xf32>, tensor<16x8x4x4xf32>) outs(%149 : tensor<16x8x8x8xf32>) {
-  ^bb0(%150: f32, %151: f32, %152: f32, %153: f32):
-    %154 = arith.cmpf oeq, %150, %151 : f32
-    %155 = arith.select %154, %152, %c0 : f32
-    %156 = arith.cmpf ogt, %150, %c0 : f32
-    %157 = arith.select %156, %155, %c0 : f32
+  %148 = tensor.empty() : tensor<128x16xf32>
+  %149 = linalg.transpose ins(%78 : tensor<16x128xf32>) outs(%148 : tensor<128x16xf32>) permutation = [1, 0]
+  %150 = tensor.empty() : tensor<128x10xf32>
+  %151 = linalg.fill ins(%c0 : f32) outs(%150 : tensor<128x10xf32>) -> tensor<128x10xf32>
+  %152 = linalg.matmul ins(%149, %147 : tensor<128x16xf32>, tensor<16x10xf32>) outs(%151 : tensor<128x10xf32>) -> tensor<128x10xf32>
+  %153 = tensor.empty() : tensor<10xf32>
+  %154 = linalg.fill ins(%c0 : f32) outs(%153 : tensor<10xf32>) -> tensor<10xf32>
+  %158 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%147 : tensor<16x10xf32>) outs(%154 : tensor<10xf32>) {
+  ^bb0(%155: f32, %156: f32):
+    %157 = arith.addf %155, %156 : f32
     linalg.yield %157 : f32
+  } -> tensor<10xf32>
+  %159 = tensor.empty() : tensor<10x128xf32>
+  %160 = linalg.transpose ins(%fc_w : tensor<128x10xf32>) outs(%159 : tensor<10x128xf32>) permutation = [1, 0]
+  %161 = tensor.empty() : tensor<16x128xf32>
+  %162 = linalg.fill ins(%c0 : f32) outs(%161 : tensor<16x128xf32>) -> tensor<16x128xf32>
+  %163 = linalg.matmul ins(%147, %160 : tensor<16x10xf32>, tensor<10x128xf32>) outs(%162 : tensor<16x128xf32>) -> tensor<16x128xf32>
+  %164 = tensor.expand_shape %163 [[0], [1, 2, 3]] output_shape [16, 8, 4, 4] : tensor<16x128xf32> into tensor<16x8x4x4xf32>
+  %165 = tensor.empty() : tensor<16x8x8x8xf32>
+  %182 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 floordiv 2, d3 floordiv 2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 floordiv 2, d3 floordiv 2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%57, %77#1, %164 : tensor<16x8x8x8xf32>, tensor<16x8x4x4xi32>, tensor<16x8x4x4xf32>) outs(%165 : tensor<16x8x8x8xf32>) {
+  ^bb0(%166: f32, %167: i32, %168: f32, %169: f32):
+    %170 = linalg.index 2 : index
+    %171 = linalg.index 3 : index
+    %172 = arith.constant 2 : index
+    %173 = arith.remui %170, %172 : index
+    %174 = arith.remui %171, %172 : index
+    %175 = arith.muli %173, %172 : index
+    %176 = arith.addi %175, %174 : index
+    %177 = arith.index_cast %176 : index to i32
+    %178 = arith.cmpi eq, %167, %177 : i32
+    %179 = arith.cmpf ogt, %166, %c0 : f32
+    %180 = arith.andi %178, %179 : i1
+    %181 = arith.select %180, %168, %c0 : f32
+    linalg.yield %181 : f32
   } -> tensor<16x8x8x8xf32>
-  %159 = tensor.empty() : tensor<8x8x3x3xf32>
-  %160 = linalg.fill ins(%c0 : f32) outs(%159 : tensor<8x8x3x3xf32>) -> tensor<8x8x3x3xf32>
-  %166 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d0, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d1, d5 + d2, d6 + d3)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%158, %39 : tensor<16x8x8x8xf32>, tensor<16x8x10x10xf32>) outs(%160 : tensor<8x8x3x3xf32>) {
-  ^bb0(%161: f32, %162: f32, %163: f32):
-    %164 = arith.mulf %161, %162 : f32
-    %165 = arith.addf %163, %164 : f32
-    linalg.yield %165 : f32
+  %183 = tensor.empty() : tensor<8x8x3x3xf32>
+  %184 = linalg.fill ins(%c0 : f32) outs(%183 : tensor<8x8x3x3xf32>) -> tensor<8x8x3x3xf32>
+  %190 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d0, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d1, d5 + d2, d6 + d3)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%182, %39 : tensor<16x8x8x8xf32>, tensor<16x8x10x10xf32>) outs(%184 : tensor<8x8x3x3xf32>) {
+  ^bb0(%185: f32, %186: f32, %187: f32):
+    %188 = arith.mulf %185, %186 : f32
+    %189 = arith.addf %187, %188 : f32
+    linalg.yield %189 : f32
   } -> tensor<8x8x3x3xf32>
-  %167 = tensor.empty() : tensor<8xf32>
-  %168 = linalg.fill ins(%c0 : f32) outs(%167 : tensor<8xf32>) -> tensor<8xf32>
-  %172 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1)>], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%158 : tensor<16x8x8x8xf32>) outs(%168 : tensor<8xf32>) {
-  ^bb0(%169: f32, %170: f32):
-    %171 = arith.addf %169, %170 : f32
-    linalg.yield %171 : f32
+  %191 = tensor.empty() : tensor<8xf32>
+  %192 = linalg.fill ins(%c0 : f32) outs(%191 : tensor<8xf32>) -> tensor<8xf32>
+  %196 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1)>], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%182 : tensor<16x8x8x8xf32>) outs(%192 : tensor<8xf32>) {
+  ^bb0(%193: f32, %194: f32):
+    %195 = arith.addf %193, %194 : f32
+    linalg.yield %195 : f32
   } -> tensor<8xf32>
-  %173 = tensor.empty() : tensor<8x8x3x3xf32>
-  %176 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d0, 2 - d2, 2 - d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%conv3_w : tensor<8x8x3x3xf32>) outs(%173 : tensor<8x8x3x3xf32>) {
-  ^bb0(%174: f32, %175: f32):
-    linalg.yield %174 : f32
-  } -> tensor<8x8x3x3xf32>
-  %177 = tensor.pad %158 low[0, 0, 1, 1] high[0, 0, 1, 1] {
-  ^bb0(%178: index, %179: index, %180: index, %181: index):
-    tensor.yield %c0 : f32
-  } : tensor<16x8x8x8xf32> to tensor<16x8x10x10xf32>
-  %182 = tensor.empty() : tensor<16x8x8x8xf32>
-  %183 = linalg.fill ins(%c0 : f32) outs(%182 : tensor<16x8x8x8xf32>) -> tensor<16x8x8x8xf32>
-  %184 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%177, %176 : tensor<16x8x10x10xf32>, tensor<8x8x3x3xf32>) outs(%183 : tensor<16x8x8x8xf32>) -> tensor<16x8x8x8xf32>
-  %185 = tensor.empty() : tensor<16x8x8x8xf32>
-  %191 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%184, %38 : tensor<16x8x8x8xf32>, tensor<16x8x8x8xf32>) outs(%185 : tensor<16x8x8x8xf32>) {
-  ^bb0(%186: f32, %187: f32, %188: f32):
-    %189 = arith.cmpf ogt, %187, %c0 : f32
-    %190 = arith.select %189, %186, %c0 : f32
-    linalg.yield %190 : f32
-  } -> tensor<16x8x8x8xf32>
-  %192 = tensor.empty() : tensor<8x8x3x3xf32>
-  %193 = linalg.fill ins(%c0 : f32) outs(%192 : tensor<8x8x3x3xf32>) -> tensor<8x8x3x3xf32>
-  %199 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d0, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d1, d5 + d2, d6 + d3)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%191, %20 : tensor<16x8x8x8xf32>, tensor<16x8x10x10xf32>) outs(%193 : tensor<8x8x3x3xf32>) {
-  ^bb0(%194: f32, %195: f32, %196: f32):
-    %197 = arith.mulf %194, %195 : f32
-    %198 = arith.addf %196, %197 : f32
+  %197 = tensor.empty() : tensor<8x8x3x3xf32>
+  %200 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d0, 2 - d2, 2 - d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%conv3_w : tensor<8x8x3x3xf32>) outs(%197 : tensor<8x8x3x3xf32>) {
+  ^bb0(%198: f32, %199: f32):
     linalg.yield %198 : f32
   } -> tensor<8x8x3x3xf32>
-  %200 = tensor.empty() : tensor<8xf32>
-  %201 = linalg.fill ins(%c0 : f32) outs(%200 : tensor<8xf32>) -> tensor<8xf32>
-  %205 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1)>], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%191 : tensor<16x8x8x8xf32>) outs(%201 : tensor<8xf32>) {
-  ^bb0(%202: f32, %203: f32):
-    %204 = arith.addf %202, %203 : f32
-    linalg.yield %204 : f32
-  } -> tensor<8xf32>
-  %206 = tensor.empty() : tensor<8x8x3x3xf32>
-  %209 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d0, 2 - d2, 2 - d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%conv2_w : tensor<8x8x3x3xf32>) outs(%206 : tensor<8x8x3x3xf32>) {
-  ^bb0(%207: f32, %208: f32):
-    linalg.yield %207 : f32
-  } -> tensor<8x8x3x3xf32>
-  %210 = tensor.pad %191 low[0, 0, 1, 1] high[0, 0, 1, 1] {
-  ^bb0(%211: index, %212: index, %213: index, %214: index):
+  %201 = tensor.pad %182 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%202: index, %203: index, %204: index, %205: index):
     tensor.yield %c0 : f32
   } : tensor<16x8x8x8xf32> to tensor<16x8x10x10xf32>
-  %215 = tensor.empty() : tensor<16x8x8x8xf32>
-  %216 = linalg.fill ins(%c0 : f32) outs(%215 : tensor<16x8x8x8xf32>) -> tensor<16x8x8x8xf32>
-  %217 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%210, %209 : tensor<16x8x10x10xf32>, tensor<8x8x3x3xf32>) outs(%216 : tensor<16x8x8x8xf32>) -> tensor<16x8x8x8xf32>
-  %218 = tensor.empty() : tensor<16x8x8x8xf32>
-  %224 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%217, %19 : tensor<16x8x8x8xf32>, tensor<16x8x8x8xf32>) outs(%218 : tensor<16x8x8x8xf32>) {
-  ^bb0(%219: f32, %220: f32, %221: f32):
-    %222 = arith.cmpf ogt, %220, %c0 : f32
-    %223 = arith.select %222, %219, %c0 : f32
-    linalg.yield %223 : f32
+  %206 = tensor.empty() : tensor<16x8x8x8xf32>
+  %207 = linalg.fill ins(%c0 : f32) outs(%206 : tensor<16x8x8x8xf32>) -> tensor<16x8x8x8xf32>
+  %208 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%201, %200 : tensor<16x8x10x10xf32>, tensor<8x8x3x3xf32>) outs(%207 : tensor<16x8x8x8xf32>) -> tensor<16x8x8x8xf32>
+  %209 = tensor.empty() : tensor<16x8x8x8xf32>
+  %215 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%208, %38 : tensor<16x8x8x8xf32>, tensor<16x8x8x8xf32>) outs(%209 : tensor<16x8x8x8xf32>) {
+  ^bb0(%210: f32, %211: f32, %212: f32):
+    %213 = arith.cmpf ogt, %211, %c0 : f32
+    %214 = arith.select %213, %210, %c0 : f32
+    linalg.yield %214 : f32
   } -> tensor<16x8x8x8xf32>
-  %225 = tensor.empty() : tensor<8x1x3x3xf32>
-  %226 = linalg.fill ins(%c0 : f32) outs(%225 : tensor<8x1x3x3xf32>) -> tensor<8x1x3x3xf32>
-  %232 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d0, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d1, d5 + d2, d6 + d3)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%224, %1 : tensor<16x8x8x8xf32>, tensor<16x1x10x10xf32>) outs(%226 : tensor<8x1x3x3xf32>) {
-  ^bb0(%227: f32, %228: f32, %229: f32):
-    %230 = arith.mulf %227, %228 : f32
-    %231 = arith.addf %229, %230 : f32
-    linalg.yield %231 : f32
-  } -> tensor<8x1x3x3xf32>
-  %233 = tensor.empty() : tensor<8xf32>
-  %234 = linalg.fill ins(%c0 : f32) outs(%233 : tensor<8xf32>) -> tensor<8xf32>
-  %238 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1)>], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%224 : tensor<16x8x8x8xf32>) outs(%234 : tensor<8xf32>) {
-  ^bb0(%235: f32, %236: f32):
-    %237 = arith.addf %235, %236 : f32
-    linalg.yield %237 : f32
+  %216 = tensor.empty() : tensor<8x8x3x3xf32>
+  %217 = linalg.fill ins(%c0 : f32) outs(%216 : tensor<8x8x3x3xf32>) -> tensor<8x8x3x3xf32>
+  %223 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d0, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d1, d5 + d2, d6 + d3)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%215, %20 : tensor<16x8x8x8xf32>, tensor<16x8x10x10xf32>) outs(%217 : tensor<8x8x3x3xf32>) {
+  ^bb0(%218: f32, %219: f32, %220: f32):
+    %221 = arith.mulf %218, %219 : f32
+    %222 = arith.addf %220, %221 : f32
+    linalg.yield %222 : f32
+  } -> tensor<8x8x3x3xf32>
+  %224 = tensor.empty() : tensor<8xf32>
+  %225 = linalg.fill ins(%c0 : f32) outs(%224 : tensor<8xf32>) -> tensor<8xf32>
+  %229 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1)>], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%215 : tensor<16x8x8x8xf32>) outs(%225 : tensor<8xf32>) {
+  ^bb0(%226: f32, %227: f32):
+    %228 = arith.addf %226, %227 : f32
+    linalg.yield %228 : f32
   } -> tensor<8xf32>
-  return %123, %232, %238, %199, %205, %166, %172, %136, %142 : tensor<f32>, tensor<8x1x3x3xf32>, tensor<8xf32>, tensor<8x8x3x3xf32>, tensor<8xf32>, tensor<8x8x3x3xf32>, tensor<8xf32>, tensor<128x10xf32>, tensor<10xf32>
+  %230 = tensor.empty() : tensor<8x8x3x3xf32>
+  %233 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d0, 2 - d2, 2 - d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%conv2_w : tensor<8x8x3x3xf32>) outs(%230 : tensor<8x8x3x3xf32>) {
+  ^bb0(%231: f32, %232: f32):
+    linalg.yield %231 : f32
+  } -> tensor<8x8x3x3xf32>
+  %234 = tensor.pad %215 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%235: index, %236: index, %237: index, %238: index):
+    tensor.yield %c0 : f32
+  } : tensor<16x8x8x8xf32> to tensor<16x8x10x10xf32>
+  %239 = tensor.empty() : tensor<16x8x8x8xf32>
+  %240 = linalg.fill ins(%c0 : f32) outs(%239 : tensor<16x8x8x8xf32>) -> tensor<16x8x8x8xf32>
+  %241 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%234, %233 : tensor<16x8x10x10xf32>, tensor<8x8x3x3xf32>) outs(%240 : tensor<16x8x8x8xf32>) -> tensor<16x8x8x8xf32>
+  %242 = tensor.empty() : tensor<16x8x8x8xf32>
+  %248 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%241, %19 : tensor<16x8x8x8xf32>, tensor<16x8x8x8xf32>) outs(%242 : tensor<16x8x8x8xf32>) {
+  ^bb0(%243: f32, %244: f32, %245: f32):
+    %246 = arith.cmpf ogt, %244, %c0 : f32
+    %247 = arith.select %246, %243, %c0 : f32
+    linalg.yield %247 : f32
+  } -> tensor<16x8x8x8xf32>
+  %249 = tensor.empty() : tensor<8x1x3x3xf32>
+  %250 = linalg.fill ins(%c0 : f32) outs(%249 : tensor<8x1x3x3xf32>) -> tensor<8x1x3x3xf32>
+  %256 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d0, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d1, d5 + d2, d6 + d3)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%248, %1 : tensor<16x8x8x8xf32>, tensor<16x1x10x10xf32>) outs(%250 : tensor<8x1x3x3xf32>) {
+  ^bb0(%251: f32, %252: f32, %253: f32):
+    %254 = arith.mulf %251, %252 : f32
+    %255 = arith.addf %253, %254 : f32
+    linalg.yield %255 : f32
+  } -> tensor<8x1x3x3xf32>
+  %257 = tensor.empty() : tensor<8xf32>
+  %258 = linalg.fill ins(%c0 : f32) outs(%257 : tensor<8xf32>) -> tensor<8xf32>
+  %262 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1)>], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%248 : tensor<16x8x8x8xf32>) outs(%258 : tensor<8xf32>) {
+  ^bb0(%259: f32, %260: f32):
+    %261 = arith.addf %259, %260 : f32
+    linalg.yield %261 : f32
+  } -> tensor<8xf32>
+  return %139, %256, %262, %223, %229, %190, %196, %152, %158 : tensor<f32>, tensor<8x1x3x3xf32>, tensor<8xf32>, tensor<8x8x3x3xf32>, tensor<8xf32>, tensor<8x8x3x3xf32>, tensor<8xf32>, tensor<128x10xf32>, tensor<10xf32>
 }

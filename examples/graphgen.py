@@ -111,11 +111,11 @@ class Graph:
                 ops.append(dim)
         return ops
 
-    def empty(self, shape, like=None, src=None):
+    def empty(self, shape, like=None, src=None, dtype="f32"):
         r = self.fresh()
         dyn = self.dyn_dims(like, shape, src) if like is not None else []
-        self.emit(f"{r} = tensor.empty({', '.join(dyn)}) : {ttype(shape)}")
-        return V(r, shape)
+        self.emit(f"{r} = tensor.empty({', '.join(dyn)}) : {ttype(shape, dtype)}")
+        return V(r, shape, dtype)
 
     def fill(self, shape, value, like=None, src=None):
         c = self.const(value)
@@ -123,6 +123,38 @@ class Graph:
         r = self.fresh()
         self.emit(f"{r} = linalg.fill ins({c} : f32) outs({e.name} : {e.type}) -> {e.type}")
         return V(r, shape)
+
+    def fill_int(self, shape, value):
+        c = self.fresh()
+        self.emit(f"{c} = arith.constant {value} : i32")
+        e = self.empty(shape, dtype="i32")
+        r = self.fresh()
+        self.emit(f"{r} = linalg.fill ins({c} : i32) outs({e.name} : {e.type}) -> {e.type}")
+        return V(r, shape, "i32")
+
+    def generic2(self, out_shape, inputs, iterators, out_dims, inits, body):
+        """A generic with two outputs (inits: two V); body(b, *ins, o0, o1)
+        returns two scalar names."""
+        rank = len(iterators)
+        maps = [amap(rank, dims) for _, dims in inputs] + [amap(rank, out_dims)] * 2
+        b = Body(self)
+        args = [self.fresh() for _ in inputs]
+        outs = [self.fresh(), self.fresh()]
+        r0, r1 = body(b, *args, *outs)
+        r = self.fresh()
+        ins = ", ".join(v.name for v, _ in inputs)
+        tys = ", ".join(v.type for v, _ in inputs)
+        its = ", ".join(f'"{i}"' for i in iterators)
+        self.emit(f"{r}:2 = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
+                  f"iterator_types = [{its}]}} ins({ins} : {tys}) "
+                  f"outs({inits[0].name}, {inits[1].name} : {inits[0].type}, {inits[1].type}) {{")
+        bargs = ", ".join([f"{a}: f32" for a in args] + [f"{outs[0]}: f32", f"{outs[1]}: i32"])
+        self.emit(f"^bb0({bargs}):")
+        for line in b.lines:
+            self.emit("  " + line)
+        self.emit(f"  linalg.yield {r0}, {r1} : f32, i32")
+        self.emit(f"}} -> ({inits[0].type}, {inits[1].type})")
+        return V(f"{r}#0", out_shape), V(f"{r}#1", out_shape, "i32")
 
     def matmul(self, a, b, like=None):
         shape = (a.shape[0], b.shape[1])
@@ -168,7 +200,8 @@ class Graph:
         its = ", ".join(f'"{i}"' for i in iterators)
         self.emit(f"{r} = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
                   f"iterator_types = [{its}]}} ins({ins} : {tys}) outs({init.name} : {init.type}) {{")
-        bargs = ", ".join(f"{a}: f32" for a in args + [out])
+        bargs = ", ".join([f"{a}: {v.dtype}" for a, (v, _) in zip(args, inputs)]
+                          + [f"{out}: {init.dtype}"])
         self.emit(f"^bb0({bargs}):")
         for line in b.lines:
             self.emit("  " + line)
@@ -252,6 +285,44 @@ def gelu_grad(b, d, u):
     cdf = b.mul(b.c(0.5), b.add(b.c(1.0), b.erf(b.mul(u, b.c(SQRT1_2)))))
     pdf = b.mul(b.exp(b.mul(b.c(-0.5), b.mul(u, u))), b.c(INV_SQRT_2PI))
     return b.mul(d, b.add(cdf, b.mul(u, pdf)))
+
+
+def argmax_body(b, x, _window, best, arg):
+    """Running (max, argmax) over a 2x2 window (d4, d5); the first maximum
+    wins, as in PyTorch."""
+    k = b.g.fresh()
+    kh, kw, t = b.g.fresh(), b.g.fresh(), b.g.fresh()
+    b.lines.append(f"{kh} = linalg.index 4 : index")
+    b.lines.append(f"{kw} = linalg.index 5 : index")
+    c2 = b.g.fresh()
+    b.lines.append(f"{c2} = arith.constant 2 : index")
+    b.lines.append(f"{t} = arith.muli {kh}, {c2} : index")
+    ki = b.g.fresh()
+    b.lines.append(f"{ki} = arith.addi {t}, {kw} : index")
+    b.lines.append(f"{k} = arith.index_cast {ki} : index to i32")
+    p = b.g.fresh()
+    b.lines.append(f"{p} = arith.cmpf ogt, {x}, {best} : f32")
+    m = b.op("arith.select", p, x, best)
+    a = b.op("arith.select", p, k, arg, ty="i32")
+    return m, a
+
+
+def maxpool_relu_grad_body(b, r, idx, d, o):
+    """d where this element is its window's argmax and positive, else 0."""
+    h, w, c2, hm, wm, t, s, si = (b.g.fresh() for _ in range(8))
+    b.lines.append(f"{h} = linalg.index 2 : index")
+    b.lines.append(f"{w} = linalg.index 3 : index")
+    b.lines.append(f"{c2} = arith.constant 2 : index")
+    b.lines.append(f"{hm} = arith.remui {h}, {c2} : index")
+    b.lines.append(f"{wm} = arith.remui {w}, {c2} : index")
+    b.lines.append(f"{t} = arith.muli {hm}, {c2} : index")
+    b.lines.append(f"{s} = arith.addi {t}, {wm} : index")
+    b.lines.append(f"{si} = arith.index_cast {s} : index to i32")
+    hit, pos, both = b.g.fresh(), b.g.fresh(), b.g.fresh()
+    b.lines.append(f"{hit} = arith.cmpi eq, {idx}, {si} : i32")
+    b.lines.append(f"{pos} = arith.cmpf ogt, {r}, {b.c(0.0)} : f32")
+    b.lines.append(f"{both} = arith.andi {hit}, {pos} : i1")
+    return b.op("arith.select", both, d, b.c(0.0))
 
 
 def linear(g, x, w, bias):
@@ -431,14 +502,16 @@ def cnn_joint(batch=16, chans=(1, 8, 8, 8), size=8, classes=10):
         h = g.ew([g.ew([conv2d(g, hp, w), (bias, [1])], add)],
                  lambda b, u: b.max(u, b.c(0.0)))
         outputs.append(h)
+    # 2x2 max-pool keeping the argmax (0..3 in the window) as PyTorch does,
+    # so the backward pass needs no equality test on saved values.
     pshape = (batch, chans[-1], half, half)
+    its = ["parallel"] * 4 + ["reduction"] * 2
+    win = ["d0", "d1", "d2 * 2 + d4", "d3 * 2 + d5"]
     pinit = g.fill(pshape, -math.inf)
-    window = g.empty((2, 2))
-    p = g.fresh()
-    g.emit(f"{p} = linalg.pooling_nchw_max {{dilations = dense<1> : tensor<2xi64>, "
-           f"strides = dense<2> : tensor<2xi64>}} ins({h.name}, {window.name} : {h.type}, {window.type}) "
-           f"outs({pinit.name} : {pinit.type}) -> {pinit.type}")
-    p = V(p, pshape)
+    iinit = g.fill_int(pshape, 0)
+    window = g.empty((2, 2))  # gives the window loops their extent
+    p, idx = g.generic2(pshape, [(h, win), (window, ["d4", "d5"])], its,
+                        ["d0", "d1", "d2", "d3"], [pinit, iinit], argmax_body)
     flat = g.collapse(p, "[[0], [1, 2, 3]]", (batch, feat))
     logp = log_softmax(g, linear(g, flat, fw, fb))
     scale = batch_scale(g, x)
@@ -448,13 +521,12 @@ def cnn_joint(batch=16, chans=(1, 8, 8, 8), size=8, classes=10):
     dz = cross_entropy_grad(g, logp, onehot, scale)
     dflat, dfw, dfb = linear_grad(g, flat, fw, dz)
     dp = g.expand(dflat, "[[0], [1, 2, 3]]", pshape)
-    # Max-pool and ReLU: the gradient flows to the positive elements equal to
-    # their window's max.
+    # Max-pool and ReLU: the gradient flows to each window's argmax, where
+    # the ReLU output is positive.
     up = ["d0", "d1", "d2 floordiv 2", "d3 floordiv 2"]
     r = outputs[-1]
-    dh = g.generic(r.shape, [(r, ["d0", "d1", "d2", "d3"]), (p, up), (dp, up)],
-                   lambda b, rv, pv, dv, o: b.select_gt(
-                       rv, b.c(0.0), b.select_eq(rv, pv, dv, b.c(0.0)), b.c(0.0)))
+    dh = g.generic(r.shape, [(r, ["d0", "d1", "d2", "d3"]), (idx, up), (dp, up)],
+                   maxpool_relu_grad_body)
     grads = []
     for i in reversed(range(len(ws))):
         w, _ = ws[i]

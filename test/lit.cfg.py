@@ -28,10 +28,18 @@ llvm_config.use_default_substitutions()
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [os.path.join(config.act_obj_root, "bin"), config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["act-opt", "llvm-readelf"], tool_dirs)
+llvm_config.add_tool_substitutions(["act-opt", "act-run", "llvm-readelf"], tool_dirs)
 # The stock mlir-opt of the LLVM install, by full path, for plugin tests.
 config.substitutions.append(
     ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 
-if shutil.which("python3"):
-    config.available_features.add("python3")
+# Debian's python3 (with python3-numpy) compares act-run's .npy outputs; a
+# python3 earlier on PATH may lack numpy.
+system_python = "/usr/bin/python3"
+config.substitutions.append(
+    ("%compare", system_python + " " +
+     os.path.join(config.act_src_root, "test", "Integration", "compare.py")))
+import subprocess
+if os.path.exists(system_python) and subprocess.run(
+        [system_python, "-c", "import numpy"], capture_output=True).returncode == 0:
+    config.available_features.add("numpy")

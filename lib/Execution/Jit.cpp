@@ -98,10 +98,23 @@ std::unique_ptr<JitFunction> JitFunction::compile(ModuleOp module,
                                                   llvm::StringRef name,
                                                   bool countAllocations,
                                                   std::string &error) {
-  auto func = module.lookupSymbol<func::FuncOp>(name);
-  if (!func || func.isExternal()) {
-    error = ("no function @" + name + " with a body in the module").str();
+  std::vector<std::unique_ptr<JitFunction>> all =
+      compileAll(module, {name.str()}, countAllocations, error);
+  if (all.empty())
     return nullptr;
+  return std::move(all.front());
+}
+
+std::vector<std::unique_ptr<JitFunction>>
+JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
+                        bool countAllocations, std::string &error) {
+  std::vector<std::unique_ptr<JitFunction>> jits;
+  for (const std::string &name : names) {
+    auto func = module.lookupSymbol<func::FuncOp>(name);
+    if (!func || func.isExternal()) {
+      error = "no function @" + name + " with a body in the module";
+      return {};
+    }
   }
   // Encoded values in the signature become their storage tensors first.
   {
@@ -109,25 +122,29 @@ std::unique_ptr<JitFunction> JitFunction::compile(ModuleOp module,
     pm.addPass(createConvertActToLinalgPass());
     if (failed(pm.run(module))) {
       error = "lowering the act ops failed";
-      return nullptr;
+      return {};
     }
   }
-  auto jit = std::unique_ptr<JitFunction>(new JitFunction());
-  jit->name = name.str();
-  jit->countAllocations = countAllocations;
-  FunctionType type = func.getFunctionType();
-  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
-    ValueSpec spec;
-    if (!getSpec(type.getInput(i), spec, error))
-      return nullptr;
-    spec.isSeeds = bool(func.getArgAttr(i, kSeedsAttrName));
-    jit->arguments.push_back(spec);
-  }
-  for (Type result : type.getResults()) {
-    ValueSpec spec;
-    if (!getSpec(result, spec, error))
-      return nullptr;
-    jit->results.push_back(spec);
+  for (const std::string &name : names) {
+    auto func = module.lookupSymbol<func::FuncOp>(name);
+    auto jit = std::unique_ptr<JitFunction>(new JitFunction());
+    jit->name = name;
+    jit->countAllocations = countAllocations;
+    FunctionType type = func.getFunctionType();
+    for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+      ValueSpec spec;
+      if (!getSpec(type.getInput(i), spec, error))
+        return {};
+      spec.isSeeds = bool(func.getArgAttr(i, kSeedsAttrName));
+      jit->arguments.push_back(spec);
+    }
+    for (Type result : type.getResults()) {
+      ValueSpec spec;
+      if (!getSpec(result, spec, error))
+        return {};
+      jit->results.push_back(spec);
+    }
+    jits.push_back(std::move(jit));
   }
 
   PassManager pm(module.getContext());
@@ -136,7 +153,7 @@ std::unique_ptr<JitFunction> JitFunction::compile(ModuleOp module,
   buildCPUPipeline(pm, options);
   if (failed(pm.run(module))) {
     error = "the CPU pipeline failed on the module";
-    return nullptr;
+    return {};
   }
 
   auto transformer = makeOptimizingTransformer(3, 0, nullptr);
@@ -147,10 +164,10 @@ std::unique_ptr<JitFunction> JitFunction::compile(ModuleOp module,
   auto engine = ExecutionEngine::create(module, engineOptions);
   if (!engine) {
     error = "JIT compilation failed: " + llvm::toString(engine.takeError());
-    return nullptr;
+    return {};
   }
-  jit->engine = std::move(*engine);
-  jit->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+  std::shared_ptr<ExecutionEngine> shared = std::move(*engine);
+  shared->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
     size_t count = 0;
     const ::act::rt::HookSymbol *hooks = ::act::rt::getAllocationHooks(count);
@@ -160,8 +177,10 @@ std::unique_ptr<JitFunction> JitFunction::compile(ModuleOp module,
           llvm::JITSymbolFlags::Exported};
     return map;
   });
-  jit->engine->initialize();
-  return jit;
+  shared->initialize();
+  for (auto &jit : jits)
+    jit->engine = shared;
+  return jits;
 }
 
 namespace {

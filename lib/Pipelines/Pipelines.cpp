@@ -3,6 +3,7 @@
 #include "act/Pipelines/Pipelines.h"
 
 #include "act/Conversion/Passes.h"
+#include "act/Dialect/Act/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -27,11 +28,17 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // Clones of returned arguments become alloc + copy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  // Free activations after their last use, not at the end of the step.
+  pm.addNestedPass<func::FuncOp>(createActEarlyDeallocPass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  // What LLVM has no intrinsic for (erf) calls libm.
+  pm.addPass(createConvertMathToLibmPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
   memrefOptions.useGenericFunctions = options.countAllocations;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));

@@ -53,6 +53,10 @@ public:
   static std::unique_ptr<JitFunction>
   compile(ModuleOp module, llvm::StringRef name, bool countAllocations,
           std::string &error);
+  /// Compiles several functions of one module with one engine.
+  static std::vector<std::unique_ptr<JitFunction>>
+  compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
+             bool countAllocations, std::string &error);
 
   const std::vector<ValueSpec> &getArguments() const { return arguments; }
   const std::vector<ValueSpec> &getResults() const { return results; }
@@ -63,7 +67,7 @@ public:
             std::vector<HostValue> &outs, std::string &error);
 
 private:
-  std::unique_ptr<ExecutionEngine> engine;
+  std::shared_ptr<ExecutionEngine> engine;
   std::string name;
   std::vector<ValueSpec> arguments, results;
   bool countAllocations = false;

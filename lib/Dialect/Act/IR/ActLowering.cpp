@@ -243,6 +243,11 @@ void PackedLowering::load(Value input) {
                     ? tensor::DimOp::create(b, loc, flat, 0).getResult()
                     : indexConst(b, loc, n);
   setLengths(*this, count, numElements, paddedLength);
+  if (n != ShapedType::kDynamic && n % multiple == 0) {
+    // Nothing to pad: no copy.
+    padded = flat;
+    return;
+  }
   Value high = b.createOrFold<arith::SubIOp>(loc, paddedLength, numElements);
   Value zero = arith::ConstantOp::create(
       b, loc, b.getZeroAttr(type.getElementType()));
@@ -269,6 +274,8 @@ void PackedLowering::setShape(RankedTensorType type, ValueRange dynamicSizes) {
 
 Value PackedLowering::sliceRows(Value t, Value count) {
   auto type = cast<RankedTensorType>(t.getType());
+  if (!type.isDynamicDim(0) && staticOr(count) == type.getDimSize(0))
+    return t;
   SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
   SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
   sizes.push_back(getAsOpFoldResult(count));
@@ -283,6 +290,8 @@ Value PackedLowering::sliceRows(Value t, Value count) {
 
 Value PackedLowering::padRows(Value t, Value count) {
   auto type = cast<RankedTensorType>(t.getType());
+  if (!type.isDynamicDim(0) && staticOr(count) == type.getDimSize(0))
+    return t;
   Value rows = b.createOrFold<tensor::DimOp>(loc, t, 0);
   SmallVector<OpFoldResult> low(type.getRank(), b.getIndexAttr(0));
   SmallVector<OpFoldResult> high(type.getRank(), b.getIndexAttr(0));

@@ -95,4 +95,29 @@ def ActMemoryReportPass : Pass<"act-memory-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def ActEarlyDeallocPass : Pass<"act-early-dealloc", "::mlir::func::FuncOp"> {
+  let summary = "Free each buffer right after its last use";
+  let description = [{
+    The ownership-based buffer deallocation pipeline frees a block's buffers
+    at the end of the block. In a training step (one block) that keeps every
+    activation alive for the whole step, which defeats storing saved
+    activations encoded. This pass moves each unconditional `memref.dealloc`
+    up to right after the last op of its block that uses the buffer or any
+    view of it (`BufferViewFlowAnalysis`), the placement Gist's liveness
+    analysis assumes. Buffers used in other blocks stay where they are.
+
+    ```mlir
+    %a = memref.alloc() : memref<64xf32>
+    linalg.generic ... outs(%a ...)
+    "use"(%a) ...          // last use
+    ... long backward pass ...
+    memref.dealloc %a
+    // becomes
+    "use"(%a) ...
+    memref.dealloc %a
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // ACT_DIALECT_ACT_TRANSFORMS_PASSES_TD

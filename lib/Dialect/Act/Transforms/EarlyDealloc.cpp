@@ -1,0 +1,55 @@
+//===- EarlyDealloc.cpp - free buffers right after their last use ----------===//
+
+#include "act/Dialect/Act/Transforms/Passes.h"
+
+#include "mlir/Dialect/Bufferization/Transforms/BufferViewFlowAnalysis.h"
+
+namespace mlir::act {
+#define GEN_PASS_DEF_ACTEARLYDEALLOCPASS
+#include "act/Dialect/Act/Transforms/Passes.h.inc"
+} // namespace mlir::act
+
+using namespace mlir;
+
+namespace {
+
+struct EarlyDeallocPass
+    : act::impl::ActEarlyDeallocPassBase<EarlyDeallocPass> {
+  void runOnOperation() override {
+    SmallVector<memref::DeallocOp> deallocs;
+    getOperation().walk(
+        [&](memref::DeallocOp op) { deallocs.push_back(op); });
+    if (deallocs.empty())
+      return;
+    BufferViewFlowAnalysis aliases(getOperation());
+    for (memref::DeallocOp dealloc : deallocs) {
+      Block *block = dealloc->getBlock();
+      Value buffer = dealloc.getMemref();
+      Operation *last = buffer.getDefiningOp();
+      if (last && last->getBlock() != block)
+        continue;
+      bool movable = true;
+      for (Value alias : aliases.resolve(buffer)) {
+        for (Operation *user : alias.getUsers()) {
+          if (user == dealloc)
+            continue;
+          Operation *ancestor = block->findAncestorOpInBlock(*user);
+          if (!ancestor) {
+            movable = false;
+            break;
+          }
+          if (!last || last->isBeforeInBlock(ancestor))
+            last = ancestor;
+        }
+        if (!movable)
+          break;
+      }
+      if (!movable || !last || last == dealloc ||
+          !last->isBeforeInBlock(dealloc))
+        continue;
+      dealloc->moveAfter(last);
+    }
+  }
+};
+
+} // namespace

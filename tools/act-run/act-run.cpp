@@ -1,0 +1,362 @@
+//===- act-run.cpp - run a training step and measure it --------------------===//
+//
+// Runs one training step of a module in either graph form, before or after
+// act's passes: lowers it through act-cpu-pipeline, JIT-compiles it, feeds
+// inputs from .npy files or seeded random data, writes every result as .npy,
+// and reports the loss, the wall time and the live and peak bytes the step
+// allocated (counted by runtime/'s allocation hooks).
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/Analysis/TrainingGraph.h"
+#include "act/Execution/Jit.h"
+#include "act/InitAll.h"
+#include "act/runtime/Memory.h"
+#include "act/runtime/Npy.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+using namespace mlir;
+using namespace mlir::act;
+namespace cl = llvm::cl;
+namespace rt = ::act::rt;
+
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("<training step .mlir>"),
+                                      cl::Required);
+static cl::opt<std::string>
+    entry("entry", cl::desc("the step function, or the split forward "
+                            "function (default: the module's training graph)"));
+static cl::list<std::string>
+    inputs("inputs", cl::CommaSeparated,
+           cl::desc("the arguments as .npy files, in order (act.seeds "
+                    "excepted); default: seeded random data"));
+static cl::opt<uint64_t> dataSeed("seed", cl::init(0),
+                                  cl::desc("seed of the random inputs"));
+static cl::opt<std::string>
+    init("init", cl::init("normal"),
+         cl::desc("random inputs: 'normal' (N(0, 0.5^2)) or 'int' (integers "
+                  "in [-2, 2], exact in every float encoding of 8+ bits)"));
+static cl::opt<int64_t>
+    dynamicSize("dynamic-size", cl::init(8),
+                cl::desc("size of dynamic dimensions of random inputs"));
+static cl::opt<uint64_t>
+    stepSeed("step-seed", cl::init(1),
+             cl::desc("seed of the step's stochastic rounding; tensor id l "
+                      "gets splitmix64(step-seed + l)"));
+static cl::opt<std::string> outputDir("output-dir",
+                                      cl::desc("write result_<i>.npy here"));
+static cl::opt<unsigned> repeat("repeat", cl::init(1),
+                                cl::desc("run the step this many times and "
+                                         "report the median time"));
+
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+static int fail(const std::string &message) {
+  llvm::errs() << "act-run: error: " << message << "\n";
+  return 1;
+}
+
+/// Random data for an argument.
+static bool randomValue(const ValueSpec &spec, std::mt19937_64 &gen,
+                        HostValue &value, std::string &error) {
+  value.isTensor = spec.isTensor;
+  value.kind = spec.kind;
+  for (int64_t d : spec.shape)
+    value.shape.push_back(ShapedType::isDynamic(d) ? int64_t(dynamicSize) : d);
+  int64_t n = value.numElements();
+  value.data.resize(size_t(n) * getElementBytes(spec.kind));
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  std::uniform_int_distribution<int> ints(-2, 2);
+  for (int64_t i = 0; i < n; ++i) {
+    double v = init == "int" ? double(ints(gen)) : double(normal(gen));
+    char *at = value.data.data() + i * getElementBytes(spec.kind);
+    switch (spec.kind) {
+    case ElementKind::F32: {
+      float f = float(v);
+      std::memcpy(at, &f, 4);
+      break;
+    }
+    case ElementKind::F64:
+      std::memcpy(at, &v, 8);
+      break;
+    case ElementKind::I64: {
+      int64_t x = int64_t(std::lround(v));
+      std::memcpy(at, &x, 8);
+      break;
+    }
+    case ElementKind::I32: {
+      int32_t x = int32_t(std::lround(v));
+      std::memcpy(at, &x, 4);
+      break;
+    }
+    case ElementKind::I1:
+      *at = v > 0;
+      break;
+    }
+  }
+  if (init != "normal" && init != "int") {
+    error = "unknown --init '" + init + "' (normal or int)";
+    return false;
+  }
+  return true;
+}
+
+static bool loadNpy(const std::string &path, const ValueSpec &spec,
+                    unsigned index, HostValue &value, std::string &error) {
+  rt::NpyArray array;
+  if (!rt::readNpy(path, array, error))
+    return false;
+  if (array.descr != getNpyDescr(spec.kind)) {
+    error = "argument " + std::to_string(index) + " ('" + path + "') has dtype " +
+            array.descr + ", expected " + getNpyDescr(spec.kind);
+    return false;
+  }
+  if (array.shape.size() != spec.shape.size()) {
+    error = "argument " + std::to_string(index) + " ('" + path + "') has rank " +
+            std::to_string(array.shape.size()) + ", expected " +
+            std::to_string(spec.shape.size());
+    return false;
+  }
+  for (size_t d = 0; d < spec.shape.size(); ++d)
+    if (!ShapedType::isDynamic(spec.shape[d]) && spec.shape[d] != array.shape[d]) {
+      error = "argument " + std::to_string(index) + " ('" + path +
+              "') has dimension " + std::to_string(d) + " of size " +
+              std::to_string(array.shape[d]) + ", expected " +
+              std::to_string(spec.shape[d]);
+      return false;
+    }
+  value.isTensor = spec.isTensor;
+  value.kind = spec.kind;
+  value.shape = array.shape;
+  value.data = std::move(array.data);
+  return true;
+}
+
+static bool writeResult(const HostValue &value, unsigned index,
+                        std::string &error) {
+  rt::NpyArray array;
+  array.descr = getNpyDescr(value.kind);
+  array.shape = value.shape;
+  array.data = value.data;
+  llvm::SmallString<256> path(outputDir);
+  llvm::sys::path::append(path, "result_" + std::to_string(index) + ".npy");
+  return rt::writeNpy(std::string(path), array, error);
+}
+
+static std::string describeScalar(const HostValue &v) {
+  if (v.numElements() != 1)
+    return "";
+  switch (v.kind) {
+  case ElementKind::F32: {
+    float f;
+    std::memcpy(&f, v.data.data(), 4);
+    return llvm::formatv("{0:g9}", f).str();
+  }
+  case ElementKind::F64: {
+    double f;
+    std::memcpy(&f, v.data.data(), 8);
+    return llvm::formatv("{0:g17}", f).str();
+  }
+  default:
+    return "";
+  }
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  cl::ParseCommandLineOptions(argc, argv,
+                              "act-run: run a training step and measure it\n");
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  std::string error;
+  auto file = openInputFile(inputFile, &error);
+  if (!file)
+    return fail(error);
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return fail("cannot parse '" + inputFile + "'");
+
+  // Which functions run: the named one, or the module's training graph.
+  std::string forwardName, backwardName;
+  unsigned numSaved = 0;
+  if (!entry.empty()) {
+    auto func = module->lookupSymbol<func::FuncOp>(entry);
+    if (!func)
+      return fail("no function @" + entry + " in '" + inputFile + "'");
+    forwardName = entry;
+    if (auto ref = func->getAttrOfType<FlatSymbolRefAttr>(kBackwardAttrName)) {
+      backwardName = ref.getValue().str();
+      if (auto n = func->getAttrOfType<IntegerAttr>(kNumSavedAttrName))
+        numSaved = n.getInt();
+    }
+  } else {
+    FailureOr<SmallVector<TrainingGraph>> graphs =
+        analyzeTrainingGraphs(*module);
+    if (failed(graphs))
+      return fail("'" + inputFile + "' holds no training graph act can run");
+    if (graphs->empty())
+      return fail("no entry function: '" + inputFile +
+                  "' has no public function with a body (use --entry)");
+    TrainingGraph &graph = graphs->front();
+    forwardName = graph.forward.getSymName().str();
+    if (graph.backward) {
+      backwardName = graph.backward.getSymName().str();
+      numSaved = graph.getNumSaved();
+    }
+  }
+  auto forwardFunc = module->lookupSymbol<func::FuncOp>(forwardName);
+  unsigned numOutputs = forwardFunc.getNumResults() - numSaved;
+
+  std::vector<std::string> names = {forwardName};
+  if (!backwardName.empty())
+    names.push_back(backwardName);
+  std::vector<std::unique_ptr<JitFunction>> jits =
+      JitFunction::compileAll(*module, names, /*countAllocations=*/true, error);
+  if (jits.empty())
+    return fail(error);
+  JitFunction &forward = *jits[0];
+
+  // Arguments: .npy files or random data; seeds from the step seed.
+  size_t expected = llvm::count_if(
+      forward.getArguments(), [](const ValueSpec &s) { return !s.isSeeds; });
+  if (!inputs.empty() && inputs.size() != expected)
+    return fail("--inputs gives " + std::to_string(inputs.size()) +
+                " files but @" + forwardName + " takes " +
+                std::to_string(expected) + " arguments (act.seeds excepted)");
+  std::vector<HostValue> args;
+  std::mt19937_64 gen(dataSeed);
+  unsigned fileIndex = 0;
+  for (auto [i, spec] : llvm::enumerate(forward.getArguments())) {
+    HostValue value;
+    if (spec.isSeeds) {
+      value.isTensor = true;
+      value.kind = ElementKind::I64;
+      value.shape = spec.shape;
+      value.data.resize(size_t(value.numElements()) * 8);
+      for (int64_t id = 0; id < value.numElements(); ++id) {
+        uint64_t s = splitmix64(stepSeed + uint64_t(id));
+        std::memcpy(value.data.data() + id * 8, &s, 8);
+      }
+    } else if (!inputs.empty()) {
+      if (!loadNpy(inputs[fileIndex++], spec, unsigned(i), value, error))
+        return fail(error);
+    } else if (!randomValue(spec, gen, value, error)) {
+      return fail(error);
+    }
+    args.push_back(std::move(value));
+  }
+
+  std::vector<HostValue> results;
+  std::vector<double> times;
+  int64_t peak = 0, liveAfter = 0;
+  for (unsigned run = 0; run < std::max(1u, unsigned(repeat)); ++run) {
+    rt::resetPeak();
+    int64_t base = rt::getMemoryStats().liveBytes;
+    auto start = std::chrono::steady_clock::now();
+    std::vector<HostValue> outs;
+    if (!forward.call(args, outs, error))
+      return fail(error);
+    int64_t stepPeak = rt::getMemoryStats().peakBytes - base;
+    if (jits.size() > 1) {
+      // Split form: the saved values are held between the two calls; the
+      // backward function gets them and a tangent per output (1 for the
+      // loss, 0 for the others).
+      JitFunction &backward = *jits[1];
+      std::vector<HostValue> bargs(outs.begin() + numOutputs, outs.end());
+      int64_t savedBytes = 0;
+      for (const HostValue &v : bargs)
+        savedBytes += int64_t(v.data.size());
+      for (size_t t = bargs.size(); t < backward.getArguments().size(); ++t) {
+        const ValueSpec &spec = backward.getArguments()[t];
+        HostValue tangent;
+        tangent.isTensor = spec.isTensor;
+        tangent.kind = spec.kind;
+        tangent.shape = outs[t - bargs.size() + 0].shape;
+        tangent.data.assign(size_t(tangent.numElements()) *
+                                getElementBytes(spec.kind),
+                            0);
+        if (t == bargs.size() && spec.kind == ElementKind::F32)
+          for (int64_t e = 0; e < tangent.numElements(); ++e) {
+            float one = 1.0f;
+            std::memcpy(tangent.data.data() + e * 4, &one, 4);
+          }
+        bargs.push_back(std::move(tangent));
+      }
+      rt::resetPeak();
+      std::vector<HostValue> grads;
+      if (!backward.call(bargs, grads, error))
+        return fail(error);
+      stepPeak = std::max(stepPeak, savedBytes + rt::getMemoryStats().peakBytes -
+                                        base);
+      outs.resize(numOutputs);
+      outs.insert(outs.end(), grads.begin(), grads.end());
+    }
+    times.push_back(std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+    peak = stepPeak;
+    liveAfter = rt::getMemoryStats().liveBytes - base;
+    results = std::move(outs);
+  }
+
+  if (!outputDir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+      return fail("cannot create '" + outputDir + "': " + ec.message());
+    for (auto [i, value] : llvm::enumerate(results))
+      if (!writeResult(value, unsigned(i), error))
+        return fail(error);
+  }
+
+  std::sort(times.begin(), times.end());
+  llvm::outs() << "act-run: @" << forwardName
+               << (backwardName.empty() ? " (joint form)"
+                                        : " / @" + backwardName + " (split form)")
+               << ", " << args.size() << " arguments ("
+               << (inputs.empty() ? "random, seed " + std::to_string(dataSeed)
+                                  : std::string("from .npy"))
+               << ")\n";
+  if (!results.empty()) {
+    std::string loss = describeScalar(results.front());
+    if (!loss.empty())
+      llvm::outs() << "loss: " << loss << "\n";
+  }
+  llvm::outs() << "results: " << results.size();
+  if (!outputDir.empty())
+    llvm::outs() << " written to " << outputDir << "/result_<i>.npy";
+  llvm::outs() << "\n";
+  llvm::outs() << llvm::formatv("time: median {0:f3} ms over {1} run(s)\n",
+                                times[times.size() / 2], times.size());
+  llvm::outs() << "memory: peak " << peak << " bytes, live after " << liveAfter
+               << " bytes (allocated by the step)\n";
+  return 0;
+}

@@ -19,6 +19,8 @@ using namespace mlir;
 void mlir::act::buildCPUPipeline(OpPassManager &pm,
                                  const CPUPipelineOptions &options) {
   pm.addPass(createConvertActToLinalgPass());
+  // Elementwise arith/math on tensors become linalg.generic, which bufferizes.
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
 
   bufferization::OneShotBufferizePassOptions bufferize;

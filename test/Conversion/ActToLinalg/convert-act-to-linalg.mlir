@@ -1,0 +1,123 @@
+// RUN: act-opt %s -convert-act-to-linalg -split-input-file -verify-each | FileCheck %s
+
+// 4-bit quantization of 1000 elements, group 256: padded to 1024 (a multiple
+// of the group and of the 8 codes per word), per-group min/max in one
+// reduction, (min, scale) rows, then one generic packing 8 codes per word;
+// the storage is 125 words and 4 metadata rows.
+// CHECK-LABEL: func.func @quant
+// CHECK-SAME: (%[[X:.*]]: tensor<1000xf32>, %[[SEED:.*]]: i64) -> (tensor<125xi32>, tensor<4x2xf32>)
+// CHECK:      %[[PAD:.*]] = tensor.pad %[[X]] low[0] high[24]
+// CHECK:      %[[GROUPS:.*]] = tensor.expand_shape %[[PAD]] {{\[\[}}0, 1]] output_shape [4, 256] : tensor<1024xf32> into tensor<4x256xf32>
+// CHECK:      %[[STATS:.*]]:2 = linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[GROUPS]] : tensor<4x256xf32>) outs(%{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>)
+// CHECK:        arith.minimumf
+// CHECK:        arith.maximumf
+// CHECK:      %[[META:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#0, %[[STATS]]#1 : tensor<4xf32>, tensor<4xf32>) outs(%{{.*}} : tensor<4x2xf32>)
+// CHECK:      %[[LANES:.*]] = tensor.expand_shape %[[PAD]] {{\[\[}}0, 1]] output_shape [128, 8] : tensor<1024xf32> into tensor<128x8xf32>
+// CHECK:      %[[WORDS:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[LANES]], %[[META]], %[[META]] : tensor<128x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>) outs(%{{.*}} : tensor<128xi32>)
+// Stochastic rounding: Philox4x32-10, ten rounds of two 32x32->64 products.
+// CHECK-COUNT-20: arith.mului_extended
+// CHECK:        math.floor
+// CHECK:        arith.shli
+// CHECK:        arith.ori
+// CHECK:      %[[PAYLOAD:.*]] = tensor.extract_slice %[[WORDS]][0] [125] [1] : tensor<128xi32> to tensor<125xi32>
+// CHECK:      return %[[PAYLOAD]], %[[META]] : tensor<125xi32>, tensor<4x2xf32>
+func.func @quant(%x: tensor<1000xf32>, %seed: i64) -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>> {
+  %e = act.encode %x, id = 3, seed %seed : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>
+  return %e : !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>
+}
+
+// -----
+
+// Decoding: the payload padded back to whole groups, one parallel generic
+// unpacking every lane, then the tensor's shape again.
+// CHECK-LABEL: func.func @quant_decode
+// CHECK-SAME: (%[[P:.*]]: tensor<125xi32>, %[[M:.*]]: tensor<4x2xf32>) -> tensor<10x100xf32>
+// CHECK:      %[[FULL:.*]] = tensor.pad %[[P]] low[0] high[3]
+// CHECK:      %[[VALUES:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel"]} ins(%[[FULL]], %[[M]], %[[M]] : tensor<128xi32>, tensor<4x2xf32>, tensor<4x2xf32>) outs(%{{.*}} : tensor<128x8xf32>)
+// CHECK:        arith.shrui
+// CHECK:        arith.andi
+// CHECK:        arith.uitofp
+// CHECK:      %[[FLAT:.*]] = tensor.collapse_shape %[[VALUES]]
+// CHECK:      %[[REAL:.*]] = tensor.extract_slice %[[FLAT]][0] [1000] [1]
+// CHECK:      %[[OUT:.*]] = tensor.expand_shape %[[REAL]] {{\[\[}}0, 1]] output_shape [10, 100]
+// CHECK:      return %[[OUT]]
+func.func @quant_decode(%e: !act.encoded<tensor<10x100xf32>, #act.quant<bits = 4>>) -> tensor<10x100xf32> {
+  %d = act.decode %e : !act.encoded<tensor<10x100xf32>, #act.quant<bits = 4>> -> tensor<10x100xf32>
+  return %d : tensor<10x100xf32>
+}
+
+// -----
+
+// Round to nearest draws no random numbers; whole groups need no padding.
+// CHECK-LABEL: func.func @nearest
+// CHECK-NOT: tensor.pad
+// CHECK-NOT: arith.mului_extended
+// CHECK: return {{.*}} : tensor<128xi32>, tensor<2x2xf32>
+func.func @nearest(%x: tensor<2x256xf32>) -> !act.encoded<tensor<2x256xf32>, #act.quant<bits = 8, rounding = nearest>> {
+  %e = act.encode %x, id = 0 : tensor<2x256xf32> -> !act.encoded<tensor<2x256xf32>, #act.quant<bits = 8, rounding = nearest>>
+  return %e : !act.encoded<tensor<2x256xf32>, #act.quant<bits = 8, rounding = nearest>>
+}
+
+// -----
+
+// Floats: one packing generic; f16 through arith.truncf after clamping,
+// fp10 through the integer rounding of ActLowering (three per word).
+// CHECK-LABEL: func.func @floats
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<50xi32>)
+// CHECK:   arith.minimumf
+// CHECK:   arith.truncf %{{.*}} : f32 to f16
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<34xi32>)
+// CHECK:   math.roundeven
+// CHECK: return {{.*}} : tensor<50xi32>, tensor<34xi32>
+func.func @floats(%x: tensor<100xf32>) -> (!act.encoded<tensor<100xf32>, #act.float<format = f16>>, !act.encoded<tensor<100xf32>, #act.float<format = fp10>>) {
+  %h = act.encode %x, id = 0 : tensor<100xf32> -> !act.encoded<tensor<100xf32>, #act.float<format = f16>>
+  %t = act.encode %x, id = 1 : tensor<100xf32> -> !act.encoded<tensor<100xf32>, #act.float<format = fp10>>
+  return %h, %t : !act.encoded<tensor<100xf32>, #act.float<format = f16>>, !act.encoded<tensor<100xf32>, #act.float<format = fp10>>
+}
+
+// -----
+
+// A mask decodes to i1.
+// CHECK-LABEL: func.func @mask
+// CHECK: arith.cmpf ogt
+// CHECK: arith.extui %{{.*}} : i1 to i32
+// CHECK: arith.trunci %{{.*}} : i32 to i1
+// CHECK: return %{{.*}} : tensor<64xi1>
+func.func @mask(%x: tensor<64xf32>) -> tensor<64xi1> {
+  %e = act.encode %x, id = 0 : tensor<64xf32> -> !act.encoded<tensor<64xf32>, #act.mask<predicate = positive>>
+  %d = act.decode %e : !act.encoded<tensor<64xf32>, #act.mask<predicate = positive>> -> tensor<64xi1>
+  return %d : tensor<64xi1>
+}
+
+// -----
+
+// Dynamic dimensions travel with the storage as a tensor<Dxindex>.
+// CHECK-LABEL: func.func @dynamic
+// CHECK-SAME: -> (tensor<?xi32>, tensor<?x2xf32>, tensor<1xindex>)
+// CHECK: %[[D:.*]] = tensor.dim %{{.*}}, %{{.*}} : tensor<?x16xf32>
+// CHECK: tensor.from_elements %[[D]] : tensor<1xindex>
+func.func @dynamic(%x: tensor<?x16xf32>) -> !act.encoded<tensor<?x16xf32>, #act.quant<bits = 2>> {
+  %e = act.encode %x, id = 0 : tensor<?x16xf32> -> !act.encoded<tensor<?x16xf32>, #act.quant<bits = 2>>
+  return %e : !act.encoded<tensor<?x16xf32>, #act.quant<bits = 2>>
+}
+
+// CHECK-LABEL: func.func @dynamic_decode
+// CHECK-SAME: (%{{.*}}: tensor<?xi32>, %{{.*}}: tensor<?x2xf32>, %[[DIMS:.*]]: tensor<1xindex>) -> tensor<?x16xf32>
+// CHECK: tensor.extract %[[DIMS]]
+func.func @dynamic_decode(%e: !act.encoded<tensor<?x16xf32>, #act.quant<bits = 2>>) -> tensor<?x16xf32> {
+  %d = act.decode %e : !act.encoded<tensor<?x16xf32>, #act.quant<bits = 2>> -> tensor<?x16xf32>
+  return %d : tensor<?x16xf32>
+}
+
+// -----
+
+// Calls carrying encoded values are converted too.
+// CHECK-LABEL: func.func @caller
+// CHECK: %[[R:.*]]:2 = call @callee(%{{.*}}, %{{.*}}) : (tensor<8xi32>, tensor<1x2xf32>) -> (tensor<8xi32>, tensor<1x2xf32>)
+func.func private @callee(%e: !act.encoded<tensor<64xf32>, #act.quant<bits = 4>>) -> !act.encoded<tensor<64xf32>, #act.quant<bits = 4>>
+func.func @caller(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %e = act.encode %x, id = 0 : tensor<64xf32> -> !act.encoded<tensor<64xf32>, #act.quant<bits = 4>>
+  %f = call @callee(%e) : (!act.encoded<tensor<64xf32>, #act.quant<bits = 4>>) -> !act.encoded<tensor<64xf32>, #act.quant<bits = 4>>
+  %d = act.decode %f : !act.encoded<tensor<64xf32>, #act.quant<bits = 4>> -> tensor<64xf32>
+  return %d : tensor<64xf32>
+}

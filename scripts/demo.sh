@@ -15,3 +15,15 @@ echo "== act-opt examples/cnn.mlir -act-insert-encode-decode: where the encodes 
 echo
 echo "== the memory report (uniform 4-bit quantization, group 256)"
 "$act_opt" "$example" -act-insert-encode-decode -act-memory-report=table=- -o /dev/null
+
+echo
+echo "== act-run: the same step, JIT-compiled and run, without and with the encodings"
+act_run="$build_dir/bin/act-run"
+tmp=$(mktemp -d)
+"$act_opt" "$example" -act-insert-encode-decode=policy=none > "$tmp/plain.mlir"
+"$act_opt" "$example" -act-insert-encode-decode > "$tmp/encoded.mlir"
+echo "-- without encodings"
+"$act_run" "$tmp/plain.mlir"
+echo "-- with 4-bit quantization of every saved activation"
+"$act_run" "$tmp/encoded.mlir"
+rm -rf "$tmp"

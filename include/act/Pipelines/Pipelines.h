@@ -14,6 +14,11 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("allocate through _mlir_memref_to_llvm_alloc/free so a "
                      "runtime can count live and peak bytes"),
       llvm::cl::init(true)};
+  Option<bool> resultsToOutParams{
+      *this, "results-to-out-params",
+      llvm::cl::desc("return tensors through caller-allocated buffers "
+                     "(kernels called on preallocated storage)"),
+      llvm::cl::init(false)};
 };
 
 /// Training graph with act ops on tensors -> LLVM dialect, for the JIT

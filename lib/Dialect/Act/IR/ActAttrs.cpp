@@ -210,12 +210,14 @@ bool QuantEncodingAttr::isStochastic() const {
   return getRounding() == Rounding::Stochastic;
 }
 
-/// Maps (w, l) to the (group, column) of element w * perWord + l.
-static AffineMap groupMap(MLIRContext *ctx, int64_t perWord, int64_t group,
-                          int64_t column) {
-  AffineExpr i = getAffineDimExpr(0, ctx) * perWord + getAffineDimExpr(1, ctx);
-  return AffineMap::get(2, 0, {i.floorDiv(group), getAffineConstantExpr(column, ctx)},
-                        ctx);
+/// Reads column `column` of the metadata row of each element's group.
+static PerElementInput groupColumn(Value meta, int64_t group,
+                                   int64_t column) {
+  return {meta, [group, column](AffineExpr flat) {
+            return SmallVector<AffineExpr>{
+                flat.floorDiv(group),
+                getAffineConstantExpr(column, flat.getContext())};
+          }};
 }
 
 SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
@@ -313,8 +315,7 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
   if (!seed)
     seed = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
   Value payload = lowering.pack(
-      {meta, meta},
-      {groupMap(ctx, perWord, group, 0), groupMap(ctx, perWord, group, 1)},
+      {groupColumn(meta, group, 0), groupColumn(meta, group, 1)},
       [&](OpBuilder &nb, Location nl, Value x, Value index,
           ValueRange extra) -> Value {
         Value mn = extra[0], scale = extra[1];
@@ -353,7 +354,6 @@ Value QuantEncodingAttr::buildDecode(OpBuilder &b, Location loc,
                                      ValueRange storage,
                                      RankedTensorType decodedType,
                                      ValueRange dynamicSizes) const {
-  MLIRContext *ctx = getContext();
   int64_t group = getGroup(), perWord = 32 / getBits();
   PackedLowering lowering(b, loc, getBits(), perWord,
                           std::lcm(group, perWord));
@@ -364,8 +364,8 @@ Value QuantEncodingAttr::buildDecode(OpBuilder &b, Location loc,
   Value meta = lowering.padRows(storage[1], groups);
   Type elementType = decodedType.getElementType();
   return lowering.unpack(
-      storage[0], decodedType, dynamicSizes, {meta, meta},
-      {groupMap(ctx, perWord, group, 0), groupMap(ctx, perWord, group, 1)},
+      storage[0], decodedType, dynamicSizes,
+      {groupColumn(meta, group, 0), groupColumn(meta, group, 1)},
       [&](OpBuilder &nb, Location nl, Value code, ValueRange extra) {
         Value q = arith::UIToFPOp::create(nb, nl, nb.getF32Type(), code);
         Value x = arith::AddFOp::create(
@@ -414,7 +414,7 @@ SmallVector<Value> FloatEncodingAttr::buildEncode(OpBuilder &b, Location loc,
   FloatFormat format = getFormat();
   std::optional<MiniFloat> mini = getMiniFloat(format);
   return {lowering.pack(
-      {}, {},
+      {},
       [&](OpBuilder &nb, Location nl, Value x, Value, ValueRange) -> Value {
         Value v = toF32(nb, nl, x);
         if (mini)
@@ -470,7 +470,7 @@ Value FloatEncodingAttr::buildDecode(OpBuilder &b, Location loc,
   std::optional<MiniFloat> mini = getMiniFloat(format);
   Type elementType = decodedType.getElementType();
   return lowering.unpack(
-      storage[0], decodedType, dynamicSizes, {}, {},
+      storage[0], decodedType, dynamicSizes, {},
       [&](OpBuilder &nb, Location nl, Value code, ValueRange) -> Value {
         Value v;
         if (mini) {
@@ -504,7 +504,7 @@ SmallVector<Value> MaskEncodingAttr::buildEncode(OpBuilder &b, Location loc,
   lowering.load(input);
   MaskPredicate predicate = getPredicate();
   return {lowering.pack(
-      {}, {},
+      {},
       [&](OpBuilder &nb, Location nl, Value x, Value, ValueRange) -> Value {
         Value zero = arith::ConstantOp::create(nb, nl,
                                                nb.getZeroAttr(x.getType()));
@@ -535,7 +535,7 @@ Value MaskEncodingAttr::buildDecode(OpBuilder &b, Location loc,
   PackedLowering lowering(b, loc, 1, 32, 32);
   lowering.setShape(decodedType, dynamicSizes);
   return lowering.unpack(
-      storage[0], decodedType, dynamicSizes, {}, {},
+      storage[0], decodedType, dynamicSizes, {},
       [&](OpBuilder &nb, Location nl, Value code, ValueRange) -> Value {
         return arith::TruncIOp::create(nb, nl, nb.getI1Type(), code);
       });

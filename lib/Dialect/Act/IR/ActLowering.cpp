@@ -327,8 +327,18 @@ static SmallVector<utils::IteratorType> iterators(bool reduceLanes) {
                                              : utils::IteratorType::parallel};
 }
 
+/// Maps of `extras` over loops whose element index is `flat`.
+static SmallVector<AffineMap> extraMaps(ArrayRef<PerElementInput> extras,
+                                        unsigned numDims, AffineExpr flat) {
+  SmallVector<AffineMap> maps;
+  for (const PerElementInput &extra : extras)
+    maps.push_back(AffineMap::get(numDims, 0, extra.indices(flat),
+                                  flat.getContext()));
+  return maps;
+}
+
 Value PackedLowering::pack(
-    ArrayRef<Value> extraInputs, ArrayRef<AffineMap> extraMaps,
+    ArrayRef<PerElementInput> extras,
     function_ref<Value(OpBuilder &, Location, Value, Value, ValueRange)>
         elementBits) {
   auto paddedType = cast<RankedTensorType>(padded.getType());
@@ -355,10 +365,12 @@ Value PackedLowering::pack(
   Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
 
   MLIRContext *ctx = b.getContext();
+  AffineExpr flat = getAffineDimExpr(0, ctx) * perWord + getAffineDimExpr(1, ctx);
   SmallVector<Value> inputs = {view};
-  inputs.append(extraInputs.begin(), extraInputs.end());
+  for (const PerElementInput &extra : extras)
+    inputs.push_back(extra.value);
   SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(2, ctx)};
-  maps.append(extraMaps.begin(), extraMaps.end());
+  maps.append(extraMaps(extras, 2, flat));
   maps.push_back(AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx));
   Value n = numElements;
   unsigned bitsPerElement = bits, lanes = perWord;
@@ -385,9 +397,68 @@ Value PackedLowering::pack(
 
 Value PackedLowering::unpack(
     Value payload, RankedTensorType type, ValueRange dynamicSizes,
-    ArrayRef<Value> extraInputs, ArrayRef<AffineMap> extraMaps,
+    ArrayRef<PerElementInput> extras,
     function_ref<Value(OpBuilder &, Location, Value, ValueRange)>
         elementValue) {
+  MLIRContext *ctx = b.getContext();
+  unsigned bitsPerElement = bits, lanes = perWord;
+  auto decodeWord = [&](OpBuilder &nb, Location nl, Value word, Value lane,
+                        ValueRange extra) {
+    Value shift = arith::IndexCastUIOp::create(
+        nb, nl, nb.getI32Type(),
+        arith::MulIOp::create(nb, nl, lane,
+                              indexConst(nb, nl, bitsPerElement)));
+    Value v = arith::AndIOp::create(
+        nb, nl, arith::ShRUIOp::create(nb, nl, word, shift),
+        arith::ConstantIntOp::create(nb, nl, nb.getI32Type(),
+                                     (int64_t(1) << bitsPerElement) - 1));
+    return elementValue(nb, nl, v, extra);
+  };
+
+  if (type.hasStaticShape()) {
+    // One generic over the tensor's dimensions; element i reads word
+    // i / perWord, which every real element has: no padding, no reshapes.
+    unsigned rank = type.getRank();
+    AffineExpr flat = getAffineConstantExpr(0, ctx);
+    int64_t stride = 1;
+    for (int64_t d = int64_t(rank) - 1; d >= 0; --d) {
+      flat = flat + getAffineDimExpr(unsigned(d), ctx) * stride;
+      stride *= type.getDimSize(d);
+    }
+    SmallVector<Value> inputs = {payload};
+    for (const PerElementInput &extra : extras)
+      inputs.push_back(extra.value);
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(rank, 0, {flat.floorDiv(int64_t(perWord))}, ctx)};
+    maps.append(extraMaps(extras, rank, flat));
+    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+    Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                         type.getElementType());
+    SmallVector<utils::IteratorType> its(rank, utils::IteratorType::parallel);
+    return linalg::GenericOp::create(
+               b, loc, type, inputs, ValueRange{init}, maps, its,
+               [&](OpBuilder &nb, Location nl, ValueRange args) {
+                 // lane = flat index mod perWord
+                 Value index = indexConst(nb, nl, 0);
+                 int64_t s = 1;
+                 for (int64_t d = int64_t(rank) - 1; d >= 0; --d) {
+                   index = arith::AddIOp::create(
+                       nb, nl, index,
+                       arith::MulIOp::create(
+                           nb, nl, linalg::IndexOp::create(nb, nl, d),
+                           indexConst(nb, nl, s)));
+                   s *= type.getDimSize(d);
+                 }
+                 Value lane = arith::RemUIOp::create(
+                     nb, nl, index, indexConst(nb, nl, lanes));
+                 linalg::YieldOp::create(
+                     nb, nl,
+                     ValueRange{decodeWord(nb, nl, args[0], lane,
+                                           args.drop_front().drop_back())});
+               })
+        .getResult(0);
+  }
+
   Value words = b.createOrFold<arith::DivUIOp>(loc, paddedLength,
                                               indexConst(b, loc, perWord));
   Value full = padRows(payload, words);
@@ -399,26 +470,23 @@ Value PackedLowering::unpack(
     dynamicWords.push_back(words);
   Value init = tensor::EmptyOp::create(b, loc, outType, dynamicWords);
 
-  MLIRContext *ctx = b.getContext();
+  AffineExpr flatIndex =
+      getAffineDimExpr(0, ctx) * perWord + getAffineDimExpr(1, ctx);
   SmallVector<Value> inputs = {full};
-  inputs.append(extraInputs.begin(), extraInputs.end());
+  for (const PerElementInput &extra : extras)
+    inputs.push_back(extra.value);
   SmallVector<AffineMap> maps = {
       AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx)};
-  maps.append(extraMaps.begin(), extraMaps.end());
+  maps.append(extraMaps(extras, 2, flatIndex));
   maps.push_back(AffineMap::getMultiDimIdentityMap(2, ctx));
-  unsigned bitsPerElement = bits;
   auto generic = linalg::GenericOp::create(
       b, loc, outType, inputs, ValueRange{init}, maps, iterators(false),
       [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value word = arith::ShRUIOp::create(nb, nl, args[0],
-                                            laneShift(nb, nl, bitsPerElement));
-        Value v = arith::AndIOp::create(
-            nb, nl, word,
-            arith::ConstantIntOp::create(nb, nl, nb.getI32Type(),
-                                         (int64_t(1) << bitsPerElement) - 1));
         linalg::YieldOp::create(
             nb, nl,
-            ValueRange{elementValue(nb, nl, v, args.drop_front().drop_back())});
+            ValueRange{decodeWord(nb, nl, args[0],
+                                  linalg::IndexOp::create(nb, nl, 1),
+                                  args.drop_front().drop_back())});
       });
 
   // Back to the tensor's shape: flatten, drop the padding, reshape.

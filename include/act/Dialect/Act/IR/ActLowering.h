@@ -13,6 +13,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <functional>
+
 namespace mlir::act {
 
 /// Philox4x32-10 (Salmon et al., SC'11) keyed by (lo32(seed), hi32(seed))
@@ -38,6 +40,13 @@ Value buildMiniFloatDecode(OpBuilder &b, Location loc, Value code,
 /// Largest finite value of `f`.
 double getMaxFinite(MiniFloat f);
 
+/// A tensor read once per element, at indices computed from the element's
+/// flattened index (e.g. its quantization group's metadata row).
+struct PerElementInput {
+  Value value;
+  std::function<SmallVector<AffineExpr>(AffineExpr flatIndex)> indices;
+};
+
 /// Builds the pieces of a packed lowering for a tensor `input`.
 class PackedLowering {
 public:
@@ -56,8 +65,8 @@ public:
   /// Builds the payload: for every word w and lane l, element i = w*perWord+l
   /// becomes `elementBits(b, loc, x, i, mask)` (an i32 in the low `bits`;
   /// `x` the element, `i` its index as i64), or 0 past the end.
-  /// `extraInputs` are read per element through `extraMaps` (over (w, l)).
-  Value pack(ArrayRef<Value> extraInputs, ArrayRef<AffineMap> extraMaps,
+  /// `extras` are read per element.
+  Value pack(ArrayRef<PerElementInput> extras,
              function_ref<Value(OpBuilder &, Location, Value x, Value index,
                                 ValueRange extra)>
                  elementBits);
@@ -65,8 +74,11 @@ public:
   /// Decodes `payload` (ceil(n / perWord) words) into a tensor of
   /// `elementType` and shape `type` with `dynamicSizes`; `elementValue` maps
   /// the bits of element i (i32) and the per-element extra inputs to it.
+  /// Static shapes decode in one generic over the tensor's own dimensions,
+  /// straight into the result; dynamic ones through a padded (word, lane)
+  /// view.
   Value unpack(Value payload, RankedTensorType type, ValueRange dynamicSizes,
-               ArrayRef<Value> extraInputs, ArrayRef<AffineMap> extraMaps,
+               ArrayRef<PerElementInput> extras,
                function_ref<Value(OpBuilder &, Location, Value bits,
                                   ValueRange extra)>
                    elementValue);

@@ -103,17 +103,7 @@ void LivenessModel::recordUses(Block &block, unsigned start) {
   unsigned p = start;
   for (Operation &op : block) {
     ++p;
-    for (Value v : op.getOperands())
-      extend(v, p);
-    if (op.getNumRegions() == 0)
-      continue;
-    op.walk([&](Operation *nested) {
-      if (nested == &op)
-        return;
-      for (Value v : nested->getOperands())
-        if (v.getParentBlock() == &block)
-          extend(v, p);
-    });
+    forEachValueRead(&op, &block, [&](Value v) { extend(v, p); });
   }
 }
 

@@ -74,10 +74,8 @@ static bool isContractionLike(Operation *op) {
              tosa::DepthwiseConv2DOp>(op);
 }
 
-/// Calls `fn` on every value of `block` that the top-level op `op` reads:
-/// its operands and the values its regions capture from `block`.
-static void forEachRead(Operation *op, Block *block,
-                        function_ref<void(Value)> fn) {
+void mlir::act::forEachValueRead(Operation *op, Block *block,
+                                 function_ref<void(Value)> fn) {
   for (Value v : op->getOperands())
     fn(v);
   if (op->getNumRegions() == 0)
@@ -246,7 +244,7 @@ FailureOr<TrainingGraph> TrainingGraphBuilder::buildJoint(func::FuncOp func) {
   };
   visit(graph.loss);
   while (!worklist.empty())
-    forEachRead(worklist.pop_back_val(), &body, visit);
+    forEachValueRead(worklist.pop_back_val(), &body, visit);
   // An act.encode of a forward value belongs to the forward pass.
   for (auto encode : body.getOps<EncodeOp>()) {
     Operation *def = encode.getInput().getDefiningOp();

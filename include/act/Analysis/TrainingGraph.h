@@ -114,6 +114,11 @@ private:
 FailureOr<llvm::SmallVector<TrainingGraph>>
 analyzeTrainingGraphs(ModuleOp module);
 
+/// Calls `fn` on every value of `block` that `op`, an op of `block`, reads:
+/// its operands and the values its regions capture from `block`.
+void forEachValueRead(Operation *op, Block *block,
+                      function_ref<void(Value)> fn);
+
 /// Bytes of a tensor's full-precision data; std::nullopt if its shape is not
 /// static.
 std::optional<int64_t> getTensorBytes(RankedTensorType type);

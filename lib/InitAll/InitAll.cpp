@@ -32,6 +32,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
 void mlir::act::registerActDialect(DialectRegistry &registry) {
@@ -61,6 +62,8 @@ void mlir::act::registerAllDialects(DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
   // Translation to LLVM IR, for the JIT and object files.
   mlir::registerAllToLLVMIRTranslations(registry);
+  // Serialization of gpu.modules for NVIDIA targets (PTX, cubin).
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
 }
 
 void mlir::act::registerActPassesAndPipelines() {

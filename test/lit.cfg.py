@@ -33,6 +33,13 @@ llvm_config.add_tool_substitutions(["act-opt", "act-run", "llvm-readelf"], tool_
 config.substitutions.append(
     ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 
+# ptxas (CUDA toolkit) checks the generated PTX; no GPU needed.
+ptxas = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+
 # Debian's python3 (with python3-numpy) compares act-run's .npy outputs; a
 # python3 earlier on PATH may lack numpy.
 system_python = "/usr/bin/python3"

@@ -9,6 +9,9 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/Transforms/OptimizeForNVVM.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -16,9 +19,10 @@
 
 using namespace mlir;
 
-void mlir::act::buildCPUPipeline(OpPassManager &pm,
-                                 const CPUPipelineOptions &options) {
-  pm.addPass(createConvertActToLinalgPass());
+/// act ops to linalg, bufferized, deallocated after last use: what both the
+/// CPU and the GPU pipeline start from.
+static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams) {
+  pm.addPass(act::createConvertActToLinalgPass());
   // Elementwise arith/math on tensors become linalg.generic, which bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -30,7 +34,7 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  if (options.resultsToOutParams) {
+  if (resultsToOutParams) {
     bufferization::BufferResultsToOutParamsPassOptions outParams;
     outParams.hoistStaticAllocs = true;
     outParams.modifyPublicFunctions = true;
@@ -41,7 +45,12 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   // Clones of returned arguments become alloc + copy.
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Free activations after their last use, not at the end of the step.
-  pm.addNestedPass<func::FuncOp>(createActEarlyDeallocPass());
+  pm.addNestedPass<func::FuncOp>(act::createActEarlyDeallocPass());
+}
+
+void mlir::act::buildCPUPipeline(OpPassManager &pm,
+                                 const CPUPipelineOptions &options) {
+  buildBufferizedLoops(pm, options.resultsToOutParams);
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -56,7 +65,59 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void mlir::act::buildGPUPipeline(OpPassManager &pm,
+                                 const GPUPipelineOptions &options) {
+  buildBufferizedLoops(pm, /*resultsToOutParams=*/false);
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+
+  // From here on upstream's gpu-lower-to-nvvm-pipeline
+  // (GPUToNVVMPipeline.cpp), pass for pass, except that the NVVM target also
+  // links libdevice: convert-gpu-to-nvvm turns floor, fabs, roundeven, erf
+  // into __nv_* calls, which ptxas cannot resolve otherwise, and the
+  // upstream builder has no option for it.
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.linkLibs.push_back(options.libdevice);
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  pm.addNestedPass<gpu::GPUModuleOp>(createStripDebugInfoPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addNestedPass<gpu::GPUModuleOp>(LLVM::createNVVMOptimizeForTargetPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
 void mlir::act::registerPipelines() {
+  PassPipelineRegistration<GPUPipelineOptions>(
+      "act-gpu-pipeline",
+      "Lower a training graph with act ops to host code launching NVVM "
+      "kernels (PTX embedded)",
+      buildGPUPipeline);
   PassPipelineRegistration<CPUPipelineOptions>(
       "act-cpu-pipeline",
       "Lower a training graph with act ops to the LLVM dialect for the CPU",

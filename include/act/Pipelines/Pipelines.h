@@ -21,13 +21,37 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::init(false)};
 };
 
+struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("NVIDIA target, e.g. sm_80, sm_90"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features, e.g. +ptx80"),
+                               llvm::cl::init("+ptx80")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("isa (PTX text, needs no toolkit), bin or fatbin "
+                     "(ptxas on PATH)"),
+      llvm::cl::init("isa")};
+  Option<std::string> libdevice{
+      *this, "libdevice",
+      llvm::cl::desc("NVIDIA libdevice bitcode linked into the kernels "
+                     "(math functions)"),
+      llvm::cl::init("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc")};
+};
+
 /// Training graph with act ops on tensors -> LLVM dialect, for the JIT
 /// (act-run) or an object file: convert-act-to-linalg, one-shot
 /// bufferization across function boundaries, buffer deallocation, loops,
 /// and the conversions to LLVM.
 void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options);
 
-/// Registers act-cpu-pipeline.
+/// Training graph with act ops -> host LLVM dialect launching gpu.func
+/// kernels, embedded as PTX (or cubin) for `chip`: the same bufferized loops
+/// as the CPU pipeline, mapped to GPU blocks and threads.
+void buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options);
+
+/// Registers act-cpu-pipeline and act-gpu-pipeline.
 void registerPipelines();
 
 } // namespace mlir::act

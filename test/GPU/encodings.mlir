@@ -1,0 +1,51 @@
+// Every encoding's encode and decode kernels compile to PTX through
+// act-gpu-pipeline, and ptxas accepts them for Ampere and Hopper.
+// REQUIRES: ptxas
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: act-opt %s -act-gpu-pipeline="chip=sm_90 features=+ptx80" -o %t/sm90.mlir
+// RUN: act-opt %s -act-gpu-pipeline="chip=sm_80 features=+ptx80" -o %t/sm80.mlir
+// RUN: %python %S/extract_ptx.py %t/sm90.mlir %t/sm90 | FileCheck %s
+// RUN: %python %S/extract_ptx.py %t/sm80.mlir %t/sm80 | FileCheck %s
+// RUN: for f in %t/sm90/*.ptx; do %ptxas -arch=sm_90 $f -o /dev/null || exit 1; done
+// RUN: for f in %t/sm80/*.ptx; do %ptxas -arch=sm_80 $f -o /dev/null || exit 1; done
+// RUN: FileCheck %s --check-prefix=HOST < %t/sm90.mlir
+// RUN: FileCheck %s --check-prefix=PTX --input-file=%t/sm90/quant_kernel_4.ptx
+
+// CHECK: {{[0-9]+}} kernels
+
+// The host code launches the kernels through the runtime's mgpu* entry
+// points; the PTX targets sm_90.
+// HOST: llvm.call @mgpuStreamCreate
+// HOST: gpu.launch_func
+// HOST: gpu.binary @quant_kernel
+// PTX: .target sm_90
+// PTX: .visible .entry quant_kernel
+
+func.func @quant(%x: tensor<1000xf32>, %s: i64) -> tensor<1000xf32> {
+  %e = act.encode %x, id = 0, seed %s : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>
+  %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>> -> tensor<1000xf32>
+  return %d : tensor<1000xf32>
+}
+func.func @nearest(%x: tensor<1000xf32>) -> tensor<1000xf32> {
+  %e = act.encode %x, id = 1 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 2, rounding = nearest>>
+  %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.quant<bits = 2, rounding = nearest>> -> tensor<1000xf32>
+  return %d : tensor<1000xf32>
+}
+func.func @floats(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>, tensor<1000xf32>, tensor<1000xf32>, tensor<1000xf32>) {
+  %a = act.encode %x, id = 2 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.float<format = f16>>
+  %b = act.encode %x, id = 3 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.float<format = bf16>>
+  %c = act.encode %x, id = 4 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.float<format = fp10>>
+  %d = act.encode %x, id = 5 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.float<format = e4m3>>
+  %e = act.encode %x, id = 6 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.float<format = e5m2>>
+  %ad = act.decode %a : !act.encoded<tensor<1000xf32>, #act.float<format = f16>> -> tensor<1000xf32>
+  %bd = act.decode %b : !act.encoded<tensor<1000xf32>, #act.float<format = bf16>> -> tensor<1000xf32>
+  %cd = act.decode %c : !act.encoded<tensor<1000xf32>, #act.float<format = fp10>> -> tensor<1000xf32>
+  %dd = act.decode %d : !act.encoded<tensor<1000xf32>, #act.float<format = e4m3>> -> tensor<1000xf32>
+  %ed = act.decode %e : !act.encoded<tensor<1000xf32>, #act.float<format = e5m2>> -> tensor<1000xf32>
+  return %ad, %bd, %cd, %dd, %ed : tensor<1000xf32>, tensor<1000xf32>, tensor<1000xf32>, tensor<1000xf32>, tensor<1000xf32>
+}
+func.func @mask(%x: tensor<1000xf32>) -> tensor<1000xi1> {
+  %e = act.encode %x, id = 7 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.mask<predicate = positive>>
+  %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.mask<predicate = positive>> -> tensor<1000xi1>
+  return %d : tensor<1000xi1>
+}

@@ -1,0 +1,188 @@
+//===- Cuda.cpp - CUDA host entry points over a dlopen'ed driver -----------===//
+
+#include "act/runtime/Cuda.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <mutex>
+
+namespace {
+
+struct Driver {
+#define ACT_CUDA_SYMBOL(name, ret, params) ret(*name) params = nullptr;
+#include "act/runtime/CudaSymbols.def"
+#undef ACT_CUDA_SYMBOL
+  void *context = nullptr;
+  bool loaded = false;
+  std::string error;
+};
+
+Driver &driver() {
+  static Driver d;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char *why = dlerror();
+      d.error = std::string("cannot load the CUDA driver (libcuda.so.1): ") +
+                (why ? why : "unknown error");
+      return;
+    }
+#define ACT_CUDA_SYMBOL(name, ret, params)                                     \
+  d.name = reinterpret_cast<ret(*) params>(dlsym(lib, #name));                 \
+  if (!d.name) {                                                               \
+    d.error = "the CUDA driver lacks " #name;                                  \
+    return;                                                                    \
+  }
+#include "act/runtime/CudaSymbols.def"
+#undef ACT_CUDA_SYMBOL
+    int device = 0;
+    if (int r = d.cuInit(0)) {
+      d.error = "cuInit failed (error " + std::to_string(r) +
+                "): no usable NVIDIA GPU or driver";
+      return;
+    }
+    if (d.cuDeviceGet(&device, 0) || d.cuCtxCreate_v2(&d.context, 0, device)) {
+      d.error = "cannot create a CUDA context on device 0";
+      return;
+    }
+    d.loaded = true;
+  });
+  return d;
+}
+
+/// The driver, or a clear message and abort: lowered code has no way to
+/// handle a missing GPU.
+Driver &require() {
+  Driver &d = driver();
+  if (!d.loaded) {
+    std::fprintf(stderr, "act runtime: %s\n", d.error.c_str());
+    std::abort();
+  }
+  d.cuCtxSetCurrent(d.context);
+  return d;
+}
+
+void check(int result, const char *what) {
+  if (result == 0)
+    return;
+  const char *message = "unknown error";
+  if (driver().cuGetErrorString)
+    driver().cuGetErrorString(result, &message);
+  std::fprintf(stderr, "act runtime: %s failed: %s (%d)\n", what, message,
+               result);
+  std::abort();
+}
+
+} // namespace
+
+bool act::rt::loadCuda(std::string &error) {
+  Driver &d = driver();
+  error = d.error;
+  return d.loaded;
+}
+
+const char *const *act::rt::getCudaSymbolNames(size_t &count) {
+  static const char *const names[] = {
+#define ACT_CUDA_SYMBOL(name, ret, params) #name,
+#include "act/runtime/CudaSymbols.def"
+#undef ACT_CUDA_SYMBOL
+  };
+  count = sizeof(names) / sizeof(names[0]);
+  return names;
+}
+
+extern "C" {
+
+void *mgpuStreamCreate() {
+  void *stream = nullptr;
+  check(require().cuStreamCreate(&stream, 0), "cuStreamCreate");
+  return stream;
+}
+void mgpuStreamDestroy(void *stream) {
+  check(require().cuStreamDestroy_v2(stream), "cuStreamDestroy");
+}
+void mgpuStreamSynchronize(void *stream) {
+  check(require().cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+void mgpuStreamWaitEvent(void *stream, void *event) {
+  check(require().cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
+}
+void *mgpuEventCreate() {
+  void *event = nullptr;
+  check(require().cuEventCreate(&event, /*CU_EVENT_DISABLE_TIMING=*/2),
+        "cuEventCreate");
+  return event;
+}
+void mgpuEventDestroy(void *event) {
+  check(require().cuEventDestroy_v2(event), "cuEventDestroy");
+}
+void mgpuEventSynchronize(void *event) {
+  check(require().cuEventSynchronize(event), "cuEventSynchronize");
+}
+void mgpuEventRecord(void *event, void *stream) {
+  check(require().cuEventRecord(event, stream), "cuEventRecord");
+}
+void *mgpuMemAlloc(uint64_t sizeBytes, void *, bool isHostShared) {
+  uint64_t ptr = 0;
+  if (sizeBytes == 0)
+    return nullptr;
+  if (isHostShared)
+    check(require().cuMemAllocManaged(&ptr, sizeBytes,
+                                      /*CU_MEM_ATTACH_GLOBAL=*/1),
+          "cuMemAllocManaged");
+  else
+    check(require().cuMemAlloc_v2(&ptr, sizeBytes), "cuMemAlloc");
+  return reinterpret_cast<void *>(ptr);
+}
+void mgpuMemFree(void *ptr, void *) {
+  if (ptr)
+    check(require().cuMemFree_v2(reinterpret_cast<uint64_t>(ptr)),
+          "cuMemFree");
+}
+void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
+  check(require().cuMemcpyAsync(reinterpret_cast<uint64_t>(dst),
+                                reinterpret_cast<uint64_t>(src), sizeBytes,
+                                stream),
+        "cuMemcpyAsync");
+}
+void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream) {
+  check(require().cuMemsetD32Async(reinterpret_cast<uint64_t>(dst), value,
+                                   count, stream),
+        "cuMemsetD32Async");
+}
+void *mgpuModuleLoad(void *data, size_t) {
+  void *module = nullptr;
+  check(require().cuModuleLoadData(&module, data), "cuModuleLoadData");
+  return module;
+}
+void *mgpuModuleLoadJIT(void *data, int optLevel) {
+  void *module = nullptr;
+  int options[] = {/*CU_JIT_OPTIMIZATION_LEVEL=*/7};
+  void *values[] = {reinterpret_cast<void *>(intptr_t(optLevel))};
+  check(require().cuModuleLoadDataEx(&module, data, 1, options, values),
+        "cuModuleLoadDataEx (PTX JIT)");
+  return module;
+}
+void mgpuModuleUnload(void *module) {
+  check(require().cuModuleUnload(module), "cuModuleUnload");
+}
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  void *function = nullptr;
+  check(require().cuModuleGetFunction(&function, module, name),
+        "cuModuleGetFunction");
+  return function;
+}
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t) {
+  check(require().cuLaunchKernel(function, unsigned(gridX), unsigned(gridY),
+                                 unsigned(gridZ), unsigned(blockX),
+                                 unsigned(blockY), unsigned(blockZ),
+                                 unsigned(smem), stream, params, extra),
+        "cuLaunchKernel");
+}
+
+} // extern "C"

@@ -40,6 +40,15 @@ if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
 
+# A usable CUDA driver (a GPU machine): GPU execution tests run.
+try:
+    import ctypes
+    _cuda = ctypes.CDLL("libcuda.so.1")
+    if _cuda.cuInit(0) == 0:
+        config.available_features.add("cuda")
+except OSError:
+    pass
+
 # Debian's python3 (with python3-numpy) compares act-run's .npy outputs; a
 # python3 earlier on PATH may lack numpy.
 system_python = "/usr/bin/python3"

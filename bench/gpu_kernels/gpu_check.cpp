@@ -36,6 +36,13 @@ struct Storage {
 extern "C" void _mlir_ciface_encode(Storage *result, Memref<float, 1> *x,
                                     int64_t seed);
 
+// The lowered host code's malloc/free (renamed by build.sh): managed memory,
+// which both the host and the kernels can reach.
+extern "C" void *act_gpu_malloc(size_t bytes) {
+  return mgpuMemAlloc(bytes, nullptr, true);
+}
+extern "C" void act_gpu_free(void *ptr) { mgpuMemFree(ptr, nullptr); }
+
 int main() {
   std::string error;
   if (!act::rt::loadCuda(error)) {

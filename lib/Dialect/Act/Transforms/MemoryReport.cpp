@@ -80,6 +80,8 @@ Row makeRow(const SavedValue &saved) {
                                                       : std::to_string(d);
                                          }),
                          "x");
+  if (row.shape.empty())
+    row.shape = "scalar";
   row.dtype = print(type.getElementType());
   row.before = getTensorBytes(type);
   if (auto encoded = dyn_cast<EncodedType>(saved.value.getType())) {

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "act/Execution/Jit.h"
 #include "act/InitAll.h"
 #include "act/Pipelines/Pipelines.h"
 #include "act/Dialect/Act/IR/Act.h"
@@ -165,7 +166,7 @@ int main(int argc, char **argv) {
       llvm::errs() << "lowering failed for " << enc << "\n";
       return 1;
     }
-    auto transformer = makeOptimizingTransformer(3, 0, nullptr);
+    auto transformer = act::makeHostOptimizingTransformer();
     ExecutionEngineOptions engineOptions;
     engineOptions.transformer = transformer;
     auto engine = ExecutionEngine::create(*module, engineOptions);

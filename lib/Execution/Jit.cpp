@@ -11,7 +11,9 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
@@ -60,6 +62,21 @@ int64_t HostValue::numElements() const {
   for (int64_t d : shape)
     n *= d;
   return n;
+}
+
+std::function<llvm::Error(llvm::Module *)>
+mlir::act::makeHostOptimizingTransformer() {
+  std::shared_ptr<llvm::TargetMachine> machine;
+  if (auto builder = llvm::orc::JITTargetMachineBuilder::detectHost()) {
+    if (auto created = builder->createTargetMachine())
+      machine = std::move(*created);
+    else
+      llvm::consumeError(created.takeError());
+  } else {
+    llvm::consumeError(builder.takeError());
+  }
+  auto optimize = makeOptimizingTransformer(3, 0, machine.get());
+  return [machine, optimize](llvm::Module *module) { return optimize(module); };
 }
 
 static std::optional<ElementKind> getKind(Type type) {
@@ -156,7 +173,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     return {};
   }
 
-  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
+  auto transformer = makeHostOptimizingTransformer();
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS};

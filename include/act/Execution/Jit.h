@@ -13,11 +13,16 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace mlir::act {
+
+/// LLVM's O3 pipeline tuned for the host CPU (its vector units): without a
+/// target machine the vectorizers see no vector registers.
+std::function<llvm::Error(llvm::Module *)> makeHostOptimizingTransformer();
 
 /// Element types exchanged with compiled code.
 enum class ElementKind { F32, F64, I64, I32, I1 };

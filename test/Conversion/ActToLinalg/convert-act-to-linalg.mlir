@@ -2,23 +2,25 @@
 
 // 4-bit quantization of 1000 elements, group 256: padded to 1024 (a multiple
 // of the group and of the 8 codes per word), per-group min/max in one
-// reduction, (min, scale) rows, then one generic packing 8 codes per word;
-// the storage is 125 words and 4 metadata rows.
+// reduction, (min, scale) rows, then one generic over (group, word in group,
+// lane) packing 8 codes per word and reading each group's row once; the
+// storage is 125 words and 4 metadata rows.
 // CHECK-LABEL: func.func @quant
 // CHECK-SAME: (%[[X:.*]]: tensor<1000xf32>, %[[SEED:.*]]: i64) -> (tensor<125xi32>, tensor<4x2xf32>)
 // CHECK:      %[[PAD:.*]] = tensor.pad %[[X]] low[0] high[24]
 // CHECK:      %[[GROUPS:.*]] = tensor.expand_shape %[[PAD]] {{\[\[}}0, 1]] output_shape [4, 256] : tensor<1024xf32> into tensor<4x256xf32>
 // CHECK:      %[[STATS:.*]]:2 = linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[GROUPS]] : tensor<4x256xf32>) outs(%{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>)
-// CHECK:        arith.minimumf
-// CHECK:        arith.maximumf
+// CHECK:        arith.minnumf
+// CHECK:        arith.maxnumf
 // CHECK:      %[[META:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#0, %[[STATS]]#1 : tensor<4xf32>, tensor<4xf32>) outs(%{{.*}} : tensor<4x2xf32>)
-// CHECK:      %[[LANES:.*]] = tensor.expand_shape %[[PAD]] {{\[\[}}0, 1]] output_shape [128, 8] : tensor<1024xf32> into tensor<128x8xf32>
-// CHECK:      %[[WORDS:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[LANES]], %[[META]], %[[META]] : tensor<128x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>) outs(%{{.*}} : tensor<128xi32>)
+// CHECK:      %[[LANES:.*]] = tensor.expand_shape %[[PAD]] {{\[\[}}0, 1, 2]] output_shape [4, 32, 8] : tensor<1024xf32> into tensor<4x32x8xf32>
+// CHECK:      %[[WORDS3:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[LANES]], %[[META]], %[[META]] : tensor<4x32x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>) outs(%{{.*}} : tensor<4x32xi32>)
 // Stochastic rounding: Philox4x32-10, ten rounds of two 32x32->64 products.
 // CHECK-COUNT-20: arith.mului_extended
 // CHECK:        math.floor
 // CHECK:        arith.shli
 // CHECK:        arith.ori
+// CHECK:      %[[WORDS:.*]] = tensor.collapse_shape %[[WORDS3]] {{\[\[}}0, 1]] : tensor<4x32xi32> into tensor<128xi32>
 // CHECK:      %[[PAYLOAD:.*]] = tensor.extract_slice %[[WORDS]][0] [125] [1] : tensor<128xi32> to tensor<125xi32>
 // CHECK:      return %[[PAYLOAD]], %[[META]] : tensor<125xi32>, tensor<4x2xf32>
 func.func @quant(%x: tensor<1000xf32>, %seed: i64) -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>> {

@@ -277,11 +277,13 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
         Value valid =
             arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, i, n);
         Value x = toF32(nb, nl, args[0]);
+        // minnum/maxnum: vectorizable on every target (minimumf/maximumf,
+        // which propagate NaN, are not on x86); NaN groups are undefined.
         Value mn = arith::SelectOp::create(
-            nb, nl, valid, arith::MinimumFOp::create(nb, nl, args[1], x),
+            nb, nl, valid, arith::MinNumFOp::create(nb, nl, args[1], x),
             args[1]);
         Value mx = arith::SelectOp::create(
-            nb, nl, valid, arith::MaximumFOp::create(nb, nl, args[2], x),
+            nb, nl, valid, arith::MaxNumFOp::create(nb, nl, args[2], x),
             args[2]);
         linalg::YieldOp::create(nb, nl, ValueRange{mn, mx});
       });
@@ -344,7 +346,8 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
             nb, nl, arith::MaximumFOp::create(nb, nl, q, zero),
             f32Const(nb, nl, float(levels)));
         return arith::FPToUIOp::create(nb, nl, nb.getI32Type(), q);
-      });
+      },
+      group);
   return {payload, lowering.sliceRows(
                        meta, lowering.ceilDiv(lowering.getNumElements(),
                                               group))};

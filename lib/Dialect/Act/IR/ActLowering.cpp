@@ -304,23 +304,6 @@ Value PackedLowering::padRows(Value t, Value count) {
   return tensor::PadOp::create(b, loc, resultType, t, low, high, zero);
 }
 
-/// (w, l) -> element index w * perWord + l, as i64.
-static Value elementIndex(OpBuilder &b, Location loc, unsigned perWord) {
-  Value w = linalg::IndexOp::create(b, loc, 0);
-  Value l = linalg::IndexOp::create(b, loc, 1);
-  Value i = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, w, indexConst(b, loc, perWord)), l);
-  return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), i);
-}
-
-/// Shift of lane l within its word: l * bits, as i32.
-static Value laneShift(OpBuilder &b, Location loc, unsigned bits) {
-  Value l = linalg::IndexOp::create(b, loc, 1);
-  Value s = arith::MulIOp::create(b, loc, l, indexConst(b, loc, bits));
-  return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), s);
-}
-
 static SmallVector<utils::IteratorType> iterators(bool reduceLanes) {
   return {utils::IteratorType::parallel, reduceLanes
                                              ? utils::IteratorType::reduction
@@ -340,44 +323,85 @@ static SmallVector<AffineMap> extraMaps(ArrayRef<PerElementInput> extras,
 Value PackedLowering::pack(
     ArrayRef<PerElementInput> extras,
     function_ref<Value(OpBuilder &, Location, Value, Value, ValueRange)>
-        elementBits) {
+        elementBits,
+    int64_t groupElements) {
+  // Loops (word, lane), or (group, word in group, lane) when the extras are
+  // per group: then they are read once per group, not through a division
+  // per element.
+  bool grouped = groupElements > 0 && groupElements % perWord == 0 &&
+                 multiple % groupElements == 0;
+  int64_t wordsPerRow = grouped ? groupElements / perWord : 1;
+  int64_t rowElements = grouped ? groupElements : perWord;
   auto paddedType = cast<RankedTensorType>(padded.getType());
-  Value words = b.createOrFold<arith::DivUIOp>(loc, paddedLength,
-                                              indexConst(b, loc, perWord));
-  int64_t staticWords = ShapedType::isDynamic(paddedType.getDimSize(0))
-                            ? ShapedType::kDynamic
-                            : paddedType.getDimSize(0) / perWord;
-  auto viewType = RankedTensorType::get({staticWords, int64_t(perWord)},
-                                        paddedType.getElementType());
-  SmallVector<OpFoldResult> viewShape = {
-      staticWords == ShapedType::kDynamic ? OpFoldResult(words)
-                                          : b.getIndexAttr(staticWords),
-      b.getIndexAttr(perWord)};
+  Value rowsValue = b.createOrFold<arith::DivUIOp>(
+      loc, paddedLength, indexConst(b, loc, rowElements));
+  int64_t rows = ShapedType::isDynamic(paddedType.getDimSize(0))
+                     ? ShapedType::kDynamic
+                     : paddedType.getDimSize(0) / rowElements;
+  OpFoldResult rowsSize = ShapedType::isDynamic(rows)
+                              ? OpFoldResult(rowsValue)
+                              : OpFoldResult(b.getIndexAttr(rows));
+  SmallVector<int64_t> viewShape = {rows};
+  SmallVector<OpFoldResult> viewSizes = {rowsSize};
+  if (grouped) {
+    viewShape.push_back(wordsPerRow);
+    viewSizes.push_back(b.getIndexAttr(wordsPerRow));
+  }
+  viewShape.push_back(perWord);
+  viewSizes.push_back(b.getIndexAttr(perWord));
+  unsigned rank = viewShape.size();
+  ReassociationIndices all;
+  for (unsigned d = 0; d < rank; ++d)
+    all.push_back(d);
   Value view = tensor::ExpandShapeOp::create(
-      b, loc, viewType, padded, ArrayRef<ReassociationIndices>{{0, 1}},
-      viewShape);
-  SmallVector<Value> dynamicWords;
-  if (staticWords == ShapedType::kDynamic)
-    dynamicWords.push_back(words);
-  auto wordsType = RankedTensorType::get({staticWords}, b.getI32Type());
-  Value empty = tensor::EmptyOp::create(b, loc, wordsType, dynamicWords);
+      b, loc, RankedTensorType::get(viewShape, paddedType.getElementType()),
+      padded, ArrayRef<ReassociationIndices>{all}, viewSizes);
+
+  SmallVector<int64_t> wordsShape(viewShape.begin(), viewShape.end() - 1);
+  SmallVector<Value> dynamicRows;
+  if (ShapedType::isDynamic(rows))
+    dynamicRows.push_back(rowsValue);
+  auto wordsType = RankedTensorType::get(wordsShape, b.getI32Type());
+  Value empty = tensor::EmptyOp::create(b, loc, wordsType, dynamicRows);
   Value zero = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
   Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
 
   MLIRContext *ctx = b.getContext();
-  AffineExpr flat = getAffineDimExpr(0, ctx) * perWord + getAffineDimExpr(1, ctx);
+  // Flat index of the element (flat mode) or of the group's first element.
+  AffineExpr at = grouped ? getAffineDimExpr(0, ctx) * groupElements
+                          : getAffineDimExpr(0, ctx) * perWord +
+                                getAffineDimExpr(1, ctx);
   SmallVector<Value> inputs = {view};
   for (const PerElementInput &extra : extras)
     inputs.push_back(extra.value);
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(2, ctx)};
-  maps.append(extraMaps(extras, 2, flat));
-  maps.push_back(AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx));
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx)};
+  maps.append(extraMaps(extras, rank, at));
+  SmallVector<AffineExpr> outDims;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    outDims.push_back(getAffineDimExpr(d, ctx));
+  maps.push_back(AffineMap::get(rank, 0, outDims, ctx));
+  SmallVector<utils::IteratorType> its(rank, utils::IteratorType::parallel);
+  its.back() = utils::IteratorType::reduction;
   Value n = numElements;
-  unsigned bitsPerElement = bits, lanes = perWord;
+  unsigned bitsPerElement = bits;
+  int64_t lanes = perWord;
   auto generic = linalg::GenericOp::create(
-      b, loc, wordsType, inputs, ValueRange{init}, maps, iterators(true),
+      b, loc, wordsType, inputs, ValueRange{init}, maps, its,
       [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value index = elementIndex(nb, nl, lanes);
+        // index = ((row * wordsPerRow + word) * lanes + lane)
+        Value word = linalg::IndexOp::create(nb, nl, 0);
+        if (rank == 3)
+          word = arith::AddIOp::create(
+              nb, nl,
+              arith::MulIOp::create(nb, nl, word,
+                                    indexConst(nb, nl, wordsPerRow)),
+              linalg::IndexOp::create(nb, nl, 1));
+        Value lane = linalg::IndexOp::create(nb, nl, rank - 1);
+        Value flatIndex = arith::AddIOp::create(
+            nb, nl, arith::MulIOp::create(nb, nl, word, indexConst(nb, nl, lanes)),
+            lane);
+        Value index = arith::IndexCastUIOp::create(nb, nl, nb.getI64Type(),
+                                                   flatIndex);
         Value v = elementBits(nb, nl, args[0], index,
                               args.drop_front().drop_back());
         Value valid = arith::CmpIOp::create(
@@ -386,13 +410,24 @@ Value PackedLowering::pack(
         v = arith::SelectOp::create(
             nb, nl, valid, v,
             arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 0));
-        Value shifted =
-            arith::ShLIOp::create(nb, nl, v, laneShift(nb, nl, bitsPerElement));
+        Value shift = arith::IndexCastUIOp::create(
+            nb, nl, nb.getI32Type(),
+            arith::MulIOp::create(nb, nl, lane,
+                                  indexConst(nb, nl, bitsPerElement)));
+        Value shifted = arith::ShLIOp::create(nb, nl, v, shift);
         linalg::YieldOp::create(
             nb, nl, ValueRange{arith::OrIOp::create(nb, nl, args.back(),
                                                     shifted)});
       });
-  return sliceRows(generic.getResult(0), ceilDiv(numElements, perWord));
+  Value result = generic.getResult(0);
+  if (rank == 3) {
+    int64_t flatWords =
+        ShapedType::isDynamic(rows) ? ShapedType::kDynamic : rows * wordsPerRow;
+    result = tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({flatWords}, b.getI32Type()), result,
+        ArrayRef<ReassociationIndices>{{0, 1}});
+  }
+  return sliceRows(result, ceilDiv(numElements, perWord));
 }
 
 Value PackedLowering::unpack(

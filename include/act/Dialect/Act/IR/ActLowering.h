@@ -65,11 +65,15 @@ public:
   /// Builds the payload: for every word w and lane l, element i = w*perWord+l
   /// becomes `elementBits(b, loc, x, i, mask)` (an i32 in the low `bits`;
   /// `x` the element, `i` its index as i64), or 0 past the end.
-  /// `extras` are read per element.
+  /// `extras` are read per element. With `groupElements` (a multiple of
+  /// `perWord` dividing `multiple`) the extras are per group of that many
+  /// elements, indexed at the group's first element, and are read once per
+  /// group.
   Value pack(ArrayRef<PerElementInput> extras,
              function_ref<Value(OpBuilder &, Location, Value x, Value index,
                                 ValueRange extra)>
-                 elementBits);
+                 elementBits,
+             int64_t groupElements = 0);
 
   /// Decodes `payload` (ceil(n / perWord) words) into a tensor of
   /// `elementType` and shape `type` with `dynamicSizes`; `elementValue` maps

@@ -2,9 +2,10 @@
 
 // 4-bit quantization of 1000 elements, group 256: padded to 1024 (a multiple
 // of the group and of the 8 codes per word), per-group min/max in one
-// reduction, (min, scale) rows, then one generic over (group, word in group,
-// lane) packing 8 codes per word and reading each group's row once; the
-// storage is 125 words and 4 metadata rows.
+// reduction, (min, scale) rows, then one parallel generic over (group, word
+// in group) reading each group's row once and packing the word's 8 codes in
+// registers (the lanes unrolled); the storage is 125 words and 4 metadata
+// rows.
 // CHECK-LABEL: func.func @quant
 // CHECK-SAME: (%[[X:.*]]: tensor<1000xf32>, %[[SEED:.*]]: i64) -> (tensor<125xi32>, tensor<4x2xf32>)
 // CHECK:      %[[PAD:.*]] = tensor.pad %[[X]] low[0] high[24]
@@ -14,8 +15,10 @@
 // CHECK:        arith.maxnumf
 // CHECK:      %[[META:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#0, %[[STATS]]#1 : tensor<4xf32>, tensor<4xf32>) outs(%{{.*}} : tensor<4x2xf32>)
 // CHECK:      %[[LANES:.*]] = tensor.expand_shape %[[PAD]] {{\[\[}}0, 1, 2]] output_shape [4, 32, 8] : tensor<1024xf32> into tensor<4x32x8xf32>
-// CHECK:      %[[WORDS3:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[LANES]], %[[META]], %[[META]] : tensor<4x32x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>) outs(%{{.*}} : tensor<4x32xi32>)
-// Stochastic rounding: Philox4x32-10, ten rounds of two 32x32->64 products.
+// CHECK:      %[[WORDS3:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel"]} ins(%[[META]], %[[META]] : tensor<4x2xf32>, tensor<4x2xf32>) outs(%{{.*}} : tensor<4x32xi32>)
+// CHECK-COUNT-8: tensor.extract %[[LANES]]
+// Stochastic rounding: Philox4x32-10, ten rounds of two 32x32->64 products
+// (per lane).
 // CHECK-COUNT-20: arith.mului_extended
 // CHECK:        math.floor
 // CHECK:        arith.shli

@@ -362,11 +362,81 @@ Value PackedLowering::pack(
   if (ShapedType::isDynamic(rows))
     dynamicRows.push_back(rowsValue);
   auto wordsType = RankedTensorType::get(wordsShape, b.getI32Type());
+  MLIRContext *ctx = b.getContext();
+  unsigned bitsPerElement = bits;
+  int64_t lanes = perWord;
+  Value n = numElements;
+  if (extras.empty() || grouped) {
+    // One parallel generic over words; the lanes of a word are unrolled in
+    // the body and combined in registers, so each word is stored once and
+    // the loop over words is a plain loop LLVM can vectorize.
+    unsigned wordRank = rank - 1;
+    SmallVector<AffineMap> maps;
+    SmallVector<Value> inputs;
+    AffineExpr first = getAffineDimExpr(0, ctx) * groupElements;
+    for (const PerElementInput &extra : extras) {
+      inputs.push_back(extra.value);
+      maps.push_back(AffineMap::get(wordRank, 0, extra.indices(first), ctx));
+    }
+    maps.push_back(AffineMap::getMultiDimIdentityMap(wordRank, ctx));
+    Value outInit = tensor::EmptyOp::create(b, loc, wordsType, dynamicRows);
+    SmallVector<utils::IteratorType> its(wordRank,
+                                         utils::IteratorType::parallel);
+    auto generic = linalg::GenericOp::create(
+        b, loc, wordsType, inputs, ValueRange{outInit}, maps, its,
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          SmallVector<Value> ivs;
+          for (unsigned d = 0; d < wordRank; ++d)
+            ivs.push_back(linalg::IndexOp::create(nb, nl, d));
+          Value word = ivs[0];
+          if (wordRank == 2)
+            word = arith::AddIOp::create(
+                nb, nl,
+                arith::MulIOp::create(nb, nl, word,
+                                      indexConst(nb, nl, wordsPerRow)),
+                ivs[1]);
+          Value base = arith::MulIOp::create(nb, nl, word,
+                                             indexConst(nb, nl, lanes));
+          Value count =
+              arith::IndexCastUIOp::create(nb, nl, nb.getI64Type(), n);
+          Value acc = arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 0);
+          for (int64_t l = 0; l < lanes; ++l) {
+            SmallVector<Value> at(ivs);
+            at.push_back(indexConst(nb, nl, l));
+            Value x = tensor::ExtractOp::create(nb, nl, view, at);
+            Value index = arith::IndexCastUIOp::create(
+                nb, nl, nb.getI64Type(),
+                arith::AddIOp::create(nb, nl, base, indexConst(nb, nl, l)));
+            Value v = elementBits(nb, nl, x, index, args.drop_back());
+            Value valid = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::ult, index, count);
+            v = arith::SelectOp::create(
+                nb, nl, valid, v,
+                arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 0));
+            if (l > 0)
+              v = arith::ShLIOp::create(
+                  nb, nl, v,
+                  arith::ConstantIntOp::create(nb, nl, nb.getI32Type(),
+                                               l * bitsPerElement));
+            acc = arith::OrIOp::create(nb, nl, acc, v);
+          }
+          linalg::YieldOp::create(nb, nl, ValueRange{acc});
+        });
+    Value result = generic.getResult(0);
+    if (rank == 3) {
+      int64_t flatWords = ShapedType::isDynamic(rows) ? ShapedType::kDynamic
+                                                      : rows * wordsPerRow;
+      result = tensor::CollapseShapeOp::create(
+          b, loc, RankedTensorType::get({flatWords}, b.getI32Type()), result,
+          ArrayRef<ReassociationIndices>{{0, 1}});
+    }
+    return sliceRows(result, ceilDiv(numElements, perWord));
+  }
+
+  // Otherwise (per-element extras): a reduction over the lanes of each word.
   Value empty = tensor::EmptyOp::create(b, loc, wordsType, dynamicRows);
   Value zero = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
   Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
-
-  MLIRContext *ctx = b.getContext();
   // Flat index of the element (flat mode) or of the group's first element.
   AffineExpr at = grouped ? getAffineDimExpr(0, ctx) * groupElements
                           : getAffineDimExpr(0, ctx) * perWord +
@@ -382,9 +452,6 @@ Value PackedLowering::pack(
   maps.push_back(AffineMap::get(rank, 0, outDims, ctx));
   SmallVector<utils::IteratorType> its(rank, utils::IteratorType::parallel);
   its.back() = utils::IteratorType::reduction;
-  Value n = numElements;
-  unsigned bitsPerElement = bits;
-  int64_t lanes = perWord;
   auto generic = linalg::GenericOp::create(
       b, loc, wordsType, inputs, ValueRange{init}, maps, its,
       [&](OpBuilder &nb, Location nl, ValueRange args) {

@@ -433,39 +433,27 @@ Value PackedLowering::pack(
     return sliceRows(result, ceilDiv(numElements, perWord));
   }
 
-  // Otherwise (per-element extras): a reduction over the lanes of each word.
+  // Otherwise (extras per element, rank 2): a reduction over the lanes of
+  // each word, the extras read at each element's flat index.
   Value empty = tensor::EmptyOp::create(b, loc, wordsType, dynamicRows);
   Value zero = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
   Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
-  // Flat index of the element (flat mode) or of the group's first element.
-  AffineExpr at = grouped ? getAffineDimExpr(0, ctx) * groupElements
-                          : getAffineDimExpr(0, ctx) * perWord +
-                                getAffineDimExpr(1, ctx);
+  AffineExpr flat =
+      getAffineDimExpr(0, ctx) * perWord + getAffineDimExpr(1, ctx);
   SmallVector<Value> inputs = {view};
   for (const PerElementInput &extra : extras)
     inputs.push_back(extra.value);
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx)};
-  maps.append(extraMaps(extras, rank, at));
-  SmallVector<AffineExpr> outDims;
-  for (unsigned d = 0; d + 1 < rank; ++d)
-    outDims.push_back(getAffineDimExpr(d, ctx));
-  maps.push_back(AffineMap::get(rank, 0, outDims, ctx));
-  SmallVector<utils::IteratorType> its(rank, utils::IteratorType::parallel);
-  its.back() = utils::IteratorType::reduction;
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(2, ctx)};
+  maps.append(extraMaps(extras, 2, flat));
+  maps.push_back(AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx));
   auto generic = linalg::GenericOp::create(
-      b, loc, wordsType, inputs, ValueRange{init}, maps, its,
+      b, loc, wordsType, inputs, ValueRange{init}, maps, iterators(true),
       [&](OpBuilder &nb, Location nl, ValueRange args) {
-        // index = ((row * wordsPerRow + word) * lanes + lane)
-        Value word = linalg::IndexOp::create(nb, nl, 0);
-        if (rank == 3)
-          word = arith::AddIOp::create(
-              nb, nl,
-              arith::MulIOp::create(nb, nl, word,
-                                    indexConst(nb, nl, wordsPerRow)),
-              linalg::IndexOp::create(nb, nl, 1));
-        Value lane = linalg::IndexOp::create(nb, nl, rank - 1);
+        Value lane = linalg::IndexOp::create(nb, nl, 1);
         Value flatIndex = arith::AddIOp::create(
-            nb, nl, arith::MulIOp::create(nb, nl, word, indexConst(nb, nl, lanes)),
+            nb, nl,
+            arith::MulIOp::create(nb, nl, linalg::IndexOp::create(nb, nl, 0),
+                                  indexConst(nb, nl, lanes)),
             lane);
         Value index = arith::IndexCastUIOp::create(nb, nl, nb.getI64Type(),
                                                    flatIndex);
@@ -486,15 +474,7 @@ Value PackedLowering::pack(
             nb, nl, ValueRange{arith::OrIOp::create(nb, nl, args.back(),
                                                     shifted)});
       });
-  Value result = generic.getResult(0);
-  if (rank == 3) {
-    int64_t flatWords =
-        ShapedType::isDynamic(rows) ? ShapedType::kDynamic : rows * wordsPerRow;
-    result = tensor::CollapseShapeOp::create(
-        b, loc, RankedTensorType::get({flatWords}, b.getI32Type()), result,
-        ArrayRef<ReassociationIndices>{{0, 1}});
-  }
-  return sliceRows(result, ceilDiv(numElements, perWord));
+  return sliceRows(generic.getResult(0), ceilDiv(numElements, perWord));
 }
 
 Value PackedLowering::unpack(

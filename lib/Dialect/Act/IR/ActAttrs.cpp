@@ -342,8 +342,8 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
         }
         Value q = math::FloorOp::create(
             nb, nl, arith::AddFOp::create(nb, nl, y, offset));
-        q = arith::MinimumFOp::create(
-            nb, nl, arith::MaximumFOp::create(nb, nl, q, zero),
+        q = arith::MinNumFOp::create(
+            nb, nl, arith::MaxNumFOp::create(nb, nl, q, zero),
             f32Const(nb, nl, float(levels)));
         return arith::FPToUIOp::create(nb, nl, nb.getI32Type(), q);
       },
@@ -435,8 +435,15 @@ SmallVector<Value> FloatEncodingAttr::buildEncode(OpBuilder &b, Location loc,
         Value limit = arith::ConstantFloatOp::create(nb, nl, nb.getF32Type(),
                                                      max);
         Value negLimit = arith::NegFOp::create(nb, nl, limit);
-        v = arith::MaximumFOp::create(
-            nb, nl, arith::MinimumFOp::create(nb, nl, v, limit), negLimit);
+        // Ordered compares and selects (not minimumf/maximumf, which x86
+        // cannot vectorize): NaN compares false and passes through.
+        Value above = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT,
+                                            v, limit);
+        Value below = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OLT,
+                                            v, negLimit);
+        v = arith::SelectOp::create(
+            nb, nl, above, limit,
+            arith::SelectOp::create(nb, nl, below, negLimit, v));
         if (format == FloatFormat::BF16) {
           Type i32 = nb.getI32Type();
           auto ci = [&](int64_t c) {

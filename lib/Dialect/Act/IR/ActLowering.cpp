@@ -94,8 +94,9 @@ Value mlir::act::buildMiniFloatEncode(OpBuilder &b, Location loc, Value x,
       b, loc, arith::ShRUIOp::create(b, loc, bits, ci(31)),
       ci(f.expBits + f.manBits));
   Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
-  // |x| clamped to the largest finite value; NaN is handled at the end.
-  Value a = arith::MinimumFOp::create(b, loc, math::AbsFOp::create(b, loc, x),
+  // |x| clamped to the largest finite value (minnum vectorizes; NaN is
+  // handled at the end).
+  Value a = arith::MinNumFOp::create(b, loc, math::AbsFOp::create(b, loc, x),
                                       cf(getMaxFinite(f)));
   // Exponent of a (f32 zero and subnormals count as below emin).
   Value e = arith::SubIOp::create(

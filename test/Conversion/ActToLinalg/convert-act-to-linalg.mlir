@@ -69,7 +69,7 @@ func.func @nearest(%x: tensor<2x256xf32>) -> !act.encoded<tensor<2x256xf32>, #ac
 // fp10 through the integer rounding of ActLowering (three per word).
 // CHECK-LABEL: func.func @floats
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<50xi32>)
-// CHECK:   arith.minimumf
+// CHECK:   arith.cmpf ogt
 // CHECK:   arith.truncf %{{.*}} : f32 to f16
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<34xi32>)
 // CHECK:   math.roundeven

@@ -209,11 +209,10 @@ Value PackedLowering::ceilDiv(Value n, int64_t d) {
   return b.createOrFold<arith::CeilDivUIOp>(loc, n, indexConst(b, loc, d));
 }
 
-static void setLengths(PackedLowering &p, Value n, Value &numElements,
-                       Value &paddedLength) {
+void PackedLowering::setNumElements(Value n) {
   numElements = n;
-  paddedLength = p.b.createOrFold<arith::MulIOp>(
-      p.loc, p.ceilDiv(n, p.multiple), indexConst(p.b, p.loc, p.multiple));
+  paddedLength = b.createOrFold<arith::MulIOp>(loc, ceilDiv(n, multiple),
+                                               indexConst(b, loc, multiple));
 }
 
 /// A static size for a tensor dimension, if `v` folds to a constant.
@@ -243,7 +242,7 @@ void PackedLowering::load(Value input) {
   Value count = n == ShapedType::kDynamic
                     ? tensor::DimOp::create(b, loc, flat, 0).getResult()
                     : indexConst(b, loc, n);
-  setLengths(*this, count, numElements, paddedLength);
+  setNumElements(count);
   if (n != ShapedType::kDynamic && n % multiple == 0) {
     // Nothing to pad: no copy.
     padded = flat;
@@ -270,7 +269,7 @@ void PackedLowering::setShape(RankedTensorType type, ValueRange dynamicSizes) {
                                           ShapedType::isDynamic(d)
                                               ? dynamicSizes[next++]
                                               : indexConst(b, loc, d));
-  setLengths(*this, count, numElements, paddedLength);
+  setNumElements(count);
 }
 
 Value PackedLowering::sliceRows(Value t, Value count) {

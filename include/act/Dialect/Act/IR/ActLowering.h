@@ -104,6 +104,9 @@ public:
   int64_t multiple;
 
 private:
+  /// Sets the element count and the padded length derived from it.
+  void setNumElements(Value n);
+
   Value numElements, padded, paddedLength;
 };
 

@@ -56,7 +56,10 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  // What LLVM has no intrinsic for (erf) calls libm.
+  // Math ops with an LLVM intrinsic (exp, log, sqrt, rsqrt as 1/sqrt, ...)
+  // become intrinsics; the rest (erf, tanh) calls libm. (The libm conversion
+  // alone would call rsqrtf, which libm does not have.)
+  pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
   memrefOptions.useGenericFunctions = options.countAllocations;

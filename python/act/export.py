@@ -1,0 +1,349 @@
+"""Export a PyTorch training step to act's input IR (DESIGN.md's two forms).
+
+    python3 -m act.export MODEL [--batch N] [--seed S] [-o DIR]
+
+MODEL is one of act.models.MODELS or `file.py:factory`. AOTAutograd
+(functorch's aot_function with the default partition) traces the step
+`loss_fn(module(inputs), targets)` with the parameters as explicit inputs
+into an aten forward graph returning `(loss, *saved)` and a backward graph
+taking `(*saved, tangent)`; act.aten lowers each node. Written to DIR:
+
+- `NAME.mlir`: the joint form, `@NAME_step(params..., inputs, targets) ->
+  (loss {act.loss}, grads...)` with the gradients in parameter order;
+- `NAME_split.mlir`: `@NAME_forward` -> (loss, saved...) marked
+  `act.backward = @NAME_backward, act.num_saved`, and `@NAME_backward(saved...,
+  tangent) -> grads...`;
+- `NAME_inputs/*.npy`: the arguments (parameters, inputs, targets);
+- `NAME_reference/`: loss.npy and grad_<i>.npy by eager autograd in float64;
+- `NAME.json`: the manifest (arguments, files, saved-tensor bytes).
+
+A saved value that is only a view of an argument (a transposed weight, a
+flattened input) is not saved: the backward re-derives it from the argument,
+as eager PyTorch would hold the argument itself.
+"""
+
+import argparse
+import copy
+import json
+import operator
+import os
+import sys
+import warnings
+
+import numpy as np
+import torch
+from torch.fx.node import map_arg
+
+from . import aten
+from .mlir import Graph, V, func
+from .models import load
+
+VIEW_OPS = {
+    "aten.t.default", "aten.view.default", "aten._reshape_alias.default",
+    "aten._unsafe_view.default", "aten.transpose.int", "aten.permute.default",
+    "aten.detach.default", "aten.unsqueeze.default", "aten.expand.default",
+    "aten.alias.default", "aten.clone.default", "aten.reshape.default",
+}
+
+DTYPES = {torch.float32: "f32", torch.int64: "i64", torch.int32: "i32", torch.bool: "i1"}
+
+
+class ExportError(Exception):
+    pass
+
+
+def mlir_dtype(t):
+    if t not in DTYPES:
+        raise ExportError(f"tensors of dtype {t} are not supported")
+    return DTYPES[t]
+
+
+class Traced:
+    """The aten graphs of a workload and the values around them."""
+
+    def __init__(self, workload):
+        self.workload = workload
+        module = workload.module
+        self.param_names = [n for n, p in module.named_parameters() if p.requires_grad]
+        params = dict(module.named_parameters())
+        self.params = [params[n] for n in self.param_names]
+        self.args = [p.detach() for p in self.params] + [workload.inputs, workload.targets]
+        names = self.param_names
+        graphs = {}
+
+        def step(*args):
+            p = dict(zip(names, args[:len(names)]))
+            out = torch.nn.utils.stateless.functional_call(module, p, (args[len(names)],))
+            return workload.loss_fn(out, args[len(names) + 1])
+
+        def keep(kind):
+            def compiler(gm, example_inputs):
+                graphs[kind] = gm
+                return gm
+            return compiler
+
+        from functorch.compile import aot_function, default_partition
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn = aot_function(step, keep("forward"), keep("backward"),
+                              partition_fn=default_partition)
+            primals = [p.detach().requires_grad_(True) for p in self.params]
+            loss = fn(*primals, workload.inputs, workload.targets)
+            if loss.dim() != 0:
+                raise ExportError(f"the loss of '{workload.name}' has shape "
+                                  f"{list(loss.shape)}; a scalar is expected")
+            loss.backward()
+        self.forward, self.backward = graphs["forward"], graphs["backward"]
+        for gm in (self.forward, self.backward):
+            for n in gm.graph.nodes:
+                if n.op == "get_attr":
+                    raise ExportError(f"the traced graph reads the module attribute "
+                                      f"'{n.target}' (a buffer or constant tensor), which the "
+                                      f"exporter does not support")
+        fw_out = self._output(self.forward)
+        self.loss_node, self.saved = fw_out[0], list(fw_out[1:])
+        bw_ph = [n for n in self.backward.graph.nodes if n.op == "placeholder"]
+        self.bw_saved, self.bw_tangents = bw_ph[:len(self.saved)], bw_ph[len(self.saved):]
+        if len(fw_out) != 1 + len(self.saved) or len(self.bw_tangents) != 1:
+            raise ExportError("unexpected AOTAutograd partition (one loss output expected)")
+        self.fw_placeholders = [n for n in self.forward.graph.nodes if n.op == "placeholder"]
+
+    @staticmethod
+    def _output(gm):
+        return [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
+
+    def view_chain(self, node):
+        """(placeholder, [view nodes from it to node]) if node is a view of
+        a forward argument, else None."""
+        chain = []
+        while node.op == "call_function" and str(node.target) in VIEW_OPS:
+            chain.append(node)
+            node = node.args[0]
+        if node.op == "placeholder":
+            return node, list(reversed(chain))
+        return None
+
+    def reference(self):
+        """The loss and parameter gradients by eager autograd in float64 (the
+        exact answer act's float32 step is compared with), and the relative
+        error of eager autograd in float32 against it, per gradient."""
+        w = self.workload
+
+        def run(dtype):
+            module = copy.deepcopy(w.module).to(dtype)
+            x = w.inputs.to(dtype) if w.inputs.is_floating_point() else w.inputs
+            loss = w.loss_fn(module(x), w.targets)
+            params = dict(module.named_parameters())
+            grads = torch.autograd.grad(loss, [params[n] for n in self.param_names])
+            return loss.detach(), [g.detach() for g in grads]
+        loss, grads = run(torch.float64)
+        _, grads32 = run(torch.float32)
+        f32_error = [float((a.double() - b).norm() / max(float(b.norm()), 1e-300))
+                     for a, b in zip(grads32, grads)]
+        return loss, grads, f32_error
+
+    def hooked_saved_bytes(self):
+        """Bytes autograd saves for backward in eager mode, counted with
+        saved_tensors_hooks: each storage once, parameters excluded."""
+        param_ptrs = {p.storage().data_ptr() for p in self.params}
+        seen = {}
+
+        def pack(t):
+            st = t.storage()
+            if st.data_ptr() not in param_ptrs and st.size() > 0:
+                seen[st.data_ptr()] = st.size() * t.element_size()
+            return t
+        w = self.workload
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = w.loss_fn(w.module(w.inputs), w.targets)
+        del loss
+        return sum(seen.values())
+
+
+class Lowerer:
+    """Lowers FX nodes into a Graph; env maps nodes to values."""
+
+    def __init__(self, graph, where):
+        self.g, self.where, self.env = graph, where, {}
+
+    def run(self, nodes):
+        for n in nodes:
+            if n.op == "call_function":
+                self.env[n] = self.lower(n)
+
+    def lower(self, n):
+        if n.target is operator.getitem:
+            return self.env[n.args[0]][n.args[1]]
+        key = str(n.target)
+        fn = aten.LOWERINGS.get(key)
+        if fn is None:
+            shapes = [list(a.meta["tensor_meta"].shape) for a in n.all_input_nodes
+                      if "tensor_meta" in a.meta]
+            raise ExportError(f"unsupported aten op '{key}': node '{n.name}' of the {self.where} "
+                              f"graph, operand shapes {shapes}")
+        args = map_arg(n.args, lambda a: self.env[a])
+        kwargs = map_arg(n.kwargs, lambda a: self.env[a])
+        try:
+            result = fn(self.g, n, *args, **kwargs)
+        except aten.UnsupportedError as e:
+            raise ExportError(f"{e} in the {self.where} graph") from None
+        expected = aten.meta_shape(n)
+        if isinstance(result, V) and expected is not None and tuple(expected) != result.shape:
+            raise ExportError(f"internal: {key} ({n.name}) lowered to shape {result.shape}, "
+                              f"PyTorch says {tuple(expected)}")
+        return result
+
+
+class Exporter:
+    def __init__(self, traced):
+        self.t = traced
+        self.name = traced.workload.name
+
+    def _arguments(self, g):
+        names = ["p_" + n for n in self.t.param_names] + ["inputs", "targets"]
+        return [V(g.fresh(nm), a.shape, mlir_dtype(a.dtype)) for nm, a in zip(names, self.t.args)]
+
+    def _saved_in_backward(self, low, fw_env, bw_args=None):
+        """Binds the backward graph's saved placeholders: views of arguments
+        are re-derived from the argument."""
+        for i, (s, ph) in enumerate(zip(self.t.saved, self.t.bw_saved)):
+            chain = self.t.view_chain(s)
+            value = bw_args[i] if bw_args is not None else fw_env[chain[0] if chain else s]
+            if chain:
+                replay = Lowerer(low.g, "backward")
+                replay.env[chain[0]] = value
+                replay.run(chain[1])
+                value = replay.env[chain[1][-1]] if chain[1] else value
+            low.env[ph] = value
+
+    def _gradients(self, low):
+        outs = Traced._output(self.t.backward)[:len(self.t.params)]
+        grads = []
+        for node, p in zip(outs, self.t.params):
+            grads.append(low.env[node] if node is not None else low.g.fill(tuple(p.shape), 0.0))
+        return grads
+
+    def joint(self):
+        g = Graph()
+        args = self._arguments(g)
+        fw = Lowerer(g, "forward")
+        fw.env.update(zip(self.t.fw_placeholders, args))
+        fw.run(self.t.forward.graph.nodes)
+        bw = Lowerer(g, "backward")
+        self._saved_in_backward(bw, fw.env)
+        bw.env[self.t.bw_tangents[0]] = g.fill((), 1.0, hint="tangent")
+        bw.run(self.t.backward.graph.nodes)
+        results = [fw.env[self.t.loss_node]] + self._gradients(bw)
+        return func(f"{self.name}_step", args, results, g.lines, result_attrs={0: "act.loss"})
+
+    def split(self):
+        g = Graph()
+        args = self._arguments(g)
+        fw = Lowerer(g, "forward")
+        fw.env.update(zip(self.t.fw_placeholders, args))
+        fw.run(self.t.forward.graph.nodes)
+        saved = []
+        for s in self.t.saved:
+            chain = self.t.view_chain(s)
+            saved.append(fw.env[chain[0] if chain else s])
+        fwd = func(f"{self.name}_forward", args, [fw.env[self.t.loss_node]] + saved, g.lines,
+                   attrs=f"act.backward = @{self.name}_backward, act.num_saved = {len(saved)} : i64",
+                   result_attrs={0: "act.loss"})
+        g = Graph()
+        bargs = [V(g.fresh(f"saved{i}"), v.shape, v.dtype) for i, v in enumerate(saved)]
+        tangent = V(g.fresh("tangent"), (), "f32")
+        bw = Lowerer(g, "backward")
+        self._saved_in_backward(bw, None, bargs)
+        bw.env[self.t.bw_tangents[0]] = tangent
+        bw.run(self.t.backward.graph.nodes)
+        bwd = func(f"{self.name}_backward", bargs + [tangent], self._gradients(bw), g.lines)
+        return fwd + "\n" + bwd
+
+    def saved_argument_bytes(self):
+        """Bytes of the non-parameter arguments the backward reads (act's
+        report leaves arguments out: their memory exists anyway)."""
+        roots = set()
+        nparams = len(self.t.params)
+        for s in self.t.saved:
+            chain = self.t.view_chain(s)
+            if chain:
+                index = self.t.fw_placeholders.index(chain[0])
+                if index >= nparams:
+                    roots.add(index)
+        return sum(self.t.args[i].numel() * self.t.args[i].element_size() for i in roots)
+
+
+def header(name, form, args):
+    return (f"// {name}: {form} form, exported by python3 -m act.export "
+            f"{' '.join(args)}\n")
+
+
+def export(spec, batch, seed, out_dir, argv=()):
+    """Writes the files of the module docstring; returns the manifest."""
+    workload = load(spec, batch, seed)
+    traced = Traced(workload)
+    ex = Exporter(traced)
+    name = workload.name
+    os.makedirs(out_dir, exist_ok=True)
+    files = {"joint": os.path.join(out_dir, f"{name}.mlir"),
+             "split": os.path.join(out_dir, f"{name}_split.mlir")}
+    with open(files["joint"], "w") as f:
+        f.write(header(name, "joint", argv) + ex.joint())
+    with open(files["split"], "w") as f:
+        f.write(header(name, "split", argv) + ex.split())
+    in_dir = os.path.join(out_dir, f"{name}_inputs")
+    ref_dir = os.path.join(out_dir, f"{name}_reference")
+    os.makedirs(in_dir, exist_ok=True)
+    os.makedirs(ref_dir, exist_ok=True)
+    arg_names = traced.param_names + ["inputs", "targets"]
+    inputs = []
+    for i, (nm, a) in enumerate(zip(arg_names, traced.args)):
+        path = os.path.join(in_dir, f"{i:03d}_{nm}.npy")
+        np.save(path, a.detach().numpy())
+        inputs.append(path)
+    loss, grads, f32_error = traced.reference()
+    np.save(os.path.join(ref_dir, "loss.npy"), loss.numpy())
+    for i, gr in enumerate(grads):
+        np.save(os.path.join(ref_dir, f"grad_{i}.npy"), gr.numpy())
+    manifest = {
+        "model": name, "batch": batch, "seed": seed, "files": files,
+        "arguments": [{"name": nm, "shape": list(a.shape), "dtype": mlir_dtype(a.dtype)}
+                      for nm, a in zip(arg_names, traced.args)],
+        "inputs": inputs,
+        "reference": {"loss": float(loss), "dir": ref_dir, "dtype": "f64",
+                      "f32_autograd_max_rel_error": max(f32_error, default=0.0)},
+        "parameters": len(traced.params),
+        "saved": {"aot_autograd_values": len(traced.saved),
+                  "hooks_bytes": traced.hooked_saved_bytes(),
+                  "argument_bytes": ex.saved_argument_bytes()},
+    }
+    with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+    return manifest
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(prog="python3 -m act.export", description=__doc__.split("\n\n")[0])
+    p.add_argument("model", help="mlp, cnn, resnet18, transformer, or file.py:factory")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output-dir", default=".")
+    a = p.parse_args(argv)
+    if a.batch < 1:
+        p.error("--batch must be positive")
+    try:
+        m = export(a.model, a.batch, a.seed, a.output_dir, argv)
+    except (ExportError, ValueError) as e:
+        print(f"act.export: error: {e}", file=sys.stderr)
+        return 1
+    print(f"act.export: {m['model']} (batch {a.batch}, seed {a.seed}): {m['parameters']} parameters, "
+          f"{m['saved']['aot_autograd_values']} saved values")
+    print(f"  joint: {m['files']['joint']}\n  split: {m['files']['split']}")
+    print(f"  inputs: {len(m['inputs'])} .npy files in {os.path.dirname(m['inputs'][0])} "
+          f"(manifest {os.path.join(a.output_dir, m['model'] + '.json')})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,391 @@
+"""A small builder of textual MLIR on tensors (linalg, tensor, arith, math).
+
+MLIR's Python bindings are not packaged on Debian, so the exporter writes
+text that act-opt parses. Every value is a ranked tensor with a static shape;
+`V` carries its SSA name, shape and element type. Element-wise work and
+reductions are `linalg.generic` ops whose bodies are built by `Body`.
+"""
+
+import math
+
+FLOAT = "f32"
+
+
+class V:
+    """An SSA value: its name, static shape and element type."""
+
+    def __init__(self, name, shape, dtype=FLOAT):
+        self.name, self.shape, self.dtype = name, tuple(int(d) for d in shape), dtype
+
+    @property
+    def type(self):
+        return ttype(self.shape, self.dtype)
+
+    @property
+    def rank(self):
+        return len(self.shape)
+
+    @property
+    def numel(self):
+        return math.prod(self.shape)
+
+    def __repr__(self):
+        return f"{self.name}: {self.type}"
+
+
+def ttype(shape, dtype=FLOAT):
+    if not shape:
+        return f"tensor<{dtype}>"
+    return f"tensor<{'x'.join(str(d) for d in shape)}x{dtype}>"
+
+
+def amap(rank, results):
+    dims = ", ".join(f"d{i}" for i in range(rank))
+    return f"affine_map<({dims}) -> ({', '.join(results)})>"
+
+
+def dims(n, start=0):
+    return [f"d{i}" for i in range(start, start + n)]
+
+
+def is_float(dtype):
+    return dtype.startswith("f") or dtype.startswith("bf")
+
+
+def scalar_literal(value, dtype):
+    if is_float(dtype):
+        value = float(value)
+        if math.isinf(value):
+            return "0xFF800000" if value < 0 else "0x7F800000"
+        if math.isnan(value):
+            return "0x7FC00000"
+        return f"{value:.9e}"
+    if dtype == "i1":
+        return "true" if value else "false"
+    return str(int(value))
+
+
+class Body:
+    """Scalar code inside a linalg.generic region."""
+
+    def __init__(self, graph):
+        self.g, self.lines = graph, []
+
+    def op(self, name, *args, ty=FLOAT):
+        r = self.g.fresh("t")
+        self.lines.append(f"{r} = {name} {', '.join(args)} : {ty}")
+        return r
+
+    def c(self, value, dtype=FLOAT):
+        return self.g.const(value, dtype)
+
+    def add(self, a, b): return self.op("arith.addf", a, b)
+    def sub(self, a, b): return self.op("arith.subf", a, b)
+    def mul(self, a, b): return self.op("arith.mulf", a, b)
+    def div(self, a, b): return self.op("arith.divf", a, b)
+    def neg(self, a): return self.op("arith.negf", a)
+    def max(self, a, b): return self.op("arith.maximumf", a, b)
+    def exp(self, a): return self.op("math.exp", a)
+    def log(self, a): return self.op("math.log", a)
+    def erf(self, a): return self.op("math.erf", a)
+    def tanh(self, a): return self.op("math.tanh", a)
+    def sqrt(self, a): return self.op("math.sqrt", a)
+    def rsqrt(self, a): return self.op("math.rsqrt", a)
+
+    def cmpf(self, pred, a, b):
+        r = self.g.fresh("p")
+        self.lines.append(f"{r} = arith.cmpf {pred}, {a}, {b} : f32")
+        return r
+
+    def cmpi(self, pred, a, b, ty):
+        r = self.g.fresh("p")
+        self.lines.append(f"{r} = arith.cmpi {pred}, {a}, {b} : {ty}")
+        return r
+
+    def select(self, p, a, b, ty=FLOAT):
+        r = self.g.fresh("t")
+        self.lines.append(f"{r} = arith.select {p}, {a}, {b} : {ty}")
+        return r
+
+    def index(self, dim):
+        r = self.g.fresh("i")
+        self.lines.append(f"{r} = linalg.index {dim} : index")
+        return r
+
+    def index_cast(self, a, ty):
+        r = self.g.fresh("t")
+        self.lines.append(f"{r} = arith.index_cast {a} : index to {ty}")
+        return r
+
+    def andi(self, a, b):
+        return self.op("arith.andi", a, b, ty="i1")
+
+
+class Graph:
+    """Emits the ops of one function body."""
+
+    def __init__(self, prefix=""):
+        self.lines, self.names, self.consts, self.used = [], {}, {}, set()
+        self.prefix = prefix
+
+    def fresh(self, hint="v"):
+        hint = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in hint) or "v"
+        if hint[0].isdigit():
+            hint = "v" + hint
+        n = self.names.get(hint, 0)
+        name = f"%{self.prefix}{hint}"
+        while name in self.used:
+            n += 1
+            name = f"%{self.prefix}{hint}_{n}"
+        self.names[hint] = n
+        self.used.add(name)
+        return name
+
+    def emit(self, line):
+        self.lines.append(line)
+
+    def const(self, value, dtype=FLOAT):
+        key = (scalar_literal(value, dtype), dtype)
+        if key not in self.consts:
+            name = self.fresh("cst")
+            self.consts[key] = name
+            self.emit(f"{name} = arith.constant {key[0]} : {dtype}")
+        return self.consts[key]
+
+    def index_const(self, value):
+        return self.const(value, "index")
+
+    # -- tensors ------------------------------------------------------------
+
+    def empty(self, shape, dtype=FLOAT, hint="empty"):
+        r = self.fresh(hint)
+        self.emit(f"{r} = tensor.empty() : {ttype(shape, dtype)}")
+        return V(r, shape, dtype)
+
+    def fill(self, shape, value, dtype=FLOAT, hint="fill"):
+        c = self.const(value, dtype)
+        e = self.empty(shape, dtype)
+        r = self.fresh(hint)
+        self.emit(f"{r} = linalg.fill ins({c} : {dtype}) outs({e.name} : {e.type}) -> {e.type}")
+        return V(r, shape, dtype)
+
+    def generic(self, out_shape, inputs, body, out_dtype=FLOAT, iterators=None,
+                out_exprs=None, init=None, hint="generic"):
+        """inputs: list of (V, index expressions over d0..). body(b, *ins,
+        out) returns the scalar to yield. Loops: `iterators` (default: all
+        parallel over the output)."""
+        rank = len(iterators) if iterators else len(out_shape)
+        iterators = iterators or ["parallel"] * rank
+        out_exprs = out_exprs if out_exprs is not None else dims(len(out_shape))
+        if init is None:
+            init = self.empty(out_shape, out_dtype)
+        maps = [amap(rank, e) for _, e in inputs] + [amap(rank, out_exprs)]
+        b = Body(self)
+        args = [self.fresh("a") for _ in inputs]
+        out = self.fresh("o")
+        result = body(b, *args, out)
+        r = self.fresh(hint)
+        its = ", ".join(f'"{i}"' for i in iterators)
+        head = f"{r} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}}"
+        if inputs:
+            head += (f" ins({', '.join(v.name for v, _ in inputs)} : "
+                     f"{', '.join(v.type for v, _ in inputs)})")
+        self.emit(f"{head} outs({init.name} : {init.type}) {{")
+        bargs = [f"{a}: {v.dtype}" for a, (v, _) in zip(args, inputs)] + [f"{out}: {init.dtype}"]
+        self.emit(f"^bb0({', '.join(bargs)}):")
+        for line in b.lines:
+            self.emit("  " + line)
+        self.emit(f"  linalg.yield {result} : {init.dtype}")
+        self.emit(f"}} -> {init.type}")
+        return V(r, out_shape, init.dtype)
+
+    def generic_multi(self, out_shapes, out_dtypes, inputs, body, iterators, out_exprs,
+                      inits, hint="generic"):
+        """A generic with several outputs; body returns a list of scalars."""
+        rank = len(iterators)
+        maps = [amap(rank, e) for _, e in inputs] + [amap(rank, e) for e in out_exprs]
+        b = Body(self)
+        args = [self.fresh("a") for _ in inputs]
+        outs = [self.fresh("o") for _ in inits]
+        results = body(b, *args, *outs)
+        r = self.fresh(hint)
+        its = ", ".join(f'"{i}"' for i in iterators)
+        self.emit(f"{r}:{len(inits)} = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
+                  f"iterator_types = [{its}]}} ins({', '.join(v.name for v, _ in inputs)} : "
+                  f"{', '.join(v.type for v, _ in inputs)}) outs({', '.join(i.name for i in inits)} : "
+                  f"{', '.join(i.type for i in inits)}) {{")
+        bargs = ([f"{a}: {v.dtype}" for a, (v, _) in zip(args, inputs)]
+                 + [f"{o}: {i.dtype}" for o, i in zip(outs, inits)])
+        self.emit(f"^bb0({', '.join(bargs)}):")
+        for line in b.lines:
+            self.emit("  " + line)
+        self.emit(f"  linalg.yield {', '.join(results)} : {', '.join(i.dtype for i in inits)}")
+        self.emit(f"}} -> ({', '.join(i.type for i in inits)})")
+        return [V(f"{r}#{k}", s, d) for k, (s, d) in enumerate(zip(out_shapes, out_dtypes))]
+
+    def ew(self, inputs, fn, shape=None, out_dtype=FLOAT, hint="ew"):
+        """Element-wise with NumPy broadcasting: inputs are V or Python
+        numbers (constants); fn(b, *scalars) returns the result scalar."""
+        tensors = [x for x in inputs if isinstance(x, V)]
+        if shape is None:
+            shape = broadcast_shape([t.shape for t in tensors])
+        rank = len(shape)
+        ins, order = [], []
+        for x in inputs:
+            if isinstance(x, V):
+                off = rank - x.rank
+                exprs = ["0" if (d == 1 and shape[off + i] != 1) else f"d{off + i}"
+                         for i, d in enumerate(x.shape)]
+                order.append(len(ins))
+                ins.append((x, exprs))
+            else:
+                order.append(x)
+
+        def body(b, *args):
+            scalars = [args[o] if isinstance(x, V) else b.c(x)
+                       for x, o in zip(inputs, order)]
+            return fn(b, *scalars)
+        return self.generic(shape, ins, body, out_dtype=out_dtype, hint=hint)
+
+    def reduce(self, x, axes, keepdim=False, kind="add", hint="sum"):
+        """Sum (or max) of x over `axes`."""
+        axes = sorted(a % x.rank for a in axes) if x.rank else []
+        keep = [i for i in range(x.rank) if i not in axes]
+        out_shape = tuple(x.shape[i] for i in keep)
+        init = self.fill(out_shape, 0.0 if kind == "add" else -math.inf)
+        its = ["reduction" if i in axes else "parallel" for i in range(x.rank)]
+        fn = (lambda b, a, o: b.add(a, o)) if kind == "add" else (lambda b, a, o: b.max(a, o))
+        r = self.generic(out_shape, [(x, dims(x.rank))], fn, iterators=its,
+                         out_exprs=[f"d{i}" for i in keep], init=init, hint=hint)
+        if keepdim:
+            r = self.reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+        return r
+
+    def matmul(self, a, b, hint="mm"):
+        shape = (a.shape[0], b.shape[1])
+        acc = self.fill(shape, 0.0)
+        r = self.fresh(hint)
+        self.emit(f"{r} = linalg.matmul ins({a.name}, {b.name} : {a.type}, {b.type}) "
+                  f"outs({acc.name} : {acc.type}) -> {acc.type}")
+        return V(r, shape)
+
+    def batch_matmul(self, a, b, hint="bmm"):
+        shape = (a.shape[0], a.shape[1], b.shape[2])
+        acc = self.fill(shape, 0.0)
+        r = self.fresh(hint)
+        self.emit(f"{r} = linalg.batch_matmul ins({a.name}, {b.name} : {a.type}, {b.type}) "
+                  f"outs({acc.name} : {acc.type}) -> {acc.type}")
+        return V(r, shape)
+
+    def transpose(self, a, perm, hint="transpose"):
+        perm = [p % a.rank for p in perm]
+        if perm == list(range(a.rank)):
+            return a
+        shape = tuple(a.shape[p] for p in perm)
+        init = self.empty(shape, a.dtype)
+        r = self.fresh(hint)
+        self.emit(f"{r} = linalg.transpose ins({a.name} : {a.type}) outs({init.name} : {init.type}) "
+                  f"permutation = [{', '.join(map(str, perm))}]")
+        return V(r, shape, a.dtype)
+
+    def reshape(self, x, shape, hint="view"):
+        """Row-major reshape through collapse_shape/expand_shape (views after
+        bufferization)."""
+        shape = tuple(int(d) for d in shape)
+        if shape == x.shape:
+            return x
+        assert math.prod(shape) == x.numel, (x.shape, shape)
+        flat = x
+        if x.rank > 1:
+            r = self.fresh(hint)
+            groups = "[[" + ", ".join(map(str, range(x.rank))) + "]]"
+            flat = V(r, (x.numel,), x.dtype)
+            self.emit(f"{r} = tensor.collapse_shape {x.name} {groups} : {x.type} into {flat.type}")
+        elif x.rank == 0:
+            r = self.fresh(hint)
+            flat = V(r, (1,), x.dtype)
+            self.emit(f"{r} = tensor.expand_shape {x.name} [] output_shape [1] : {x.type} into {flat.type}")
+        if len(shape) == 1:
+            return flat
+        r = self.fresh(hint)
+        out = V(r, shape, x.dtype)
+        if len(shape) == 0:
+            self.emit(f"{r} = tensor.collapse_shape {flat.name} [] : {flat.type} into {out.type}")
+        else:
+            groups = "[[" + ", ".join(map(str, range(len(shape)))) + "]]"
+            self.emit(f"{r} = tensor.expand_shape {flat.name} {groups} output_shape "
+                      f"[{', '.join(map(str, shape))}] : {flat.type} into {out.type}")
+        return out
+
+    def extract_slice(self, x, offsets, sizes, strides=None, hint="slice"):
+        strides = strides or [1] * x.rank
+        r = self.fresh(hint)
+        out = V(r, sizes, x.dtype)
+        self.emit(f"{r} = tensor.extract_slice {x.name}[{', '.join(map(str, offsets))}] "
+                  f"[{', '.join(map(str, sizes))}] [{', '.join(map(str, strides))}] : "
+                  f"{x.type} to {out.type}")
+        return out
+
+    def insert_slice(self, src, dest, offsets, strides=None, hint="insert"):
+        strides = strides or [1] * src.rank
+        r = self.fresh(hint)
+        self.emit(f"{r} = tensor.insert_slice {src.name} into {dest.name}"
+                  f"[{', '.join(map(str, offsets))}] [{', '.join(map(str, src.shape))}] "
+                  f"[{', '.join(map(str, strides))}] : {src.type} into {dest.type}")
+        return V(r, dest.shape, dest.dtype)
+
+    def pad(self, x, low, high, value=0.0, hint="pad"):
+        if not any(low) and not any(high):
+            return x
+        shape = tuple(d + l + h for d, l, h in zip(x.shape, low, high))
+        c = self.const(value, x.dtype)
+        r = self.fresh(hint)
+        out = V(r, shape, x.dtype)
+        self.emit(f"{r} = tensor.pad {x.name} low[{', '.join(map(str, low))}] "
+                  f"high[{', '.join(map(str, high))}] {{")
+        self.emit(f"^bb0({', '.join(f'%{hint}_i{i}: index' for i in range(x.rank))}):")
+        self.emit(f"  tensor.yield {c} : {x.dtype}")
+        self.emit(f"}} : {x.type} to {out.type}")
+        return out
+
+    def conv2d(self, x, w, strides, hint="conv"):
+        """NCHW x FCHW correlation of an already padded input."""
+        n, _, h, wd = x.shape
+        f, _, kh, kw = w.shape
+        shape = (n, f, (h - kh) // strides[0] + 1, (wd - kw) // strides[1] + 1)
+        acc = self.fill(shape, 0.0)
+        r = self.fresh(hint)
+        self.emit(f"{r} = linalg.conv_2d_nchw_fchw {{dilations = dense<1> : tensor<2xi64>, "
+                  f"strides = dense<[{strides[0]}, {strides[1]}]> : tensor<2xi64>}} "
+                  f"ins({x.name}, {w.name} : {x.type}, {w.type}) outs({acc.name} : {acc.type}) "
+                  f"-> {acc.type}")
+        return V(r, shape)
+
+
+def broadcast_shape(shapes):
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for s in shapes:
+        for i, d in enumerate(s):
+            j = rank - len(s) + i
+            if d != 1:
+                if out[j] not in (1, d):
+                    raise ValueError(f"shapes {shapes} do not broadcast")
+                out[j] = d
+    return tuple(out)
+
+
+def func(name, args, results, body_lines, attrs=None, result_attrs=None, arg_attrs=None):
+    """A func.func with the given body; args and results are V."""
+    arg_attrs = arg_attrs or {}
+    result_attrs = result_attrs or {}
+    a = ", ".join(f"{v.name}: {v.type}" + (f" {{{arg_attrs[i]}}}" if i in arg_attrs else "")
+                  for i, v in enumerate(args))
+    r = ", ".join(v.type + (f" {{{result_attrs[i]}}}" if i in result_attrs else "")
+                  for i, v in enumerate(results))
+    head = f"func.func @{name}({a}) -> ({r})"
+    if attrs:
+        head += f" attributes {{{attrs}}}"
+    body = "\n".join("  " + l for l in body_lines)
+    ret = f"  return {', '.join(v.name for v in results)} : {', '.join(v.type for v in results)}"
+    return f"{head} {{\n{body}\n{ret}\n}}\n"

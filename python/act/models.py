@@ -1,0 +1,113 @@
+"""The models the exporter covers, each a training step on seeded data.
+
+A workload is a module, an input batch, its targets and a loss. A user's own
+model is given as `file.py:factory`: `factory(batch_size)` returns
+`(module, inputs, targets)` or `(module, inputs, targets, loss_fn)`; the loss
+defaults to cross-entropy.
+"""
+
+import importlib.util
+import inspect
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@dataclass
+class Workload:
+    name: str
+    module: nn.Module
+    inputs: torch.Tensor
+    targets: torch.Tensor
+    loss_fn: Callable = F.cross_entropy
+
+
+def _classification_batch(batch, shape, classes=10):
+    return torch.randn(batch, *shape), torch.randint(0, classes, (batch,))
+
+
+def mlp(batch):
+    """Flatten, Linear(64, 128), GELU, Linear(128, 10): digits-sized input."""
+    module = nn.Sequential(nn.Flatten(), nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 10))
+    return (module, *_classification_batch(batch, (1, 8, 8)))
+
+
+def cnn(batch):
+    """Two conv-ReLU-maxpool stages and a linear classifier."""
+    module = nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64, 10))
+    return (module, *_classification_batch(batch, (1, 8, 8)))
+
+
+def without_running_stats(module):
+    """BatchNorm normalizes with the batch's statistics only (the running
+    statistics are not part of a training step's gradient)."""
+    for m in module.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.track_running_stats = False
+            m.running_mean = m.running_var = m.num_batches_tracked = None
+    return module
+
+
+def resnet18(batch):
+    """torchvision's resnet18 (10 classes) on 32x32 RGB images."""
+    import torchvision
+    module = without_running_stats(torchvision.models.resnet18(num_classes=10))
+    return (module, *_classification_batch(batch, (3, 32, 32)))
+
+
+class EncoderBlock(nn.Module):
+    """A pre-norm transformer encoder block with a classification head:
+    LayerNorm, multi-head self-attention, residual, LayerNorm, GELU MLP,
+    residual, mean over the sequence, linear."""
+
+    def __init__(self, dim=32, heads=4, classes=10):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        y = self.ln1(x)
+        x = x + self.attn(y, y, y, need_weights=False)[0]
+        x = x + self.mlp(self.ln2(x))
+        return self.head(x.mean(1))
+
+
+def transformer(batch):
+    return (EncoderBlock(), *_classification_batch(batch, (8, 32)))
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "resnet18": resnet18, "transformer": transformer}
+
+
+def load(spec, batch, seed):
+    """A named model or `file.py:factory`, built under torch.manual_seed(seed)."""
+    torch.manual_seed(seed)
+    if spec in MODELS:
+        name, made = spec, MODELS[spec](batch)
+    elif ":" in spec:
+        path, factory = spec.rsplit(":", 1)
+        if not os.path.exists(path):
+            raise ValueError(f"model file '{path}' does not exist")
+        mod_spec = importlib.util.spec_from_file_location("act_user_model", path)
+        mod = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(mod)
+        if not hasattr(mod, factory):
+            raise ValueError(f"'{path}' defines no '{factory}'")
+        fn = getattr(mod, factory)
+        made = fn(batch) if inspect.signature(fn).parameters else fn()
+        name = factory
+    else:
+        raise ValueError(f"unknown model '{spec}' (one of {', '.join(MODELS)}, or file.py:factory)")
+    if not isinstance(made, tuple) or len(made) not in (3, 4) or not isinstance(made[0], nn.Module):
+        raise ValueError(f"'{spec}' must give (module, inputs, targets[, loss_fn])")
+    return Workload(name, *made)

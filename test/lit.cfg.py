@@ -59,3 +59,10 @@ import subprocess
 if os.path.exists(system_python) and subprocess.run(
         [system_python, "-c", "import numpy"], capture_output=True).returncode == 0:
     config.available_features.add("numpy")
+
+# PyTorch (Debian's python3-torch, CPU) runs the exporter's gradient oracle.
+config.substitutions.append(("%system_python", system_python))
+if os.path.exists(system_python) and subprocess.run(
+        [system_python, "-c", "import torch, torchvision"],
+        capture_output=True).returncode == 0:
+    config.available_features.add("torch")

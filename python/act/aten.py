@@ -83,6 +83,11 @@ LOWERINGS["aten.relu.default"] = _unary(lambda b, x: b.max(x, b.c(0.0)))
 LOWERINGS["aten.sigmoid.default"] = _unary(
     lambda b, x: b.div(b.c(1.0), b.add(b.c(1.0), b.exp(b.neg(x)))))
 
+LOWERINGS["aten.tanh_backward.default"] = _binary(
+    lambda b, d, y: b.mul(d, b.sub(b.c(1.0), b.mul(y, y))))
+LOWERINGS["aten.sigmoid_backward.default"] = _binary(
+    lambda b, d, y: b.mul(d, b.mul(y, b.sub(b.c(1.0), y))))
+
 SQRT1_2 = 1.0 / math.sqrt(2.0)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 

@@ -1,0 +1,71 @@
+"""Runs act's tools (act-opt, act-run) as processes and reads their outputs.
+
+The binaries come from ACT_BIN_DIR, else the repository's build/bin.
+"""
+
+import json
+import os
+import re
+import subprocess
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class ToolError(Exception):
+    pass
+
+
+def tool(name):
+    path = os.path.join(os.environ.get("ACT_BIN_DIR", os.path.join(ROOT, "build", "bin")), name)
+    if not os.path.exists(path):
+        raise ToolError(f"{path} not found: build act (scripts/setup.sh) or set ACT_BIN_DIR")
+    return path
+
+
+def run(name, *args):
+    r = subprocess.run([tool(name), *map(str, args)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ToolError(f"{name} {' '.join(map(str, args))} failed:\n{r.stdout}{r.stderr}")
+    return r
+
+
+def insert(src, dst, options):
+    """act-opt -act-insert-encode-decode=options."""
+    run("act-opt", src, f"-act-insert-encode-decode={options}", "-o", dst)
+    return dst
+
+
+def memory_report(src, json_path):
+    run("act-opt", src, f"-act-memory-report=json={json_path}", "-o", os.devnull)
+    with open(json_path) as f:
+        return json.load(f)
+
+
+def step(mlir, inputs, out_dir, num_results, *extra):
+    """Runs one step with act-run; returns (results, peak bytes, ms)."""
+    os.makedirs(out_dir, exist_ok=True)
+    r = run("act-run", mlir, "--inputs=" + ",".join(inputs), f"--output-dir={out_dir}", *extra)
+    peak = int(re.search(r"memory: peak (\d+) bytes", r.stdout).group(1))
+    ms = float(re.search(r"time: median ([0-9.]+) ms", r.stdout).group(1))
+    results = [np.load(os.path.join(out_dir, f"result_{i}.npy")) for i in range(num_results)]
+    return results, peak, ms
+
+
+def relative_errors(got, want):
+    """Relative L2 error of each array of `got` against `want`."""
+    errors = []
+    for a, b in zip(got, want):
+        if a.shape != b.shape:
+            raise ValueError(f"shape {a.shape} against {b.shape}")
+        errors.append(float(np.linalg.norm(a.astype(np.float64) - b)
+                            / max(float(np.linalg.norm(b)), 1e-30)))
+    return errors
+
+
+def reference(manifest):
+    """The exporter's float64 autograd loss and gradients."""
+    d = manifest["reference"]["dir"]
+    return [np.load(os.path.join(d, "loss.npy"))] + [
+        np.load(os.path.join(d, f"grad_{i}.npy")) for i in range(manifest["parameters"])]

@@ -1,0 +1,79 @@
+//===- Sensitivity.cpp - GACT's per-tensor sensitivity estimate -----------===//
+
+#include "act/runtime/Sensitivity.h"
+
+#include <cmath>
+
+using namespace act::rt;
+
+double act::rt::quantVarianceFactor(unsigned bits) {
+  if (bits >= 32)
+    return 0.0;
+  double levels = std::ldexp(1.0, int(bits)) - 1.0;
+  return 1.0 / (levels * levels);
+}
+
+bool VarianceAccumulator::add(const std::vector<double> &x) {
+  if (count == 0) {
+    mean.assign(x.size(), 0.0);
+    m2.assign(x.size(), 0.0);
+  } else if (x.size() != mean.size()) {
+    return false;
+  }
+  ++count;
+  for (size_t i = 0; i < x.size(); ++i) {
+    double delta = x[i] - mean[i];
+    mean[i] += delta / count;
+    m2[i] += delta * (x[i] - mean[i]);
+  }
+  return true;
+}
+
+std::optional<double> VarianceAccumulator::getVariance() const {
+  if (count < 2)
+    return std::nullopt;
+  double sum = 0.0;
+  for (double v : m2)
+    sum += v;
+  return sum / (count - 1);
+}
+
+SensitivityEstimator::SensitivityEstimator(std::vector<Tensor> tensors)
+    : tensors(std::move(tensors)), sums(this->tensors.size(), 0.0),
+      samples(this->tensors.size(), 0) {}
+
+bool SensitivityEstimator::beginBatch(std::vector<double> baseGradient) {
+  if (!batches.add(baseGradient))
+    return false;
+  base = std::move(baseGradient);
+  return true;
+}
+
+bool SensitivityEstimator::addRedraw(size_t index,
+                                     const std::vector<double> &gradient) {
+  if (index >= tensors.size() || gradient.size() != base.size())
+    return false;
+  double d2 = 0.0;
+  for (size_t i = 0; i < gradient.size(); ++i) {
+    double d = gradient[i] - base[i];
+    d2 += d * d;
+  }
+  double s = quantVarianceFactor(tensors[index].bits);
+  if (s == 0.0)
+    return false;
+  sums[index] += 0.5 * d2 / s;
+  ++samples[index];
+  return true;
+}
+
+double SensitivityEstimator::getSensitivity(size_t index) const {
+  return samples[index] ? sums[index] / samples[index] : 0.0;
+}
+
+double
+SensitivityEstimator::predictVariance(const std::vector<unsigned> &bits) const {
+  double v = 0.0;
+  for (size_t l = 0; l < tensors.size() && l < bits.size(); ++l)
+    v += getSensitivity(l) * quantVarianceFactor(bits[l]);
+  return v;
+}

@@ -8,11 +8,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "act/Analysis/Profile.h"
 #include "act/Analysis/TrainingGraph.h"
+#include "act/Dialect/Act/IR/Act.h"
 #include "act/Execution/Jit.h"
 #include "act/InitAll.h"
 #include "act/runtime/Memory.h"
 #include "act/runtime/Npy.h"
+#include "act/runtime/Sensitivity.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -30,6 +33,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <random>
 
 using namespace mlir;
@@ -62,6 +66,20 @@ static cl::opt<uint64_t>
                       "gets splitmix64(step-seed + l)"));
 static cl::opt<std::string> outputDir("output-dir",
                                       cl::desc("write result_<i>.npy here"));
+static cl::opt<std::string> sensitivityFile(
+    "sensitivity",
+    cl::desc("estimate each stochastically encoded tensor's sensitivity "
+             "(GACT Alg. 1: one base step and one re-draw per tensor, per "
+             "mini-batch) and write the profile to this file"));
+static cl::list<std::string> batchInputs(
+    "batch-inputs",
+    cl::desc("one more mini-batch for --sensitivity: .npy files (comma "
+             "separated) replacing the last arguments; repeat per batch"));
+static cl::opt<unsigned> varianceRuns(
+    "variance-runs", cl::init(0),
+    cl::desc("run the step this many times with step seeds step-seed, "
+             "step-seed + 1, ... and report the gradient's variance over them "
+             "(the compression variance)"));
 static cl::opt<unsigned> repeat("repeat", cl::init(1),
                                 cl::desc("run the step this many times and "
                                          "report the median time"));
@@ -184,6 +202,175 @@ static std::string describeScalar(const HostValue &v) {
   }
 }
 
+using StepFn = std::function<bool(const std::vector<HostValue> &,
+                                  std::vector<HostValue> &, int64_t &)>;
+
+/// The step's gradient: every floating-point result but the loss, flattened.
+static std::vector<double> flattenGradient(const std::vector<HostValue> &outs,
+                                           unsigned lossIndex) {
+  std::vector<double> g;
+  for (auto [i, v] : llvm::enumerate(outs)) {
+    if (i == lossIndex)
+      continue;
+    if (v.kind == ElementKind::F32) {
+      const float *f = reinterpret_cast<const float *>(v.data.data());
+      g.insert(g.end(), f, f + v.numElements());
+    } else if (v.kind == ElementKind::F64) {
+      const double *d = reinterpret_cast<const double *>(v.data.data());
+      g.insert(g.end(), d, d + v.numElements());
+    }
+  }
+  return g;
+}
+
+/// Tensor id's seed in mini-batch `batch`; `redraw` gives a second,
+/// independent stream for the same tensor.
+static uint64_t tensorSeed(uint64_t batch, int64_t id, bool redraw) {
+  uint64_t s = splitmix64(stepSeed + batch * 0x9E3779B97F4A7C15ull + uint64_t(id));
+  return redraw ? splitmix64(s ^ 0xD1B54A32D192ED03ull) : s;
+}
+
+static void setSeeds(HostValue &seeds, uint64_t batch, int64_t redrawId) {
+  for (int64_t id = 0; id < seeds.numElements(); ++id) {
+    uint64_t s = tensorSeed(batch, id, id == redrawId);
+    std::memcpy(seeds.data.data() + id * 8, &s, 8);
+  }
+}
+
+/// GACT's Alg. 1 over the mini-batches of --inputs and --batch-inputs:
+/// per batch one step at the base seeds and one per tensor with only that
+/// tensor's seed re-drawn (L + 1 evaluations); writes the profile.
+static int estimateSensitivity(
+    const std::vector<HostValue> &firstArgs, JitFunction &forward,
+    unsigned seedsIndex, const StepFn &runStep, unsigned lossIndex,
+    const std::vector<rt::SensitivityEstimator::Tensor> &tensors,
+    const std::string &function, const std::string &fingerprint,
+    std::string &error) {
+  if (tensors.empty())
+    return fail("--sensitivity: no stochastically quantized tensor with a "
+                "static shape in @" + function);
+  // Mini-batches: the first from the arguments, one per --batch-inputs.
+  std::vector<std::vector<HostValue>> batches = {firstArgs};
+  for (const std::string &list : batchInputs) {
+    llvm::SmallVector<llvm::StringRef> files;
+    llvm::StringRef(list).split(files, ',', -1, false);
+    std::vector<HostValue> args = firstArgs;
+    // The files replace the last arguments (act.seeds excepted).
+    std::vector<unsigned> slots;
+    for (unsigned i = 0; i < args.size(); ++i)
+      if (i != seedsIndex)
+        slots.push_back(i);
+    if (files.empty() || files.size() > slots.size())
+      return fail("--batch-inputs '" + list + "': expected 1 to " +
+                  std::to_string(slots.size()) + " files");
+    for (auto [k, file] : llvm::enumerate(files)) {
+      unsigned slot = slots[slots.size() - files.size() + k];
+      if (!loadNpy(file.str(), forward.getArguments()[slot], slot, args[slot],
+                   error))
+        return fail(error);
+    }
+    batches.push_back(std::move(args));
+  }
+
+  rt::SensitivityEstimator estimator(tensors);
+  bool tty = llvm::errs().is_displayed();
+  size_t total = batches.size() * (tensors.size() + 1), done = 0;
+  auto progress = [&](size_t batch) {
+    ++done;
+    if (tty || done == total || done % (tensors.size() + 1) == 0)
+      llvm::errs() << llvm::formatv(
+          "{0}act-run: sensitivity: batch {1}/{2}, {3}/{4} step evaluations{5}",
+          tty ? "\r" : "", batch + 1, batches.size(), done, total,
+          tty && done != total ? "" : "\n");
+  };
+  for (auto [b, args] : llvm::enumerate(batches)) {
+    std::vector<HostValue> outs;
+    int64_t peak = 0;
+    setSeeds(args[seedsIndex], b, -1);
+    if (!runStep(args, outs, peak))
+      return fail(error);
+    if (!estimator.beginBatch(flattenGradient(outs, lossIndex)))
+      return fail("the gradient's size changed between mini-batches");
+    progress(b);
+    for (size_t l = 0; l < tensors.size(); ++l) {
+      setSeeds(args[seedsIndex], b, tensors[l].id);
+      if (!runStep(args, outs, peak))
+        return fail(error);
+      estimator.addRedraw(l, flattenGradient(outs, lossIndex));
+      progress(b);
+    }
+  }
+
+  Profile profile;
+  profile.function = function;
+  profile.fingerprint = fingerprint;
+  profile.batches = unsigned(batches.size());
+  profile.stepSeed = stepSeed;
+  profile.evaluations = total;
+  profile.gradientVariance = estimator.getGradientVariance();
+  for (auto [l, t] : llvm::enumerate(tensors))
+    profile.tensors.push_back({t.id, t.elements, t.bits,
+                               estimator.getSensitivity(l),
+                               estimator.getSamples(l)});
+  if (llvm::Error e = writeProfile(profile, sensitivityFile))
+    return fail(llvm::toString(std::move(e)));
+
+  llvm::outs() << "act-run: sensitivity of @" << function << ": "
+               << tensors.size() << " tensors, " << batches.size()
+               << " mini-batch(es), " << total << " step evaluations\n";
+  llvm::outs() << llvm::formatv("{0,6} {1,10} {2,5} {3,14} {4,14}\n", "id",
+                                "elements", "bits", "sensitivity",
+                                "c*S(bits)");
+  std::vector<unsigned> bits;
+  for (auto [l, t] : llvm::enumerate(tensors)) {
+    double c = estimator.getSensitivity(l);
+    bits.push_back(t.bits);
+    llvm::outs() << llvm::formatv("{0,6} {1,10} {2,5} {3,14:e} {4,14:e}\n",
+                                  t.id, t.elements, t.bits, c,
+                                  c * rt::quantVarianceFactor(t.bits));
+  }
+  llvm::outs() << llvm::formatv("predicted compression variance: {0:e}\n",
+                                estimator.predictVariance(bits));
+  if (auto v = estimator.getGradientVariance())
+    llvm::outs() << llvm::formatv(
+        "gradient variance over {0} mini-batches: {1:e}\n", batches.size(), *v);
+  else
+    llvm::outs() << "gradient variance: unknown (one mini-batch; give more "
+                    "with --batch-inputs)\n";
+  llvm::outs() << "profile: " << sensitivityFile << "\n";
+  return 0;
+}
+
+/// The gradient's variance over --variance-runs step seeds on one batch.
+static int measureVariance(std::vector<HostValue> args, unsigned seedsIndex,
+                           const StepFn &runStep, unsigned lossIndex,
+                           std::string &error) {
+  rt::VarianceAccumulator acc;
+  for (unsigned r = 0; r < varianceRuns; ++r) {
+    HostValue &seeds = args[seedsIndex];
+    for (int64_t id = 0; id < seeds.numElements(); ++id) {
+      uint64_t s = splitmix64(stepSeed + r * 0x9E3779B97F4A7C15ull + uint64_t(id));
+      std::memcpy(seeds.data.data() + id * 8, &s, 8);
+    }
+    std::vector<HostValue> outs;
+    int64_t peak = 0;
+    if (!runStep(args, outs, peak))
+      return fail(error);
+    acc.add(flattenGradient(outs, lossIndex));
+  }
+  std::optional<double> v = acc.getVariance();
+  if (!v)
+    return fail("--variance-runs needs at least 2 runs");
+  double norm2 = 0;
+  for (double m : acc.getMean())
+    norm2 += m * m;
+  llvm::outs() << llvm::formatv(
+      "gradient variance over {0} step seeds: {1:e} (squared norm of the "
+      "mean gradient {2:e})\n",
+      varianceRuns, *v, norm2);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   llvm::InitializeNativeTarget();
@@ -207,8 +394,8 @@ int main(int argc, char **argv) {
     return fail("cannot parse '" + inputFile + "'");
 
   // Which functions run: the named one, or the module's training graph.
-  std::string forwardName, backwardName;
-  unsigned numSaved = 0;
+  std::string forwardName, backwardName, fingerprint;
+  unsigned numSaved = 0, lossIndex = 0;
   if (!entry.empty()) {
     auto func = module->lookupSymbol<func::FuncOp>(entry);
     if (!func)
@@ -233,9 +420,24 @@ int main(int argc, char **argv) {
       backwardName = graph.backward.getSymName().str();
       numSaved = graph.getNumSaved();
     }
+    fingerprint = getGraphFingerprint(graph);
+    if (graph.loss)
+      for (OpOperand &use : graph.loss.getUses())
+        if (isa<func::ReturnOp>(use.getOwner()) &&
+            use.getOwner()->getParentOp() == graph.forward)
+          lossIndex = use.getOperandNumber();
   }
   auto forwardFunc = module->lookupSymbol<func::FuncOp>(forwardName);
   unsigned numOutputs = forwardFunc.getNumResults() - numSaved;
+  // The stochastically quantized tensors (before lowering erases them).
+  std::vector<rt::SensitivityEstimator::Tensor> stochastic;
+  forwardFunc.walk([&](EncodeOp encode) {
+    auto quant = dyn_cast<QuantEncodingAttr>(encode.getType().getEncoding());
+    auto type = dyn_cast<RankedTensorType>(encode.getInput().getType());
+    if (quant && quant.isStochastic() && type && type.hasStaticShape())
+      stochastic.push_back({int64_t(encode.getId()), type.getNumElements(),
+                            unsigned(quant.getBits())});
+  });
 
   std::vector<std::string> names = {forwardName};
   if (!backwardName.empty())
@@ -276,17 +478,17 @@ int main(int argc, char **argv) {
     args.push_back(std::move(value));
   }
 
-  std::vector<HostValue> results;
-  std::vector<double> times;
-  int64_t peak = 0, liveAfter = 0;
-  for (unsigned run = 0; run < std::max(1u, unsigned(repeat)); ++run) {
+  // One step: the forward (or joint) call and, in the split form, the
+  // backward call with the saved values held in between. `outs`: the
+  // forward outputs, then the backward results.
+  auto runStep = [&](const std::vector<HostValue> &stepArgs,
+                     std::vector<HostValue> &outs, int64_t &stepPeak) {
     rt::resetPeak();
     int64_t base = rt::getMemoryStats().liveBytes;
-    auto start = std::chrono::steady_clock::now();
-    std::vector<HostValue> outs;
-    if (!forward.call(args, outs, error))
-      return fail(error);
-    int64_t stepPeak = rt::getMemoryStats().peakBytes - base;
+    outs.clear();
+    if (!forward.call(stepArgs, outs, error))
+      return false;
+    stepPeak = rt::getMemoryStats().peakBytes - base;
     if (jits.size() > 1) {
       // Split form: the saved values are held between the two calls; the
       // backward function gets them and a tangent per output (1 for the
@@ -315,12 +517,42 @@ int main(int argc, char **argv) {
       rt::resetPeak();
       std::vector<HostValue> grads;
       if (!backward.call(bargs, grads, error))
-        return fail(error);
+        return false;
       stepPeak = std::max(stepPeak, savedBytes + rt::getMemoryStats().peakBytes -
                                         base);
       outs.resize(numOutputs);
       outs.insert(outs.end(), grads.begin(), grads.end());
     }
+    return true;
+  };
+
+  if (!sensitivityFile.empty() || varianceRuns > 0) {
+    int seedsIndex = -1;
+    for (auto [i, spec] : llvm::enumerate(forward.getArguments()))
+      if (spec.isSeeds)
+        seedsIndex = int(i);
+    if (seedsIndex < 0)
+      return fail("--sensitivity and --variance-runs need a step with "
+                  "stochastic encodings (an act.seeds argument): run "
+                  "act-insert-encode-decode with #act.quant first");
+    if (!sensitivityFile.empty())
+      return estimateSensitivity(args, forward, unsigned(seedsIndex), runStep,
+                                 lossIndex, stochastic, forwardName,
+                                 fingerprint, error);
+    return measureVariance(args, unsigned(seedsIndex), runStep, lossIndex,
+                           error);
+  }
+
+  std::vector<HostValue> results;
+  std::vector<double> times;
+  int64_t peak = 0, liveAfter = 0;
+  for (unsigned run = 0; run < std::max(1u, unsigned(repeat)); ++run) {
+    int64_t base = rt::getMemoryStats().liveBytes;
+    auto start = std::chrono::steady_clock::now();
+    std::vector<HostValue> outs;
+    int64_t stepPeak = 0;
+    if (!runStep(args, outs, stepPeak))
+      return fail(error);
     times.push_back(std::chrono::duration<double, std::milli>(
                         std::chrono::steady_clock::now() - start)
                         .count());

@@ -1,0 +1,58 @@
+//===- Profile.h - the sensitivity profile file -----------------*- C++ -*-===//
+//
+// The JSON file `act-run --sensitivity` writes and `act-allocate-bits` reads
+// (schema: docs/Profile.md). One entry per saved tensor id, plus the
+// step's gradient variance; a fingerprint of the graph's saved values lets
+// the reader reject a profile measured on a different graph.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_ANALYSIS_PROFILE_H
+#define ACT_ANALYSIS_PROFILE_H
+
+#include "act/Analysis/TrainingGraph.h"
+
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::act {
+
+struct ProfileTensor {
+  int64_t id = 0;
+  int64_t elements = 0;
+  /// Bits of the stochastic quantizer the sensitivity was measured at.
+  unsigned bits = 0;
+  /// GACT's c_l (gradient variance per unit S(b)).
+  double sensitivity = 0.0;
+  unsigned samples = 0;
+};
+
+struct Profile {
+  static constexpr int64_t kVersion = 1;
+  std::string function;
+  std::string fingerprint;
+  unsigned batches = 0;
+  uint64_t stepSeed = 0;
+  uint64_t evaluations = 0;
+  /// Sampling variance of the step's gradient (sum over components);
+  /// unknown with fewer than two batches.
+  std::optional<double> gradientVariance;
+  std::vector<ProfileTensor> tensors;
+
+  const ProfileTensor *lookup(int64_t id) const;
+};
+
+/// A digest of the graph's saved values (id, producer, type): equal before
+/// and after act's passes, different when the graph changes.
+std::string getGraphFingerprint(const TrainingGraph &graph);
+
+llvm::Error writeProfile(const Profile &profile, llvm::StringRef path);
+/// Reads and validates a profile; errors name the file and the JSON path.
+llvm::Expected<Profile> readProfile(llvm::StringRef path);
+
+} // namespace mlir::act
+
+#endif // ACT_ANALYSIS_PROFILE_H

@@ -76,6 +76,52 @@ def ActInsertEncodeDecodePass
   ];
 }
 
+def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
+  let summary = "Choose each saved tensor's quantization bits from measured "
+                "sensitivities (GACT)";
+  let description = [{
+    Reads a sensitivity profile (`act-run --sensitivity`, schema in
+    docs/Profile.md) measured on this graph and chooses, for every saved
+    tensor, b_l in `bits` (default 1, 2, 4, 8, 32; 32 = not compressed) to
+    minimize the predicted compression variance sum_l c_l S(b_l),
+    S(b) = (2^b - 1)^-2, subject to sum_l b_l D_l <= average-bits * sum_l D_l
+    (GACT Eq. 4). `solver=exact` (default) solves this multiple-choice
+    knapsack by branch and bound and proves optimality; `solver=greedy` uses
+    ActNN/GACT's greedy. Both objectives are reported. Each tensor then gets
+    `#act.quant<bits = b_l, group = G>` (or stays in f32 at 32 bits),
+    placed like act-insert-encode-decode places encodings.
+
+    Run it on the graph before act-insert-encode-decode. A tensor missing
+    from the profile gets `default-bits` and a warning; loss-head tensors are
+    allocated only when the profile has them. A profile of a different
+    graph (other function, other saved values: the fingerprint) is an error.
+    When the predicted compression variance exceeds 10% of the profile's
+    gradient variance (GACT's rule), a warning names the tensors that
+    contribute most.
+  }];
+  let dependentDialects = ["::mlir::act::ActDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"profileFile", "profile", "std::string", "\"\"",
+           "the sensitivity profile (required)">,
+    Option<"averageBits", "average-bits", "double", "4.0",
+           "the budget: average bits per element over the allocated tensors">,
+    Option<"solver", "solver", "std::string", "\"exact\"",
+           "'exact' (branch and bound) or 'greedy' (GACT's)">,
+    ListOption<"bitChoices", "bits", "unsigned",
+               "the allowed bit widths (default 1,2,4,8,32)">,
+    Option<"group", "group", "int64_t", "256",
+           "quantization group size of the chosen encodings">,
+    Option<"defaultBits", "default-bits", "unsigned", "8",
+           "bits of a tensor the profile does not have">,
+    Option<"minBytes", "min-bytes", "int64_t", "1024",
+           "leave saved tensors smaller than this many bytes unencoded">,
+    Option<"reportFile", "report", "std::string", "\"\"",
+           "write the allocation as JSON to this file">,
+  ];
+}
+
 def ActMemoryReportPass : Pass<"act-memory-report", "::mlir::ModuleOp"> {
   let summary = "Report saved activations and the step's peak memory";
   let description = [{

@@ -13,7 +13,8 @@ taking `(*saved, tangent)`; act.aten lowers each node. Written to DIR:
 - `NAME_split.mlir`: `@NAME_forward` -> (loss, saved...) marked
   `act.backward = @NAME_backward, act.num_saved`, and `@NAME_backward(saved...,
   tangent) -> grads...`;
-- `NAME_inputs/*.npy`: the arguments (parameters, inputs, targets);
+- `NAME_inputs/*.npy`: the arguments (parameters, inputs, targets), and with
+  `--batches K` the inputs and targets of K - 1 more mini-batches;
 - `NAME_reference/`: loss.npy and grad_<i>.npy by eager autograd in float64;
 - `NAME.json`: the manifest (arguments, files, saved-tensor bytes).
 
@@ -278,8 +279,10 @@ def header(name, form, args):
             f"{' '.join(args)}\n")
 
 
-def export(spec, batch, seed, out_dir, argv=()):
-    """Writes the files of the module docstring; returns the manifest."""
+def export(spec, batch, seed, out_dir, argv=(), batches=1):
+    """Writes the files of the module docstring; returns the manifest.
+    batches > 1 adds mini-batches (inputs and targets only, drawn with seeds
+    derived from `seed`) for act-run --batch-inputs."""
     workload = load(spec, batch, seed)
     traced = Traced(workload)
     ex = Exporter(traced)
@@ -301,6 +304,15 @@ def export(spec, batch, seed, out_dir, argv=()):
         path = os.path.join(in_dir, f"{i:03d}_{nm}.npy")
         np.save(path, a.detach().numpy())
         inputs.append(path)
+    extra = []
+    for k in range(1, batches):
+        more = load(spec, batch, seed * 1000003 + k)
+        paths = []
+        for nm, t in (("inputs", more.inputs), ("targets", more.targets)):
+            path = os.path.join(in_dir, f"batch{k}_{nm}.npy")
+            np.save(path, t.numpy())
+            paths.append(path)
+        extra.append(paths)
     loss, grads, f32_error = traced.reference()
     np.save(os.path.join(ref_dir, "loss.npy"), loss.numpy())
     for i, gr in enumerate(grads):
@@ -310,6 +322,7 @@ def export(spec, batch, seed, out_dir, argv=()):
         "arguments": [{"name": nm, "shape": list(a.shape), "dtype": mlir_dtype(a.dtype)}
                       for nm, a in zip(arg_names, traced.args)],
         "inputs": inputs,
+        "batches": extra,
         "reference": {"loss": float(loss), "dir": ref_dir, "dtype": "f64",
                       "f32_autograd_max_rel_error": max(f32_error, default=0.0)},
         "parameters": len(traced.params),
@@ -329,11 +342,13 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output-dir", default=".")
+    p.add_argument("--batches", type=int, default=1,
+                   help="mini-batches to write (the extra ones for act-run --batch-inputs)")
     a = p.parse_args(argv)
     if a.batch < 1:
         p.error("--batch must be positive")
     try:
-        m = export(a.model, a.batch, a.seed, a.output_dir, argv)
+        m = export(a.model, a.batch, a.seed, a.output_dir, argv, a.batches)
     except (ExportError, ValueError) as e:
         print(f"act.export: error: {e}", file=sys.stderr)
         return 1

@@ -1,0 +1,187 @@
+"""act-tune: measure sensitivities, allocate bits, recompile, check.
+
+    act-tune MODEL | MANIFEST.json [--average-bits 4] [--batch N] [--batches K]
+             [--measure-bits 4] [--variance-runs R] [-o DIR]
+
+MODEL is exported first (act.export); MANIFEST.json is an existing export.
+Then, on the joint form:
+1. compile: `act-insert-encode-decode` with `#act.quant<bits = measure-bits>`
+   on every candidate tensor (loss head included);
+2. estimate: `act-run --sensitivity` over K mini-batches (GACT Alg. 1,
+   L + 1 step evaluations per batch) -> DIR/profile.json;
+3. allocate: `act-allocate-bits` (exact, and greedy for comparison) ->
+   DIR/tuned.mlir, DIR/tuned_greedy.mlir;
+4. check: the gradient's variance over R step seeds on one batch (the
+   compression variance) for the tuned, greedy and uniform allocations of
+   the same budget, next to the variance the profile predicts.
+Writes DIR/tune_report.json, DIR/tune_report.md and DIR/sensitivity.svg
+(per-tensor sensitivity and allocated bits, as GACT's Fig. 3a).
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+from . import driver
+from .export import export
+
+
+def measured_variance(mlir, manifest, runs):
+    r = driver.run("act-run", mlir, "--inputs=" + ",".join(manifest["inputs"]),
+                   f"--variance-runs={runs}")
+    return float(re.search(r"gradient variance over \d+ step seeds: (\S+)", r.stdout).group(1))
+
+
+def plot(profile, allocation, path, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tensors = allocation["tensors"]
+    ids = [t["id"] for t in tensors]
+    sens = [t["sensitivity"] if t["sensitivity"] is not None else float("nan") for t in tensors]
+    bits = [t["bits"] for t in tensors]
+    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(ids) + 2), 3.6))
+    x = range(len(ids))
+    ax.bar(x, sens, color="tab:blue", label="sensitivity $c_l$")
+    ax.set_yscale("log")
+    ax.set_ylabel("sensitivity $c_l$")
+    ax.set_xlabel("saved tensor id")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([str(i) for i in ids], fontsize=7, rotation=90 if len(ids) > 20 else 0)
+    ax2 = ax.twinx()
+    ax2.plot(list(x), bits, "o-", color="tab:red", label="allocated bits")
+    ax2.set_ylabel("bits / element")
+    ax2.set_yscale("log", base=2)
+    ax2.set_ylim(0.8, 45)
+    ax2.set_yticks([1, 2, 4, 8, 32])
+    ax2.set_yticklabels(["1", "2", "4", "8", "32"])
+    ax.set_title(title, fontsize=9)
+    fig.legend(loc="upper left", bbox_to_anchor=(0.0, 1.0), bbox_transform=ax.transAxes, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_bytes=1024,
+         quiet=False):
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    os.makedirs(out, exist_ok=True)
+    joint = manifest["files"]["joint"]
+    model = manifest["model"]
+
+    # 1. compile with a uniform stochastic quantizer to measure with.
+    measured = driver.insert(joint, os.path.join(out, "measure.mlir"),
+                             f"encoding=#act.quant<bits={measure_bits}> encode-loss-head=1 "
+                             f"min-bytes={min_bytes}")
+    # 2. estimate.
+    profile_path = os.path.join(out, "profile.json")
+    args = [measured, "--inputs=" + ",".join(manifest["inputs"]), f"--sensitivity={profile_path}"]
+    args += [f"--batch-inputs={','.join(b)}" for b in manifest.get("batches", [])]
+    say(driver.run("act-run", *args).stdout.rstrip())
+    with open(profile_path) as f:
+        profile = json.load(f)
+
+    # 3. allocate (exact, then greedy for comparison) and recompile.
+    results = {}
+    for solver in ("exact", "greedy"):
+        mlir = os.path.join(out, "tuned.mlir" if solver == "exact" else "tuned_greedy.mlir")
+        report = os.path.join(out, f"allocation_{solver}.json")
+        r = driver.run("act-opt", joint, "-act-allocate-bits=" + " ".join([
+            f"profile={profile_path}", f"average-bits={average_bits}",
+            f"solver={solver}", f"report={report}", f"min-bytes={min_bytes}"]), "-o", mlir)
+        if solver == "exact":
+            say(r.stderr.rstrip())
+        with open(report) as f:
+            results[solver] = {"mlir": mlir, "allocation": json.load(f)}
+    allocation = results["exact"]["allocation"]
+
+    # The uniform allocation of the same budget over the same tensors.
+    sens = {t["id"]: t["sensitivity"] for t in allocation["tensors"]}
+    s = lambda b: 0.0 if b >= 32 else 1.0 / (2 ** b - 1) ** 2
+    uniform_bits = int(average_bits)
+    rows = []
+    uniform_ok = uniform_bits in (1, 2, 4, 8) and uniform_bits == average_bits
+    if uniform_ok:
+        ids = ",".join(str(i) for i in sens)
+        uniform = driver.insert(joint, os.path.join(out, "uniform.mlir"),
+                                f"encoding=#act.quant<bits={uniform_bits}> encode-loss-head=1 "
+                                f"min-bytes=0 include={ids}")
+        rows.append(("uniform", uniform, sum(c * s(uniform_bits) for c in sens.values() if c)))
+    rows.append(("exact", results["exact"]["mlir"], results["exact"]["allocation"]["exact"]["objective"]))
+    rows.append(("greedy", results["greedy"]["mlir"], results["greedy"]["allocation"]["greedy"]["objective"]))
+
+    # 4. check: measured compression variance against the prediction.
+    table = []
+    for name, mlir, predicted in rows:
+        measured_v = measured_variance(mlir, manifest, variance_runs)
+        table.append({"allocation": name, "predicted": predicted, "measured": measured_v,
+                      "ratio": predicted / measured_v if measured_v > 0 else None})
+    report = {
+        "model": model, "average_bits": average_bits, "measure_bits": measure_bits,
+        "variance_runs": variance_runs, "profile": profile_path,
+        "gradient_variance": profile["gradient_variance"],
+        "evaluations": profile["measurement"]["evaluations"],
+        "tensors": len(allocation["tensors"]),
+        "exact_objective": allocation["exact"]["objective"],
+        "greedy_objective": allocation["greedy"]["objective"],
+        "variance": table,
+        "allocation": allocation["tensors"],
+    }
+    with open(os.path.join(out, "tune_report.json"), "w") as f:
+        json.dump(report, f, indent=2)
+    lines = [f"# act-tune: {model}, average {average_bits:g} bits", "",
+             f"{len(allocation['tensors'])} tensors, {profile['measurement']['batches']} mini-batches, "
+             f"{profile['measurement']['evaluations']} step evaluations; gradient variance "
+             f"{profile['gradient_variance']}", "",
+             "| allocation | predicted variance | measured variance | predicted / measured |",
+             "|---|---|---|---|"]
+    for row in table:
+        lines.append(f"| {row['allocation']} | {row['predicted']:.4g} | {row['measured']:.4g} | "
+                     f"{row['ratio']:.3f} |" if row["ratio"] is not None else
+                     f"| {row['allocation']} | {row['predicted']:.4g} | {row['measured']:.4g} | - |")
+    lines += ["", "| id | elements | sensitivity | bits (exact) | bits (greedy) |", "|---|---|---|---|---|"]
+    for t in allocation["tensors"]:
+        c = f"{t['sensitivity']:.4g}" if t["sensitivity"] is not None else "-"
+        lines.append(f"| {t['id']} | {t['elements']} | {c} | {t['bits_exact']} | {t['bits_greedy']} |")
+    with open(os.path.join(out, "tune_report.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    plot(profile, allocation, os.path.join(out, "sensitivity.svg"),
+         f"{model}: sensitivity and bits at {average_bits:g} bits on average")
+    say("\n".join(lines[4:4 + 2 + len(table)]))
+    say(f"act-tune: wrote {out}/tuned.mlir, profile.json, tune_report.md, sensitivity.svg")
+    return report
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="act-tune", description=__doc__.split("\n\n")[0])
+    p.add_argument("model", help="a model for act.export, or an export's manifest .json")
+    p.add_argument("--average-bits", type=float, default=4.0)
+    p.add_argument("--measure-bits", type=int, default=4, choices=[1, 2, 4, 8])
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--batches", type=int, default=4, help="mini-batches to measure on")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--variance-runs", type=int, default=16)
+    p.add_argument("--min-bytes", type=int, default=1024,
+                   help="leave smaller saved tensors in f32 (as act-insert-encode-decode)")
+    p.add_argument("-o", "--output-dir", default="act-tune-out")
+    a = p.parse_args(argv)
+    try:
+        if a.model.endswith(".json"):
+            with open(a.model) as f:
+                manifest = json.load(f)
+        else:
+            manifest = export(a.model, a.batch, a.seed, os.path.join(a.output_dir, "export"),
+                              batches=a.batches)
+        tune(manifest, a.output_dir, a.average_bits, a.measure_bits, a.variance_runs,
+             a.min_bytes)
+    except (driver.ToolError, ValueError, OSError) as e:
+        print(f"act-tune: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -24,10 +24,13 @@ def tool(name):
     return path
 
 
-def run(name, *args):
-    r = subprocess.run([tool(name), *map(str, args)], capture_output=True, text=True)
+def run(name, *args, progress=False):
+    """Runs an act tool; `progress` lets its stderr through (act-run's
+    progress lines) instead of capturing it."""
+    r = subprocess.run([tool(name), *map(str, args)], stdout=subprocess.PIPE,
+                       stderr=None if progress else subprocess.PIPE, text=True)
     if r.returncode != 0:
-        raise ToolError(f"{name} {' '.join(map(str, args))} failed:\n{r.stdout}{r.stderr}")
+        raise ToolError(f"{name} {' '.join(map(str, args))} failed:\n{r.stdout}{r.stderr or ''}")
     return r
 
 

@@ -80,7 +80,7 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
     profile_path = os.path.join(out, "profile.json")
     args = [measured, "--inputs=" + ",".join(manifest["inputs"]), f"--sensitivity={profile_path}"]
     args += [f"--batch-inputs={','.join(b)}" for b in manifest.get("batches", [])]
-    say(driver.run("act-run", *args).stdout.rstrip())
+    say(driver.run("act-run", *args, progress=not quiet).stdout.rstrip())
     with open(profile_path) as f:
         profile = json.load(f)
 

@@ -35,6 +35,9 @@ unsigned mlir::act::getElementBytes(ElementKind kind) {
   case ElementKind::F64:
   case ElementKind::I64:
     return 8;
+  case ElementKind::I16:
+    return 2;
+  case ElementKind::I8:
   case ElementKind::I1:
     return 1;
   }
@@ -51,6 +54,10 @@ const char *mlir::act::getNpyDescr(ElementKind kind) {
     return "<i8";
   case ElementKind::I32:
     return "<i4";
+  case ElementKind::I16:
+    return "<i2";
+  case ElementKind::I8:
+    return "|i1";
   case ElementKind::I1:
     return "|b1";
   }
@@ -88,6 +95,10 @@ static std::optional<ElementKind> getKind(Type type) {
     return ElementKind::I64;
   if (type.isInteger(32))
     return ElementKind::I32;
+  if (type.isInteger(16))
+    return ElementKind::I16;
+  if (type.isInteger(8))
+    return ElementKind::I8;
   if (type.isInteger(1))
     return ElementKind::I1;
   return std::nullopt;

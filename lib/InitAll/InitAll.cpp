@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -59,6 +60,9 @@ void mlir::act::registerAllDialects(DialectRegistry &registry) {
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  // memref.alloc as an allocation (buffer-results-to-out-params hoists
+  // returned allocations into the caller's buffer only through it).
+  memref::registerAllocationOpInterfaceExternalModels(registry);
   mlir::registerAllExtensions(registry);
   // Translation to LLVM IR, for the JIT and object files.
   mlir::registerAllToLLVMIRTranslations(registry);

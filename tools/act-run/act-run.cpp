@@ -129,6 +129,14 @@ static bool randomValue(const ValueSpec &spec, std::mt19937_64 &gen,
       std::memcpy(at, &x, 4);
       break;
     }
+    case ElementKind::I16: {
+      int16_t x = int16_t(std::lround(v));
+      std::memcpy(at, &x, 2);
+      break;
+    }
+    case ElementKind::I8:
+      *at = char(std::lround(v));
+      break;
     case ElementKind::I1:
       *at = v > 0;
       break;

@@ -25,7 +25,7 @@ namespace mlir::act {
 std::function<llvm::Error(llvm::Module *)> makeHostOptimizingTransformer();
 
 /// Element types exchanged with compiled code.
-enum class ElementKind { F32, F64, I64, I32, I1 };
+enum class ElementKind { F32, F64, I64, I32, I16, I8, I1 };
 unsigned getElementBytes(ElementKind kind);
 /// The NumPy type string of a kind ("<f4", ...).
 const char *getNpyDescr(ElementKind kind);

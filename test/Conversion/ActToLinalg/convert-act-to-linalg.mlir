@@ -65,15 +65,17 @@ func.func @nearest(%x: tensor<2x256xf32>) -> !act.encoded<tensor<2x256xf32>, #ac
 
 // -----
 
-// Floats: one packing generic; f16 through arith.truncf after clamping,
-// fp10 through the integer rounding of ActLowering (three per word).
+// Floats: f16 is an array of 16-bit codes, one element-wise generic
+// (arith.truncf after clamping); fp10 one packing generic through the
+// integer rounding of ActLowering (three per word).
 // CHECK-LABEL: func.func @floats
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<50xi32>)
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}], iterator_types = ["parallel"]} ins(%{{.*}} : tensor<100xf32>) outs(%{{.*}} : tensor<100xi16>)
 // CHECK:   arith.cmpf ogt
 // CHECK:   arith.truncf %{{.*}} : f32 to f16
+// CHECK:   arith.trunci %{{.*}} : i32 to i16
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<34xi32>)
 // CHECK:   math.roundeven
-// CHECK: return {{.*}} : tensor<50xi32>, tensor<34xi32>
+// CHECK: return {{.*}} : tensor<100xi16>, tensor<34xi32>
 func.func @floats(%x: tensor<100xf32>) -> (!act.encoded<tensor<100xf32>, #act.float<format = f16>>, !act.encoded<tensor<100xf32>, #act.float<format = fp10>>) {
   %h = act.encode %x, id = 0 : tensor<100xf32> -> !act.encoded<tensor<100xf32>, #act.float<format = f16>>
   %t = act.encode %x, id = 1 : tensor<100xf32> -> !act.encoded<tensor<100xf32>, #act.float<format = fp10>>

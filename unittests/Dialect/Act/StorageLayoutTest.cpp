@@ -87,9 +87,10 @@ TEST_F(StorageLayoutTest, QuantEmpty) {
 }
 
 TEST_F(StorageLayoutTest, FloatSixteenBit) {
-  // Two per word.
+  // An array of 16-bit codes: no padding, odd counts included.
   EXPECT_EQ(flt(FloatFormat::F16, 1000), layout(2000, 0, 0));
-  EXPECT_EQ(flt(FloatFormat::BF16, 1001), layout(2002, 0, 2));
+  EXPECT_EQ(flt(FloatFormat::BF16, 1001), layout(2002, 0, 0));
+  EXPECT_EQ(flt(FloatFormat::F16, 1), layout(2, 0, 0));
 }
 
 TEST_F(StorageLayoutTest, FloatFp10) {
@@ -106,8 +107,9 @@ TEST_F(StorageLayoutTest, FloatFp10) {
 TEST_F(StorageLayoutTest, FloatFp8) {
   for (FloatFormat f : {FloatFormat::E4M3, FloatFormat::E5M2}) {
     EXPECT_EQ(flt(f, 1024), layout(1024, 0, 0));
-    EXPECT_EQ(flt(f, 1025), layout(1025, 0, 3));
-    EXPECT_EQ(flt(f, 6), layout(6, 0, 2));
+    // An array of byte codes: no padding.
+    EXPECT_EQ(flt(f, 1025), layout(1025, 0, 0));
+    EXPECT_EQ(flt(f, 6), layout(6, 0, 0));
   }
 }
 

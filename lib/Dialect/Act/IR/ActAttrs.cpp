@@ -129,7 +129,13 @@ bool FloatEncodingAttr::isLossless(Type elementType) const {
   }
 }
 
+/// 8- and 16-bit codes are stored as an array of them (the bytes of the
+/// word packing without its tail padding), encoded element-wise.
+static bool isByteAligned(unsigned bits) { return bits == 8 || bits == 16; }
+
 StorageLayout FloatEncodingAttr::getStorageLayout(int64_t numElements, Type) const {
+  if (isByteAligned(getElementBits()))
+    return {numElements * getElementBits() / 8, 0, 0};
   return StorageLayout::packed(numElements, getElementBits(),
                                getElementsPerWord());
 }
@@ -381,6 +387,12 @@ Value QuantEncodingAttr::buildDecode(OpBuilder &b, Location loc,
 
 void FloatEncodingAttr::getStorageTypes(RankedTensorType type,
                                         SmallVectorImpl<Type> &types) const {
+  if (isByteAligned(getElementBits())) {
+    types.push_back(RankedTensorType::get(
+        {type.hasStaticShape() ? type.getNumElements() : ShapedType::kDynamic},
+        IntegerType::get(getContext(), getElementBits())));
+    return;
+  }
   types.push_back(RankedTensorType::get({staticWords(type, getElementsPerWord())},
                                         IntegerType::get(getContext(), 32)));
 }
@@ -412,13 +424,9 @@ SmallVector<Value> FloatEncodingAttr::buildEncode(OpBuilder &b, Location loc,
                                                   Value input, Value,
                                                   int64_t) const {
   unsigned bits = getElementBits(), perWord = getElementsPerWord();
-  PackedLowering lowering(b, loc, bits, perWord, perWord);
-  lowering.load(input);
   FloatFormat format = getFormat();
   std::optional<MiniFloat> mini = getMiniFloat(format);
-  return {lowering.pack(
-      {},
-      [&](OpBuilder &nb, Location nl, Value x, Value, ValueRange) -> Value {
+  auto code = [&](OpBuilder &nb, Location nl, Value x) -> Value {
         Value v = toF32(nb, nl, x);
         if (mini)
           return buildMiniFloatEncode(nb, nl, v, *mini);
@@ -466,6 +474,14 @@ SmallVector<Value> FloatEncodingAttr::buildEncode(OpBuilder &b, Location loc,
         Value h = arith::TruncFOp::create(nb, nl, half, v);
         Value i16 = arith::BitcastOp::create(nb, nl, nb.getI16Type(), h);
         return arith::ExtUIOp::create(nb, nl, nb.getI32Type(), i16);
+  };
+  if (isByteAligned(bits))
+    return {buildByteEncode(b, loc, input, bits, code)};
+  PackedLowering lowering(b, loc, bits, perWord, perWord);
+  lowering.load(input);
+  return {lowering.pack(
+      {}, [&](OpBuilder &nb, Location nl, Value x, Value, ValueRange) {
+        return code(nb, nl, x);
       })};
 }
 
@@ -474,14 +490,10 @@ Value FloatEncodingAttr::buildDecode(OpBuilder &b, Location loc,
                                      RankedTensorType decodedType,
                                      ValueRange dynamicSizes) const {
   unsigned bits = getElementBits(), perWord = getElementsPerWord();
-  PackedLowering lowering(b, loc, bits, perWord, perWord);
-  lowering.setShape(decodedType, dynamicSizes);
   FloatFormat format = getFormat();
   std::optional<MiniFloat> mini = getMiniFloat(format);
   Type elementType = decodedType.getElementType();
-  return lowering.unpack(
-      storage[0], decodedType, dynamicSizes, {},
-      [&](OpBuilder &nb, Location nl, Value code, ValueRange) -> Value {
+  auto value = [&](OpBuilder &nb, Location nl, Value code) -> Value {
         Value v;
         if (mini) {
           v = buildMiniFloatDecode(nb, nl, code, *mini);
@@ -494,7 +506,14 @@ Value FloatEncodingAttr::buildDecode(OpBuilder &b, Location loc,
           v = arith::ExtFOp::create(nb, nl, nb.getF32Type(), h);
         }
         return fromF32(nb, nl, v, elementType);
-      });
+  };
+  if (isByteAligned(bits))
+    return buildByteDecode(b, loc, storage[0], decodedType, dynamicSizes, value);
+  PackedLowering lowering(b, loc, bits, perWord, perWord);
+  lowering.setShape(decodedType, dynamicSizes);
+  return lowering.unpack(storage[0], decodedType, dynamicSizes, {},
+                         [&](OpBuilder &nb, Location nl, Value code,
+                             ValueRange) { return value(nb, nl, code); });
 }
 
 // MaskEncodingAttr ----------------------------------------------------------

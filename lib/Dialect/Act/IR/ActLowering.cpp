@@ -223,6 +223,93 @@ static int64_t staticOr(Value v) {
   return ShapedType::kDynamic;
 }
 
+//===----------------------------------------------------------------------===//
+// Byte-aligned codes
+//===----------------------------------------------------------------------===//
+
+/// The reassociation that collapses all `rank` dims into one.
+static SmallVector<ReassociationIndices> collapseAll(int64_t rank) {
+  if (rank == 0)
+    return {};
+  ReassociationIndices all;
+  for (int64_t i = 0; i < rank; ++i)
+    all.push_back(i);
+  return {all};
+}
+
+/// A one-loop parallel generic from `in` (1-D) to a new 1-D tensor of
+/// `elementType`, or over `in`'s shape when it is N-D.
+static Value elementwise(OpBuilder &b, Location loc, Value in, Type elementType,
+                         ValueRange dynamicSizes,
+                         function_ref<Value(OpBuilder &, Location, Value)> fn) {
+  auto type = cast<RankedTensorType>(in.getType());
+  SmallVector<Value> dyn;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      dyn.push_back(tensor::DimOp::create(b, loc, in, d));
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), elementType, dyn);
+  auto map = b.getMultiDimIdentityMap(type.getRank());
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), ValueRange{in}, ValueRange{init},
+             ArrayRef<AffineMap>{map, map}, iterators,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(nb, nl, fn(nb, nl, args[0]));
+             })
+      .getResult(0);
+}
+
+Value mlir::act::buildByteEncode(
+    OpBuilder &b, Location loc, Value input, unsigned bits,
+    function_ref<Value(OpBuilder &, Location, Value)> code) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t n = type.hasStaticShape() ? type.getNumElements()
+                                    : ShapedType::kDynamic;
+  auto flatType = RankedTensorType::get({n}, type.getElementType());
+  Value flat = input;
+  if (type.getRank() == 0)
+    flat = tensor::ExpandShapeOp::create(b, loc, flatType, input,
+                                         collapseAll(0));
+  else if (type.getRank() > 1)
+    flat = tensor::CollapseShapeOp::create(b, loc, flatType, input,
+                                           collapseAll(type.getRank()));
+  Type codeType = b.getIntegerType(bits);
+  return elementwise(b, loc, flat, codeType, {},
+                     [&](OpBuilder &nb, Location nl, Value x) -> Value {
+                       return arith::TruncIOp::create(nb, nl, codeType,
+                                                      code(nb, nl, x));
+                     });
+}
+
+Value mlir::act::buildByteDecode(
+    OpBuilder &b, Location loc, Value payload, RankedTensorType type,
+    ValueRange dynamicSizes,
+    function_ref<Value(OpBuilder &, Location, Value)> value) {
+  auto payloadType = cast<RankedTensorType>(payload.getType());
+  auto shapedType = type.clone(payloadType.getElementType());
+  Value shaped = payload;
+  if (type.getRank() == 0) {
+    shaped = tensor::CollapseShapeOp::create(b, loc, shapedType, payload,
+                                             collapseAll(0));
+  } else if (type.getRank() > 1) {
+    SmallVector<OpFoldResult> sizes;
+    unsigned next = 0;
+    for (int64_t d : type.getShape())
+      sizes.push_back(ShapedType::isDynamic(d)
+                          ? OpFoldResult(dynamicSizes[next++])
+                          : OpFoldResult(b.getIndexAttr(d)));
+    shaped = tensor::ExpandShapeOp::create(b, loc, shapedType, payload,
+                                           collapseAll(type.getRank()), sizes);
+  }
+  return elementwise(b, loc, shaped, type.getElementType(), dynamicSizes,
+                     [&](OpBuilder &nb, Location nl, Value c) -> Value {
+                       return value(nb, nl,
+                                    arith::ExtUIOp::create(nb, nl,
+                                                           nb.getI32Type(), c));
+                     });
+}
+
 void PackedLowering::load(Value input) {
   auto type = cast<RankedTensorType>(input.getType());
   Value flat = input;

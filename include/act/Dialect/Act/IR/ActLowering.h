@@ -47,6 +47,18 @@ struct PerElementInput {
   std::function<SmallVector<AffineExpr>(AffineExpr flatIndex)> indices;
 };
 
+/// Byte-aligned codes (8 or 16 bits per element): the payload is
+/// tensor<n x iB>, element i at position i: the same bytes as the 32-bit
+/// little-endian words of docs/Encodings.md, without the tail padding. Encode
+/// and decode are one element-wise generic each, which vectorizes.
+/// `code` maps an element to its code (an i32 in the low `bits`).
+Value buildByteEncode(OpBuilder &b, Location loc, Value input, unsigned bits,
+                      function_ref<Value(OpBuilder &, Location, Value x)> code);
+/// `value` maps a code (i32) to the decoded element.
+Value buildByteDecode(OpBuilder &b, Location loc, Value payload,
+                      RankedTensorType type, ValueRange dynamicSizes,
+                      function_ref<Value(OpBuilder &, Location, Value code)> value);
+
 /// Builds the pieces of a packed lowering for a tensor `input`.
 class PackedLowering {
 public:

@@ -265,6 +265,10 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
         .getResult(0);
   };
   Value n = lowering.getNumElements();
+  // A static element count that fills its groups needs no padding mask.
+  auto inputType = cast<RankedTensorType>(input.getType());
+  bool noTail = inputType.hasStaticShape() &&
+                inputType.getNumElements() % group == 0;
   auto stats = linalg::GenericOp::create(
       b, loc, TypeRange{statType, statType}, ValueRange{view},
       ValueRange{filled(INFINITY), filled(-INFINITY)},
@@ -273,24 +277,25 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
        AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx)},
       {utils::IteratorType::parallel, utils::IteratorType::reduction},
       [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value g = linalg::IndexOp::create(nb, nl, 0);
-        Value j = linalg::IndexOp::create(nb, nl, 1);
-        Value i = arith::AddIOp::create(
-            nb, nl,
-            arith::MulIOp::create(
-                nb, nl, g, arith::ConstantIndexOp::create(nb, nl, group)),
-            j);
-        Value valid =
-            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, i, n);
         Value x = toF32(nb, nl, args[0]);
         // minnum/maxnum: vectorizable on every target (minimumf/maximumf,
         // which propagate NaN, are not on x86); NaN groups are undefined.
-        Value mn = arith::SelectOp::create(
-            nb, nl, valid, arith::MinNumFOp::create(nb, nl, args[1], x),
-            args[1]);
-        Value mx = arith::SelectOp::create(
-            nb, nl, valid, arith::MaxNumFOp::create(nb, nl, args[2], x),
-            args[2]);
+        Value mn = arith::MinNumFOp::create(nb, nl, args[1], x);
+        Value mx = arith::MaxNumFOp::create(nb, nl, args[2], x);
+        if (!noTail) {
+          // Padding elements do not count.
+          Value g = linalg::IndexOp::create(nb, nl, 0);
+          Value j = linalg::IndexOp::create(nb, nl, 1);
+          Value i = arith::AddIOp::create(
+              nb, nl,
+              arith::MulIOp::create(
+                  nb, nl, g, arith::ConstantIndexOp::create(nb, nl, group)),
+              j);
+          Value valid =
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, i, n);
+          mn = arith::SelectOp::create(nb, nl, valid, mn, args[1]);
+          mx = arith::SelectOp::create(nb, nl, valid, mx, args[2]);
+        }
         linalg::YieldOp::create(nb, nl, ValueRange{mn, mx});
       });
 

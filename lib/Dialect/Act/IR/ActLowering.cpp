@@ -282,26 +282,29 @@ Value mlir::act::buildByteEncode(
                      });
 }
 
+Value mlir::act::unflatten(OpBuilder &b, Location loc, Value flat,
+                          RankedTensorType type, ValueRange dynamicSizes) {
+  auto flatType = cast<RankedTensorType>(flat.getType());
+  auto shapedType = type.clone(flatType.getElementType());
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, shapedType, flat,
+                                           collapseAll(0));
+  if (type.getRank() == 1)
+    return flat;
+  SmallVector<OpFoldResult> sizes;
+  unsigned next = 0;
+  for (int64_t d : type.getShape())
+    sizes.push_back(ShapedType::isDynamic(d) ? OpFoldResult(dynamicSizes[next++])
+                                             : OpFoldResult(b.getIndexAttr(d)));
+  return tensor::ExpandShapeOp::create(b, loc, shapedType, flat,
+                                       collapseAll(type.getRank()), sizes);
+}
+
 Value mlir::act::buildByteDecode(
     OpBuilder &b, Location loc, Value payload, RankedTensorType type,
     ValueRange dynamicSizes,
     function_ref<Value(OpBuilder &, Location, Value)> value) {
-  auto payloadType = cast<RankedTensorType>(payload.getType());
-  auto shapedType = type.clone(payloadType.getElementType());
-  Value shaped = payload;
-  if (type.getRank() == 0) {
-    shaped = tensor::CollapseShapeOp::create(b, loc, shapedType, payload,
-                                             collapseAll(0));
-  } else if (type.getRank() > 1) {
-    SmallVector<OpFoldResult> sizes;
-    unsigned next = 0;
-    for (int64_t d : type.getShape())
-      sizes.push_back(ShapedType::isDynamic(d)
-                          ? OpFoldResult(dynamicSizes[next++])
-                          : OpFoldResult(b.getIndexAttr(d)));
-    shaped = tensor::ExpandShapeOp::create(b, loc, shapedType, payload,
-                                           collapseAll(type.getRank()), sizes);
-  }
+  Value shaped = unflatten(b, loc, payload, type, dynamicSizes);
   return elementwise(b, loc, shaped, type.getElementType(), dynamicSizes,
                      [&](OpBuilder &nb, Location nl, Value c) -> Value {
                        return value(nb, nl,

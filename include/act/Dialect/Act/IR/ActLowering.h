@@ -59,6 +59,10 @@ Value buildByteDecode(OpBuilder &b, Location loc, Value payload,
                       RankedTensorType type, ValueRange dynamicSizes,
                       function_ref<Value(OpBuilder &, Location, Value code)> value);
 
+/// Reshapes a 1-D tensor to `type`'s shape (element type kept).
+Value unflatten(OpBuilder &b, Location loc, Value flat, RankedTensorType type,
+                ValueRange dynamicSizes);
+
 /// Builds the pieces of a packed lowering for a tensor `input`.
 class PackedLowering {
 public:

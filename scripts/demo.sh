@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command 1: install what is missing, build, and run act on an
 # example training graph (a small CNN): insert encode/decode around every
-# saved activation and print the memory report.
+# saved activation and print the memory report; then export a PyTorch CNN,
+# check act-run's gradients against autograd, and tune its bits (GACT).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${ACT_BUILD_DIR:-$here/build}
@@ -26,4 +27,14 @@ echo "-- without encodings"
 "$act_run" "$tmp/plain.mlir"
 echo "-- with 4-bit quantization of every saved activation"
 "$act_run" "$tmp/encoded.mlir"
+
+echo
+echo "== From PyTorch: export a CNN training step (AOTAutograd), run it, compare with autograd"
+cd "$here/python"
+/usr/bin/python3 -m act.export cnn --batch 16 --batches 4 -o "$tmp/torch"
+ACT_BIN_DIR="$build_dir/bin" /usr/bin/python3 -m act.oracle cnn --batch 16 \
+  --encodings "none;#act.float<format=bf16>;#act.quant<bits=4>" -o "$tmp/oracle"
+echo
+echo "== act-tune: sensitivities measured by act-run, bits chosen by act-allocate-bits (average 4)"
+"$build_dir/bin/act-tune" "$tmp/torch/cnn.json" -o "$tmp/tune" 2>&1 | tail -8
 rm -rf "$tmp"

@@ -63,6 +63,10 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertMathToLibmPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
   memrefOptions.useGenericFunctions = options.countAllocations;
+  // aligned_alloc instead of malloc + pointer arithmetic: the aligned
+  // pointer keeps its provenance, so LLVM's alias analysis still tells
+  // buffers apart (promotes reductions to registers, vectorizes).
+  memrefOptions.useAlignedAlloc = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -76,6 +77,12 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
                                  const GPUPipelineOptions &options) {
   buildBufferizedLoops(pm, /*resultsToOutParams=*/false);
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  // Tiles of `block-size` iterations: the tile loop maps to blocks, the
+  // iterations in a tile to threads (consecutive threads, consecutive
+  // elements: coalesced). Constant tile bounds with an in-bounds check
+  // inside, so every loop nest becomes a launch with static block size.
+  pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
+      {options.blockSize}, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());

@@ -14,12 +14,16 @@
 // CHECK: {{[0-9]+}} kernels
 
 // The host code launches the kernels through the runtime's mgpu* entry
-// points; the PTX targets sm_90.
+// points, 256 threads per block (block-size) over ceil(1000 / 256) = 4
+// blocks; the PTX targets sm_90 and indexes by thread.
+// HOST: %[[THREADS:.*]] = llvm.mlir.constant(256 : index) : i64
+// HOST: %[[BLOCKS:.*]] = llvm.mlir.constant(4 : index) : i64
 // HOST: llvm.call @mgpuStreamCreate
-// HOST: gpu.launch_func
+// HOST: gpu.launch_func {{.*}}@quant_kernel::@quant_kernel blocks in (%[[BLOCKS]], %{{.*}}, %{{.*}}) threads in (%[[THREADS]], %{{.*}}, %{{.*}})
 // HOST: gpu.binary @quant_kernel
 // PTX: .target sm_90
 // PTX: .visible .entry quant_kernel
+// PTX: %tid.x
 
 func.func @quant(%x: tensor<1000xf32>, %s: i64) -> tensor<1000xf32> {
   %e = act.encode %x, id = 0, seed %s : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>

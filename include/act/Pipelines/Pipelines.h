@@ -38,6 +38,12 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::desc("NVIDIA libdevice bitcode linked into the kernels "
                      "(math functions)"),
       llvm::cl::init("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc")};
+  Option<int64_t> blockSize{
+      *this, "block-size",
+      llvm::cl::desc("threads per block: the outermost dimension of every "
+                     "parallel loop is tiled by it, tiles map to blocks and "
+                     "their iterations to threads"),
+      llvm::cl::init(256)};
 };
 
 /// Training graph with act ops on tensors -> LLVM dialect, for the JIT

@@ -56,8 +56,8 @@ void act::rt::philox4x32(uint64_t index, uint64_t seed, uint64_t id,
 
 uint32_t act::rt::philox(uint64_t index, uint64_t seed, uint64_t id) {
   uint32_t out[4];
-  philox4x32(index, seed, id, out);
-  return out[0];
+  philox4x32(index / 4, seed, id, out);
+  return out[index % 4];
 }
 
 //===----------------------------------------------------------------------===//

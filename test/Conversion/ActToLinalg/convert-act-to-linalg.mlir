@@ -16,10 +16,15 @@
 // CHECK:      %[[META:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#0, %[[STATS]]#1 : tensor<4xf32>, tensor<4xf32>) outs(%{{.*}} : tensor<4x2xf32>)
 // CHECK:      %[[LANES:.*]] = tensor.expand_shape %[[PAD]] {{\[\[}}0, 1, 2]] output_shape [4, 32, 8] : tensor<1024xf32> into tensor<4x32x8xf32>
 // CHECK:      %[[WORDS3:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel"]} ins(%[[META]], %[[META]] : tensor<4x2xf32>, tensor<4x2xf32>) outs(%{{.*}} : tensor<4x32xi32>)
-// CHECK-COUNT-8: tensor.extract %[[LANES]]
-// Stochastic rounding: Philox4x32-10, ten rounds of two 32x32->64 products
-// (per lane).
+// Stochastic rounding: Philox4x32-10, ten rounds of two 32x32->64 products,
+// one block per four lanes (eight lanes: two blocks per word).
+// CHECK:        tensor.extract %[[LANES]]
 // CHECK-COUNT-20: arith.mului_extended
+// CHECK-NOT:    arith.mului_extended
+// CHECK-COUNT-4: tensor.extract %[[LANES]]
+// CHECK-COUNT-20: arith.mului_extended
+// CHECK-NOT:    arith.mului_extended
+// CHECK-COUNT-3: tensor.extract %[[LANES]]
 // CHECK:        math.floor
 // CHECK:        arith.shli
 // CHECK:        arith.ori

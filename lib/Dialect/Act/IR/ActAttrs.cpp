@@ -325,12 +325,14 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
 
   // Codes: (x - min) / scale rounded stochastically or to nearest, clamped.
   bool stochastic = isStochastic();
+  // The Philox block shared by four consecutive elements.
+  SmallVector<Value> randomBlock;
   if (!seed)
     seed = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
   Value payload = lowering.pack(
       {groupColumn(meta, group, 0), groupColumn(meta, group, 1)},
       [&](OpBuilder &nb, Location nl, Value x, Value index,
-          ValueRange extra) -> Value {
+          ValueRange extra, int64_t lane) -> Value {
         Value mn = extra[0], scale = extra[1];
         Value zero = f32Const(nb, nl, 0.0f);
         Value y = arith::DivFOp::create(
@@ -341,7 +343,8 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
         Value offset;
         if (stochastic) {
           // u in [0, 1) from the top 24 bits of the Philox word.
-          Value r = buildPhilox(nb, nl, index, seed, id);
+          Value r =
+              buildElementRandom(nb, nl, index, seed, id, lane, randomBlock);
           r = arith::ShRUIOp::create(
               nb, nl, r,
               arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 8));
@@ -485,9 +488,8 @@ SmallVector<Value> FloatEncodingAttr::buildEncode(OpBuilder &b, Location loc,
   PackedLowering lowering(b, loc, bits, perWord, perWord);
   lowering.load(input);
   return {lowering.pack(
-      {}, [&](OpBuilder &nb, Location nl, Value x, Value, ValueRange) {
-        return code(nb, nl, x);
-      })};
+      {}, [&](OpBuilder &nb, Location nl, Value x, Value, ValueRange,
+              int64_t) { return code(nb, nl, x); })};
 }
 
 Value FloatEncodingAttr::buildDecode(OpBuilder &b, Location loc,
@@ -539,7 +541,8 @@ SmallVector<Value> MaskEncodingAttr::buildEncode(OpBuilder &b, Location loc,
   MaskPredicate predicate = getPredicate();
   return {lowering.pack(
       {},
-      [&](OpBuilder &nb, Location nl, Value x, Value, ValueRange) -> Value {
+      [&](OpBuilder &nb, Location nl, Value x, Value, ValueRange,
+          int64_t) -> Value {
         Value zero = arith::ConstantOp::create(nb, nl,
                                                nb.getZeroAttr(x.getType()));
         Value p;

@@ -26,8 +26,9 @@ using namespace mlir::act;
 // Philox4x32-10
 //===----------------------------------------------------------------------===//
 
-Value mlir::act::buildPhilox(OpBuilder &b, Location loc, Value index,
-                             Value seed, int64_t id) {
+SmallVector<Value, 4> mlir::act::buildPhilox4(OpBuilder &b, Location loc,
+                                              Value index, Value seed,
+                                              int64_t id) {
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   auto c32 = [&](uint32_t v) {
     return arith::ConstantIntOp::create(b, loc, i32, int64_t(v)).getResult();
@@ -59,7 +60,33 @@ Value mlir::act::buildPhilox(OpBuilder &b, Location loc, Value index,
       k1 = arith::AddIOp::create(b, loc, k1, w1);
     }
   }
-  return c0;
+  return {c0, c1, c2, c3};
+}
+
+Value mlir::act::buildElementRandom(OpBuilder &b, Location loc, Value index,
+                                    Value seed, int64_t id, int64_t lane,
+                                    SmallVectorImpl<Value> &cache) {
+  Type i64 = b.getI64Type();
+  auto c64 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i64, v).getResult();
+  };
+  if (lane >= 0) {
+    if (lane % 4 == 0 || cache.size() != 4) {
+      Value counter = arith::ShRUIOp::create(b, loc, index, c64(2));
+      cache.assign(buildPhilox4(b, loc, counter, seed, id));
+    }
+    return cache[lane % 4];
+  }
+  SmallVector<Value, 4> words = buildPhilox4(
+      b, loc, arith::ShRUIOp::create(b, loc, index, c64(2)), seed, id);
+  Value which = arith::AndIOp::create(b, loc, index, c64(3));
+  Value r = words[3];
+  for (int w = 2; w >= 0; --w) {
+    Value is = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, which,
+                                     c64(w));
+    r = arith::SelectOp::create(b, loc, is, words[w], r);
+  }
+  return r;
 }
 
 //===----------------------------------------------------------------------===//
@@ -412,7 +439,8 @@ static SmallVector<AffineMap> extraMaps(ArrayRef<PerElementInput> extras,
 
 Value PackedLowering::pack(
     ArrayRef<PerElementInput> extras,
-    function_ref<Value(OpBuilder &, Location, Value, Value, ValueRange)>
+    function_ref<Value(OpBuilder &, Location, Value, Value, ValueRange,
+                       int64_t)>
         elementBits,
     int64_t groupElements) {
   // Loops (word, lane), or (group, word in group, lane) when the extras are
@@ -497,7 +525,7 @@ Value PackedLowering::pack(
             Value index = arith::IndexCastUIOp::create(
                 nb, nl, nb.getI64Type(),
                 arith::AddIOp::create(nb, nl, base, indexConst(nb, nl, l)));
-            Value v = elementBits(nb, nl, x, index, args.drop_back());
+            Value v = elementBits(nb, nl, x, index, args.drop_back(), l);
             Value valid = arith::CmpIOp::create(
                 nb, nl, arith::CmpIPredicate::ult, index, count);
             v = arith::SelectOp::create(
@@ -548,7 +576,7 @@ Value PackedLowering::pack(
         Value index = arith::IndexCastUIOp::create(nb, nl, nb.getI64Type(),
                                                    flatIndex);
         Value v = elementBits(nb, nl, args[0], index,
-                              args.drop_front().drop_back());
+                              args.drop_front().drop_back(), -1);
         Value valid = arith::CmpIOp::create(
             nb, nl, arith::CmpIPredicate::ult, index,
             arith::IndexCastUIOp::create(nb, nl, nb.getI64Type(), n));

@@ -17,7 +17,8 @@ namespace act::rt {
 /// Philox4x32-10 keyed by (lo32(seed), hi32(seed)) with counter
 /// (lo32(index), hi32(index), lo32(id), hi32(id)); all four output words.
 void philox4x32(uint64_t index, uint64_t seed, uint64_t id, uint32_t out[4]);
-/// The word the encodings use: the first.
+/// The random word of element `index` of tensor `id`: word index % 4 of
+/// the block with counter index / 4 (four elements per block).
 uint32_t philox(uint64_t index, uint64_t seed, uint64_t id);
 /// The raw generator: counter c[4], key k[2].
 void philox4x32Raw(const uint32_t c[4], const uint32_t k[2], uint32_t out[4]);

@@ -18,10 +18,19 @@
 namespace mlir::act {
 
 /// Philox4x32-10 (Salmon et al., SC'11) keyed by (lo32(seed), hi32(seed))
-/// with counter (lo32(index), hi32(index), lo32(id), hi32(id)); returns the
-/// first 32-bit word of the output block. `index`, `seed`: i64.
-Value buildPhilox(OpBuilder &b, Location loc, Value index, Value seed,
-                  int64_t id);
+/// with counter (lo32(counter), hi32(counter), lo32(id), hi32(id)); returns
+/// the four 32-bit words of the output block. `counter`, `seed`: i64.
+SmallVector<Value, 4> buildPhilox4(OpBuilder &b, Location loc, Value counter,
+                                   Value seed, int64_t id);
+/// The random word of element `index` (i64) of tensor `id`: word index % 4
+/// of the block with counter index / 4 (docs/Encodings.md). `lane` >= 0 is
+/// the element's static position in a run of consecutive elements built in
+/// order in one region starting at a multiple of 4: then one block serves
+/// four elements (`cache` holds it between calls); -1 computes a block per
+/// element.
+Value buildElementRandom(OpBuilder &b, Location loc, Value index, Value seed,
+                         int64_t id, int64_t lane,
+                         SmallVectorImpl<Value> &cache);
 
 /// A float format narrower than f32 (docs/Encodings.md): `expBits` exponent
 /// and `manBits` mantissa bits, a sign; `ieee` formats reserve the top
@@ -79,15 +88,16 @@ public:
   Value getPaddedLength() const { return paddedLength; }
 
   /// Builds the payload: for every word w and lane l, element i = w*perWord+l
-  /// becomes `elementBits(b, loc, x, i, mask)` (an i32 in the low `bits`;
-  /// `x` the element, `i` its index as i64), or 0 past the end.
+  /// becomes `elementBits(b, loc, x, i, extras, lane)` (an i32 in the low
+  /// `bits`; `x` the element, `i` its index as i64; `lane` l when the lanes
+  /// of a word are unrolled in order, else -1), or 0 past the end.
   /// `extras` are read per element. With `groupElements` (a multiple of
   /// `perWord` dividing `multiple`) the extras are per group of that many
   /// elements, indexed at the group's first element, and are read once per
   /// group.
   Value pack(ArrayRef<PerElementInput> extras,
              function_ref<Value(OpBuilder &, Location, Value x, Value index,
-                                ValueRange extra)>
+                                ValueRange extra, int64_t lane)>
                  elementBits,
              int64_t groupElements = 0);
 

@@ -23,7 +23,11 @@ const ProfileTensor *Profile::lookup(int64_t id) const {
 std::string mlir::act::getGraphFingerprint(const TrainingGraph &graph) {
   std::string text;
   llvm::raw_string_ostream os(text);
+  llvm::SmallDenseSet<int64_t> seen;
   for (const SavedValue &s : graph.saved) {
+    // A value in two encodings (value and sign mask) counts once.
+    if (!seen.insert(s.id).second)
+      continue;
     Operation *producer = s.getProducer();
     os << s.id << ':' << (producer ? producer->getName().getStringRef() : "arg")
        << ':' << s.origin.getType() << ';';

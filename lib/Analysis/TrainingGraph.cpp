@@ -200,12 +200,17 @@ void TrainingGraphBuilder::assignIds(TrainingGraph &graph) {
       graph.saved = std::move(sorted);
     }
   }
+  // A value stored in two encodings (its value and its sign mask, see
+  // Insertion.h) is one saved value: one ordinal, one id.
+  llvm::SmallDenseMap<Value, int64_t> ordinals;
   for (SavedValue &s : graph.saved) {
-    int64_t ordinal = nextId++;
+    auto [it, inserted] = ordinals.try_emplace(s.origin, nextId);
+    if (inserted)
+      ++nextId;
     if (auto encode = s.value.getDefiningOp<EncodeOp>())
       s.id = encode.getId();
     else
-      s.id = ordinal;
+      s.id = it->second;
   }
 }
 
@@ -463,11 +468,15 @@ mlir::act::analyzeTrainingGraphs(ModuleOp module) {
     graphs.push_back(std::move(*graph));
   }
 
+  // Ids are unique per full-precision value (several encodings of one value
+  // share its id).
   llvm::DenseMap<int64_t, Value> ids;
   for (TrainingGraph &graph : graphs)
-    for (SavedValue &saved : graph.saved)
-      if (!ids.try_emplace(saved.id, saved.value).second)
+    for (SavedValue &saved : graph.saved) {
+      auto [it, inserted] = ids.try_emplace(saved.id, saved.origin);
+      if (!inserted && it->second != saved.origin)
         return emitError(saved.value.getLoc(), "act: saved-activation id ")
                << saved.id << " is used twice in the module";
+    }
   return graphs;
 }

@@ -125,6 +125,8 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
         "gradient_variance": profile["gradient_variance"],
         "evaluations": profile["measurement"]["evaluations"],
         "tensors": len(allocation["tensors"]),
+        "measured_tensors": sum(t["sensitivity"] is not None for t in allocation["tensors"]),
+        "sign_only_tensors": sum(bool(t.get("sign_only")) for t in allocation["tensors"]),
         "exact_objective": allocation["exact"]["objective"],
         "greedy_objective": allocation["greedy"]["objective"],
         "variance": table,
@@ -144,7 +146,8 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
                      f"| {row['allocation']} | {row['predicted']:.4g} | {row['measured']:.4g} | - |")
     lines += ["", "| id | elements | sensitivity | bits (exact) | bits (greedy) |", "|---|---|---|---|---|"]
     for t in allocation["tensors"]:
-        c = f"{t['sensitivity']:.4g}" if t["sensitivity"] is not None else "-"
+        c = f"{t['sensitivity']:.4g}" if t["sensitivity"] is not None else (
+            "sign only (1-bit mask)" if t.get("sign_only") else "-")
         lines.append(f"| {t['id']} | {t['elements']} | {c} | {t['bits_exact']} | {t['bits_greedy']} |")
     with open(os.path.join(out, "tune_report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

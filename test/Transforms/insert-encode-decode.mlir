@@ -50,13 +50,15 @@ func.func @joint(%x: tensor<16x64xf32>, %w: tensor<64x64xf32>) -> (f32 {act.loss
       linalg.yield %t : f32
     }
   %loss = tensor.extract %s[] : tensor<f32>
-  // Backward: d loss / d r = 1, d r / d h = (h > 0).
+  // Backward: reads h's value (h > 0 ? h : 0; a value use, so h is
+  // quantized; a backward that reads only the sign gets a mask, see
+  // @relu_sign below).
   %edh = tensor.empty() : tensor<16x64xf32>
   %dh = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
       ins(%h : tensor<16x64xf32>) outs(%edh : tensor<16x64xf32>) {
   ^bb0(%a: f32, %o: f32):
     %p = arith.cmpf ogt, %a, %zero : f32
-    %v = arith.select %p, %one, %zero : f32
+    %v = arith.select %p, %a, %zero : f32
     linalg.yield %v : f32
   } -> tensor<16x64xf32>
   %xt0 = tensor.empty() : tensor<64x16xf32>
@@ -171,4 +173,53 @@ func.func @small_and_head(%x: tensor<4x4xf32>, %w: tensor<4x256xf32>) -> (f32 {a
   %gl = math.cos %l : tensor<4x256xf32>
   %gt = math.cos %t : tensor<4x256xf32>
   return %loss, %gs, %gl, %gt : f32, tensor<4x4xf32>, tensor<4x256xf32>, tensor<4x256xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// ReLU's backward reads the saved %h only through `h > 0`. Under a lossy
+// encoding that test would flip for small positive values that round to
+// zero; the backward reads an exact 1-bit mask instead, and since nothing
+// else in the backward reads %h, the mask is all that is stored. The matmul
+// input %y (read by the weight gradient as a value) is quantized.
+// CHECK-LABEL: func.func @relu_sign
+// CHECK:      %[[H:.*]] = linalg.matmul
+// CHECK:      %[[M:.*]] = act.encode %[[H]], id = 0 : tensor<8x256xf32> -> !act.encoded<tensor<8x256xf32>, #act.mask<predicate = positive>>
+// CHECK-NOT:  act.encode %[[H]]
+// CHECK:      %[[MD:.*]] = act.decode %[[M]] : !act.encoded<tensor<8x256xf32>, #act.mask<predicate = positive>> -> tensor<8x256xi1>
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[MD]], %{{.*}} : tensor<8x256xi1>, tensor<8x256xf32>)
+// CHECK-NEXT: ^bb0(%[[P:.*]]: i1, %[[G:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: arith.select %[[P]], %[[G]], %{{.*}} : f32
+// bf16 is lossy for f32 values too: the same mask.
+// BF16-LABEL: func.func @relu_sign
+// BF16:       act.encode %{{.*}}, id = 0 : tensor<8x256xf32> -> !act.encoded<tensor<8x256xf32>, #act.mask<predicate = positive>>
+func.func @relu_sign(%x: tensor<8x64xf32>, %w: tensor<64x256xf32>, %g: tensor<8x256xf32>) -> (f32 {act.loss}, tensor<8x256xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x256xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x256xf32>) -> tensor<8x256xf32>
+  %h = linalg.matmul ins(%x, %w : tensor<8x64xf32>, tensor<64x256xf32>) outs(%acc : tensor<8x256xf32>) -> tensor<8x256xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%h : tensor<8x256xf32>) outs(%e : tensor<8x256xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.maximumf %a, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<8x256xf32>
+  %s0 = tensor.empty() : tensor<f32>
+  %s1 = linalg.fill ins(%zero : f32) outs(%s0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.reduce ins(%r : tensor<8x256xf32>) outs(%s1 : tensor<f32>) dimensions = [0, 1]
+    (%in: f32, %init: f32) {
+      %t = arith.addf %in, %init : f32
+      linalg.yield %t : f32
+    }
+  %loss = tensor.extract %s[] : tensor<f32>
+  %dh = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%h, %g : tensor<8x256xf32>, tensor<8x256xf32>) outs(%e : tensor<8x256xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.cmpf ogt, %a, %zero : f32
+    %v = arith.select %p, %b, %zero : f32
+    linalg.yield %v : f32
+  } -> tensor<8x256xf32>
+  return %loss, %dh : f32, tensor<8x256xf32>
 }

@@ -38,6 +38,8 @@ struct Entry {
   bool measured;
   double sensitivity;
   unsigned exact = 0, greedy = 0, chosen = 0;
+  /// Read only through sign tests: stored as a 1-bit mask, no choice.
+  bool signOnly = false;
 };
 
 struct AllocateBitsPass
@@ -142,6 +144,15 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
       continue;
     Entry e{&saved, type.getNumElements(), measured != nullptr,
             measured ? measured->sensitivity : 0.0};
+    if (isReadOnlyThroughSignTests(graph, saved)) {
+      // A 1-bit mask, exact for what the backward reads.
+      e.measured = false;
+      e.signOnly = true;
+      e.exact = e.greedy = e.chosen = 1;
+      totalElements += e.elements;
+      entries.push_back(e);
+      continue;
+    }
     if (measured && measured->elements != e.elements)
       return emitError(saved.value.getLoc(), "act-allocate-bits: profile '")
              << profileFile << "' gives tensor " << saved.id << " "
@@ -163,7 +174,7 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
     if (e.measured)
       items.push_back({e.sensitivity, e.elements});
     else
-      budget -= int64_t(defaultBits) * e.elements;
+      budget -= int64_t(e.chosen) * e.elements;
   }
   BitAllocation exact = allocateBitsExact(items, choices, budget);
   BitAllocation greedy = allocateBitsGreedy(items, choices, budget);
@@ -206,8 +217,9 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
                           e.sensitivity * ::act::rt::quantVarianceFactor(e.chosen));
     else
       os << llvm::formatv("{0,6} {1,10} {2,13} {3,6} {4,7} {5,13}\n",
-                          e.saved->id, e.elements, "(default)", e.exact,
-                          e.greedy, "?");
+                          e.saved->id, e.elements,
+                          e.signOnly ? "(sign only)" : "(default)", e.exact,
+                          e.greedy, e.signOnly ? "0 (mask)" : "?");
   }
   os << llvm::formatv("objective sum c*S(b): exact {0:e} ({1}, {2} nodes), "
                       "greedy {3:e} ({4:f3}x exact)\n",
@@ -270,6 +282,7 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
     auto it = bitsOf.find(saved.id);
     if (it == bitsOf.end() || it->second >= 32)
       return nullptr;
+    // (A sign-only value becomes its mask under any lossy encoding.)
     return QuantEncodingAttr::get(ctx, it->second, group, Rounding::Stochastic);
   });
   return success();
@@ -288,6 +301,7 @@ void AllocateBitsPass::writeReport(TrainingGraph &graph,
         {"elements", e.elements},
         {"sensitivity", e.measured ? json::Value(e.sensitivity)
                                    : json::Value(nullptr)},
+        {"sign_only", e.signOnly},
         {"bits", int64_t(e.chosen)},
         {"bits_exact", int64_t(e.exact)},
         {"bits_greedy", int64_t(e.greedy)}});

@@ -5,8 +5,10 @@
 #include "act/Analysis/MemoryEstimate.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace mlir::act;
@@ -18,6 +20,56 @@ bool mlir::act::isEncodingCandidate(const SavedValue &saved, bool lossHead,
     return false;
   std::optional<int64_t> bytes = getTensorBytes(saved.getTensorType());
   return !bytes || *bytes >= minBytes;
+}
+
+/// The predicate through which `use` reads its tensor, if it is a
+/// linalg.generic input whose block argument only feeds `arith.cmpf P, x, 0`
+/// with one P of ogt (positive), oge (nonnegative), une (nonzero): ReLU's
+/// backward reading the saved output, for example.
+static std::optional<MaskPredicate> getSignTest(OpOperand &use) {
+  auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
+  if (!generic || !generic.isDpsInput(&use))
+    return std::nullopt;
+  BlockArgument arg = generic.getMatchingBlockArgument(&use);
+  if (!isa<FloatType>(arg.getType()) || arg.use_empty())
+    return std::nullopt;
+  std::optional<MaskPredicate> predicate;
+  for (Operation *user : arg.getUsers()) {
+    auto cmp = dyn_cast<arith::CmpFOp>(user);
+    if (!cmp || cmp.getLhs() != arg || cmp.getRhs() == arg ||
+        !matchPattern(cmp.getRhs(), m_AnyZeroFloat()))
+      return std::nullopt;
+    MaskPredicate p;
+    switch (cmp.getPredicate()) {
+    case arith::CmpFPredicate::OGT:
+      p = MaskPredicate::Positive;
+      break;
+    case arith::CmpFPredicate::OGE:
+      p = MaskPredicate::NonNegative;
+      break;
+    case arith::CmpFPredicate::UNE:
+      p = MaskPredicate::NonZero;
+      break;
+    default:
+      return std::nullopt;
+    }
+    if (predicate && *predicate != p)
+      return std::nullopt;
+    predicate = p;
+  }
+  return predicate;
+}
+
+/// Makes the generic of `use` read `mask` (the predicate, i1) instead.
+static void readMask(OpOperand &use, Value mask) {
+  auto generic = cast<linalg::GenericOp>(use.getOwner());
+  BlockArgument arg = generic.getMatchingBlockArgument(&use);
+  use.set(mask);
+  arg.setType(IntegerType::get(arg.getContext(), 1));
+  for (Operation *user : llvm::make_early_inc_range(arg.getUsers())) {
+    user->getResult(0).replaceAllUsesWith(arg);
+    user->erase();
+  }
 }
 
 namespace {
@@ -34,9 +86,84 @@ public:
       encodeSplit(saved, type);
   }
 
+  /// The backward uses of `saved` that read it only through a sign test.
+  SmallVector<std::pair<OpOperand *, MaskPredicate>>
+  findSignTests(const SavedValue &saved) {
+    SmallVector<std::pair<OpOperand *, MaskPredicate>> tests;
+    auto scan = [&](Value v, Block *body) {
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = body->findAncestorOpInBlock(*use.getOwner());
+        if (graph.form == GraphForm::Joint && (!user || graph.isForward(user)))
+          continue;
+        if (std::optional<MaskPredicate> p = getSignTest(use))
+          tests.push_back({&use, *p});
+      }
+    };
+    if (graph.form == GraphForm::Joint) {
+      scan(saved.value, &graph.forward.getBody().front());
+    } else {
+      Block &bwd = graph.backward.getBody().front();
+      for (unsigned k : saved.savedPositions)
+        scan(bwd.getArgument(k), &bwd);
+    }
+    return tests;
+  }
+
+  /// Stores the sign of `saved` as a 1-bit mask (lossless for the
+  /// predicate) for the backward ops that read only it; they read the
+  /// decoded mask instead of the lossy decoded value.
+  void encodeSignMask(const SavedValue &saved,
+                      ArrayRef<std::pair<OpOperand *, MaskPredicate>> tests) {
+    OpBuilder builder(ctx);
+    llvm::SmallDenseMap<unsigned, SmallVector<OpOperand *>> byPredicate;
+    for (auto [use, p] : tests)
+      byPredicate[unsigned(p)].push_back(use);
+    for (auto &[p, uses] : byPredicate) {
+      auto type = EncodedType::get(
+          ctx, saved.getTensorType(),
+          MaskEncodingAttr::get(ctx, MaskPredicate(p)));
+      EncodeOp encode = createEncode(builder, saved, type);
+      Value stored = encode;
+      Block *body = &graph.forward.getBody().front();
+      if (graph.form == GraphForm::Split) {
+        // The mask crosses as one more saved value, after the others.
+        Operation *fwdReturn = body->getTerminator();
+        unsigned result = graph.forward.getNumResults();
+        fwdReturn->insertOperands(fwdReturn->getNumOperands(), {encode});
+        // Keeps the result attributes (act.loss) in step.
+        (void)graph.forward.insertResult(result, type, DictionaryAttr());
+        unsigned index = graph.getNumSaved() + addedSaved++;
+        (void)graph.backward.insertArgument(index, type, {}, encode.getLoc());
+        body = &graph.backward.getBody().front();
+        stored = body->getArgument(index);
+      }
+      Operation *first = nullptr;
+      for (OpOperand *use : uses) {
+        Operation *user = body->findAncestorOpInBlock(*use->getOwner());
+        if (!first || user->isBeforeInBlock(first))
+          first = user;
+      }
+      builder.setInsertionPoint(first);
+      auto decode = DecodeOp::create(builder, first->getLoc(),
+                                     type.getDecodedType(), stored);
+      for (OpOperand *use : uses) {
+        Value old = use->get();
+        readMask(*use, decode);
+        if (auto oldDecode = old.getDefiningOp<DecodeOp>();
+            oldDecode && oldDecode->use_empty())
+          oldDecode->erase();
+      }
+    }
+  }
+
   void finish() {
     if (graph.form != GraphForm::Split)
       return;
+    if (addedSaved)
+      graph.forward->setAttr(
+          kNumSavedAttrName,
+          IntegerAttr::get(IntegerType::get(ctx, 64),
+                           graph.getNumSaved() + addedSaved));
     // Both signatures follow the encoded values across the boundary.
     for (func::FuncOp func : {graph.forward, graph.backward}) {
       Block &body = func.getBody().front();
@@ -91,17 +218,37 @@ private:
     return encode;
   }
 
+  /// The first backward op (in `body`) that reads `value`, or null.
+  Operation *firstBackwardUser(Value value, Block *body) {
+    Operation *first = nullptr;
+    for (Operation *user : value.getUsers()) {
+      user = body->findAncestorOpInBlock(*user);
+      // Encodes placed by this pass belong to the forward pass.
+      if (!user || graph.isForward(user) || isa<EncodeOp>(user))
+        continue;
+      if (!first || user->isBeforeInBlock(first))
+        first = user;
+    }
+    return first;
+  }
+
   void encodeJoint(const SavedValue &saved, EncodedType type) {
     OpBuilder builder(ctx);
+    Block *block = graph.forward.getBody().empty()
+                       ? nullptr
+                       : &graph.forward.getBody().front();
+    Operation *firstUse = firstBackwardUser(saved.value, block);
+    if (!firstUse)
+      return; // every backward use reads a sign mask instead
     EncodeOp encode = createEncode(builder, saved, type);
-    builder.setInsertionPoint(saved.firstBackwardUse);
-    auto decode = DecodeOp::create(builder, saved.firstBackwardUse->getLoc(),
+    builder.setInsertionPoint(firstUse);
+    auto decode = DecodeOp::create(builder, firstUse->getLoc(),
                                    type.getDecodedType(), encode);
     Block *body = encode->getBlock();
     Value value = saved.value;
     value.replaceUsesWithIf(decode, [&](OpOperand &use) {
       Operation *user = body->findAncestorOpInBlock(*use.getOwner());
-      return user != encode && !graph.isForward(user);
+      return !isa<EncodeOp>(user) && !graph.isForward(user);
     });
   }
 
@@ -134,14 +281,58 @@ private:
   TrainingGraph &graph;
   MLIRContext *ctx;
   Value seeds;
+  unsigned addedSaved = 0;
   DenseMap<Operation *, Operation *> lastEncodeAfter;
 };
 } // namespace
 
+bool mlir::act::isReadOnlyThroughSignTests(TrainingGraph &graph,
+                                           const SavedValue &saved) {
+  if (graph.form != GraphForm::Joint)
+    return false;
+  Block *body = &graph.forward.getBody().front();
+  bool any = false;
+  for (OpOperand &use : saved.value.getUses()) {
+    Operation *user = body->findAncestorOpInBlock(*use.getOwner());
+    if (!user || graph.isForward(user) || isa<EncodeOp>(user))
+      continue;
+    if (!getSignTest(use))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
 void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose) {
   Inserter inserter(graph);
-  for (const SavedValue &saved : graph.saved)
-    if (EncodingAttrInterface encoding = choose(saved))
-      inserter.encode(saved, encoding);
+  // Backward ops that read a lossily encoded value only through its sign
+  // (ReLU's backward) read an exact 1-bit mask instead: rounding a small
+  // positive value to zero would flip the sign test, a bias rather than
+  // noise (docs/Exporter.md).
+  SmallVector<std::pair<const SavedValue *,
+                        SmallVector<std::pair<OpOperand *, MaskPredicate>>>>
+      signTests;
+  for (const SavedValue &saved : graph.saved) {
+    EncodingAttrInterface encoding = choose(saved);
+    if (!encoding)
+      continue;
+    RankedTensorType type = saved.getTensorType();
+    if (isa<FloatType>(type.getElementType()) &&
+        !encoding.isLossless(type.getElementType())) {
+      auto tests = inserter.findSignTests(saved);
+      if (!tests.empty()) {
+        // Joint form: rewire first, so the value's encode covers only the
+        // uses that need its value.
+        if (graph.form == GraphForm::Joint)
+          inserter.encodeSignMask(saved, tests);
+        else
+          signTests.push_back({&saved, std::move(tests)});
+      }
+    }
+    inserter.encode(saved, encoding);
+  }
+  // Split form: masks cross after the other saved values.
+  for (auto &[saved, tests] : signTests)
+    inserter.encodeSignMask(*saved, tests);
   inserter.finish();
 }

@@ -25,8 +25,18 @@ using EncodingChoice =
     llvm::function_ref<EncodingAttrInterface(const SavedValue &)>;
 
 /// Encodes the chosen saved values of `graph` (one training graph) and
-/// updates the split form's function types.
+/// updates the split form's function types. Under a lossy encoding, backward
+/// ops that read a float value only through a sign test (`cmpf ogt|oge|une
+/// x, 0` in a linalg.generic: ReLU's backward) read an exact 1-bit
+/// `#act.mask` of it instead; in the joint form a value read only that way is
+/// stored as the mask alone, in the split form the mask crosses as one more
+/// saved value (act.num_saved grows).
 void insertEncodings(TrainingGraph &graph, EncodingChoice choose);
+
+/// Joint form: whether every backward use of the saved value reads it only
+/// through a sign test (ReLU's backward): under any lossy encoding it is then
+/// stored as a 1-bit #act.mask alone.
+bool isReadOnlyThroughSignTests(TrainingGraph &graph, const SavedValue &saved);
 
 /// Whether a saved value may be encoded at all: not an argument-like or
 /// interleaved value; loss-head values only when `lossHead`; not below

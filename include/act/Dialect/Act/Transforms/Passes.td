@@ -23,6 +23,12 @@ def ActInsertEncodeDecodePass
     indexed by id, and each encode reads its seed from it, so the runtime
     can re-draw any one tensor's noise.
 
+    Under a lossy encoding, backward ops that read a float saved value only
+    through a sign test (`arith.cmpf ogt|oge|une x, 0` in a linalg.generic,
+    ReLU's backward) read an exact 1-bit `#act.mask` of it instead; the joint
+    form then stores the mask alone if nothing else in the backward reads
+    the value.
+
     Not encoded: function arguments (their memory exists anyway), tensors
     below `min-bytes`, the loss head unless `encode-loss-head` (values
     computed after the last contraction or convolution of the forward pass:

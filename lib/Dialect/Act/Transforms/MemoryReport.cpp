@@ -41,6 +41,8 @@ struct GraphReport {
   std::string form, function, backward;
   std::vector<Row> rows;
   int64_t savedBefore = 0, savedAfter = 0, unknownSizes = 0;
+  /// Saved values (rows that share an id count once).
+  int64_t values = 0;
   PeakMemoryEstimate peakBefore, peakAfter;
 };
 
@@ -103,14 +105,21 @@ GraphReport makeReport(const TrainingGraph &graph) {
   report.function = forward.getSymName().str();
   if (backward)
     report.backward = backward.getSymName().str();
+  // A value stored in two encodings (value and sign mask) has two rows;
+  // its full-precision bytes count once.
+  llvm::SmallDenseSet<int64_t> counted;
   for (const SavedValue &saved : graph.saved) {
     Row row = makeRow(saved);
+    bool first = counted.insert(saved.id).second;
     if (row.before && row.after) {
-      report.savedBefore += *row.before;
+      if (first)
+        report.savedBefore += *row.before;
       report.savedAfter += *row.after;
-    } else {
+    } else if (first) {
       ++report.unknownSizes;
     }
+    if (first)
+      ++report.values;
     report.rows.push_back(std::move(row));
   }
   report.peakBefore = estimatePeakMemory(graph, /*withEncodings=*/false);
@@ -141,7 +150,7 @@ void printTable(const GraphReport &report, raw_ostream &os) {
                         row.status, row.encoding, row.location);
   os << llvm::formatv("saved activations: {0} values, {1} -> {2} bytes "
                       "({3:F2}x)",
-                      report.rows.size(), report.savedBefore,
+                      report.values, report.savedBefore,
                       report.savedAfter,
                       ratio(report.savedBefore, report.savedAfter));
   if (report.unknownSizes)
@@ -197,7 +206,7 @@ void writeJson(ArrayRef<GraphReport> reports, raw_ostream &os) {
               });
           });
           json.attributeObject("totals", [&] {
-            json.attribute("saved_values", int64_t(report.rows.size()));
+            json.attribute("saved_values", report.values);
             json.attribute("saved_bytes_before", report.savedBefore);
             json.attribute("saved_bytes_after", report.savedAfter);
             json.attribute("unknown_sizes", report.unknownSizes);

@@ -223,3 +223,44 @@ func.func @relu_sign(%x: tensor<8x64xf32>, %w: tensor<64x256xf32>, %g: tensor<8x
   } -> tensor<8x256xf32>
   return %loss, %dh : f32, tensor<8x256xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Split form: the backward reads the saved %h only through `h > 0`, so the
+// mask crosses in its place (same position, act.num_saved unchanged).
+// CHECK-LABEL: func.func @relu_fwd
+// CHECK:      %[[M:.*]] = act.encode %{{.*}}, id = 0 : tensor<8x256xf32> -> !act.encoded<tensor<8x256xf32>, #act.mask<predicate = positive>>
+// CHECK-NOT:  act.encode
+// CHECK:      return %{{.*}}, %[[M]] : tensor<8x256xf32>, !act.encoded<tensor<8x256xf32>, #act.mask<predicate = positive>>
+// CHECK-LABEL: func.func @relu_bwd
+// CHECK-SAME: (%[[S:.*]]: !act.encoded<tensor<8x256xf32>, #act.mask<predicate = positive>>, %[[G:.*]]: tensor<8x256xf32>)
+// CHECK:      %[[MD:.*]] = act.decode %[[S]] {{.*}} -> tensor<8x256xi1>
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[MD]], %[[G]] : tensor<8x256xi1>, tensor<8x256xf32>)
+func.func @relu_fwd(%x: tensor<8x64xf32>, %w: tensor<64x256xf32>) -> (tensor<8x256xf32>, tensor<8x256xf32>)
+    attributes {act.backward = @relu_bwd, act.num_saved = 1 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x256xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x256xf32>) -> tensor<8x256xf32>
+  %h = linalg.matmul ins(%x, %w : tensor<8x64xf32>, tensor<64x256xf32>) outs(%acc : tensor<8x256xf32>) -> tensor<8x256xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%h : tensor<8x256xf32>) outs(%e : tensor<8x256xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.maximumf %a, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<8x256xf32>
+  return %r, %h : tensor<8x256xf32>, tensor<8x256xf32>
+}
+func.func @relu_bwd(%h: tensor<8x256xf32>, %g: tensor<8x256xf32>) -> tensor<8x256xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x256xf32>
+  %dh = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%h, %g : tensor<8x256xf32>, tensor<8x256xf32>) outs(%e : tensor<8x256xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.cmpf ogt, %a, %zero : f32
+    %v = arith.select %p, %b, %zero : f32
+    linalg.yield %v : f32
+  } -> tensor<8x256xf32>
+  return %dh : tensor<8x256xf32>
+}

@@ -109,11 +109,26 @@ public:
     return tests;
   }
 
+  /// Split form: whether `tests` are all the backward uses of `saved`, with
+  /// one predicate.
+  bool onlySignTests(const SavedValue &saved,
+                     ArrayRef<std::pair<OpOperand *, MaskPredicate>> tests) {
+    Block &bwd = graph.backward.getBody().front();
+    size_t uses = 0;
+    for (unsigned k : saved.savedPositions)
+      uses += llvm::range_size(bwd.getArgument(k).getUses());
+    return uses == tests.size() &&
+           llvm::all_of(tests, [&](auto &t) { return t.second == tests[0].second; });
+  }
+
   /// Stores the sign of `saved` as a 1-bit mask (lossless for the
   /// predicate) for the backward ops that read only it; they read the
   /// decoded mask instead of the lossy decoded value.
+  /// `inPlace` (split form, every backward use a test of one predicate):
+  /// the mask crosses instead of the value.
   void encodeSignMask(const SavedValue &saved,
-                      ArrayRef<std::pair<OpOperand *, MaskPredicate>> tests) {
+                      ArrayRef<std::pair<OpOperand *, MaskPredicate>> tests,
+                      bool inPlace = false) {
     OpBuilder builder(ctx);
     llvm::SmallDenseMap<unsigned, SmallVector<OpOperand *>> byPredicate;
     for (auto [use, p] : tests)
@@ -125,7 +140,17 @@ public:
       EncodeOp encode = createEncode(builder, saved, type);
       Value stored = encode;
       Block *body = &graph.forward.getBody().front();
-      if (graph.form == GraphForm::Split) {
+      if (graph.form == GraphForm::Split && inPlace) {
+        // Only the mask is needed: it crosses where the value did.
+        Operation *fwdReturn = body->getTerminator();
+        unsigned firstSaved = fwdReturn->getNumOperands() - graph.getNumSaved();
+        body = &graph.backward.getBody().front();
+        for (unsigned k : saved.savedPositions) {
+          fwdReturn->setOperand(firstSaved + k, encode);
+          body->getArgument(k).setType(type);
+        }
+        stored = body->getArgument(saved.savedPositions.front());
+      } else if (graph.form == GraphForm::Split) {
         // The mask crosses as one more saved value, after the others.
         Operation *fwdReturn = body->getTerminator();
         unsigned result = graph.forward.getNumResults();
@@ -323,10 +348,14 @@ void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose) {
       if (!tests.empty()) {
         // Joint form: rewire first, so the value's encode covers only the
         // uses that need its value.
-        if (graph.form == GraphForm::Joint)
+        if (graph.form == GraphForm::Joint) {
           inserter.encodeSignMask(saved, tests);
-        else
+        } else if (inserter.onlySignTests(saved, tests)) {
+          inserter.encodeSignMask(saved, tests, /*inPlace=*/true);
+          continue;
+        } else {
           signTests.push_back({&saved, std::move(tests)});
+        }
       }
     }
     inserter.encode(saved, encoding);

@@ -28,9 +28,9 @@ using EncodingChoice =
 /// updates the split form's function types. Under a lossy encoding, backward
 /// ops that read a float value only through a sign test (`cmpf ogt|oge|une
 /// x, 0` in a linalg.generic: ReLU's backward) read an exact 1-bit
-/// `#act.mask` of it instead; in the joint form a value read only that way is
-/// stored as the mask alone, in the split form the mask crosses as one more
-/// saved value (act.num_saved grows).
+/// `#act.mask` of it instead; a value read only that way is stored as the
+/// mask alone (split form: in the value's place); otherwise the split form
+/// adds the mask as one more saved value (act.num_saved grows).
 void insertEncodings(TrainingGraph &graph, EncodingChoice choose);
 
 /// Joint form: whether every backward use of the saved value reads it only

@@ -25,9 +25,8 @@ def ActInsertEncodeDecodePass
 
     Under a lossy encoding, backward ops that read a float saved value only
     through a sign test (`arith.cmpf ogt|oge|une x, 0` in a linalg.generic,
-    ReLU's backward) read an exact 1-bit `#act.mask` of it instead; the joint
-    form then stores the mask alone if nothing else in the backward reads
-    the value.
+    ReLU's backward) read an exact 1-bit `#act.mask` of it instead, which is
+    all that is stored if nothing else in the backward reads the value.
 
     Not encoded: function arguments (their memory exists anyway), tensors
     below `min-bytes`, the loss head unless `encode-loss-head` (values

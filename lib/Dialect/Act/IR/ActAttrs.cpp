@@ -349,7 +349,7 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
               nb, nl, r,
               arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 8));
           offset = arith::MulFOp::create(
-              nb, nl, arith::UIToFPOp::create(nb, nl, nb.getF32Type(), r),
+              nb, nl, arith::SIToFPOp::create(nb, nl, nb.getF32Type(), r),
               f32Const(nb, nl, 1.0f / 16777216.0f));
         } else {
           offset = f32Const(nb, nl, 0.5f);
@@ -386,7 +386,8 @@ Value QuantEncodingAttr::buildDecode(OpBuilder &b, Location loc,
       storage[0], decodedType, dynamicSizes,
       {groupColumn(meta, group, 0), groupColumn(meta, group, 1)},
       [&](OpBuilder &nb, Location nl, Value code, ValueRange extra) {
-        Value q = arith::UIToFPOp::create(nb, nl, nb.getF32Type(), code);
+        // code < 2^bits: the signed conversion is exact and cheaper on x86.
+        Value q = arith::SIToFPOp::create(nb, nl, nb.getF32Type(), code);
         Value x = arith::AddFOp::create(
             nb, nl, extra[0], arith::MulFOp::create(nb, nl, q, extra[1]));
         return fromF32(nb, nl, x, elementType);

@@ -48,7 +48,7 @@ func.func @quant(%x: tensor<1000xf32>, %seed: i64) -> !act.encoded<tensor<1000xf
 // CHECK:        arith.remui
 // CHECK:        arith.shrui
 // CHECK:        arith.andi
-// CHECK:        arith.uitofp
+// CHECK:        arith.sitofp
 // CHECK-NOT:  tensor.collapse_shape
 // CHECK:      return %[[OUT]]
 func.func @quant_decode(%e: !act.encoded<tensor<10x100xf32>, #act.quant<bits = 4>>) -> tensor<10x100xf32> {

@@ -72,6 +72,50 @@ static void readMask(OpOperand &use, Value mask) {
   }
 }
 
+using SignTests = SmallVector<std::pair<OpOperand *, MaskPredicate>>;
+
+/// The backward uses of `saved` that read it only through a sign test, and
+/// (in `numUses`) how many backward uses it has in all (joint form: the uses
+/// outside the forward pass and its encodes; split form: the uses of its
+/// backward arguments).
+static SignTests findSignTests(TrainingGraph &graph, const SavedValue &saved,
+                               size_t &numUses) {
+  SignTests tests;
+  numUses = 0;
+  auto scan = [&](Value v, Block *body) {
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = body->findAncestorOpInBlock(*use.getOwner());
+      if (graph.form == GraphForm::Joint &&
+          (!user || graph.isForward(user) || isa<EncodeOp>(user)))
+        continue;
+      ++numUses;
+      if (std::optional<MaskPredicate> p = getSignTest(use))
+        tests.push_back({&use, *p});
+    }
+  };
+  if (graph.form == GraphForm::Joint) {
+    scan(saved.value, &graph.forward.getBody().front());
+  } else {
+    Block &bwd = graph.backward.getBody().front();
+    for (unsigned k : saved.savedPositions)
+      scan(bwd.getArgument(k), &bwd);
+  }
+  return tests;
+}
+
+/// Whether the masks of `tests` are all that needs storing: every backward
+/// use is a sign test (split form: of one predicate, so that one mask can
+/// cross in the value's place).
+static bool onlySignTests(TrainingGraph &graph, const SignTests &tests,
+                          size_t numUses) {
+  if (tests.empty() || tests.size() != numUses)
+    return false;
+  return graph.form == GraphForm::Joint ||
+         llvm::all_of(tests, [&](const auto &t) {
+           return t.second == tests.front().second;
+         });
+}
+
 namespace {
 class Inserter {
 public:
@@ -84,41 +128,6 @@ public:
       encodeJoint(saved, type);
     else
       encodeSplit(saved, type);
-  }
-
-  /// The backward uses of `saved` that read it only through a sign test.
-  SmallVector<std::pair<OpOperand *, MaskPredicate>>
-  findSignTests(const SavedValue &saved) {
-    SmallVector<std::pair<OpOperand *, MaskPredicate>> tests;
-    auto scan = [&](Value v, Block *body) {
-      for (OpOperand &use : v.getUses()) {
-        Operation *user = body->findAncestorOpInBlock(*use.getOwner());
-        if (graph.form == GraphForm::Joint && (!user || graph.isForward(user)))
-          continue;
-        if (std::optional<MaskPredicate> p = getSignTest(use))
-          tests.push_back({&use, *p});
-      }
-    };
-    if (graph.form == GraphForm::Joint) {
-      scan(saved.value, &graph.forward.getBody().front());
-    } else {
-      Block &bwd = graph.backward.getBody().front();
-      for (unsigned k : saved.savedPositions)
-        scan(bwd.getArgument(k), &bwd);
-    }
-    return tests;
-  }
-
-  /// Split form: whether `tests` are all the backward uses of `saved`, with
-  /// one predicate.
-  bool onlySignTests(const SavedValue &saved,
-                     ArrayRef<std::pair<OpOperand *, MaskPredicate>> tests) {
-    Block &bwd = graph.backward.getBody().front();
-    size_t uses = 0;
-    for (unsigned k : saved.savedPositions)
-      uses += llvm::range_size(bwd.getArgument(k).getUses());
-    return uses == tests.size() &&
-           llvm::all_of(tests, [&](auto &t) { return t.second == tests[0].second; });
   }
 
   /// Stores the sign of `saved` as a 1-bit mask (lossless for the
@@ -313,19 +322,9 @@ private:
 
 bool mlir::act::isReadOnlyThroughSignTests(TrainingGraph &graph,
                                            const SavedValue &saved) {
-  if (graph.form != GraphForm::Joint)
-    return false;
-  Block *body = &graph.forward.getBody().front();
-  bool any = false;
-  for (OpOperand &use : saved.value.getUses()) {
-    Operation *user = body->findAncestorOpInBlock(*use.getOwner());
-    if (!user || graph.isForward(user) || isa<EncodeOp>(user))
-      continue;
-    if (!getSignTest(use))
-      return false;
-    any = true;
-  }
-  return any;
+  size_t numUses;
+  SignTests tests = findSignTests(graph, saved, numUses);
+  return onlySignTests(graph, tests, numUses);
 }
 
 void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose) {
@@ -334,9 +333,7 @@ void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose) {
   // (ReLU's backward) read an exact 1-bit mask instead: rounding a small
   // positive value to zero would flip the sign test, a bias rather than
   // noise (docs/Exporter.md).
-  SmallVector<std::pair<const SavedValue *,
-                        SmallVector<std::pair<OpOperand *, MaskPredicate>>>>
-      signTests;
+  SmallVector<std::pair<const SavedValue *, SignTests>> signTests;
   for (const SavedValue &saved : graph.saved) {
     EncodingAttrInterface encoding = choose(saved);
     if (!encoding)
@@ -344,13 +341,14 @@ void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose) {
     RankedTensorType type = saved.getTensorType();
     if (isa<FloatType>(type.getElementType()) &&
         !encoding.isLossless(type.getElementType())) {
-      auto tests = inserter.findSignTests(saved);
+      size_t numUses;
+      SignTests tests = findSignTests(graph, saved, numUses);
       if (!tests.empty()) {
         // Joint form: rewire first, so the value's encode covers only the
-        // uses that need its value.
+        // uses that need its value (none when all are sign tests).
         if (graph.form == GraphForm::Joint) {
           inserter.encodeSignMask(saved, tests);
-        } else if (inserter.onlySignTests(saved, tests)) {
+        } else if (onlySignTests(graph, tests, numUses)) {
           inserter.encodeSignMask(saved, tests, /*inPlace=*/true);
           continue;
         } else {

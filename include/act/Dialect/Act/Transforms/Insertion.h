@@ -33,9 +33,9 @@ using EncodingChoice =
 /// adds the mask as one more saved value (act.num_saved grows).
 void insertEncodings(TrainingGraph &graph, EncodingChoice choose);
 
-/// Joint form: whether every backward use of the saved value reads it only
-/// through a sign test (ReLU's backward): under any lossy encoding it is then
-/// stored as a 1-bit #act.mask alone.
+/// Whether every backward use of the saved value reads it only through a
+/// sign test (ReLU's backward; split form: of one predicate): under any lossy
+/// encoding insertEncodings then stores a 1-bit #act.mask alone.
 bool isReadOnlyThroughSignTests(TrainingGraph &graph, const SavedValue &saved);
 
 /// Whether a saved value may be encoded at all: not an argument-like or

@@ -261,21 +261,18 @@ class Graph:
             r = self.reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
         return r
 
-    def matmul(self, a, b, hint="mm"):
-        shape = (a.shape[0], b.shape[1])
+    def _contraction(self, op, a, b, shape, hint):
         acc = self.fill(shape, 0.0)
         r = self.fresh(hint)
-        self.emit(f"{r} = linalg.matmul ins({a.name}, {b.name} : {a.type}, {b.type}) "
+        self.emit(f"{r} = linalg.{op} ins({a.name}, {b.name} : {a.type}, {b.type}) "
                   f"outs({acc.name} : {acc.type}) -> {acc.type}")
         return V(r, shape)
 
+    def matmul(self, a, b, hint="mm"):
+        return self._contraction("matmul", a, b, (a.shape[0], b.shape[1]), hint)
+
     def batch_matmul(self, a, b, hint="bmm"):
-        shape = (a.shape[0], a.shape[1], b.shape[2])
-        acc = self.fill(shape, 0.0)
-        r = self.fresh(hint)
-        self.emit(f"{r} = linalg.batch_matmul ins({a.name}, {b.name} : {a.type}, {b.type}) "
-                  f"outs({acc.name} : {acc.type}) -> {acc.type}")
-        return V(r, shape)
+        return self._contraction("batch_matmul", a, b, (a.shape[0], a.shape[1], b.shape[2]), hint)
 
     def transpose(self, a, perm, hint="transpose"):
         perm = [p % a.rank for p in perm]

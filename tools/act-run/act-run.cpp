@@ -231,7 +231,8 @@ static std::vector<double> flattenGradient(const std::vector<HostValue> &outs,
   return g;
 }
 
-/// Tensor id's seed in mini-batch `batch`; `redraw` gives a second,
+/// Tensor id's seed in mini-batch (or variance run) `batch`; batch 0 is the
+/// documented splitmix64(step-seed + id). `redraw` gives a second,
 /// independent stream for the same tensor.
 static uint64_t tensorSeed(uint64_t batch, int64_t id, bool redraw) {
   uint64_t s = splitmix64(stepSeed + batch * 0x9E3779B97F4A7C15ull + uint64_t(id));
@@ -355,11 +356,7 @@ static int measureVariance(std::vector<HostValue> args, unsigned seedsIndex,
                            std::string &error) {
   rt::VarianceAccumulator acc;
   for (unsigned r = 0; r < varianceRuns; ++r) {
-    HostValue &seeds = args[seedsIndex];
-    for (int64_t id = 0; id < seeds.numElements(); ++id) {
-      uint64_t s = splitmix64(stepSeed + r * 0x9E3779B97F4A7C15ull + uint64_t(id));
-      std::memcpy(seeds.data.data() + id * 8, &s, 8);
-    }
+    setSeeds(args[seedsIndex], r, /*redrawId=*/-1);
     std::vector<HostValue> outs;
     int64_t peak = 0;
     if (!runStep(args, outs, peak))
@@ -473,10 +470,7 @@ int main(int argc, char **argv) {
       value.kind = ElementKind::I64;
       value.shape = spec.shape;
       value.data.resize(size_t(value.numElements()) * 8);
-      for (int64_t id = 0; id < value.numElements(); ++id) {
-        uint64_t s = splitmix64(stepSeed + uint64_t(id));
-        std::memcpy(value.data.data() + id * 8, &s, 8);
-      }
+      setSeeds(value, /*batch=*/0, /*redrawId=*/-1);
     } else if (!inputs.empty()) {
       if (!loadNpy(inputs[fileIndex++], spec, unsigned(i), value, error))
         return fail(error);

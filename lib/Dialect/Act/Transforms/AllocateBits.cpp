@@ -167,8 +167,10 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
     entries.push_back(e);
   }
 
-  // The budget, less what the defaults take.
-  int64_t budget = int64_t(std::floor(averageBits * double(totalElements)));
+  // The budget, less what the defaults and masks take.
+  const int64_t totalBudget =
+      int64_t(std::floor(averageBits * double(totalElements)));
+  int64_t budget = totalBudget;
   std::vector<BitAllocationItem> items;
   for (const Entry &e : entries) {
     if (e.measured)
@@ -204,7 +206,7 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
   os << llvm::formatv("act bit allocation: @{0}, {1} tensors, average {2:f2} "
                       "bits (budget {3} bits), solver {4}\n",
                       graph.forward.getSymName(), entries.size(), double(averageBits),
-                      int64_t(std::floor(averageBits * double(totalElements))),
+                      totalBudget,
                       solver);
   os << llvm::formatv("{0,6} {1,10} {2,13} {3,6} {4,7} {5,13}\n", "id",
                       "elements", "sensitivity", "exact", "greedy",
@@ -270,7 +272,7 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
   }
   if (!reportFile.empty())
     writeReport(graph, entries, exact, greedy,
-                int64_t(std::floor(averageBits * double(totalElements))),
+                totalBudget,
                 predicted, profile.gradientVariance);
 
   // Place the encodings.

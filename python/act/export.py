@@ -108,6 +108,14 @@ class Traced:
         if len(fw_out) != 1 + len(self.saved) or len(self.bw_tangents) != 1:
             raise ExportError("unexpected AOTAutograd partition (one loss output expected)")
         self.fw_placeholders = [n for n in self.forward.graph.nodes if n.op == "placeholder"]
+        # AOTAutograd's partition lists the saved values in set order, which
+        # changes from run to run; in forward-graph order the exported files
+        # (and the split form's saved positions, hence the tensor ids) are
+        # the same for every export of a model.
+        order = {n: i for i, n in enumerate(self.forward.graph.nodes)}
+        pairs = sorted(zip(self.saved, self.bw_saved), key=lambda p: order[p[0]])
+        self.saved = [s for s, _ in pairs]
+        self.bw_saved = [b for _, b in pairs]
 
     @staticmethod
     def _output(gm):
@@ -224,12 +232,18 @@ class Exporter:
             grads.append(low.env[node] if node is not None else low.g.fill(tuple(p.shape), 0.0))
         return grads
 
-    def joint(self):
+    def _forward(self):
+        """A new function body with the forward graph lowered into it:
+        (graph, arguments, forward lowerer)."""
         g = Graph()
         args = self._arguments(g)
         fw = Lowerer(g, "forward")
         fw.env.update(zip(self.t.fw_placeholders, args))
         fw.run(self.t.forward.graph.nodes)
+        return g, args, fw
+
+    def joint(self):
+        g, args, fw = self._forward()
         bw = Lowerer(g, "backward")
         self._saved_in_backward(bw, fw.env)
         bw.env[self.t.bw_tangents[0]] = g.fill((), 1.0, hint="tangent")
@@ -238,11 +252,7 @@ class Exporter:
         return func(f"{self.name}_step", args, results, g.lines, result_attrs={0: "act.loss"})
 
     def split(self):
-        g = Graph()
-        args = self._arguments(g)
-        fw = Lowerer(g, "forward")
-        fw.env.update(zip(self.t.fw_placeholders, args))
-        fw.run(self.t.forward.graph.nodes)
+        g, args, fw = self._forward()
         saved = []
         for s in self.t.saved:
             chain = self.t.view_chain(s)

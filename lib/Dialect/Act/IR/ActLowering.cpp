@@ -264,10 +264,24 @@ static SmallVector<ReassociationIndices> collapseAll(int64_t rank) {
   return {all};
 }
 
-/// A one-loop parallel generic from `in` (1-D) to a new 1-D tensor of
-/// `elementType`, or over `in`'s shape when it is N-D.
+/// `input` as a 1-D tensor (row-major; a view, no copy).
+static Value flatten(OpBuilder &b, Location loc, Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t n = type.hasStaticShape() ? type.getNumElements()
+                                    : ShapedType::kDynamic;
+  auto flatType = RankedTensorType::get({n}, type.getElementType());
+  if (type.getRank() == 0)
+    return tensor::ExpandShapeOp::create(b, loc, flatType, input,
+                                         collapseAll(0));
+  if (type.getRank() > 1)
+    return tensor::CollapseShapeOp::create(b, loc, flatType, input,
+                                           collapseAll(type.getRank()));
+  return input;
+}
+
+/// An element-wise parallel generic over `in`'s shape into a new tensor of
+/// `elementType`.
 static Value elementwise(OpBuilder &b, Location loc, Value in, Type elementType,
-                         ValueRange dynamicSizes,
                          function_ref<Value(OpBuilder &, Location, Value)> fn) {
   auto type = cast<RankedTensorType>(in.getType());
   SmallVector<Value> dyn;
@@ -290,19 +304,9 @@ static Value elementwise(OpBuilder &b, Location loc, Value in, Type elementType,
 Value mlir::act::buildByteEncode(
     OpBuilder &b, Location loc, Value input, unsigned bits,
     function_ref<Value(OpBuilder &, Location, Value)> code) {
-  auto type = cast<RankedTensorType>(input.getType());
-  int64_t n = type.hasStaticShape() ? type.getNumElements()
-                                    : ShapedType::kDynamic;
-  auto flatType = RankedTensorType::get({n}, type.getElementType());
-  Value flat = input;
-  if (type.getRank() == 0)
-    flat = tensor::ExpandShapeOp::create(b, loc, flatType, input,
-                                         collapseAll(0));
-  else if (type.getRank() > 1)
-    flat = tensor::CollapseShapeOp::create(b, loc, flatType, input,
-                                           collapseAll(type.getRank()));
+  Value flat = flatten(b, loc, input);
   Type codeType = b.getIntegerType(bits);
-  return elementwise(b, loc, flat, codeType, {},
+  return elementwise(b, loc, flat, codeType,
                      [&](OpBuilder &nb, Location nl, Value x) -> Value {
                        return arith::TruncIOp::create(nb, nl, codeType,
                                                       code(nb, nl, x));
@@ -332,7 +336,7 @@ Value mlir::act::buildByteDecode(
     ValueRange dynamicSizes,
     function_ref<Value(OpBuilder &, Location, Value)> value) {
   Value shaped = unflatten(b, loc, payload, type, dynamicSizes);
-  return elementwise(b, loc, shaped, type.getElementType(), dynamicSizes,
+  return elementwise(b, loc, shaped, type.getElementType(),
                      [&](OpBuilder &nb, Location nl, Value c) -> Value {
                        return value(nb, nl,
                                     arith::ExtUIOp::create(nb, nl,
@@ -342,20 +346,9 @@ Value mlir::act::buildByteDecode(
 
 void PackedLowering::load(Value input) {
   auto type = cast<RankedTensorType>(input.getType());
-  Value flat = input;
+  Value flat = flatten(b, loc, input);
   int64_t n = type.hasStaticShape() ? type.getNumElements()
                                     : ShapedType::kDynamic;
-  auto flatType = RankedTensorType::get({n}, type.getElementType());
-  if (type.getRank() == 0) {
-    flat = tensor::ExpandShapeOp::create(b, loc, flatType, input,
-                                         ArrayRef<ReassociationIndices>{});
-  } else if (type.getRank() > 1) {
-    ReassociationIndices all;
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      all.push_back(i);
-    flat = tensor::CollapseShapeOp::create(b, loc, flatType, input,
-                                           ArrayRef<ReassociationIndices>{all});
-  }
   Value count = n == ShapedType::kDynamic
                     ? tensor::DimOp::create(b, loc, flat, 0).getResult()
                     : indexConst(b, loc, n);
@@ -468,12 +461,9 @@ Value PackedLowering::pack(
   viewShape.push_back(perWord);
   viewSizes.push_back(b.getIndexAttr(perWord));
   unsigned rank = viewShape.size();
-  ReassociationIndices all;
-  for (unsigned d = 0; d < rank; ++d)
-    all.push_back(d);
   Value view = tensor::ExpandShapeOp::create(
       b, loc, RankedTensorType::get(viewShape, paddedType.getElementType()),
-      padded, ArrayRef<ReassociationIndices>{all}, viewSizes);
+      padded, collapseAll(rank), viewSizes);
 
   SmallVector<int64_t> wordsShape(viewShape.begin(), viewShape.end() - 1);
   SmallVector<Value> dynamicRows;
@@ -696,21 +686,5 @@ Value PackedLowering::unpack(
   Value flat = tensor::CollapseShapeOp::create(
       b, loc, RankedTensorType::get({paddedStatic}, type.getElementType()),
       generic.getResult(0), ArrayRef<ReassociationIndices>{{0, 1}});
-  Value elements = sliceRows(flat, numElements);
-  if (type.getRank() == 1)
-    return elements;
-  if (type.getRank() == 0)
-    return tensor::CollapseShapeOp::create(b, loc, type, elements,
-                                           ArrayRef<ReassociationIndices>{});
-  ReassociationIndices all;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    all.push_back(i);
-  SmallVector<OpFoldResult> shape;
-  unsigned next = 0;
-  for (int64_t d : type.getShape())
-    shape.push_back(ShapedType::isDynamic(d) ? OpFoldResult(dynamicSizes[next++])
-                                             : b.getIndexAttr(d));
-  return tensor::ExpandShapeOp::create(b, loc, type, elements,
-                                       ArrayRef<ReassociationIndices>{all},
-                                       shape);
+  return unflatten(b, loc, sliceRows(flat, numElements), type, dynamicSizes);
 }

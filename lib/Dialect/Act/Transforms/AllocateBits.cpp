@@ -58,27 +58,29 @@ private:
 } // namespace
 
 void AllocateBitsPass::runOnOperation() {
+  // Diagnostics go to locations, not ops: an error on the module (or the
+  // step) would print all of it as a note.
   ModuleOp module = getOperation();
   if (profileFile.empty()) {
-    module.emitError("act-allocate-bits: give the sensitivity profile "
+    emitError(module.getLoc(), "act-allocate-bits: give the sensitivity profile "
                      "(profile=FILE, written by act-run --sensitivity)");
     return signalPassFailure();
   }
   WalkResult encoded = module.walk([](EncodeOp op) {
-    op.emitError("act-allocate-bits: the module already has encodings; run "
+    emitError(op.getLoc(), "act-allocate-bits: the module already has encodings; run "
                  "it on the graph before act-insert-encode-decode");
     return WalkResult::interrupt();
   });
   if (encoded.wasInterrupted())
     return signalPassFailure();
   if (solver != "exact" && solver != "greedy") {
-    module.emitError("act-allocate-bits: solver '")
+    emitError(module.getLoc(), "act-allocate-bits: solver '")
         << std::string(solver) << "' is not 'exact' or 'greedy'";
     return signalPassFailure();
   }
   llvm::Expected<Profile> profile = readProfile(profileFile);
   if (!profile) {
-    module.emitError("act-allocate-bits: ")
+    emitError(module.getLoc(), "act-allocate-bits: ")
         << llvm::toString(profile.takeError());
     return signalPassFailure();
   }
@@ -94,7 +96,7 @@ void AllocateBitsPass::runOnOperation() {
       graph = &g;
   }
   if (!graph) {
-    module.emitError("act-allocate-bits: profile '")
+    emitError(module.getLoc(), "act-allocate-bits: profile '")
         << profileFile << "' was measured on @" << profile->function
         << ", which this module does not have (training graphs: "
         << (names.empty() ? "none" : names) << ")";
@@ -102,7 +104,7 @@ void AllocateBitsPass::runOnOperation() {
   }
   std::string fingerprint = getGraphFingerprint(*graph);
   if (fingerprint != profile->fingerprint) {
-    graph->forward.emitError("act-allocate-bits: profile '")
+    emitError(graph->forward.getLoc(), "act-allocate-bits: profile '")
         << profileFile << "' was measured on a different graph (fingerprint "
         << profile->fingerprint << ", this graph's " << fingerprint
         << "): its saved values differ; measure this graph with act-run "
@@ -120,14 +122,14 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
     choices = {1, 2, 4, 8, 32};
   for (unsigned b : choices)
     if (b != 1 && b != 2 && b != 4 && b != 8 && b != 32)
-      return graph.forward.emitError("act-allocate-bits: bits ")
+      return emitError(graph.forward.getLoc(), "act-allocate-bits: bits ")
              << b << " is not one of 1, 2, 4, 8 (#act.quant) or 32 (f32)";
   if (defaultBits != 1 && defaultBits != 2 && defaultBits != 4 &&
       defaultBits != 8 && defaultBits != 32)
-    return graph.forward.emitError("act-allocate-bits: default-bits ")
+    return emitError(graph.forward.getLoc(), "act-allocate-bits: default-bits ")
            << unsigned(defaultBits) << " is not one of 1, 2, 4, 8, 32";
   if (!(averageBits > 0))
-    return graph.forward.emitError("act-allocate-bits: average-bits must be "
+    return emitError(graph.forward.getLoc(), "act-allocate-bits: average-bits must be "
                                    "positive");
 
   // The tensors to allocate: floating-point candidates of static size;
@@ -181,7 +183,7 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
   BitAllocation exact = allocateBitsExact(items, choices, budget);
   BitAllocation greedy = allocateBitsGreedy(items, choices, budget);
   if (!exact.feasible)
-    return graph.forward.emitError("act-allocate-bits: average-bits = ")
+    return emitError(graph.forward.getLoc(), "act-allocate-bits: average-bits = ")
            << double(averageBits) << " cannot be met: every tensor at "
            << *std::min_element(choices.begin(), choices.end())
            << " bit(s) already needs more";

@@ -6,6 +6,7 @@
 #include "act/Dialect/Act/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,6 +16,7 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -22,11 +24,19 @@ using namespace mlir;
 
 /// act ops to linalg, bufferized, deallocated after last use: what both the
 /// CPU and the GPU pipeline start from.
-static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams) {
-  pm.addPass(act::createConvertActToLinalgPass());
+static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
+                                 bool vectorize) {
+  act::ConvertActToLinalgPassOptions lowering;
+  lowering.chunks = vectorize;
+  pm.addPass(act::createConvertActToLinalgPass(lowering));
   // Elementwise arith/math on tensors become linalg.generic, which bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
+  if (vectorize) {
+    // The lowering's per-chunk kernels as vector code.
+    pm.addNestedPass<func::FuncOp>(act::createActVectorizePass());
+    pm.addPass(createCanonicalizerPass());
+  }
 
   // Ops whose result lands in a destination write there directly.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
@@ -35,6 +45,12 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams) {
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  if (vectorize) {
+    // CPU: a chunk's small temporaries (per-group statistics) are allocated
+    // once, outside the loop over chunks, which then runs in sequence.
+    pm.addPass(createForallToForLoopPass());
+    pm.addNestedPass<func::FuncOp>(bufferization::createBufferLoopHoistingPass());
+  }
   if (resultsToOutParams) {
     bufferization::BufferResultsToOutParamsPassOptions outParams;
     outParams.hoistStaticAllocs = true;
@@ -51,12 +67,21 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams) {
 
 void mlir::act::buildCPUPipeline(OpPassManager &pm,
                                  const CPUPipelineOptions &options) {
-  buildBufferizedLoops(pm, options.resultsToOutParams);
+  buildBufferizedLoops(pm, options.resultsToOutParams, /*vectorize=*/true);
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // n-D vector transfers as unrolled 1-D ones, which become plain loads and
+  // stores.
+  // Per-group reductions along the group (vector.reduction per row).
+  pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass(
+      vector::VectorMultiReductionLowering::InnerReduction));
+  VectorTransferToSCFOptions transfers;
+  transfers.enableFullUnroll();
+  pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(transfers));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   // Math ops with an LLVM intrinsic (exp, log, sqrt, rsqrt as 1/sqrt, ...)
   // become intrinsics; the rest (erf, tanh) calls libm. (The libm conversion
   // alone would call rsqrtf, which libm does not have.)
@@ -75,7 +100,7 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
 
 void mlir::act::buildGPUPipeline(OpPassManager &pm,
                                  const GPUPipelineOptions &options) {
-  buildBufferizedLoops(pm, /*resultsToOutParams=*/false);
+  buildBufferizedLoops(pm, /*resultsToOutParams=*/false, /*vectorize=*/false);
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   // Tiles of `block-size` iterations: the tile loop maps to blocks, the
   // iterations in a tile to threads (consecutive threads, consecutive

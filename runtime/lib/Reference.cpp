@@ -54,10 +54,24 @@ void act::rt::philox4x32(uint64_t index, uint64_t seed, uint64_t id,
   philox4x32Raw(c, k, out);
 }
 
-uint32_t act::rt::philox(uint64_t index, uint64_t seed, uint64_t id) {
+act::rt::PackedPosition act::rt::locatePacked(int64_t i, int64_t n,
+                                             unsigned perWord) {
+  int64_t tile = 16 * int64_t(perWord);
+  int64_t t = i / tile, j = i % tile;
+  int64_t remaining = n - t * tile;
+  int64_t width = remaining >= tile ? 16 : (remaining + perWord - 1) / perWord;
+  return {t, j / width, j % width};
+}
+
+uint32_t act::rt::philox(int64_t i, int64_t n, unsigned perWord,
+                         uint64_t seed, uint64_t id) {
+  PackedPosition p = locatePacked(i, n, perWord);
+  int64_t blocksPerTile = (perWord + 3) / 4;
+  uint64_t counter = uint64_t((p.tile * blocksPerTile + p.lane / 4) * 16 +
+                              p.word);
   uint32_t out[4];
-  philox4x32(index / 4, seed, id, out);
-  return out[index % 4];
+  philox4x32(counter, seed, id, out);
+  return out[p.lane % 4];
 }
 
 //===----------------------------------------------------------------------===//
@@ -192,33 +206,49 @@ float act::rt::decodeFloat(uint32_t code, FloatFormat format) {
   }
 }
 
+/// The word and bit offset of element i: 8- and 16-bit float codes are an
+/// array of codes (element i at byte offset i * bits / 8), packed codes
+/// follow the tile layout.
+static std::pair<int64_t, unsigned> slotOf(int64_t i, int64_t n, unsigned bits,
+                                           unsigned perWord, bool codeArray) {
+  if (codeArray)
+    return {i / perWord, unsigned(i % perWord) * bits};
+  act::rt::PackedPosition p = act::rt::locatePacked(i, n, perWord);
+  return {p.tile * 16 + p.word, unsigned(p.lane) * bits};
+}
+
 /// Packs `code(i)` for i < n, `perWord` per word of `bits` each.
 template <typename Fn>
 static std::vector<uint32_t> pack(int64_t n, unsigned bits, unsigned perWord,
+                                  bool codeArray,
                                   Fn code) {
   std::vector<uint32_t> words((n + perWord - 1) / perWord, 0);
-  for (int64_t i = 0; i < n; ++i)
-    words[i / perWord] |= code(i) << ((i % perWord) * bits);
+  for (int64_t i = 0; i < n; ++i) {
+    auto [word, shift] = slotOf(i, n, bits, perWord, codeArray);
+    words[word] |= code(i) << shift;
+  }
   return words;
 }
 
-static uint32_t unpack(const uint32_t *words, int64_t i, unsigned bits,
-                       unsigned perWord) {
-  return (words[i / perWord] >> ((i % perWord) * bits)) &
-         uint32_t((uint64_t(1) << bits) - 1);
+static uint32_t unpack(const uint32_t *words, int64_t i, int64_t n,
+                       unsigned bits, unsigned perWord, bool codeArray = false) {
+  auto [word, shift] = slotOf(i, n, bits, perWord, codeArray);
+  return (words[word] >> shift) & uint32_t((uint64_t(1) << bits) - 1);
 }
 
 std::vector<uint32_t> act::rt::encodeFloats(const float *x, int64_t n,
                                             FloatFormat format) {
-  return pack(n, getElementBits(format), getElementsPerWord(format),
+  unsigned bits = getElementBits(format);
+  return pack(n, bits, getElementsPerWord(format), bits % 8 == 0,
               [&](int64_t i) { return encodeFloat(x[i], format); });
 }
 
 void act::rt::decodeFloats(const uint32_t *words, int64_t n,
                            FloatFormat format, float *out) {
   for (int64_t i = 0; i < n; ++i)
-    out[i] = decodeFloat(unpack(words, i, getElementBits(format),
-                                getElementsPerWord(format)),
+    out[i] = decodeFloat(unpack(words, i, n, getElementBits(format),
+                                getElementsPerWord(format),
+                                getElementBits(format) % 8 == 0),
                          format);
 }
 
@@ -232,6 +262,7 @@ void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
   int64_t groups = (n + p.group - 1) / p.group;
   float levels = float((1u << p.bits) - 1);
   meta.assign(2 * groups, 0.0f);
+  std::vector<float> inverse(groups);
   for (int64_t g = 0; g < groups; ++g) {
     float mn = std::numeric_limits<float>::infinity(), mx = -mn;
     for (int64_t i = g * p.group; i < std::min(n, (g + 1) * p.group); ++i) {
@@ -241,16 +272,14 @@ void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
     float range = mx - mn;
     meta[2 * g] = mn;
     meta[2 * g + 1] = range / levels;
+    inverse[g] = range > 0.0f ? levels / range : 0.0f;
   }
-  words = pack(n, p.bits, 32 / p.bits, [&](int64_t i) {
-    float mn = meta[2 * (i / p.group)], scale = meta[2 * (i / p.group) + 1];
-    float diff = x[i] - mn;
-    float y = diff / scale;
-    if (scale == 0.0f)
-      y = 0.0f;
+  words = pack(n, p.bits, 32 / p.bits, false, [&](int64_t i) {
+    float diff = x[i] - meta[2 * (i / p.group)];
+    float y = diff * inverse[i / p.group];
     float offset = 0.5f;
     if (p.stochastic) {
-      uint32_t r = philox(uint64_t(i), p.seed, p.id) >> 8;
+      uint32_t r = philox(i, n, 32 / p.bits, p.seed, p.id) >> 8;
       offset = float(r) * (1.0f / 16777216.0f);
     }
     float q = std::floor(y + offset);
@@ -262,7 +291,7 @@ void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
 void act::rt::decodeQuant(const uint32_t *words, const float *meta, int64_t n,
                           const QuantParams &p, float *out) {
   for (int64_t i = 0; i < n; ++i) {
-    float q = float(unpack(words, i, p.bits, 32 / p.bits));
+    float q = float(unpack(words, i, n, p.bits, 32 / p.bits));
     float scaled = q * meta[2 * (i / p.group) + 1];
     out[i] = meta[2 * (i / p.group)] + scaled;
   }
@@ -274,7 +303,7 @@ void act::rt::decodeQuant(const uint32_t *words, const float *meta, int64_t n,
 
 std::vector<uint32_t> act::rt::encodeMask(const float *x, int64_t n,
                                           MaskPredicate predicate) {
-  return pack(n, 1, 32, [&](int64_t i) -> uint32_t {
+  return pack(n, 1, 32, false, [&](int64_t i) -> uint32_t {
     switch (predicate) {
     case MaskPredicate::Positive:
       return x[i] > 0.0f;
@@ -289,5 +318,5 @@ std::vector<uint32_t> act::rt::encodeMask(const float *x, int64_t n,
 
 void act::rt::decodeMask(const uint32_t *words, int64_t n, bool *out) {
   for (int64_t i = 0; i < n; ++i)
-    out[i] = unpack(words, i, 1, 32) != 0;
+    out[i] = unpack(words, i, n, 1, 32) != 0;
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 
 using namespace act::rt;
 
@@ -34,10 +35,35 @@ TEST(Philox, KnownAnswer) {
 }
 
 TEST(Philox, KeyingSeparatesTensorsAndSeeds) {
-  EXPECT_NE(philox(0, 1, 0), philox(0, 1, 1));
-  EXPECT_NE(philox(0, 1, 0), philox(0, 2, 0));
-  EXPECT_NE(philox(0, 1, 0), philox(1, 1, 0));
-  EXPECT_EQ(philox(5, 7, 9), philox(5, 7, 9));
+  EXPECT_NE(philox(0, 256, 8, 1, 0), philox(0, 256, 8, 1, 1));
+  EXPECT_NE(philox(0, 256, 8, 1, 0), philox(0, 256, 8, 2, 0));
+  EXPECT_NE(philox(0, 256, 8, 1, 0), philox(1, 256, 8, 1, 0));
+  EXPECT_EQ(philox(5, 256, 8, 7, 9), philox(5, 256, 8, 7, 9));
+}
+
+TEST(Packed, LayoutIsABijectionAndRandomWordsAreDistinct) {
+  // Every element gets its own (word, lane) and its own (counter, word) of
+  // the generator, for full and partial tiles alike.
+  for (unsigned perWord : {3u, 4u, 8u, 16u, 32u})
+    for (int64_t n : {1, 5, 47, 48, 100, 512, 1000, 1031}) {
+      std::set<std::pair<int64_t, int64_t>> slots;
+      std::set<uint32_t> randoms;
+      for (int64_t i = 0; i < n; ++i) {
+        PackedPosition p = locatePacked(i, n, perWord);
+        ASSERT_LT(p.lane, int64_t(perWord)) << n << " " << i;
+        int64_t word = p.tile * 16 + p.word;
+        ASSERT_LT(word, (n + perWord - 1) / perWord) << n << " " << i;
+        slots.insert({word, p.lane});
+        randoms.insert(philox(i, n, perWord, 3, 4));
+      }
+      EXPECT_EQ(int64_t(slots.size()), n) << perWord << " " << n;
+      EXPECT_EQ(int64_t(randoms.size()), n) << perWord << " " << n;
+    }
+  // Lane l of a full tile holds 16 consecutive elements.
+  PackedPosition p = locatePacked(128 + 16 * 3 + 5, 1000, 8);
+  EXPECT_EQ(p.tile, 1);
+  EXPECT_EQ(p.lane, 3);
+  EXPECT_EQ(p.word, 5);
 }
 
 TEST(Float, F16MatchesHardwareAndClamps) {

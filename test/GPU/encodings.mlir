@@ -16,8 +16,8 @@
 // The host code launches the kernels through the runtime's mgpu* entry
 // points, 256 threads per block (block-size) over ceil(1000 / 256) = 4
 // blocks; the PTX targets sm_90 and indexes by thread.
-// HOST: %[[THREADS:.*]] = llvm.mlir.constant(256 : index) : i64
-// HOST: %[[BLOCKS:.*]] = llvm.mlir.constant(4 : index) : i64
+// HOST-DAG: %[[THREADS:.*]] = llvm.mlir.constant(256 : index) : i64
+// HOST-DAG: %[[BLOCKS:.*]] = llvm.mlir.constant(4 : index) : i64
 // HOST: llvm.call @mgpuStreamCreate
 // HOST: gpu.launch_func {{.*}}@quant_kernel::@quant_kernel blocks in (%[[BLOCKS]], %{{.*}}, %{{.*}}) threads in (%[[THREADS]], %{{.*}}, %{{.*}})
 // HOST: gpu.binary @quant_kernel

@@ -145,8 +145,15 @@ TEST_F(LoweringTest, FloatFormatsMatchReferenceBitForBit) {
         uint32_t bits = rt::getElementBits(c.format);
         unsigned per = rt::getElementsPerWord(c.format);
         uint32_t mask = uint32_t((uint64_t(1) << bits) - 1);
-        EXPECT_EQ((words[i / per] >> ((i % per) * bits)) & mask,
-                  (expected[i / per] >> ((i % per) * bits)) & mask)
+        // Byte codes sit at their index; packed ones in the tile layout.
+        int64_t word = i / per, shift = (i % per) * bits;
+        if (codeBits != 8 && codeBits != 16) {
+          rt::PackedPosition p = rt::locatePacked(i, n, per);
+          word = p.tile * 16 + p.word;
+          shift = p.lane * bits;
+        }
+        EXPECT_EQ((words[word] >> shift) & mask,
+                  (expected[word] >> shift) & mask)
             << "element " << i << " = " << x[i];
         EXPECT_EQ(got[i], ref[i]) << "element " << i;
       }

@@ -25,10 +25,45 @@ def ConvertActToLinalgPass : Pass<"convert-act-to-linalg", "::mlir::ModuleOp"> {
     %words = linalg.generic ... -> tensor<500xi32>
     ```
   }];
+  let options = [
+    Option<"chunks", "chunks", "bool", /*default=*/"true",
+           "Packed encodings: encode and decode whole chunks (a quantization "
+           "group, a tile of 16 words) in an scf.forall of small static "
+           "kernels marked for act-vectorize (CPU); false: one flat parallel "
+           "generic per step, one GPU thread per word or element">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::scf::SCFDialect",
   ];
+}
+
+def ActVectorizePass : Pass<"act-vectorize", "::mlir::func::FuncOp"> {
+  let summary = "Turn the small static kernels of act's lowering into "
+                "vector code";
+  let description = [{
+    `convert-act-to-linalg` encodes whole chunks of a packed tensor (a
+    quantization group, a tile of 16 words) with small static linalg ops
+    marked `act.vectorize`: a chunk's min/max reduction, the 16 words of a
+    tile built from `perWord` lanes of 16 consecutive elements, and a tile's
+    decode. This pass vectorizes each marked op with upstream
+    `linalg::vectorize` (one vector per lane of a tile, a
+    `vector.multi_reduction` per group), so the CPU code does not depend on
+    what LLVM's loop vectorizer makes of the scalar loops. Ops that do not
+    meet the vectorizer's preconditions (dynamic shapes) stay as they are.
+    Part of `act-cpu-pipeline`; runs on tensors, before bufferization.
+
+    ```mlir
+    %w = linalg.generic {act.vectorize, iterator_types = ["parallel"]}
+           ins(%l0, %l1, ... : tensor<16xf32>, ...) outs(%e : tensor<16xi32>)
+    // becomes
+    %v0 = vector.transfer_read %l0[%c0], %pad : tensor<16xf32>, vector<16xf32>
+    ... arith on vector<16xf32> / vector<16xi32> ...
+    %w = vector.transfer_write %acc, %e[%c0] : vector<16xi32>, tensor<16xi32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::vector::VectorDialect"];
 }
 
 #endif // ACT_CONVERSION_PASSES_TD

@@ -9,6 +9,7 @@
 #include "act/Dialect/Act/IR/Act.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -32,7 +33,10 @@ std::optional<RankedTensorType> getDimsType(EncodedType type) {
 }
 
 struct EncodeOpLowering : OpConversionPattern<EncodeOp> {
-  using OpConversionPattern::OpConversionPattern;
+  EncodeOpLowering(const TypeConverter &converter, MLIRContext *context,
+                   LoweringOptions options)
+      : OpConversionPattern(converter, context), options(options) {}
+  LoweringOptions options;
 
   LogicalResult
   matchAndRewrite(EncodeOp op, OneToNOpAdaptor adaptor,
@@ -42,7 +46,8 @@ struct EncodeOpLowering : OpConversionPattern<EncodeOp> {
     Value input = adaptor.getInput().front();
     Value seed = adaptor.getSeed().empty() ? Value() : adaptor.getSeed().front();
     SmallVector<Value> storage =
-        type.getEncoding().buildEncode(rewriter, loc, input, seed, op.getId());
+        type.getEncoding().buildEncode(rewriter, loc, input, seed, op.getId(),
+                                        options);
     if (getDimsType(type)) {
       SmallVector<Value> dims;
       for (auto [i, d] : llvm::enumerate(type.getTensorType().getShape()))
@@ -56,7 +61,10 @@ struct EncodeOpLowering : OpConversionPattern<EncodeOp> {
 };
 
 struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
-  using OpConversionPattern::OpConversionPattern;
+  DecodeOpLowering(const TypeConverter &converter, MLIRContext *context,
+                   LoweringOptions options)
+      : OpConversionPattern(converter, context), options(options) {}
+  LoweringOptions options;
 
   LogicalResult
   matchAndRewrite(DecodeOp op, OneToNOpAdaptor adaptor,
@@ -74,7 +82,7 @@ struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
             ValueRange{arith::ConstantIndexOp::create(rewriter, loc, i)}));
     }
     Value decoded = type.getEncoding().buildDecode(
-        rewriter, loc, storage, op.getType(), dynamicSizes);
+        rewriter, loc, storage, op.getType(), dynamicSizes, options);
     rewriter.replaceOp(op, decoded);
     return success();
   }
@@ -82,6 +90,7 @@ struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
 
 struct ConvertActToLinalgPass
     : act::impl::ConvertActToLinalgPassBase<ConvertActToLinalgPass> {
+  using ConvertActToLinalgPassBase::ConvertActToLinalgPassBase;
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     TypeConverter converter;
@@ -95,7 +104,10 @@ struct ConvertActToLinalgPass
         });
 
     RewritePatternSet patterns(context);
-    patterns.add<EncodeOpLowering, DecodeOpLowering>(converter, context);
+    LoweringOptions options;
+    options.chunks = chunks;
+    patterns.add<EncodeOpLowering, DecodeOpLowering>(converter, context,
+                                                     options);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);

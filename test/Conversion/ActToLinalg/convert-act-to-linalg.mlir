@@ -1,36 +1,44 @@
 // RUN: act-opt %s -convert-act-to-linalg -split-input-file -verify-each | FileCheck %s
 
-// 4-bit quantization of 1000 elements, group 256: padded to 1024 (a multiple
-// of the group and of the 8 codes per word), per-group min/max in one
-// reduction, (min, scale) rows, then one parallel generic over (group, word
-// in group) reading each group's row once and packing the word's 8 codes in
-// registers (the lanes unrolled); the storage is 125 words and 4 metadata
-// rows.
+// 4-bit quantization of 1000 elements, group 256, tiles of 128 elements
+// (16 words x 8 lanes; docs/Encodings.md "Packed layout"). The three whole
+// groups are encoded by one scf.forall, each chunk reading its 256 elements
+// once: a min/max reduction, the (min, scale) row written in place into the
+// metadata, then per tile one generic over 16 words whose 8 inputs are the
+// tile's lanes (16 consecutive elements each), all marked act.vectorize.
+// The 232 elements left (a partial group, a narrower last tile) are padded
+// for their statistics and packed word by word; both land in the storage of
+// 125 words and 4 metadata rows.
 // CHECK-LABEL: func.func @quant
 // CHECK-SAME: (%[[X:.*]]: tensor<1000xf32>, %[[SEED:.*]]: i64) -> (tensor<125xi32>, tensor<4x2xf32>)
-// CHECK:      %[[PAD:.*]] = tensor.pad %[[X]] low[0] high[24]
-// CHECK:      %[[GROUPS:.*]] = tensor.expand_shape %[[PAD]] {{\[\[}}0, 1]] output_shape [4, 256] : tensor<1024xf32> into tensor<4x256xf32>
-// CHECK:      %[[STATS:.*]]:2 = linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[GROUPS]] : tensor<4x256xf32>) outs(%{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>)
-// CHECK:        arith.minnumf
-// CHECK:        arith.maxnumf
-// CHECK:      %[[META:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#0, %[[STATS]]#1 : tensor<4xf32>, tensor<4xf32>) outs(%{{.*}} : tensor<4x2xf32>)
-// CHECK:      %[[LANES:.*]] = tensor.expand_shape %[[PAD]] {{\[\[}}0, 1, 2]] output_shape [4, 32, 8] : tensor<1024xf32> into tensor<4x32x8xf32>
-// CHECK:      %[[WORDS3:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel"]} ins(%[[META]], %[[META]] : tensor<4x2xf32>, tensor<4x2xf32>) outs(%{{.*}} : tensor<4x32xi32>)
+// CHECK:      %[[CHUNKS:.*]]:2 = scf.forall (%[[C:.*]]) in (3) shared_outs(%[[WOUT:.*]] = %{{.*}}, %[[MOUT:.*]] = %{{.*}}) -> (tensor<125xi32>, tensor<4x2xf32>)
+// CHECK:        %[[CHUNK:.*]] = tensor.extract_slice %[[X]][%{{.*}}] [256] [1] : tensor<1000xf32> to tensor<256xf32>
+// CHECK:        %[[ROW:.*]] = tensor.extract_slice %[[MOUT]][%[[C]], 0] [1, 2] [1, 1]
+// CHECK:        %[[STATS:.*]]:2 = linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<1x256xf32>) outs(%{{.*}}, %{{.*}} : tensor<1xf32>, tensor<1xf32>) attrs = {act.vectorize}
+// CHECK:          arith.minnumf {{.*}} fastmath<nnan>
+// CHECK:          arith.maxnumf {{.*}} fastmath<nnan>
+// CHECK:        %[[META:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#0, %[[STATS]]#1 : tensor<1xf32>, tensor<1xf32>) outs(%[[ROW]] : tensor<1x2xf32>) attrs = {act.vectorize}
+// CHECK:        %[[WORDS:.*]] = tensor.extract_slice %[[WOUT]][%{{.*}}] [32] [1] : tensor<125xi32> to tensor<32xi32>
+// CHECK:        %[[LANE0:.*]] = tensor.extract_slice %[[CHUNK]][0] [16] [1]
+// CHECK:        %[[LANE7:.*]] = tensor.extract_slice %[[CHUNK]][112] [16] [1]
+// CHECK:        %[[TILE0:.*]] = linalg.generic {indexing_maps = [{{.*}}], iterator_types = ["parallel"]} ins(%[[LANE0]], {{.*}}, %[[LANE7]] : tensor<16xf32>, {{.*}}) outs(%{{.*}} : tensor<16xi32>) attrs = {act.vectorize}
 // Stochastic rounding: Philox4x32-10, ten rounds of two 32x32->64 products,
 // one block per four lanes (eight lanes: two blocks per word).
-// CHECK:        tensor.extract %[[LANES]]
-// CHECK-COUNT-20: arith.mului_extended
-// CHECK-NOT:    arith.mului_extended
-// CHECK-COUNT-4: tensor.extract %[[LANES]]
-// CHECK-COUNT-20: arith.mului_extended
-// CHECK-NOT:    arith.mului_extended
-// CHECK-COUNT-3: tensor.extract %[[LANES]]
-// CHECK:        math.floor
-// CHECK:        arith.shli
-// CHECK:        arith.ori
-// CHECK:      %[[WORDS:.*]] = tensor.collapse_shape %[[WORDS3]] {{\[\[}}0, 1]] : tensor<4x32xi32> into tensor<128xi32>
-// CHECK:      %[[PAYLOAD:.*]] = tensor.extract_slice %[[WORDS]][0] [125] [1] : tensor<128xi32> to tensor<125xi32>
-// CHECK:      return %[[PAYLOAD]], %[[META]] : tensor<125xi32>, tensor<4x2xf32>
+// CHECK-COUNT-40: arith.mului_extended
+// CHECK-NOT:      arith.mului_extended
+// CHECK:          math.floor
+// CHECK:        tensor.insert_slice %[[TILE0]] into %[[WORDS]][0] [16] [1]
+// CHECK:        linalg.generic {{.*}} outs(%{{.*}} : tensor<16xi32>) attrs = {act.vectorize}
+// CHECK:        scf.forall.in_parallel
+// CHECK-NEXT:     tensor.parallel_insert_slice %{{.*}} into %[[WOUT]][%{{.*}}] [32] [1] : tensor<32xi32> into tensor<125xi32>
+// CHECK-NEXT:     tensor.parallel_insert_slice %[[META]] into %[[MOUT]][%[[C]], 0] [1, 2] [1, 1] : tensor<1x2xf32> into tensor<4x2xf32>
+// CHECK:      %[[REST:.*]] = tensor.extract_slice %[[X]][768] [232] [1]
+// CHECK:      tensor.pad %[[REST]] low[0] high[24]
+// CHECK:      %[[RESTMETA:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2xf32>)
+// CHECK:      %[[RESTWORDS:.*]] = linalg.generic {indexing_maps = [{{.*}}], iterator_types = ["parallel"]} outs(%{{.*}} : tensor<29xi32>)
+// CHECK:      %[[PAYLOAD:.*]] = tensor.insert_slice %[[RESTWORDS]] into %[[CHUNKS]]#0[96] [29] [1] : tensor<29xi32> into tensor<125xi32>
+// CHECK:      %[[ROWS:.*]] = tensor.insert_slice %[[RESTMETA]] into %[[CHUNKS]]#1[3, 0] [1, 2] [1, 1]
+// CHECK:      return %[[PAYLOAD]], %[[ROWS]] : tensor<125xi32>, tensor<4x2xf32>
 func.func @quant(%x: tensor<1000xf32>, %seed: i64) -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>> {
   %e = act.encode %x, id = 3, seed %seed : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>
   return %e : !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>
@@ -38,18 +46,21 @@ func.func @quant(%x: tensor<1000xf32>, %seed: i64) -> !act.encoded<tensor<1000xf
 
 // -----
 
-// Decoding a static shape: one parallel generic over the tensor's own
-// dimensions reads word i / 8 and group i / 256 of flat index i and writes
-// the result directly: no padding, no reshapes.
+// Decoding: whole chunks in an scf.forall, one generic per tile over
+// (lane, word) reading the tile's 16 words and its lanes' (min, scale),
+// writing the tile in place; the rest element by element.
 // CHECK-LABEL: func.func @quant_decode
 // CHECK-SAME: (%[[P:.*]]: tensor<125xi32>, %[[M:.*]]: tensor<4x2xf32>) -> tensor<10x100xf32>
-// CHECK-NOT:  tensor.pad
-// CHECK:      %[[OUT:.*]] = linalg.generic {indexing_maps = [{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[P]], %[[M]], %[[M]] : tensor<125xi32>, tensor<4x2xf32>, tensor<4x2xf32>) outs(%{{.*}} : tensor<10x100xf32>)
-// CHECK:        arith.remui
-// CHECK:        arith.shrui
-// CHECK:        arith.andi
-// CHECK:        arith.sitofp
-// CHECK-NOT:  tensor.collapse_shape
+// CHECK:      %[[CHUNKS:.*]] = scf.forall (%{{.*}}) in (3) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<1000xf32>)
+// CHECK:        %[[MIN:.*]] = tensor.from_elements {{.*}} : tensor<8xf32>
+// CHECK:        %[[SCALE:.*]] = tensor.from_elements {{.*}} : tensor<8xf32>
+// CHECK:        linalg.generic {{{.*}}iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[MIN]], %[[SCALE]] : tensor<16xi32>, tensor<8xf32>, tensor<8xf32>) outs(%{{.*}} : tensor<8x16xf32>) attrs = {act.vectorize}
+// CHECK:          arith.shrui
+// CHECK:          arith.andi
+// CHECK:          arith.sitofp
+// CHECK:      %[[REST:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<232xf32>)
+// CHECK:      %[[ALL:.*]] = tensor.insert_slice %[[REST]] into %[[CHUNKS]][768] [232] [1]
+// CHECK:      %[[OUT:.*]] = tensor.expand_shape %[[ALL]] {{\[\[}}0, 1]] output_shape [10, 100]
 // CHECK:      return %[[OUT]]
 func.func @quant_decode(%e: !act.encoded<tensor<10x100xf32>, #act.quant<bits = 4>>) -> tensor<10x100xf32> {
   %d = act.decode %e : !act.encoded<tensor<10x100xf32>, #act.quant<bits = 4>> -> tensor<10x100xf32>
@@ -57,6 +68,16 @@ func.func @quant_decode(%e: !act.encoded<tensor<10x100xf32>, #act.quant<bits = 4
 }
 
 // -----
+
+// Without chunks (the GPU pipeline's lowering) everything goes through the
+// per-word and per-element generics.
+// RUN: act-opt %s -convert-act-to-linalg=chunks=false -split-input-file | FileCheck %s --check-prefix=FLAT
+// FLAT-LABEL: func.func @quant
+// FLAT-NOT:   scf.forall
+// FLAT:       linalg.generic {{.*}} outs(%{{.*}} : tensor<125xi32>)
+// FLAT-LABEL: func.func @quant_decode
+// FLAT-NOT:   scf.forall
+// FLAT:       linalg.generic {{.*}} outs(%{{.*}} : tensor<1000xf32>)
 
 // Round to nearest draws no random numbers; whole groups need no padding.
 // CHECK-LABEL: func.func @nearest
@@ -71,15 +92,17 @@ func.func @nearest(%x: tensor<2x256xf32>) -> !act.encoded<tensor<2x256xf32>, #ac
 // -----
 
 // Floats: f16 is an array of 16-bit codes, one element-wise generic
-// (arith.truncf after clamping); fp10 one packing generic through the
-// integer rounding of ActLowering (three per word).
+// (arith.truncf after clamping); fp10 packs three per word, 100 elements
+// being two whole tiles of 48 and 4 more (two words).
 // CHECK-LABEL: func.func @floats
 // CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}], iterator_types = ["parallel"]} ins(%{{.*}} : tensor<100xf32>) outs(%{{.*}} : tensor<100xi16>)
 // CHECK:   arith.cmpf ogt
 // CHECK:   arith.truncf %{{.*}} : f32 to f16
 // CHECK:   arith.trunci %{{.*}} : i32 to i16
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<34xi32>)
-// CHECK:   math.roundeven
+// CHECK: scf.forall (%{{.*}}) in (2)
+// CHECK:   linalg.generic {{.*}} outs(%{{.*}} : tensor<16xi32>) attrs = {act.vectorize}
+// CHECK:     math.roundeven
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2xi32>)
 // CHECK: return {{.*}} : tensor<100xi16>, tensor<34xi32>
 func.func @floats(%x: tensor<100xf32>) -> (!act.encoded<tensor<100xf32>, #act.float<format = f16>>, !act.encoded<tensor<100xf32>, #act.float<format = fp10>>) {
   %h = act.encode %x, id = 0 : tensor<100xf32> -> !act.encoded<tensor<100xf32>, #act.float<format = f16>>

@@ -216,96 +216,86 @@ bool QuantEncodingAttr::isStochastic() const {
   return getRounding() == Rounding::Stochastic;
 }
 
-/// Reads column `column` of the metadata row of each element's group.
-static PerElementInput groupColumn(Value meta, int64_t group,
-                                   int64_t column) {
-  return {meta, [group, column](AffineExpr flat) {
-            return SmallVector<AffineExpr>{
-                flat.floorDiv(group),
-                getAffineConstantExpr(column, flat.getContext())};
-          }};
-}
-
-SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
-                                                  Value input, Value seed,
-                                                  int64_t id) const {
-  MLIRContext *ctx = getContext();
-  int64_t group = getGroup(), perWord = 32 / getBits();
-  int64_t levels = (int64_t(1) << getBits()) - 1;
-  PackedLowering lowering(b, loc, getBits(), perWord,
-                          std::lcm(group, perWord));
-  lowering.load(input);
-  Value padded = lowering.getPadded();
+/// Per-group minimum and maximum of `rows` (tensor<k x group x T>) over
+/// its first `valid` elements (all when null): the values the codes read,
+/// (min, (2^bits - 1) / (max - min), or 0 for a constant group), and the
+/// stored rows (min, (max - min) / (2^bits - 1)).
+static void buildQuantStats(OpBuilder &b, Location loc, Value rows,
+                            Value valid, int64_t levels,
+                            SmallVectorImpl<Value> &perGroup, Value &metaRows) {
+  MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
-
-  // Per-group minimum and maximum, over the real elements only.
-  int64_t paddedStatic =
-      cast<RankedTensorType>(padded.getType()).getDimSize(0);
-  int64_t groupsStatic = ShapedType::isDynamic(paddedStatic)
-                             ? ShapedType::kDynamic
-                             : paddedStatic / group;
-  Value groups = b.createOrFold<arith::DivUIOp>(
-      loc, lowering.getPaddedLength(),
-      arith::ConstantIndexOp::create(b, loc, group));
-  SmallVector<OpFoldResult> viewShape = {
-      ShapedType::isDynamic(groupsStatic) ? OpFoldResult(groups)
-                                          : b.getIndexAttr(groupsStatic),
-      b.getIndexAttr(group)};
-  auto elementType = cast<RankedTensorType>(padded.getType()).getElementType();
-  Value view = tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get({groupsStatic, group}, elementType),
-      padded, ArrayRef<ReassociationIndices>{{0, 1}}, viewShape);
-  SmallVector<Value> dynamicGroups;
-  if (ShapedType::isDynamic(groupsStatic))
-    dynamicGroups.push_back(groups);
-  auto statType = RankedTensorType::get({groupsStatic}, f32);
+  auto rowsType = cast<RankedTensorType>(rows.getType());
+  int64_t group = rowsType.getDimSize(1);
+  SmallVector<Value> dyn;
+  if (rowsType.isDynamicDim(0))
+    dyn.push_back(tensor::DimOp::create(b, loc, rows, 0));
+  auto statType = RankedTensorType::get({rowsType.getDimSize(0)}, f32);
   auto filled = [&](float v) {
-    Value empty = tensor::EmptyOp::create(b, loc, statType, dynamicGroups);
+    Value empty = tensor::EmptyOp::create(b, loc, statType, dyn);
     return linalg::FillOp::create(b, loc, f32Const(b, loc, v), empty)
         .getResult(0);
   };
-  Value n = lowering.getNumElements();
-  // A static element count that fills its groups needs no padding mask.
-  auto inputType = cast<RankedTensorType>(input.getType());
-  bool noTail = inputType.hasStaticShape() &&
-                inputType.getNumElements() % group == 0;
+  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
   auto stats = linalg::GenericOp::create(
-      b, loc, TypeRange{statType, statType}, ValueRange{view},
+      b, loc, TypeRange{statType, statType}, ValueRange{rows},
       ValueRange{filled(INFINITY), filled(-INFINITY)},
-      {AffineMap::getMultiDimIdentityMap(2, ctx),
-       AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx),
-       AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx)},
+      {AffineMap::getMultiDimIdentityMap(2, ctx), row, row},
       {utils::IteratorType::parallel, utils::IteratorType::reduction},
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         Value x = toF32(nb, nl, args[0]);
-        // minnum/maxnum: vectorizable on every target (minimumf/maximumf,
-        // which propagate NaN, are not on x86); NaN groups are undefined.
-        Value mn = arith::MinNumFOp::create(nb, nl, args[1], x);
-        Value mx = arith::MaxNumFOp::create(nb, nl, args[2], x);
-        if (!noTail) {
+        // minnum/maxnum without NaNs (a group with a NaN is undefined):
+        // plain vector min/max on every target.
+        auto nnan = arith::FastMathFlagsAttr::get(
+            nb.getContext(), arith::FastMathFlags::nnan);
+        Value mn = arith::MinNumFOp::create(nb, nl, args[1], x, nnan);
+        Value mx = arith::MaxNumFOp::create(nb, nl, args[2], x, nnan);
+        if (valid) {
           // Padding elements do not count.
-          Value g = linalg::IndexOp::create(nb, nl, 0);
-          Value j = linalg::IndexOp::create(nb, nl, 1);
           Value i = arith::AddIOp::create(
               nb, nl,
               arith::MulIOp::create(
-                  nb, nl, g, arith::ConstantIndexOp::create(nb, nl, group)),
-              j);
-          Value valid =
-              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, i, n);
-          mn = arith::SelectOp::create(nb, nl, valid, mn, args[1]);
-          mx = arith::SelectOp::create(nb, nl, valid, mx, args[2]);
+                  nb, nl, linalg::IndexOp::create(nb, nl, 0),
+                  arith::ConstantIndexOp::create(nb, nl, group)),
+              linalg::IndexOp::create(nb, nl, 1));
+          Value real = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
+                                             i, valid);
+          mn = arith::SelectOp::create(nb, nl, real, mn, args[1]);
+          mx = arith::SelectOp::create(nb, nl, real, mx, args[2]);
         }
         linalg::YieldOp::create(nb, nl, ValueRange{mn, mx});
       });
+  stats->setAttr(kVectorizeAttr, b.getUnitAttr());
+  Value mn = stats.getResult(0), mx = stats.getResult(1);
 
-  // Metadata rows (min, scale), scale = (max - min) / (2^bits - 1).
-  auto metaType = RankedTensorType::get({groupsStatic, 2}, f32);
-  Value metaInit = tensor::EmptyOp::create(b, loc, metaType, dynamicGroups);
-  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
-  Value meta =
+  auto one = AffineMap::getMultiDimIdentityMap(1, ctx);
+  auto inverseOp =
       linalg::GenericOp::create(
-          b, loc, metaType, stats.getResults(), ValueRange{metaInit},
+          b, loc, statType, ValueRange{mn, mx},
+          ValueRange{tensor::EmptyOp::create(b, loc, statType, dyn)},
+          {one, one, one}, {utils::IteratorType::parallel},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value range = arith::SubFOp::create(nb, nl, args[1], args[0]);
+            Value zero = f32Const(nb, nl, 0.0f);
+            Value positive = arith::CmpFOp::create(
+                nb, nl, arith::CmpFPredicate::OGT, range, zero);
+            Value inv = arith::DivFOp::create(
+                nb, nl, f32Const(nb, nl, float(levels)), range);
+            linalg::YieldOp::create(
+                nb, nl,
+                ValueRange{arith::SelectOp::create(nb, nl, positive, inv,
+                                                   zero)});
+          });
+  inverseOp->setAttr(kVectorizeAttr, b.getUnitAttr());
+  perGroup.assign({mn, inverseOp.getResult(0)});
+
+  auto metaType = RankedTensorType::get({rowsType.getDimSize(0), 2}, f32);
+  Value metaInit = metaRows ? metaRows
+                            : tensor::EmptyOp::create(b, loc, metaType, dyn)
+                                  .getResult();
+  auto metaOp =
+      linalg::GenericOp::create(
+          b, loc, metaInit.getType(), ValueRange{mn, mx}, ValueRange{metaInit},
           {row, row, AffineMap::getMultiDimIdentityMap(2, ctx)},
           {utils::IteratorType::parallel, utils::IteratorType::parallel},
           [&](OpBuilder &nb, Location nl, ValueRange args) {
@@ -320,33 +310,47 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
                 nb, nl,
                 ValueRange{arith::SelectOp::create(nb, nl, first, args[0],
                                                    scale)});
-          })
-          .getResult(0);
+          });
+  metaOp->setAttr(kVectorizeAttr, b.getUnitAttr());
+  metaRows = metaOp.getResult(0);
+}
 
-  // Codes: (x - min) / scale rounded stochastically or to nearest, clamped.
-  bool stochastic = isStochastic();
-  // The Philox block shared by four consecutive elements.
-  SmallVector<Value> randomBlock;
-  if (!seed)
-    seed = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
-  Value payload = lowering.pack(
-      {groupColumn(meta, group, 0), groupColumn(meta, group, 1)},
-      [&](OpBuilder &nb, Location nl, Value x, Value index,
-          ValueRange extra, int64_t lane) -> Value {
-        Value mn = extra[0], scale = extra[1];
+SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
+                                                  Value input, Value seed,
+                                                  int64_t id,
+    const LoweringOptions &options) const {
+  int64_t levels = (int64_t(1) << getBits()) - 1;
+  GroupStats stats{getGroup(), 2,
+                   [&](OpBuilder &nb, Location nl, Value rows, Value valid,
+                       SmallVectorImpl<Value> &perGroup, Value &metaRows) {
+                     buildQuantStats(nb, nl, rows, valid, levels, perGroup,
+                                     metaRows);
+                   }};
+  std::optional<RandomKey> random;
+  if (isStochastic())
+    random = RandomKey{seed ? seed
+                            : arith::ConstantIntOp::create(b, loc,
+                                                           b.getI64Type(), 0)
+                                  .getResult(),
+                       id};
+  Value meta;
+  Value payload = buildPackedEncode(
+      b, loc, input, {getBits(), 32 / getBits()}, options.chunks, &stats,
+      random,
+      [&](OpBuilder &nb, Location nl, Value x, ValueRange group,
+          function_ref<Value()> randomWord) -> Value {
+        // Codes: (x - min) * inverse step, rounded stochastically or to
+        // nearest, clamped to [0, 2^bits - 1].
+        Value mn = group[0], inverse = group[1];
         Value zero = f32Const(nb, nl, 0.0f);
-        Value y = arith::DivFOp::create(
-            nb, nl, arith::SubFOp::create(nb, nl, toF32(nb, nl, x), mn), scale);
-        Value constant =
-            arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, scale, zero);
-        y = arith::SelectOp::create(nb, nl, constant, zero, y);
+        Value y = arith::MulFOp::create(
+            nb, nl, arith::SubFOp::create(nb, nl, toF32(nb, nl, x), mn),
+            inverse);
         Value offset;
-        if (stochastic) {
+        if (random) {
           // u in [0, 1) from the top 24 bits of the Philox word.
-          Value r =
-              buildElementRandom(nb, nl, index, seed, id, lane, randomBlock);
-          r = arith::ShRUIOp::create(
-              nb, nl, r,
+          Value r = arith::ShRUIOp::create(
+              nb, nl, randomWord(),
               arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 8));
           offset = arith::MulFOp::create(
               nb, nl, arith::SIToFPOp::create(nb, nl, nb.getF32Type(), r),
@@ -356,40 +360,34 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
         }
         Value q = math::FloorOp::create(
             nb, nl, arith::AddFOp::create(nb, nl, y, offset));
+        // No NaN here unless the group holds one (undefined codes).
+        auto nnan = arith::FastMathFlagsAttr::get(nb.getContext(),
+                                                  arith::FastMathFlags::nnan);
         q = arith::MinNumFOp::create(
-            nb, nl, arith::MaxNumFOp::create(nb, nl, q, zero),
-            f32Const(nb, nl, float(levels)));
+            nb, nl, arith::MaxNumFOp::create(nb, nl, q, zero, nnan),
+            f32Const(nb, nl, float(levels)), nnan);
         // q is in [0, 2^bits - 1]: the signed conversion gives the same
         // code and is one instruction on x86 (the unsigned one is not).
         return arith::FPToSIOp::create(nb, nl, nb.getI32Type(), q);
       },
-      group);
-  return {payload, lowering.sliceRows(
-                       meta, lowering.ceilDiv(lowering.getNumElements(),
-                                              group))};
+      &meta);
+  return {payload, meta};
 }
 
 Value QuantEncodingAttr::buildDecode(OpBuilder &b, Location loc,
                                      ValueRange storage,
                                      RankedTensorType decodedType,
-                                     ValueRange dynamicSizes) const {
-  int64_t group = getGroup(), perWord = 32 / getBits();
-  PackedLowering lowering(b, loc, getBits(), perWord,
-                          std::lcm(group, perWord));
-  lowering.setShape(decodedType, dynamicSizes);
-  Value groups = b.createOrFold<arith::DivUIOp>(
-      loc, lowering.getPaddedLength(),
-      arith::ConstantIndexOp::create(b, loc, group));
-  Value meta = lowering.padRows(storage[1], groups);
+                                     ValueRange dynamicSizes,
+    const LoweringOptions &options) const {
   Type elementType = decodedType.getElementType();
-  return lowering.unpack(
-      storage[0], decodedType, dynamicSizes,
-      {groupColumn(meta, group, 0), groupColumn(meta, group, 1)},
-      [&](OpBuilder &nb, Location nl, Value code, ValueRange extra) {
+  return buildPackedDecode(
+      b, loc, storage[0], {getBits(), 32 / getBits()}, options.chunks,
+      decodedType, dynamicSizes, storage[1], getGroup(),
+      [&](OpBuilder &nb, Location nl, Value code, ValueRange row) {
         // code < 2^bits: the signed conversion is exact and cheaper on x86.
         Value q = arith::SIToFPOp::create(nb, nl, nb.getF32Type(), code);
         Value x = arith::AddFOp::create(
-            nb, nl, extra[0], arith::MulFOp::create(nb, nl, q, extra[1]));
+            nb, nl, row[0], arith::MulFOp::create(nb, nl, q, row[1]));
         return fromF32(nb, nl, x, elementType);
       });
 }
@@ -433,7 +431,8 @@ static FloatType getHalfType(MLIRContext *ctx, FloatFormat format) {
 
 SmallVector<Value> FloatEncodingAttr::buildEncode(OpBuilder &b, Location loc,
                                                   Value input, Value,
-                                                  int64_t) const {
+                                                  int64_t,
+    const LoweringOptions &options) const {
   unsigned bits = getElementBits(), perWord = getElementsPerWord();
   FloatFormat format = getFormat();
   std::optional<MiniFloat> mini = getMiniFloat(format);
@@ -488,17 +487,20 @@ SmallVector<Value> FloatEncodingAttr::buildEncode(OpBuilder &b, Location loc,
   };
   if (isByteAligned(bits))
     return {buildByteEncode(b, loc, input, bits, code)};
-  PackedLowering lowering(b, loc, bits, perWord, perWord);
-  lowering.load(input);
-  return {lowering.pack(
-      {}, [&](OpBuilder &nb, Location nl, Value x, Value, ValueRange,
-              int64_t) { return code(nb, nl, x); })};
+  return {buildPackedEncode(b, loc, input, {bits, perWord}, options.chunks,
+                            nullptr,
+                            std::nullopt,
+                            [&](OpBuilder &nb, Location nl, Value x,
+                                ValueRange, function_ref<Value()>) {
+                              return code(nb, nl, x);
+                            })};
 }
 
 Value FloatEncodingAttr::buildDecode(OpBuilder &b, Location loc,
                                      ValueRange storage,
                                      RankedTensorType decodedType,
-                                     ValueRange dynamicSizes) const {
+                                     ValueRange dynamicSizes,
+    const LoweringOptions &options) const {
   unsigned bits = getElementBits(), perWord = getElementsPerWord();
   FloatFormat format = getFormat();
   std::optional<MiniFloat> mini = getMiniFloat(format);
@@ -519,11 +521,11 @@ Value FloatEncodingAttr::buildDecode(OpBuilder &b, Location loc,
   };
   if (isByteAligned(bits))
     return buildByteDecode(b, loc, storage[0], decodedType, dynamicSizes, value);
-  PackedLowering lowering(b, loc, bits, perWord, perWord);
-  lowering.setShape(decodedType, dynamicSizes);
-  return lowering.unpack(storage[0], decodedType, dynamicSizes, {},
-                         [&](OpBuilder &nb, Location nl, Value code,
-                             ValueRange) { return value(nb, nl, code); });
+  return buildPackedDecode(b, loc, storage[0], {bits, perWord},
+                           options.chunks, decodedType,
+                           dynamicSizes, Value(), 0,
+                           [&](OpBuilder &nb, Location nl, Value code,
+                               ValueRange) { return value(nb, nl, code); });
 }
 
 // MaskEncodingAttr ----------------------------------------------------------
@@ -538,14 +540,13 @@ bool MaskEncodingAttr::isStochastic() const { return false; }
 
 SmallVector<Value> MaskEncodingAttr::buildEncode(OpBuilder &b, Location loc,
                                                  Value input, Value,
-                                                 int64_t) const {
-  PackedLowering lowering(b, loc, 1, 32, 32);
-  lowering.load(input);
+                                                 int64_t,
+    const LoweringOptions &options) const {
   MaskPredicate predicate = getPredicate();
-  return {lowering.pack(
-      {},
-      [&](OpBuilder &nb, Location nl, Value x, Value, ValueRange,
-          int64_t) -> Value {
+  return {buildPackedEncode(
+      b, loc, input, {1, 32}, options.chunks, nullptr, std::nullopt,
+      [&](OpBuilder &nb, Location nl, Value x, ValueRange,
+          function_ref<Value()>) -> Value {
         Value zero = arith::ConstantOp::create(nb, nl,
                                                nb.getZeroAttr(x.getType()));
         Value p;
@@ -571,11 +572,11 @@ SmallVector<Value> MaskEncodingAttr::buildEncode(OpBuilder &b, Location loc,
 Value MaskEncodingAttr::buildDecode(OpBuilder &b, Location loc,
                                     ValueRange storage,
                                     RankedTensorType decodedType,
-                                    ValueRange dynamicSizes) const {
-  PackedLowering lowering(b, loc, 1, 32, 32);
-  lowering.setShape(decodedType, dynamicSizes);
-  return lowering.unpack(
-      storage[0], decodedType, dynamicSizes, {},
+                                    ValueRange dynamicSizes,
+    const LoweringOptions &options) const {
+  return buildPackedDecode(
+      b, loc, storage[0], {1, 32}, options.chunks, decodedType, dynamicSizes,
+      Value(), 0,
       [&](OpBuilder &nb, Location nl, Value code, ValueRange) -> Value {
         return arith::TruncIOp::create(nb, nl, nb.getI1Type(), code);
       });

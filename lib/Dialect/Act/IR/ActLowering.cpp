@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -18,6 +19,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::act;
@@ -61,32 +63,6 @@ SmallVector<Value, 4> mlir::act::buildPhilox4(OpBuilder &b, Location loc,
     }
   }
   return {c0, c1, c2, c3};
-}
-
-Value mlir::act::buildElementRandom(OpBuilder &b, Location loc, Value index,
-                                    Value seed, int64_t id, int64_t lane,
-                                    SmallVectorImpl<Value> &cache) {
-  Type i64 = b.getI64Type();
-  auto c64 = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, i64, v).getResult();
-  };
-  if (lane >= 0) {
-    if (lane % 4 == 0 || cache.size() != 4) {
-      Value counter = arith::ShRUIOp::create(b, loc, index, c64(2));
-      cache.assign(buildPhilox4(b, loc, counter, seed, id));
-    }
-    return cache[lane % 4];
-  }
-  SmallVector<Value, 4> words = buildPhilox4(
-      b, loc, arith::ShRUIOp::create(b, loc, index, c64(2)), seed, id);
-  Value which = arith::AndIOp::create(b, loc, index, c64(3));
-  Value r = words[3];
-  for (int w = 2; w >= 0; --w) {
-    Value is = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, which,
-                                     c64(w));
-    r = arith::SelectOp::create(b, loc, is, words[w], r);
-  }
-  return r;
 }
 
 //===----------------------------------------------------------------------===//
@@ -221,25 +197,11 @@ Value mlir::act::buildMiniFloatDecode(OpBuilder &b, Location loc, Value code,
 }
 
 //===----------------------------------------------------------------------===//
-// PackedLowering
+// Helpers
 //===----------------------------------------------------------------------===//
-
-PackedLowering::PackedLowering(OpBuilder &b, Location loc, unsigned bits,
-                               unsigned perWord, int64_t multiple)
-    : b(b), loc(loc), bits(bits), perWord(perWord), multiple(multiple) {}
 
 static Value indexConst(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
-}
-
-Value PackedLowering::ceilDiv(Value n, int64_t d) {
-  return b.createOrFold<arith::CeilDivUIOp>(loc, n, indexConst(b, loc, d));
-}
-
-void PackedLowering::setNumElements(Value n) {
-  numElements = n;
-  paddedLength = b.createOrFold<arith::MulIOp>(loc, ceilDiv(n, multiple),
-                                               indexConst(b, loc, multiple));
 }
 
 /// A static size for a tensor dimension, if `v` folds to a constant.
@@ -344,347 +306,462 @@ Value mlir::act::buildByteDecode(
                      });
 }
 
-void PackedLowering::load(Value input) {
-  auto type = cast<RankedTensorType>(input.getType());
-  Value flat = flatten(b, loc, input);
-  int64_t n = type.hasStaticShape() ? type.getNumElements()
-                                    : ShapedType::kDynamic;
-  Value count = n == ShapedType::kDynamic
-                    ? tensor::DimOp::create(b, loc, flat, 0).getResult()
-                    : indexConst(b, loc, n);
-  setNumElements(count);
-  if (n != ShapedType::kDynamic && n % multiple == 0) {
-    // Nothing to pad: no copy.
-    padded = flat;
-    return;
+
+//===----------------------------------------------------------------------===//
+// Packed codes
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Index arithmetic that folds constants, so static shapes stay static.
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return indexConst(b, loc, v); }
+  Value add(Value x, Value y) { return b.createOrFold<arith::AddIOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.createOrFold<arith::SubIOp>(loc, x, y); }
+  Value mul(Value x, int64_t y) {
+    return b.createOrFold<arith::MulIOp>(loc, x, c(y));
   }
-  Value high = b.createOrFold<arith::SubIOp>(loc, paddedLength, numElements);
-  Value zero = arith::ConstantOp::create(
-      b, loc, b.getZeroAttr(type.getElementType()));
-  int64_t length = staticOr(paddedLength);
-  if (n != ShapedType::kDynamic)
-    length = llvm::alignTo(n, multiple);
-  auto paddedType = RankedTensorType::get({length}, type.getElementType());
-  padded = tensor::PadOp::create(b, loc, paddedType, flat,
-                                 ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
-                                 ArrayRef<OpFoldResult>{getAsOpFoldResult(high)},
-                                 zero);
+  Value div(Value x, int64_t y) {
+    return b.createOrFold<arith::DivUIOp>(loc, x, c(y));
+  }
+  Value rem(Value x, Value y) { return b.createOrFold<arith::RemUIOp>(loc, x, y); }
+  Value ceilDiv(Value x, int64_t y) {
+    return b.createOrFold<arith::CeilDivUIOp>(loc, x, c(y));
+  }
+  Value ult(Value x, Value y) {
+    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, x, y);
+  }
+  Value select(Value cond, Value x, Value y) {
+    return b.createOrFold<arith::SelectOp>(loc, cond, x, y);
+  }
+  Value min(Value x, Value y) { return b.createOrFold<arith::MinUIOp>(loc, x, y); }
+};
+
+/// How a packed tensor of n elements splits: whole chunks of `chunk`
+/// elements (lcm of the group and the tile) take the vectorized path, the
+/// rest the generic one.
+struct PackedSplit {
+  int64_t tile, group, chunk;
+  bool fast;
+  Value n, chunks, mainLength, rest;
+  int64_t nStatic, chunksStatic, restStatic;
+
+  PackedSplit(IndexMath &ix, PackedFormat f, int64_t group, Value n,
+              bool chunked) {
+    tile = f.tileElements();
+    this->group = group;
+    chunk = group ? std::lcm(group, tile) : tile;
+    // A lane of a tile (16 elements) must lie in one group; a chunk is
+    // unrolled tile by tile.
+    fast = chunked && (!group || (group % 16 == 0 && chunk / tile <= 16));
+    this->n = n;
+    nStatic = staticOr(n);
+    chunks = fast ? ix.div(n, chunk) : ix.c(0);
+    mainLength = ix.mul(chunks, chunk);
+    rest = ix.sub(n, mainLength);
+    chunksStatic = staticOr(chunks);
+    restStatic = staticOr(rest);
+  }
+};
+
+/// The words of `key`'s Philox blocks for the lanes of one word, built once
+/// per four lanes: lane l of word w of tile t reads word l % 4 of the block
+/// with counter (t * ceil(perWord / 4) + l / 4) * 16 + w.
+struct LaneRandom {
+  std::optional<RandomKey> key;
+  int64_t blocksPerTile;
+  Value tile, word; // index
+  llvm::DenseMap<int64_t, SmallVector<Value, 4>> blocks;
+
+  LaneRandom(std::optional<RandomKey> key, int64_t blocksPerTile, Value tile,
+             Value word)
+      : key(key), blocksPerTile(blocksPerTile), tile(tile), word(word) {}
+
+  Value get(OpBuilder &b, Location loc, int64_t lane) {
+    auto &block = blocks[lane / 4];
+    if (block.empty()) {
+      IndexMath ix{b, loc};
+      Value counter = ix.add(
+          ix.mul(ix.add(ix.mul(tile, blocksPerTile), ix.c(lane / 4)), 16),
+          word);
+      counter =
+          arith::IndexCastUIOp::create(b, loc, b.getI64Type(), counter);
+      block = buildPhilox4(b, loc, counter, key->seed, key->id);
+    }
+    return block[lane % 4];
+  }
+};
+} // namespace
+
+static Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
 }
 
-void PackedLowering::setShape(RankedTensorType type, ValueRange dynamicSizes) {
-  Value count = indexConst(b, loc, 1);
-  unsigned next = 0;
-  for (int64_t d : type.getShape())
-    count = b.createOrFold<arith::MulIOp>(loc, count,
-                                          ShapedType::isDynamic(d)
-                                              ? dynamicSizes[next++]
-                                              : indexConst(b, loc, d));
-  setNumElements(count);
+static RankedTensorType tensorOf(ArrayRef<int64_t> shape, Type type) {
+  return RankedTensorType::get(shape, type);
 }
 
-Value PackedLowering::sliceRows(Value t, Value count) {
+static SmallVector<OpFoldResult> ofrs(ArrayRef<Value> values) {
+  SmallVector<OpFoldResult> r;
+  for (Value v : values)
+    r.push_back(getAsOpFoldResult(v));
+  return r;
+}
+
+/// `t[offset : offset + size]` along dim 0 (all of the other dims).
+static Value slice(OpBuilder &b, Location loc, Value t, Value offset,
+                   Value size) {
   auto type = cast<RankedTensorType>(t.getType());
-  if (!type.isDynamicDim(0) && staticOr(count) == type.getDimSize(0))
-    return t;
   SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
   SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
-  sizes.push_back(getAsOpFoldResult(count));
-  for (int64_t i = 1; i < type.getRank(); ++i)
-    sizes.push_back(b.getIndexAttr(type.getDimSize(i)));
-  SmallVector<int64_t> shape(type.getShape());
-  shape[0] = staticOr(count);
-  auto resultType = RankedTensorType::get(shape, type.getElementType());
-  return tensor::ExtractSliceOp::create(b, loc, resultType, t, offsets, sizes,
-                                        strides);
+  offsets[0] = getAsOpFoldResult(offset);
+  sizes.push_back(getAsOpFoldResult(size));
+  for (int64_t d = 1; d < type.getRank(); ++d)
+    sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+  return tensor::ExtractSliceOp::create(b, loc, t, offsets, sizes, strides);
 }
 
-Value PackedLowering::padRows(Value t, Value count) {
-  auto type = cast<RankedTensorType>(t.getType());
-  if (!type.isDynamicDim(0) && staticOr(count) == type.getDimSize(0))
-    return t;
-  Value rows = b.createOrFold<tensor::DimOp>(loc, t, 0);
-  SmallVector<OpFoldResult> low(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> high(type.getRank(), b.getIndexAttr(0));
-  high[0] = getAsOpFoldResult(b.createOrFold<arith::SubIOp>(loc, count, rows));
-  SmallVector<int64_t> shape(type.getShape());
-  shape[0] = staticOr(count);
-  auto resultType = RankedTensorType::get(shape, type.getElementType());
-  Value zero = arith::ConstantOp::create(
-      b, loc, b.getZeroAttr(type.getElementType()));
-  return tensor::PadOp::create(b, loc, resultType, t, low, high, zero);
+/// Inserts `part` into `into` at `offset` along dim 0.
+static Value insert(OpBuilder &b, Location loc, Value part, Value into,
+                    Value offset) {
+  auto type = cast<RankedTensorType>(part.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  offsets[0] = getAsOpFoldResult(offset);
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(b, loc, part);
+  return tensor::InsertSliceOp::create(b, loc, part, into, offsets, sizes,
+                                       strides);
 }
 
-static SmallVector<utils::IteratorType> iterators(bool reduceLanes) {
-  return {utils::IteratorType::parallel, reduceLanes
-                                             ? utils::IteratorType::reduction
-                                             : utils::IteratorType::parallel};
+static void parallelInsert(OpBuilder &b, Location loc, Value part, Value into,
+                           Value offset) {
+  auto type = cast<RankedTensorType>(part.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  offsets[0] = getAsOpFoldResult(offset);
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, part, into, offsets, tensor::getMixedSizes(b, loc, part),
+      strides);
 }
 
-/// Maps of `extras` over loops whose element index is `flat`.
-static SmallVector<AffineMap> extraMaps(ArrayRef<PerElementInput> extras,
-                                        unsigned numDims, AffineExpr flat) {
-  SmallVector<AffineMap> maps;
-  for (const PerElementInput &extra : extras)
-    maps.push_back(AffineMap::get(numDims, 0, extra.indices(flat),
-                                  flat.getContext()));
-  return maps;
+/// An empty tensor with dim 0 of `rows` (static when it folds).
+static Value emptyRows(OpBuilder &b, Location loc, Value rows,
+                       ArrayRef<int64_t> inner, Type type) {
+  SmallVector<int64_t> shape = {staticOr(rows)};
+  shape.append(inner.begin(), inner.end());
+  SmallVector<Value> dyn;
+  if (ShapedType::isDynamic(shape[0]))
+    dyn.push_back(rows);
+  return tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>(shape), type,
+                                 ValueRange(dyn));
 }
 
-Value PackedLowering::pack(
-    ArrayRef<PerElementInput> extras,
-    function_ref<Value(OpBuilder &, Location, Value, Value, ValueRange,
-                       int64_t)>
-        elementBits,
-    int64_t groupElements) {
-  // Loops (word, lane), or (group, word in group, lane) when the extras are
-  // per group: then they are read once per group, not through a division
-  // per element.
-  bool grouped = groupElements > 0 && groupElements % perWord == 0 &&
-                 multiple % groupElements == 0;
-  int64_t wordsPerRow = grouped ? groupElements / perWord : 1;
-  int64_t rowElements = grouped ? groupElements : perWord;
-  auto paddedType = cast<RankedTensorType>(padded.getType());
-  Value rowsValue = b.createOrFold<arith::DivUIOp>(
-      loc, paddedLength, indexConst(b, loc, rowElements));
-  int64_t rows = ShapedType::isDynamic(paddedType.getDimSize(0))
-                     ? ShapedType::kDynamic
-                     : paddedType.getDimSize(0) / rowElements;
-  OpFoldResult rowsSize = ShapedType::isDynamic(rows)
-                              ? OpFoldResult(rowsValue)
-                              : OpFoldResult(b.getIndexAttr(rows));
-  SmallVector<int64_t> viewShape = {rows};
-  SmallVector<OpFoldResult> viewSizes = {rowsSize};
-  if (grouped) {
-    viewShape.push_back(wordsPerRow);
-    viewSizes.push_back(b.getIndexAttr(wordsPerRow));
+/// The groups of `elements` (1-D, a multiple of `group` long unless
+/// `valid` is set, then zero-padded to one) as rows, and their statistics.
+static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
+                            Value valid, const GroupStats &stats,
+                            SmallVectorImpl<Value> &perGroup, Value &metaRows) {
+  IndexMath ix{b, loc};
+  auto type = cast<RankedTensorType>(elements.getType());
+  Value length = b.createOrFold<tensor::DimOp>(loc, elements, 0);
+  Value rows = ix.ceilDiv(length, stats.group);
+  if (valid) {
+    Value high = ix.sub(ix.mul(rows, stats.group), length);
+    int64_t padded = ShapedType::isDynamic(staticOr(rows))
+                         ? ShapedType::kDynamic
+                         : staticOr(rows) * stats.group;
+    elements = tensor::PadOp::create(
+        b, loc, tensorOf({padded}, type.getElementType()), elements,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{getAsOpFoldResult(high)},
+        Value(arith::ConstantOp::create(
+            b, loc, b.getZeroAttr(type.getElementType()))));
   }
-  viewShape.push_back(perWord);
-  viewSizes.push_back(b.getIndexAttr(perWord));
-  unsigned rank = viewShape.size();
+  SmallVector<OpFoldResult> shape = {getAsOpFoldResult(rows),
+                                     b.getIndexAttr(stats.group)};
   Value view = tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get(viewShape, paddedType.getElementType()),
-      padded, collapseAll(rank), viewSizes);
-
-  SmallVector<int64_t> wordsShape(viewShape.begin(), viewShape.end() - 1);
-  SmallVector<Value> dynamicRows;
-  if (ShapedType::isDynamic(rows))
-    dynamicRows.push_back(rowsValue);
-  auto wordsType = RankedTensorType::get(wordsShape, b.getI32Type());
-  MLIRContext *ctx = b.getContext();
-  unsigned bitsPerElement = bits;
-  int64_t lanes = perWord;
-  Value n = numElements;
-  if (extras.empty() || grouped) {
-    // One parallel generic over words; the lanes of a word are unrolled in
-    // the body and combined in registers, so each word is stored once and
-    // the loop over words is a plain loop LLVM can vectorize.
-    unsigned wordRank = rank - 1;
-    SmallVector<AffineMap> maps;
-    SmallVector<Value> inputs;
-    AffineExpr first = getAffineDimExpr(0, ctx) * groupElements;
-    for (const PerElementInput &extra : extras) {
-      inputs.push_back(extra.value);
-      maps.push_back(AffineMap::get(wordRank, 0, extra.indices(first), ctx));
-    }
-    maps.push_back(AffineMap::getMultiDimIdentityMap(wordRank, ctx));
-    Value outInit = tensor::EmptyOp::create(b, loc, wordsType, dynamicRows);
-    SmallVector<utils::IteratorType> its(wordRank,
-                                         utils::IteratorType::parallel);
-    auto generic = linalg::GenericOp::create(
-        b, loc, wordsType, inputs, ValueRange{outInit}, maps, its,
-        [&](OpBuilder &nb, Location nl, ValueRange args) {
-          SmallVector<Value> ivs;
-          for (unsigned d = 0; d < wordRank; ++d)
-            ivs.push_back(linalg::IndexOp::create(nb, nl, d));
-          Value word = ivs[0];
-          if (wordRank == 2)
-            word = arith::AddIOp::create(
-                nb, nl,
-                arith::MulIOp::create(nb, nl, word,
-                                      indexConst(nb, nl, wordsPerRow)),
-                ivs[1]);
-          Value base = arith::MulIOp::create(nb, nl, word,
-                                             indexConst(nb, nl, lanes));
-          Value count =
-              arith::IndexCastUIOp::create(nb, nl, nb.getI64Type(), n);
-          Value acc = arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 0);
-          for (int64_t l = 0; l < lanes; ++l) {
-            SmallVector<Value> at(ivs);
-            at.push_back(indexConst(nb, nl, l));
-            Value x = tensor::ExtractOp::create(nb, nl, view, at);
-            Value index = arith::IndexCastUIOp::create(
-                nb, nl, nb.getI64Type(),
-                arith::AddIOp::create(nb, nl, base, indexConst(nb, nl, l)));
-            Value v = elementBits(nb, nl, x, index, args.drop_back(), l);
-            Value valid = arith::CmpIOp::create(
-                nb, nl, arith::CmpIPredicate::ult, index, count);
-            v = arith::SelectOp::create(
-                nb, nl, valid, v,
-                arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 0));
-            if (l > 0)
-              v = arith::ShLIOp::create(
-                  nb, nl, v,
-                  arith::ConstantIntOp::create(nb, nl, nb.getI32Type(),
-                                               l * bitsPerElement));
-            acc = arith::OrIOp::create(nb, nl, acc, v);
-          }
-          linalg::YieldOp::create(nb, nl, ValueRange{acc});
-        });
-    Value result = generic.getResult(0);
-    if (rank == 3) {
-      int64_t flatWords = ShapedType::isDynamic(rows) ? ShapedType::kDynamic
-                                                      : rows * wordsPerRow;
-      result = tensor::CollapseShapeOp::create(
-          b, loc, RankedTensorType::get({flatWords}, b.getI32Type()), result,
-          ArrayRef<ReassociationIndices>{{0, 1}});
-    }
-    return sliceRows(result, ceilDiv(numElements, perWord));
-  }
-
-  // Otherwise (extras per element, rank 2): a reduction over the lanes of
-  // each word, the extras read at each element's flat index.
-  Value empty = tensor::EmptyOp::create(b, loc, wordsType, dynamicRows);
-  Value zero = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
-  Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
-  AffineExpr flat =
-      getAffineDimExpr(0, ctx) * perWord + getAffineDimExpr(1, ctx);
-  SmallVector<Value> inputs = {view};
-  for (const PerElementInput &extra : extras)
-    inputs.push_back(extra.value);
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(2, ctx)};
-  maps.append(extraMaps(extras, 2, flat));
-  maps.push_back(AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx));
-  auto generic = linalg::GenericOp::create(
-      b, loc, wordsType, inputs, ValueRange{init}, maps, iterators(true),
-      [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value lane = linalg::IndexOp::create(nb, nl, 1);
-        Value flatIndex = arith::AddIOp::create(
-            nb, nl,
-            arith::MulIOp::create(nb, nl, linalg::IndexOp::create(nb, nl, 0),
-                                  indexConst(nb, nl, lanes)),
-            lane);
-        Value index = arith::IndexCastUIOp::create(nb, nl, nb.getI64Type(),
-                                                   flatIndex);
-        Value v = elementBits(nb, nl, args[0], index,
-                              args.drop_front().drop_back(), -1);
-        Value valid = arith::CmpIOp::create(
-            nb, nl, arith::CmpIPredicate::ult, index,
-            arith::IndexCastUIOp::create(nb, nl, nb.getI64Type(), n));
-        v = arith::SelectOp::create(
-            nb, nl, valid, v,
-            arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 0));
-        Value shift = arith::IndexCastUIOp::create(
-            nb, nl, nb.getI32Type(),
-            arith::MulIOp::create(nb, nl, lane,
-                                  indexConst(nb, nl, bitsPerElement)));
-        Value shifted = arith::ShLIOp::create(nb, nl, v, shift);
-        linalg::YieldOp::create(
-            nb, nl, ValueRange{arith::OrIOp::create(nb, nl, args.back(),
-                                                    shifted)});
-      });
-  return sliceRows(generic.getResult(0), ceilDiv(numElements, perWord));
+      b, loc, tensorOf({staticOr(rows), stats.group}, type.getElementType()),
+      elements, ArrayRef<ReassociationIndices>{{0, 1}}, shape);
+  stats.build(b, loc, view, valid, perGroup, metaRows);
 }
 
-Value PackedLowering::unpack(
-    Value payload, RankedTensorType type, ValueRange dynamicSizes,
-    ArrayRef<PerElementInput> extras,
-    function_ref<Value(OpBuilder &, Location, Value, ValueRange)>
-        elementValue) {
-  MLIRContext *ctx = b.getContext();
-  unsigned bitsPerElement = bits, lanes = perWord;
-  auto decodeWord = [&](OpBuilder &nb, Location nl, Value word, Value lane,
-                        ValueRange extra) {
-    Value shift = arith::IndexCastUIOp::create(
-        nb, nl, nb.getI32Type(),
-        arith::MulIOp::create(nb, nl, lane,
-                              indexConst(nb, nl, bitsPerElement)));
-    Value v = arith::AndIOp::create(
-        nb, nl, arith::ShRUIOp::create(nb, nl, word, shift),
-        arith::ConstantIntOp::create(nb, nl, nb.getI32Type(),
-                                     (int64_t(1) << bitsPerElement) - 1));
-    return elementValue(nb, nl, v, extra);
+Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
+                                   PackedFormat f, bool chunks,
+                                   const GroupStats *stats,
+                                   std::optional<RandomKey> random,
+                                   ElementCode code, Value *metaRows) {
+  IndexMath ix{b, loc};
+  Value flat = flatten(b, loc, input);
+  auto flatType = cast<RankedTensorType>(flat.getType());
+  Value n = b.createOrFold<tensor::DimOp>(loc, flat, 0);
+  PackedSplit split(ix, f, stats ? stats->group : 0, n, chunks);
+  int64_t tile = split.tile, chunk = split.chunk, perWord = f.perWord;
+  int64_t blocksPerTile = (perWord + 3) / 4;
+  Type i32 = b.getI32Type();
+
+  // The code of lane `l` of a word, shifted into place.
+  auto laneBits = [&](OpBuilder &nb, Location nl, Value x, ValueRange group,
+                      LaneRandom &rnd, int64_t l) -> Value {
+    Value v = code(nb, nl, x, group, [&] { return rnd.get(nb, nl, l); });
+    if (l == 0)
+      return v;
+    return arith::ShLIOp::create(nb, nl, v,
+                                 i32Const(nb, nl, l * int64_t(f.bits)));
   };
 
-  if (type.hasStaticShape()) {
-    // One generic over the tensor's dimensions; element i reads word
-    // i / perWord, which every real element has: no padding, no reshapes.
-    unsigned rank = type.getRank();
-    AffineExpr flat = getAffineConstantExpr(0, ctx);
-    int64_t stride = 1;
-    for (int64_t d = int64_t(rank) - 1; d >= 0; --d) {
-      flat = flat + getAffineDimExpr(unsigned(d), ctx) * stride;
-      stride *= type.getDimSize(d);
+  Value payload = emptyRows(b, loc, ix.ceilDiv(n, perWord), {}, i32);
+  Value meta;
+  if (stats)
+    meta = emptyRows(b, loc, ix.ceilDiv(n, stats->group), {stats->metaColumns},
+                     b.getF32Type());
+
+  if (split.fast && split.chunksStatic != 0) {
+    SmallVector<Value> outs = {payload};
+    if (stats)
+      outs.push_back(meta);
+    auto forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(split.chunks)}, outs,
+        std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forall.getTerminator());
+    Value c = forall.getInductionVar(0);
+    Value x = slice(b, loc, flat, ix.mul(c, chunk), ix.c(chunk));
+    // Per-group values as scalars, by group of the chunk.
+    SmallVector<SmallVector<Value>> groupScalars;
+    Value wordsAt = ix.mul(c, chunk / perWord);
+    Value metaAt = stats ? ix.mul(c, chunk / stats->group) : Value();
+    // Results are built in place in slices of the shared outputs: nothing
+    // is allocated per chunk.
+    Value chunkMeta;
+    if (stats) {
+      SmallVector<Value> perGroup;
+      chunkMeta = slice(b, loc, forall.getRegionIterArgs()[1], metaAt,
+                        ix.c(chunk / stats->group));
+      buildGroupStats(b, loc, x, Value(), *stats, perGroup, chunkMeta);
+      for (int64_t g = 0; g < chunk / stats->group; ++g) {
+        auto &row = groupScalars.emplace_back();
+        for (Value t : perGroup)
+          row.push_back(tensor::ExtractOp::create(b, loc, t, ix.c(g)));
+      }
     }
-    SmallVector<Value> inputs = {payload};
-    for (const PerElementInput &extra : extras)
-      inputs.push_back(extra.value);
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(rank, 0, {flat.floorDiv(int64_t(perWord))}, ctx)};
-    maps.append(extraMaps(extras, rank, flat));
-    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
-    Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                         type.getElementType());
-    SmallVector<utils::IteratorType> its(rank, utils::IteratorType::parallel);
-    return linalg::GenericOp::create(
-               b, loc, type, inputs, ValueRange{init}, maps, its,
-               [&](OpBuilder &nb, Location nl, ValueRange args) {
-                 // lane = flat index mod perWord
-                 Value index = indexConst(nb, nl, 0);
-                 int64_t s = 1;
-                 for (int64_t d = int64_t(rank) - 1; d >= 0; --d) {
-                   index = arith::AddIOp::create(
-                       nb, nl, index,
-                       arith::MulIOp::create(
-                           nb, nl, linalg::IndexOp::create(nb, nl, d),
-                           indexConst(nb, nl, s)));
-                   s *= type.getDimSize(d);
-                 }
-                 Value lane = arith::RemUIOp::create(
-                     nb, nl, index, indexConst(nb, nl, lanes));
-                 linalg::YieldOp::create(
-                     nb, nl,
-                     ValueRange{decodeWord(nb, nl, args[0], lane,
-                                           args.drop_front().drop_back())});
-               })
-        .getResult(0);
+    Value chunkWords = slice(b, loc, forall.getRegionIterArgs()[0], wordsAt,
+                             ix.c(chunk / perWord));
+    auto map = b.getMultiDimIdentityMap(1);
+    for (int64_t t = 0; t < chunk / tile; ++t) {
+      SmallVector<Value> lanes;
+      for (int64_t l = 0; l < perWord; ++l)
+        lanes.push_back(slice(b, loc, x, ix.c(t * tile + l * 16), ix.c(16)));
+      Value init = slice(b, loc, chunkWords, ix.c(t * 16), ix.c(16));
+      SmallVector<AffineMap> maps(perWord + 1, map);
+      Value globalTile = ix.add(ix.mul(c, chunk / tile), ix.c(t));
+      auto generic = linalg::GenericOp::create(
+          b, loc, init.getType(), lanes, ValueRange{init}, maps,
+          {utils::IteratorType::parallel},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            LaneRandom rnd(random, blocksPerTile, globalTile,
+                           linalg::IndexOp::create(nb, nl, 0));
+            Value acc;
+            for (int64_t l = 0; l < perWord; ++l) {
+              ValueRange group;
+              if (stats)
+                group = groupScalars[(t * tile + l * 16) / stats->group];
+              Value v = laneBits(nb, nl, args[l], group, rnd, l);
+              acc = acc ? arith::OrIOp::create(nb, nl, acc, v).getResult() : v;
+            }
+            linalg::YieldOp::create(nb, nl, acc);
+          });
+      generic->setAttr(kVectorizeAttr, b.getUnitAttr());
+      chunkWords = insert(b, loc, generic.getResult(0), chunkWords,
+                          ix.c(t * 16));
+    }
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    parallelInsert(b, loc, chunkWords, forall.getRegionIterArgs()[0], wordsAt);
+    if (stats)
+      parallelInsert(b, loc, chunkMeta, forall.getRegionIterArgs()[1], metaAt);
+    payload = forall.getResult(0);
+    if (stats)
+      meta = forall.getResult(1);
   }
 
-  Value words = b.createOrFold<arith::DivUIOp>(loc, paddedLength,
-                                              indexConst(b, loc, perWord));
-  Value full = padRows(payload, words);
-  int64_t staticWords = cast<RankedTensorType>(full.getType()).getDimSize(0);
-  auto outType = RankedTensorType::get({staticWords, int64_t(perWord)},
-                                       type.getElementType());
-  SmallVector<Value> dynamicWords;
-  if (ShapedType::isDynamic(staticWords))
-    dynamicWords.push_back(words);
-  Value init = tensor::EmptyOp::create(b, loc, outType, dynamicWords);
+  if (split.restStatic != 0) {
+    // The rest, word by word: its tiles continue the numbering, the last
+    // one is narrower.
+    Value start = split.mainLength, rest = split.rest;
+    Value x = slice(b, loc, flat, start, rest);
+    SmallVector<Value> perGroup;
+    Value restMeta;
+    if (stats)
+      buildGroupStats(b, loc, x, rest, *stats, perGroup, restMeta);
+    Value words = ix.ceilDiv(rest, perWord);
+    Value init = emptyRows(b, loc, words, {}, i32);
+    Value firstTile = ix.div(start, tile);
+    auto generic = linalg::GenericOp::create(
+        b, loc, init.getType(), ValueRange{}, ValueRange{init},
+        ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
+        {utils::IteratorType::parallel},
+        [&](OpBuilder &nb, Location nl, ValueRange) {
+          IndexMath nx{nb, nl};
+          Value wr = linalg::IndexOp::create(nb, nl, 0);
+          Value t = nx.div(wr, 16);
+          Value w = nx.rem(wr, nx.c(16));
+          Value remaining = nx.sub(rest, nx.mul(t, tile));
+          Value width = nx.select(nx.ult(t, nx.div(rest, tile)), nx.c(16),
+                                  nx.ceilDiv(remaining, perWord));
+          LaneRandom rnd(random, blocksPerTile, nx.add(firstTile, t), w);
+          Value last = nx.sub(rest, nx.c(1));
+          Value acc;
+          for (int64_t l = 0; l < perWord; ++l) {
+            Value j = nx.add(arith::MulIOp::create(nb, nl, width, nx.c(l)), w);
+            Value valid = nx.ult(j, remaining);
+            Value e = nx.min(nx.add(nx.mul(t, tile), j), last);
+            Value xe = tensor::ExtractOp::create(nb, nl, x, e);
+            SmallVector<Value> group;
+            for (Value v : perGroup)
+              group.push_back(tensor::ExtractOp::create(
+                  nb, nl, v, nx.div(e, stats->group)));
+            Value bitsValue = laneBits(nb, nl, xe, group, rnd, l);
+            bitsValue = arith::SelectOp::create(nb, nl, valid, bitsValue,
+                                                i32Const(nb, nl, 0));
+            acc = acc ? arith::OrIOp::create(nb, nl, acc, bitsValue).getResult()
+                      : bitsValue;
+          }
+          linalg::YieldOp::create(nb, nl, acc);
+        });
+    payload = insert(b, loc, generic.getResult(0), payload,
+                     ix.div(start, perWord));
+    if (stats)
+      meta = insert(b, loc, restMeta, meta, ix.div(start, stats->group));
+  }
+  (void)flatType;
+  if (metaRows)
+    *metaRows = meta;
+  return payload;
+}
 
-  AffineExpr flatIndex =
-      getAffineDimExpr(0, ctx) * perWord + getAffineDimExpr(1, ctx);
-  SmallVector<Value> inputs = {full};
-  for (const PerElementInput &extra : extras)
-    inputs.push_back(extra.value);
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx)};
-  maps.append(extraMaps(extras, 2, flatIndex));
-  maps.push_back(AffineMap::getMultiDimIdentityMap(2, ctx));
-  auto generic = linalg::GenericOp::create(
-      b, loc, outType, inputs, ValueRange{init}, maps, iterators(false),
-      [&](OpBuilder &nb, Location nl, ValueRange args) {
-        linalg::YieldOp::create(
-            nb, nl,
-            ValueRange{decodeWord(nb, nl, args[0],
-                                  linalg::IndexOp::create(nb, nl, 1),
-                                  args.drop_front().drop_back())});
-      });
+Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
+                                   PackedFormat f, bool chunks,
+                                   RankedTensorType type,
+                                   ValueRange dynamicSizes, Value meta,
+                                   int64_t group, ElementValue value) {
+  IndexMath ix{b, loc};
+  Value n = ix.c(1);
+  unsigned next = 0;
+  for (int64_t d : type.getShape())
+    n = b.createOrFold<arith::MulIOp>(
+        loc, n, ShapedType::isDynamic(d) ? dynamicSizes[next++] : ix.c(d));
+  PackedSplit split(ix, f, meta ? group : 0, n, chunks);
+  int64_t tile = split.tile, chunk = split.chunk, perWord = f.perWord;
+  int64_t columns =
+      meta ? cast<RankedTensorType>(meta.getType()).getDimSize(1) : 0;
+  Type elementType = type.getElementType();
+  int64_t mask = (int64_t(1) << f.bits) - 1;
+  // The bits of lane `lane` (i32) of `word`.
+  auto laneCode = [&](OpBuilder &nb, Location nl, Value word, Value lane) {
+    Value shift = arith::IndexCastUIOp::create(
+        nb, nl, nb.getI32Type(),
+        arith::MulIOp::create(nb, nl, lane, indexConst(nb, nl, f.bits)));
+    return arith::AndIOp::create(nb, nl,
+                                 arith::ShRUIOp::create(nb, nl, word, shift),
+                                 i32Const(nb, nl, mask));
+  };
 
-  // Back to the tensor's shape: flatten, drop the padding, reshape.
-  int64_t paddedStatic = ShapedType::isDynamic(staticWords)
-                             ? ShapedType::kDynamic
-                             : staticWords * perWord;
-  Value flat = tensor::CollapseShapeOp::create(
-      b, loc, RankedTensorType::get({paddedStatic}, type.getElementType()),
-      generic.getResult(0), ArrayRef<ReassociationIndices>{{0, 1}});
-  return unflatten(b, loc, sliceRows(flat, numElements), type, dynamicSizes);
+  Value out = emptyRows(b, loc, n, {}, elementType);
+  if (split.fast && split.chunksStatic != 0) {
+    auto forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(split.chunks)},
+        ValueRange{out}, std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forall.getTerminator());
+    Value c = forall.getInductionVar(0);
+    Value words =
+        slice(b, loc, payload, ix.mul(c, chunk / perWord), ix.c(chunk / perWord));
+    SmallVector<SmallVector<Value>> rows;
+    if (meta) {
+      Value chunkMeta =
+          slice(b, loc, meta, ix.mul(c, chunk / group), ix.c(chunk / group));
+      for (int64_t g = 0; g < chunk / group; ++g) {
+        auto &row = rows.emplace_back();
+        for (int64_t col = 0; col < columns; ++col)
+          row.push_back(tensor::ExtractOp::create(
+              b, loc, chunkMeta, ValueRange{ix.c(g), ix.c(col)}));
+      }
+    }
+    Value outAt = ix.mul(c, chunk);
+    Value chunkOut = slice(b, loc, forall.getRegionIterArgs()[0], outAt,
+                           ix.c(chunk));
+    MLIRContext *ctx = b.getContext();
+    AffineMap byWord = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+    AffineMap byLane = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+    for (int64_t t = 0; t < chunk / tile; ++t) {
+      SmallVector<Value> inputs = {
+          slice(b, loc, words, ix.c(t * 16), ix.c(16))};
+      SmallVector<AffineMap> maps = {byWord};
+      for (int64_t col = 0; col < columns; ++col) {
+        SmallVector<Value> lanes;
+        for (int64_t l = 0; l < perWord; ++l)
+          lanes.push_back(rows[(t * tile + l * 16) / group][col]);
+        inputs.push_back(tensor::FromElementsOp::create(
+            b, loc, tensorOf({perWord}, b.getF32Type()), lanes));
+        maps.push_back(byLane);
+      }
+      maps.push_back(b.getMultiDimIdentityMap(2));
+      Value init = tensor::ExpandShapeOp::create(
+          b, loc, tensorOf({perWord, 16}, elementType),
+          slice(b, loc, chunkOut, ix.c(t * tile), ix.c(tile)), collapseAll(2));
+      auto generic = linalg::GenericOp::create(
+          b, loc, init.getType(), inputs, ValueRange{init}, maps,
+          {utils::IteratorType::parallel, utils::IteratorType::parallel},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value codeValue =
+                laneCode(nb, nl, args[0], linalg::IndexOp::create(nb, nl, 0));
+            linalg::YieldOp::create(
+                nb, nl,
+                value(nb, nl, codeValue, args.drop_front().drop_back()));
+          });
+      generic->setAttr(kVectorizeAttr, b.getUnitAttr());
+      Value flatTile = tensor::CollapseShapeOp::create(
+          b, loc, tensorOf({tile}, elementType), generic.getResult(0),
+          collapseAll(2));
+      chunkOut = insert(b, loc, flatTile, chunkOut, ix.c(t * tile));
+    }
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    parallelInsert(b, loc, chunkOut, forall.getRegionIterArgs()[0], outAt);
+    out = forall.getResult(0);
+  }
+
+  if (split.restStatic != 0) {
+    Value start = split.mainLength, rest = split.rest;
+    Value words = slice(b, loc, payload, ix.div(start, perWord),
+                        ix.ceilDiv(rest, perWord));
+    Value init = emptyRows(b, loc, rest, {}, elementType);
+    auto generic = linalg::GenericOp::create(
+        b, loc, init.getType(), ValueRange{}, ValueRange{init},
+        ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
+        {utils::IteratorType::parallel},
+        [&](OpBuilder &nb, Location nl, ValueRange) {
+          IndexMath nx{nb, nl};
+          Value j = linalg::IndexOp::create(nb, nl, 0);
+          Value t = nx.div(j, tile);
+          Value within = nx.rem(j, nx.c(tile));
+          Value remaining = nx.sub(rest, nx.mul(t, tile));
+          Value width = nx.select(nx.ult(t, nx.div(rest, tile)), nx.c(16),
+                                  nx.ceilDiv(remaining, perWord));
+          Value wordIndex = nx.add(nx.mul(t, 16), nx.rem(within, width));
+          Value lane = arith::DivUIOp::create(nb, nl, within, width);
+          Value word = tensor::ExtractOp::create(nb, nl, words, wordIndex);
+          SmallVector<Value> row;
+          if (meta) {
+            Value g = nx.div(nx.add(start, j), group);
+            for (int64_t col = 0; col < columns; ++col)
+              row.push_back(tensor::ExtractOp::create(
+                  nb, nl, meta, ValueRange{g, nx.c(col)}));
+          }
+          linalg::YieldOp::create(
+              nb, nl, value(nb, nl, laneCode(nb, nl, word, lane), row));
+        });
+    out = insert(b, loc, generic.getResult(0), out, start);
+  }
+  return unflatten(b, loc, out, type, dynamicSizes);
 }

@@ -17,9 +17,19 @@ namespace act::rt {
 /// Philox4x32-10 keyed by (lo32(seed), hi32(seed)) with counter
 /// (lo32(index), hi32(index), lo32(id), hi32(id)); all four output words.
 void philox4x32(uint64_t index, uint64_t seed, uint64_t id, uint32_t out[4]);
-/// The random word of element `index` of tensor `id`: word index % 4 of
-/// the block with counter index / 4 (four elements per block).
-uint32_t philox(uint64_t index, uint64_t seed, uint64_t id);
+/// Where element `i` of `n` packed `perWord` to a word lies
+/// (docs/Encodings.md, "Packed layout"): tiles of 16 words, element j of a
+/// tile in word j % width at bit field (lane) j / width; width is 16 but
+/// ceil(k / perWord) for a last tile of k < 16 * perWord elements.
+struct PackedPosition {
+  int64_t tile, lane, word; // word within the tile
+};
+PackedPosition locatePacked(int64_t i, int64_t n, unsigned perWord);
+/// The random word of element `i` of an n-element tensor `id` quantized
+/// `perWord` codes to a word: word lane % 4 of the block with counter
+/// (tile * ceil(perWord / 4) + lane / 4) * 16 + word.
+uint32_t philox(int64_t i, int64_t n, unsigned perWord, uint64_t seed,
+                uint64_t id);
 /// The raw generator: counter c[4], key k[2].
 void philox4x32Raw(const uint32_t c[4], const uint32_t k[2], uint32_t out[4]);
 

@@ -63,7 +63,8 @@ def Act_EncodingAttrInterface : AttrInterface<"EncodingAttrInterface"> {
       }],
       "::llvm::SmallVector<::mlir::Value>", "buildEncode",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
-           "::mlir::Value":$input, "::mlir::Value":$seed, "int64_t":$id)>,
+           "::mlir::Value":$input, "::mlir::Value":$seed, "int64_t":$id,
+           "const ::mlir::act::LoweringOptions &":$options)>,
     InterfaceMethod<
       /*desc=*/[{
         Builds the decoding of `storage` (as returned by buildEncode) into
@@ -73,7 +74,8 @@ def Act_EncodingAttrInterface : AttrInterface<"EncodingAttrInterface"> {
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
            "::mlir::ValueRange":$storage,
            "::mlir::RankedTensorType":$decodedType,
-           "::mlir::ValueRange":$dynamicSizes)>,
+           "::mlir::ValueRange":$dynamicSizes,
+           "const ::mlir::act::LoweringOptions &":$options)>,
   ];
   let extraSharedClassDeclaration = [{
     /// Storage of a whole tensor; std::nullopt when its shape is not static.

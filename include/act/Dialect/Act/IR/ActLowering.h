@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <functional>
+#include <optional>
 
 namespace mlir::act {
 
@@ -22,16 +23,6 @@ namespace mlir::act {
 /// the four 32-bit words of the output block. `counter`, `seed`: i64.
 SmallVector<Value, 4> buildPhilox4(OpBuilder &b, Location loc, Value counter,
                                    Value seed, int64_t id);
-/// The random word of element `index` (i64) of tensor `id`: word index % 4
-/// of the block with counter index / 4 (docs/Encodings.md). `lane` >= 0 is
-/// the element's static position in a run of consecutive elements built in
-/// order in one region starting at a multiple of 4: then one block serves
-/// four elements (`cache` holds it between calls); -1 computes a block per
-/// element.
-Value buildElementRandom(OpBuilder &b, Location loc, Value index, Value seed,
-                         int64_t id, int64_t lane,
-                         SmallVectorImpl<Value> &cache);
-
 /// A float format narrower than f32 (docs/Encodings.md): `expBits` exponent
 /// and `manBits` mantissa bits, a sign; `ieee` formats reserve the top
 /// exponent for inf/NaN, the others (e4m3fn) only the all-ones code for NaN.
@@ -49,12 +40,9 @@ Value buildMiniFloatDecode(OpBuilder &b, Location loc, Value code,
 /// Largest finite value of `f`.
 double getMaxFinite(MiniFloat f);
 
-/// A tensor read once per element, at indices computed from the element's
-/// flattened index (e.g. its quantization group's metadata row).
-struct PerElementInput {
-  Value value;
-  std::function<SmallVector<AffineExpr>(AffineExpr flatIndex)> indices;
-};
+/// Marks a linalg op built by a lowering as a small static kernel that
+/// act-cpu-pipeline turns into vector code (act-vectorize).
+constexpr llvm::StringLiteral kVectorizeAttr = "act.vectorize";
 
 /// Byte-aligned codes (8 or 16 bits per element): the payload is
 /// tensor<n x iB>, element i at position i: the same bytes as the 32-bit
@@ -72,69 +60,74 @@ Value buildByteDecode(OpBuilder &b, Location loc, Value payload,
 Value unflatten(OpBuilder &b, Location loc, Value flat, RankedTensorType type,
                 ValueRange dynamicSizes);
 
-/// Builds the pieces of a packed lowering for a tensor `input`.
-class PackedLowering {
-public:
-  /// `bits` per element, `perWord` elements per 32-bit word; the flattened
-  /// tensor is padded to a multiple of `multiple` (a multiple of `perWord`).
-  PackedLowering(OpBuilder &b, Location loc, unsigned bits, unsigned perWord,
-                 int64_t multiple);
-
-  /// Flattens and zero-pads `input`; sets the element count and padding.
-  void load(Value input);
-  /// Sets the element count and padding from a tensor type (for decoding).
-  void setShape(RankedTensorType type, ValueRange dynamicSizes);
-  /// The padded length (index), a multiple of `multiple`.
-  Value getPaddedLength() const { return paddedLength; }
-
-  /// Builds the payload: for every word w and lane l, element i = w*perWord+l
-  /// becomes `elementBits(b, loc, x, i, extras, lane)` (an i32 in the low
-  /// `bits`; `x` the element, `i` its index as i64; `lane` l when the lanes
-  /// of a word are unrolled in order, else -1), or 0 past the end.
-  /// `extras` are read per element. With `groupElements` (a multiple of
-  /// `perWord` dividing `multiple`) the extras are per group of that many
-  /// elements, indexed at the group's first element, and are read once per
-  /// group.
-  Value pack(ArrayRef<PerElementInput> extras,
-             function_ref<Value(OpBuilder &, Location, Value x, Value index,
-                                ValueRange extra, int64_t lane)>
-                 elementBits,
-             int64_t groupElements = 0);
-
-  /// Decodes `payload` (ceil(n / perWord) words) into a tensor of
-  /// `elementType` and shape `type` with `dynamicSizes`; `elementValue` maps
-  /// the bits of element i (i32) and the per-element extra inputs to it.
-  /// Static shapes decode in one generic over the tensor's own dimensions,
-  /// straight into the result; dynamic ones through a padded (word, lane)
-  /// view.
-  Value unpack(Value payload, RankedTensorType type, ValueRange dynamicSizes,
-               ArrayRef<PerElementInput> extras,
-               function_ref<Value(OpBuilder &, Location, Value bits,
-                                  ValueRange extra)>
-                   elementValue);
-
-  /// The flattened, padded input (tensor<padded x T>).
-  Value getPadded() const { return padded; }
-  /// Number of real elements (index).
-  Value getNumElements() const { return numElements; }
-  /// A ceil-division of the element count (index).
-  Value ceilDiv(Value n, int64_t d);
-  /// Slices the first `count` rows of a tensor along dim 0.
-  Value sliceRows(Value t, Value count);
-  /// Pads dim 0 of `t` with zeros to `count` rows.
-  Value padRows(Value t, Value count);
-
-  OpBuilder &b;
-  Location loc;
+/// Codes of `bits` bits packed `perWord` to a 32-bit word, in tiles
+/// (docs/Encodings.md, "Packed layout"): a tile of 16 * perWord consecutive
+/// elements fills 16 consecutive words, its element j in word j % 16 at bit
+/// field (lane) j / 16, so each lane of a tile is 16 consecutive elements
+/// (one vector on the CPU, coalesced on the GPU). The last, partial tile of
+/// k elements is ceil(k / perWord) words wide (element j in word j % width,
+/// lane j / width): the payload is ceil(n / perWord) words.
+struct PackedFormat {
   unsigned bits, perWord;
-  int64_t multiple;
-
-private:
-  /// Sets the element count and the padded length derived from it.
-  void setNumElements(Value n);
-
-  Value numElements, padded, paddedLength;
+  /// Elements per full tile.
+  int64_t tileElements() const { return 16 * int64_t(perWord); }
 };
+
+/// Groups of consecutive elements that share values (quant: min and scale).
+/// `build` gets k groups' elements as tensor<k x group x T> whose first
+/// `valid` elements (an index; null when all are real) count, and returns
+/// one tensor<k x f32> per value the codes read (`perGroup`) and the rows
+/// stored as metadata (tensor<k x m x f32>), written into `metaRows` when it
+/// is set on entry (a destination), else into a new tensor.
+struct GroupStats {
+  int64_t group;
+  int64_t metaColumns;
+  std::function<void(OpBuilder &, Location, Value rows, Value valid,
+                     SmallVectorImpl<Value> &perGroup, Value &metaRows)>
+      build;
+};
+
+/// The random word of an element for stochastic rounding: Philox4x32-10
+/// keyed by (seed, id); element (tile t, lane l, word w of its tile) takes
+/// word l % 4 of the block with counter (t * ceil(perWord / 4) + l / 4) * 16
+/// + w (docs/Encodings.md), so one block serves four lanes and the 16 words
+/// of a tile draw from 16 consecutive counters.
+struct RandomKey {
+  Value seed; // i64
+  int64_t id;
+};
+
+/// The code (an i32 in the low `bits`) of element `x` whose group has the
+/// per-group values `group`; `random()` builds the element's random word.
+using ElementCode =
+    function_ref<Value(OpBuilder &, Location, Value x, ValueRange group,
+                       function_ref<Value()> random)>;
+/// The decoded element of code `code` (i32) whose group's metadata row is
+/// `row` (scalars; empty without metadata).
+using ElementValue =
+    function_ref<Value(OpBuilder &, Location, Value code, ValueRange row)>;
+
+/// The payload (tensor<ceil(n / perWord) x i32>) of `input` (any shape,
+/// flattened row-major); with `stats`, also the metadata rows of its groups
+/// (`metaRows`, tensor<ceil(n / group) x m x f32>). Whole chunks of
+/// lcm(group, tile) elements are encoded in one scf.forall, each chunk's
+/// statistics and tiles as small static linalg ops marked for
+/// vectorization, so the input is read once from memory; the rest (and
+/// group sizes that are not a multiple of 16) by per-word generics. Without
+/// `chunks`, all of it by per-word generics.
+Value buildPackedEncode(OpBuilder &b, Location loc, Value input,
+                        PackedFormat format, bool chunks,
+                        const GroupStats *stats,
+                        std::optional<RandomKey> random, ElementCode code,
+                        Value *metaRows = nullptr);
+
+/// Decodes a payload built by buildPackedEncode into a tensor of `type`
+/// (with `dynamicSizes`); with `meta` (tensor<groups x m x f32>, groups of
+/// `group` elements) each element also reads its group's row.
+Value buildPackedDecode(OpBuilder &b, Location loc, Value payload,
+                        PackedFormat format, bool chunks, RankedTensorType type,
+                        ValueRange dynamicSizes, Value meta, int64_t group,
+                        ElementValue value);
 
 } // namespace mlir::act
 

@@ -12,6 +12,14 @@
 
 namespace mlir::act {
 
+/// How an encoding lowers (EncodingAttrInterface::buildEncode/buildDecode).
+struct LoweringOptions {
+  /// Packed encodings: whole chunks in an scf.forall of small static
+  /// kernels (vectorized on the CPU). Off: one flat parallel generic over
+  /// the words or elements, which maps to GPU threads one to one.
+  bool chunks = true;
+};
+
 /// Exact storage of an encoded tensor, in bytes.
 struct StorageLayout {
   /// Bytes that carry element bits: ceil(elements * bits / 8).

@@ -178,7 +178,7 @@ TEST_F(LoweringTest, LosslessHalfFormatsRoundTripExactly) {
 
 TEST_F(LoweringTest, QuantMatchesReferenceBitForBit) {
   for (unsigned bits : {1u, 2u, 4u, 8u})
-    for (int64_t group : {256, 64, 7})
+    for (int64_t group : {256, 64, 48, 7})
       for (bool stochastic : {true, false})
         for (int64_t n : {1000, 256, 5}) {
           std::string attr = "#act.quant<bits = " + std::to_string(bits) +

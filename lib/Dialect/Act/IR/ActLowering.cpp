@@ -677,45 +677,71 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
     Value c = forall.getInductionVar(0);
     Value words =
         slice(b, loc, payload, ix.mul(c, chunk / perWord), ix.c(chunk / perWord));
+    // A tile decodes as (group of the tile, lane in the group, word): each
+    // group's metadata is read once and broadcast. Group sizes that neither
+    // divide nor are divided by the tile give each lane its own row.
+    bool byGroups = !meta || tile % group == 0 || group % tile == 0;
+    int64_t groupsPerTile = meta && tile % group == 0 ? tile / group : 1;
+    int64_t lanesPerGroup = byGroups ? perWord / groupsPerTile : perWord;
+    Value chunkMeta;
     SmallVector<SmallVector<Value>> rows;
     if (meta) {
-      Value chunkMeta =
+      chunkMeta =
           slice(b, loc, meta, ix.mul(c, chunk / group), ix.c(chunk / group));
-      for (int64_t g = 0; g < chunk / group; ++g) {
-        auto &row = rows.emplace_back();
-        for (int64_t col = 0; col < columns; ++col)
-          row.push_back(tensor::ExtractOp::create(
-              b, loc, chunkMeta, ValueRange{ix.c(g), ix.c(col)}));
-      }
+      if (!byGroups)
+        for (int64_t g = 0; g < chunk / group; ++g) {
+          auto &row = rows.emplace_back();
+          for (int64_t col = 0; col < columns; ++col)
+            row.push_back(tensor::ExtractOp::create(
+                b, loc, chunkMeta, ValueRange{ix.c(g), ix.c(col)}));
+        }
     }
     Value outAt = ix.mul(c, chunk);
     Value chunkOut = slice(b, loc, forall.getRegionIterArgs()[0], outAt,
                            ix.c(chunk));
     MLIRContext *ctx = b.getContext();
-    AffineMap byWord = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
-    AffineMap byLane = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+    auto dim = [&](unsigned d) {
+      return AffineMap::get(3, 0, {getAffineDimExpr(d, ctx)}, ctx);
+    };
     for (int64_t t = 0; t < chunk / tile; ++t) {
       SmallVector<Value> inputs = {
           slice(b, loc, words, ix.c(t * 16), ix.c(16))};
-      SmallVector<AffineMap> maps = {byWord};
+      SmallVector<AffineMap> maps = {dim(2)};
       for (int64_t col = 0; col < columns; ++col) {
+        if (byGroups) {
+          // Column `col` of the tile's groups' rows.
+          int64_t first = t * tile / group;
+          inputs.push_back(tensor::ExtractSliceOp::create(
+              b, loc, tensorOf({groupsPerTile}, b.getF32Type()), chunkMeta,
+              ArrayRef<OpFoldResult>{b.getIndexAttr(first),
+                                     b.getIndexAttr(col)},
+              ArrayRef<OpFoldResult>{b.getIndexAttr(groupsPerTile),
+                                     b.getIndexAttr(1)},
+              ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)}));
+          maps.push_back(dim(0));
+          continue;
+        }
         SmallVector<Value> lanes;
         for (int64_t l = 0; l < perWord; ++l)
           lanes.push_back(rows[(t * tile + l * 16) / group][col]);
         inputs.push_back(tensor::FromElementsOp::create(
             b, loc, tensorOf({perWord}, b.getF32Type()), lanes));
-        maps.push_back(byLane);
+        maps.push_back(dim(1));
       }
-      maps.push_back(b.getMultiDimIdentityMap(2));
+      maps.push_back(b.getMultiDimIdentityMap(3));
       Value init = tensor::ExpandShapeOp::create(
-          b, loc, tensorOf({perWord, 16}, elementType),
-          slice(b, loc, chunkOut, ix.c(t * tile), ix.c(tile)), collapseAll(2));
+          b, loc, tensorOf({groupsPerTile, lanesPerGroup, 16}, elementType),
+          slice(b, loc, chunkOut, ix.c(t * tile), ix.c(tile)), collapseAll(3));
       auto generic = linalg::GenericOp::create(
           b, loc, init.getType(), inputs, ValueRange{init}, maps,
-          {utils::IteratorType::parallel, utils::IteratorType::parallel},
+          SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
           [&](OpBuilder &nb, Location nl, ValueRange args) {
-            Value codeValue =
-                laneCode(nb, nl, args[0], linalg::IndexOp::create(nb, nl, 0));
+            Value lane = arith::AddIOp::create(
+                nb, nl,
+                arith::MulIOp::create(nb, nl, linalg::IndexOp::create(nb, nl, 0),
+                                      indexConst(nb, nl, lanesPerGroup)),
+                linalg::IndexOp::create(nb, nl, 1));
+            Value codeValue = laneCode(nb, nl, args[0], lane);
             linalg::YieldOp::create(
                 nb, nl,
                 value(nb, nl, codeValue, args.drop_front().drop_back()));
@@ -723,7 +749,7 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
       generic->setAttr(kVectorizeAttr, b.getUnitAttr());
       Value flatTile = tensor::CollapseShapeOp::create(
           b, loc, tensorOf({tile}, elementType), generic.getResult(0),
-          collapseAll(2));
+          collapseAll(3));
       chunkOut = insert(b, loc, flatTile, chunkOut, ix.c(t * tile));
     }
     b.setInsertionPointToStart(forall.getTerminator().getBody());

@@ -47,14 +47,16 @@ func.func @quant(%x: tensor<1000xf32>, %seed: i64) -> !act.encoded<tensor<1000xf
 // -----
 
 // Decoding: whole chunks in an scf.forall, one generic per tile over
-// (lane, word) reading the tile's 16 words and its lanes' (min, scale),
-// writing the tile in place; the rest element by element.
+// (group, lane in group, word) reading the tile's 16 words and its group's
+// (min, scale) columns, writing the tile in place; the rest element by
+// element.
 // CHECK-LABEL: func.func @quant_decode
 // CHECK-SAME: (%[[P:.*]]: tensor<125xi32>, %[[M:.*]]: tensor<4x2xf32>) -> tensor<10x100xf32>
-// CHECK:      %[[CHUNKS:.*]] = scf.forall (%{{.*}}) in (3) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<1000xf32>)
-// CHECK:        %[[MIN:.*]] = tensor.from_elements {{.*}} : tensor<8xf32>
-// CHECK:        %[[SCALE:.*]] = tensor.from_elements {{.*}} : tensor<8xf32>
-// CHECK:        linalg.generic {{{.*}}iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[MIN]], %[[SCALE]] : tensor<16xi32>, tensor<8xf32>, tensor<8xf32>) outs(%{{.*}} : tensor<8x16xf32>) attrs = {act.vectorize}
+// CHECK:      %[[CHUNKS:.*]] = scf.forall (%[[C:.*]]) in (3) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<1000xf32>)
+// CHECK:        %[[ROW:.*]] = tensor.extract_slice %[[M]][%[[C]], 0] [1, 2] [1, 1]
+// CHECK:        %[[MIN:.*]] = tensor.extract_slice %[[ROW]][0, 0] [1, 1] [1, 1] : tensor<1x2xf32> to tensor<1xf32>
+// CHECK:        %[[SCALE:.*]] = tensor.extract_slice %[[ROW]][0, 1] [1, 1] [1, 1] : tensor<1x2xf32> to tensor<1xf32>
+// CHECK:        linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel"]} ins(%{{.*}}, %[[MIN]], %[[SCALE]] : tensor<16xi32>, tensor<1xf32>, tensor<1xf32>) outs(%{{.*}} : tensor<1x8x16xf32>) attrs = {act.vectorize}
 // CHECK:          arith.shrui
 // CHECK:          arith.andi
 // CHECK:          arith.sitofp

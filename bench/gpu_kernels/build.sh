@@ -18,13 +18,9 @@ MLIR
 "$build/bin/act-opt" "$out/codec.mlir" -act-gpu-pipeline="chip=${ACT_GPU_CHIP:-sm_90}" -o "$out/codec.llvm.mlir"
 "$llvm/mlir-translate" --mlir-to-llvmir "$out/codec.llvm.mlir" -o "$out/codec.ll"
 "$llvm/llc" -O3 -filetype=obj -relocation-model=pic "$out/codec.ll" -o "$out/codec.o"
-# The host code allocates with malloc/free; kernels must reach those buffers,
-# so route them to managed memory (stopgap until act-gpu-pipeline allocates
-# through the runtime's hooks).
-"$llvm/llvm-objcopy" --redefine-sym malloc=act_gpu_malloc \
-  --redefine-sym free=act_gpu_free "$out/codec.o"
 clang++-22 -O2 -std=c++17 -I"$here/runtime/include" \
   "$here/bench/gpu_kernels/gpu_check.cpp" "$out/codec.o" \
-  "$here/runtime/lib/Cuda.cpp" "$here/runtime/lib/Reference.cpp" \
+  "$here/runtime/lib/Cuda.cpp" "$here/runtime/lib/Memory.cpp" \
+  "$here/runtime/lib/Reference.cpp" \
   -ldl -static-libstdc++ -static-libgcc -o "$build/gpu_check"
 echo "built $build/gpu_check"

@@ -36,19 +36,15 @@ struct Storage {
 extern "C" void _mlir_ciface_encode(Storage *result, Memref<float, 1> *x,
                                     int64_t seed);
 
-// The lowered host code's malloc/free (renamed by build.sh): managed memory,
-// which both the host and the kernels can reach.
-extern "C" void *act_gpu_malloc(size_t bytes) {
-  return mgpuMemAlloc(bytes, nullptr, true);
-}
-extern "C" void act_gpu_free(void *ptr) { mgpuMemFree(ptr, nullptr); }
-
 int main() {
   std::string error;
   if (!act::rt::loadCuda(error)) {
     std::fprintf(stderr, "gpu_check: %s\n", error.c_str());
     return 1;
   }
+  // The lowered host code allocates through the runtime's hooks: managed
+  // memory, which both the host and the kernels reach.
+  act::rt::setBacking(act::rt::getManagedBacking());
   const int64_t n = 1 << 20;
   const int64_t seed = 0x5eed;
   auto *x = static_cast<float *>(mgpuMemAlloc(n * 4, nullptr, true));

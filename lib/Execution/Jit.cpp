@@ -5,6 +5,7 @@
 #include "act/Analysis/TrainingGraph.h"
 #include "act/Conversion/Passes.h"
 #include "act/Pipelines/Pipelines.h"
+#include "act/runtime/Cuda.h"
 #include "act/runtime/Memory.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,6 +15,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
@@ -122,12 +124,12 @@ static bool getSpec(Type type, ValueSpec &spec, std::string &error) {
   return true;
 }
 
-std::unique_ptr<JitFunction> JitFunction::compile(ModuleOp module,
-                                                  llvm::StringRef name,
-                                                  bool countAllocations,
-                                                  std::string &error) {
+std::unique_ptr<JitFunction>
+JitFunction::compile(ModuleOp module, llvm::StringRef name,
+                     bool countAllocations, std::string &error,
+                     const JitTarget &target) {
   std::vector<std::unique_ptr<JitFunction>> all =
-      compileAll(module, {name.str()}, countAllocations, error);
+      compileAll(module, {name.str()}, countAllocations, error, target);
   if (all.empty())
     return nullptr;
   return std::move(all.front());
@@ -135,8 +137,21 @@ std::unique_ptr<JitFunction> JitFunction::compile(ModuleOp module,
 
 std::vector<std::unique_ptr<JitFunction>>
 JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
-                        bool countAllocations, std::string &error) {
+                        bool countAllocations, std::string &error,
+                        const JitTarget &target) {
   std::vector<std::unique_ptr<JitFunction>> jits;
+  if (target.gpu) {
+    // Fail before compiling: no driver, no device.
+    std::string why;
+    if (!::act::rt::loadCuda(why)) {
+      error = "cannot run on the GPU: " + why;
+      return {};
+    }
+    // The host code allocates through the hooks (act-gpu-pipeline); they
+    // must hand out memory the kernels reach.
+    countAllocations = true;
+    ::act::rt::setBacking(::act::rt::getManagedBacking());
+  }
   for (const std::string &name : names) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
     if (!func || func.isExternal()) {
@@ -158,6 +173,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     auto jit = std::unique_ptr<JitFunction>(new JitFunction());
     jit->name = name;
     jit->countAllocations = countAllocations;
+    jit->gpu = target.gpu;
     FunctionType type = func.getFunctionType();
     for (unsigned i = 0; i < type.getNumInputs(); ++i) {
       ValueSpec spec;
@@ -176,11 +192,19 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   }
 
   PassManager pm(module.getContext());
-  CPUPipelineOptions options;
-  options.countAllocations = countAllocations;
-  buildCPUPipeline(pm, options);
+  if (target.gpu) {
+    GPUPipelineOptions options;
+    options.chip = target.chip;
+    options.features = target.features;
+    buildGPUPipeline(pm, options);
+  } else {
+    CPUPipelineOptions options;
+    options.countAllocations = countAllocations;
+    buildCPUPipeline(pm, options);
+  }
   if (failed(pm.run(module))) {
-    error = "the CPU pipeline failed on the module";
+    error = target.gpu ? "the GPU pipeline failed on the module"
+                       : "the CPU pipeline failed on the module";
     return {};
   }
 
@@ -197,12 +221,17 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   std::shared_ptr<ExecutionEngine> shared = std::move(*engine);
   shared->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
+    auto add = [&](const ::act::rt::HookSymbol *hooks, size_t count) {
+      for (size_t i = 0; i < count; ++i)
+        map[interner(hooks[i].name)] = {
+            llvm::orc::ExecutorAddr::fromPtr(hooks[i].address),
+            llvm::JITSymbolFlags::Exported};
+    };
     size_t count = 0;
     const ::act::rt::HookSymbol *hooks = ::act::rt::getAllocationHooks(count);
-    for (size_t i = 0; i < count; ++i)
-      map[interner(hooks[i].name)] = {
-          llvm::orc::ExecutorAddr::fromPtr(hooks[i].address),
-          llvm::JITSymbolFlags::Exported};
+    add(hooks, count);
+    hooks = ::act::rt::getCudaHooks(count);
+    add(hooks, count);
     return map;
   });
   shared->initialize();
@@ -228,6 +257,13 @@ bool JitFunction::call(const std::vector<HostValue> &args,
   std::vector<Descriptor> descriptors(args.size());
   std::vector<void *> packed;
   std::set<int64_t> inputBuffers;
+  // GPU: tensors are staged in managed memory the kernels reach (not
+  // counted: like host inputs, they are the caller's).
+  std::vector<void *> staged;
+  auto releaseStaged = llvm::make_scope_exit([&] {
+    for (void *p : staged)
+      mgpuMemFree(p, nullptr);
+  });
   for (size_t i = 0; i < args.size(); ++i) {
     const ValueSpec &spec = arguments[i];
     const HostValue &arg = args[i];
@@ -255,6 +291,12 @@ bool JitFunction::call(const std::vector<HostValue> &args,
       continue;
     }
     auto ptr = reinterpret_cast<int64_t>(arg.data.data());
+    if (gpu && !arg.data.empty()) {
+      void *copy = mgpuMemAlloc(arg.data.size(), nullptr, /*isHostShared=*/true);
+      std::memcpy(copy, arg.data.data(), arg.data.size());
+      staged.push_back(copy);
+      ptr = reinterpret_cast<int64_t>(copy);
+    }
     inputBuffers.insert(ptr);
     std::vector<int64_t> &f = descriptors[i].fields;
     f = {ptr, ptr, 0};

@@ -140,6 +140,13 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
   pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
 
+  // Host allocations through the runtime's hooks (act::rt allocation
+  // accounting; in GPU mode they return managed memory the kernels can
+  // reach), like the CPU pipeline's count-allocations.
+  FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
+  memrefOptions.useGenericFunctions = true;
+  memrefOptions.useAlignedAlloc = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
   pm.addPass(createGpuToLLVMConversionPass());
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = options.format;

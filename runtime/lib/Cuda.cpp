@@ -186,3 +186,30 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 }
 
 } // extern "C"
+
+static void *allocateManaged(size_t bytes) {
+  return mgpuMemAlloc(bytes, nullptr, /*isHostShared=*/true);
+}
+static void releaseManaged(void *base) { mgpuMemFree(base, nullptr); }
+
+act::rt::Backing act::rt::getManagedBacking() {
+  return {allocateManaged, releaseManaged};
+}
+
+const act::rt::HookSymbol *act::rt::getCudaHooks(size_t &count) {
+#define ACT_HOOK(name) {#name, reinterpret_cast<void *>(&name)}
+  static const HookSymbol hooks[] = {
+      ACT_HOOK(mgpuStreamCreate),      ACT_HOOK(mgpuStreamDestroy),
+      ACT_HOOK(mgpuStreamSynchronize), ACT_HOOK(mgpuStreamWaitEvent),
+      ACT_HOOK(mgpuEventCreate),       ACT_HOOK(mgpuEventDestroy),
+      ACT_HOOK(mgpuEventSynchronize),  ACT_HOOK(mgpuEventRecord),
+      ACT_HOOK(mgpuMemAlloc),          ACT_HOOK(mgpuMemFree),
+      ACT_HOOK(mgpuMemcpy),            ACT_HOOK(mgpuMemset32),
+      ACT_HOOK(mgpuModuleLoad),        ACT_HOOK(mgpuModuleLoadJIT),
+      ACT_HOOK(mgpuModuleUnload),      ACT_HOOK(mgpuModuleGetFunction),
+      ACT_HOOK(mgpuLaunchKernel),
+  };
+#undef ACT_HOOK
+  count = sizeof(hooks) / sizeof(hooks[0]);
+  return hooks;
+}

@@ -15,6 +15,10 @@ namespace {
 
 std::atomic<int64_t> liveBytes{0}, peakBytes{0}, allocations{0};
 
+void *mallocAllocate(size_t bytes) { return std::malloc(bytes); }
+void mallocRelease(void *base) { std::free(base); }
+act::rt::Backing backing{mallocAllocate, mallocRelease};
+
 struct Header {
   void *base;
   size_t size;
@@ -32,7 +36,7 @@ void *allocate(size_t alignment, size_t size) {
   if (alignment < alignof(Header))
     alignment = alignof(Header);
   char *base =
-      static_cast<char *>(std::malloc(size + sizeof(Header) + alignment));
+      static_cast<char *>(backing.allocate(size + sizeof(Header) + alignment));
   if (!base)
     return nullptr;
   uintptr_t start = reinterpret_cast<uintptr_t>(base) + sizeof(Header);
@@ -61,8 +65,10 @@ extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
     return;
   auto *header = static_cast<Header *>(ptr) - 1;
   account(-int64_t(header->size));
-  std::free(header->base);
+  backing.release(header->base);
 }
+
+void act::rt::setBacking(Backing b) { backing = b; }
 
 act::rt::MemoryStats act::rt::getMemoryStats() {
   return {liveBytes.load(), peakBytes.load(), allocations.load()};

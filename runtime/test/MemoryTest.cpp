@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cstdlib>
 #include <cstring>
 
 using namespace act::rt;
@@ -40,4 +41,30 @@ TEST(Memory, HooksAreListed) {
   EXPECT_STREQ(hooks[0].name, "_mlir_memref_to_llvm_alloc");
   EXPECT_EQ(hooks[2].address,
             reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
+}
+
+namespace {
+int backingAllocations = 0, backingReleases = 0;
+void *countingAllocate(size_t bytes) {
+  ++backingAllocations;
+  return std::malloc(bytes);
+}
+void countingRelease(void *base) {
+  ++backingReleases;
+  std::free(base);
+}
+} // namespace
+
+TEST(Memory, HooksTakeMemoryFromTheBacking) {
+  // act-run's GPU mode swaps in managed memory; the accounting is the same.
+  MemoryStats before = getMemoryStats();
+  setBacking({countingAllocate, countingRelease});
+  void *a = _mlir_memref_to_llvm_aligned_alloc(64, 1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  EXPECT_EQ(getMemoryStats().liveBytes - before.liveBytes, 1000);
+  _mlir_memref_to_llvm_free(a);
+  setBacking({std::malloc, std::free});
+  EXPECT_EQ(backingAllocations, 1);
+  EXPECT_EQ(backingReleases, 1);
+  EXPECT_EQ(getMemoryStats().liveBytes, before.liveBytes);
 }

@@ -80,6 +80,17 @@ static cl::opt<unsigned> varianceRuns(
     cl::desc("run the step this many times with step seeds step-seed, "
              "step-seed + 1, ... and report the gradient's variance over them "
              "(the compression variance)"));
+static cl::opt<std::string>
+    device("device", cl::init("cpu"),
+           cl::desc("'cpu' (act-cpu-pipeline, the host) or 'gpu' "
+                    "(act-gpu-pipeline, CUDA device 0; allocations in "
+                    "managed memory, counted the same way)"));
+static cl::opt<std::string> gpuChip("gpu-chip", cl::init("sm_90"),
+                                    cl::desc("--device=gpu: the NVIDIA "
+                                             "architecture"));
+static cl::opt<std::string> gpuFeatures("gpu-features", cl::init("+ptx80"),
+                                        cl::desc("--device=gpu: PTX "
+                                                 "features"));
 static cl::opt<unsigned> repeat("repeat", cl::init(1),
                                 cl::desc("run the step this many times and "
                                          "report the median time"));
@@ -447,8 +458,14 @@ int main(int argc, char **argv) {
   std::vector<std::string> names = {forwardName};
   if (!backwardName.empty())
     names.push_back(backwardName);
-  std::vector<std::unique_ptr<JitFunction>> jits =
-      JitFunction::compileAll(*module, names, /*countAllocations=*/true, error);
+  if (device != "cpu" && device != "gpu")
+    return fail("--device must be 'cpu' or 'gpu', not '" + device + "'");
+  JitTarget target;
+  target.gpu = device == "gpu";
+  target.chip = gpuChip;
+  target.features = gpuFeatures;
+  std::vector<std::unique_ptr<JitFunction>> jits = JitFunction::compileAll(
+      *module, names, /*countAllocations=*/true, error, target);
   if (jits.empty())
     return fail(error);
   JitFunction &forward = *jits[0];
@@ -591,6 +608,7 @@ int main(int argc, char **argv) {
   llvm::outs() << llvm::formatv("time: median {0:f3} ms over {1} run(s)\n",
                                 times[times.size() / 2], times.size());
   llvm::outs() << "memory: peak " << peak << " bytes, live after " << liveAfter
-               << " bytes (allocated by the step)\n";
+               << " bytes (allocated by the step"
+               << (target.gpu ? ", CUDA managed memory" : "") << ")\n";
   return 0;
 }

@@ -50,18 +50,30 @@ struct HostValue {
   int64_t numElements() const;
 };
 
+/// Where compiled code runs.
+struct JitTarget {
+  /// Through act-gpu-pipeline on CUDA device 0 (the runtime's mgpu* entry
+  /// points; every allocation, inputs staged, in managed memory counted by
+  /// the allocation hooks), instead of act-cpu-pipeline on the host.
+  bool gpu = false;
+  /// act-gpu-pipeline's chip and PTX features.
+  std::string chip = "sm_90", features = "+ptx80";
+};
+
 class JitFunction {
 public:
   /// Lowers `module` in place and compiles its function `name`. Returns null
   /// and sets `error` when the function is missing, its signature has types
-  /// act cannot exchange, or lowering fails.
+  /// act cannot exchange, lowering fails, or (GPU) no driver or GPU is
+  /// present.
   static std::unique_ptr<JitFunction>
   compile(ModuleOp module, llvm::StringRef name, bool countAllocations,
-          std::string &error);
+          std::string &error, const JitTarget &target = {});
   /// Compiles several functions of one module with one engine.
   static std::vector<std::unique_ptr<JitFunction>>
   compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
-             bool countAllocations, std::string &error);
+             bool countAllocations, std::string &error,
+             const JitTarget &target = {});
 
   const std::vector<ValueSpec> &getArguments() const { return arguments; }
   const std::vector<ValueSpec> &getResults() const { return results; }
@@ -76,6 +88,7 @@ private:
   std::string name;
   std::vector<ValueSpec> arguments, results;
   bool countAllocations = false;
+  bool gpu = false;
 };
 
 } // namespace mlir::act

@@ -12,6 +12,8 @@
 #ifndef ACT_RUNTIME_CUDA_H
 #define ACT_RUNTIME_CUDA_H
 
+#include "act/runtime/Memory.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -24,6 +26,13 @@ bool loadCuda(std::string &error);
 
 /// Names of the driver symbols the runtime resolves (for tests).
 const char *const *getCudaSymbolNames(size_t &count);
+
+/// The mgpu* entry points by name, for a JIT's symbol table.
+const HookSymbol *getCudaHooks(size_t &count);
+
+/// CUDA managed memory (cuMemAllocManaged / cuMemFree) as the allocation
+/// hooks' backing: host code and kernels reach the same pointers.
+Backing getManagedBacking();
 
 } // namespace act::rt
 

@@ -31,6 +31,17 @@ struct MemoryStats {
 };
 
 MemoryStats getMemoryStats();
+
+/// Where the hooks take memory from: malloc/free by default; act-run's GPU
+/// mode sets CUDA managed memory (act::rt::getManagedBacking), which the
+/// host code and the kernels both reach, so device memory is counted by the
+/// same hooks. Set it before the first allocation, not while blocks from
+/// another backing are live.
+struct Backing {
+  void *(*allocate)(size_t bytes);
+  void (*release)(void *base);
+};
+void setBacking(Backing backing);
 /// Sets the peak to the current live bytes.
 void resetPeak();
 

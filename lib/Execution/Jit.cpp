@@ -260,7 +260,7 @@ bool JitFunction::call(const std::vector<HostValue> &args,
   // GPU: tensors are staged in managed memory the kernels reach (not
   // counted: like host inputs, they are the caller's).
   std::vector<void *> staged;
-  auto releaseStaged = llvm::make_scope_exit([&] {
+  llvm::scope_exit releaseStaged([&] {
     for (void *p : staged)
       mgpuMemFree(p, nullptr);
   });

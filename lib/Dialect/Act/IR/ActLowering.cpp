@@ -402,21 +402,21 @@ static RankedTensorType tensorOf(ArrayRef<int64_t> shape, Type type) {
   return RankedTensorType::get(shape, type);
 }
 
-static SmallVector<OpFoldResult> ofrs(ArrayRef<Value> values) {
-  SmallVector<OpFoldResult> r;
-  for (Value v : values)
-    r.push_back(getAsOpFoldResult(v));
-  return r;
+/// Offsets (`offset` along dim 0, 0 elsewhere) and unit strides of a slice
+/// of a rank-`rank` tensor.
+static std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>>
+dim0Slice(OpBuilder &b, int64_t rank, Value offset) {
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  offsets[0] = getAsOpFoldResult(offset);
+  return {offsets, SmallVector<OpFoldResult>(rank, b.getIndexAttr(1))};
 }
 
 /// `t[offset : offset + size]` along dim 0 (all of the other dims).
 static Value slice(OpBuilder &b, Location loc, Value t, Value offset,
                    Value size) {
   auto type = cast<RankedTensorType>(t.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
-  offsets[0] = getAsOpFoldResult(offset);
-  sizes.push_back(getAsOpFoldResult(size));
+  auto [offsets, strides] = dim0Slice(b, type.getRank(), offset);
+  SmallVector<OpFoldResult> sizes = {getAsOpFoldResult(size)};
   for (int64_t d = 1; d < type.getRank(); ++d)
     sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
   return tensor::ExtractSliceOp::create(b, loc, t, offsets, sizes, strides);
@@ -425,25 +425,32 @@ static Value slice(OpBuilder &b, Location loc, Value t, Value offset,
 /// Inserts `part` into `into` at `offset` along dim 0.
 static Value insert(OpBuilder &b, Location loc, Value part, Value into,
                     Value offset) {
-  auto type = cast<RankedTensorType>(part.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  offsets[0] = getAsOpFoldResult(offset);
-  SmallVector<OpFoldResult> sizes =
-      tensor::getMixedSizes(b, loc, part);
-  return tensor::InsertSliceOp::create(b, loc, part, into, offsets, sizes,
+  auto [offsets, strides] =
+      dim0Slice(b, cast<RankedTensorType>(part.getType()).getRank(), offset);
+  return tensor::InsertSliceOp::create(b, loc, part, into, offsets,
+                                       tensor::getMixedSizes(b, loc, part),
                                        strides);
 }
 
+/// The same inside an scf.forall's in_parallel terminator.
 static void parallelInsert(OpBuilder &b, Location loc, Value part, Value into,
                            Value offset) {
-  auto type = cast<RankedTensorType>(part.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  offsets[0] = getAsOpFoldResult(offset);
+  auto [offsets, strides] =
+      dim0Slice(b, cast<RankedTensorType>(part.getType()).getRank(), offset);
   tensor::ParallelInsertSliceOp::create(
       b, loc, part, into, offsets, tensor::getMixedSizes(b, loc, part),
       strides);
+}
+
+/// In a run of `rest` packed elements: the elements of tile `t` from its
+/// start on, and its width in words (16, or fewer for the last, partial
+/// tile; docs/Encodings.md "Packed layout"). Index values.
+static std::pair<Value, Value> tileExtent(IndexMath &ix, Value t, Value rest,
+                                          int64_t tile, int64_t perWord) {
+  Value remaining = ix.sub(rest, ix.mul(t, tile));
+  Value width = ix.select(ix.ult(t, ix.div(rest, tile)), ix.c(16),
+                          ix.ceilDiv(remaining, perWord));
+  return {remaining, width};
 }
 
 /// An empty tensor with dim 0 of `rows` (static when it folds).
@@ -494,7 +501,6 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
                                    ElementCode code, Value *metaRows) {
   IndexMath ix{b, loc};
   Value flat = flatten(b, loc, input);
-  auto flatType = cast<RankedTensorType>(flat.getType());
   Value n = b.createOrFold<tensor::DimOp>(loc, flat, 0);
   PackedSplit split(ix, f, stats ? stats->group : 0, n, chunks);
   int64_t tile = split.tile, chunk = split.chunk, perWord = f.perWord;
@@ -606,9 +612,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
           Value wr = linalg::IndexOp::create(nb, nl, 0);
           Value t = nx.div(wr, 16);
           Value w = nx.rem(wr, nx.c(16));
-          Value remaining = nx.sub(rest, nx.mul(t, tile));
-          Value width = nx.select(nx.ult(t, nx.div(rest, tile)), nx.c(16),
-                                  nx.ceilDiv(remaining, perWord));
+          auto [remaining, width] = tileExtent(nx, t, rest, tile, perWord);
           LaneRandom rnd(random, blocksPerTile, nx.add(firstTile, t), w);
           Value last = nx.sub(rest, nx.c(1));
           Value acc;
@@ -634,7 +638,6 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
     if (stats)
       meta = insert(b, loc, restMeta, meta, ix.div(start, stats->group));
   }
-  (void)flatType;
   if (metaRows)
     *metaRows = meta;
   return payload;
@@ -771,9 +774,7 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
           Value j = linalg::IndexOp::create(nb, nl, 0);
           Value t = nx.div(j, tile);
           Value within = nx.rem(j, nx.c(tile));
-          Value remaining = nx.sub(rest, nx.mul(t, tile));
-          Value width = nx.select(nx.ult(t, nx.div(rest, tile)), nx.c(16),
-                                  nx.ceilDiv(remaining, perWord));
+          Value width = tileExtent(nx, t, rest, tile, perWord).second;
           Value wordIndex = nx.add(nx.mul(t, 16), nx.rem(within, width));
           Value lane = arith::DivUIOp::create(nb, nl, within, width);
           Value word = tensor::ExtractOp::create(nb, nl, words, wordIndex);

@@ -25,9 +25,12 @@ using namespace mlir;
 /// act ops to linalg, bufferized, deallocated after last use: what both the
 /// CPU and the GPU pipeline start from.
 static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
-                                 bool vectorize) {
+                                 act::LoweringTarget target,
+                                 int64_t gpuBlockSize = 256) {
+  bool vectorize = target == act::LoweringTarget::CPU;
   act::ConvertActToLinalgPassOptions lowering;
-  lowering.chunks = vectorize;
+  lowering.target = target;
+  lowering.gpuBlockSize = gpuBlockSize;
   pm.addPass(act::createConvertActToLinalgPass(lowering));
   // Elementwise arith/math on tensors become linalg.generic, which bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
@@ -67,7 +70,7 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
 
 void mlir::act::buildCPUPipeline(OpPassManager &pm,
                                  const CPUPipelineOptions &options) {
-  buildBufferizedLoops(pm, options.resultsToOutParams, /*vectorize=*/true);
+  buildBufferizedLoops(pm, options.resultsToOutParams, act::LoweringTarget::CPU);
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // n-D vector transfers as unrolled 1-D ones, which become plain loads and
@@ -100,7 +103,8 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
 
 void mlir::act::buildGPUPipeline(OpPassManager &pm,
                                  const GPUPipelineOptions &options) {
-  buildBufferizedLoops(pm, /*resultsToOutParams=*/false, /*vectorize=*/false);
+  buildBufferizedLoops(pm, options.resultsToOutParams, act::LoweringTarget::GPU,
+                       options.blockSize);
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   // Tiles of `block-size` iterations: the tile loop maps to blocks, the
   // iterations in a tile to threads (consecutive threads, consecutive
@@ -110,6 +114,9 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
       {options.blockSize}, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  // Constants and index math the kernels use move into the launches, so
+  // outlining passes them as immediates, not as kernel parameters.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
 

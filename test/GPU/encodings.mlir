@@ -9,21 +9,24 @@
 // RUN: for f in %t/sm90/*.ptx; do %ptxas -arch=sm_90 $f -o /dev/null || exit 1; done
 // RUN: for f in %t/sm80/*.ptx; do %ptxas -arch=sm_80 $f -o /dev/null || exit 1; done
 // RUN: FileCheck %s --check-prefix=HOST < %t/sm90.mlir
-// RUN: FileCheck %s --check-prefix=PTX --input-file=%t/sm90/quant_kernel_4.ptx
+// RUN: FileCheck %s --check-prefix=PTX --input-file=%t/sm90/quant_kernel.ptx
 
 // CHECK: {{[0-9]+}} kernels
 
 // The host code launches the kernels through the runtime's mgpu* entry
-// points, 256 threads per block (block-size) over ceil(1000 / 256) = 4
-// blocks; the PTX targets sm_90 and indexes by thread.
+// points, 256 threads per block (block-size). @quant's first kernel encodes
+// the 768 elements of whole groups (6 tiles, 24 threads: one block); the
+// 232 left are encoded by the flat kernels that follow (test/GPU/kernels.mlir
+// pins the whole-tile kernels' loads, shuffles and stores).
 // HOST-DAG: %[[THREADS:.*]] = llvm.mlir.constant(256 : index) : i64
-// HOST-DAG: %[[BLOCKS:.*]] = llvm.mlir.constant(4 : index) : i64
+// HOST-DAG: %[[BLOCKS:.*]] = llvm.mlir.constant(1 : index) : i64
 // HOST: llvm.call @mgpuStreamCreate
-// HOST: gpu.launch_func {{.*}}@quant_kernel::@quant_kernel blocks in (%[[BLOCKS]], %{{.*}}, %{{.*}}) threads in (%[[THREADS]], %{{.*}}, %{{.*}})
+// HOST: gpu.launch_func {{.*}}@quant_kernel::@quant_kernel blocks in (%[[BLOCKS]], %[[BLOCKS]], %[[BLOCKS]]) threads in (%[[THREADS]], %[[BLOCKS]], %[[BLOCKS]])
 // HOST: gpu.binary @quant_kernel
 // PTX: .target sm_90
 // PTX: .visible .entry quant_kernel
 // PTX: %tid.x
+// PTX: shfl.sync.bfly.b32
 
 func.func @quant(%x: tensor<1000xf32>, %s: i64) -> tensor<1000xf32> {
   %e = act.encode %x, id = 0, seed %s : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>
@@ -52,4 +55,19 @@ func.func @mask(%x: tensor<1000xf32>) -> tensor<1000xi1> {
   %e = act.encode %x, id = 7 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.mask<predicate = positive>>
   %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.mask<predicate = positive>> -> tensor<1000xi1>
   return %d : tensor<1000xi1>
+}
+// Group sizes on the GPU: 8 bits in groups of 256 (four tiles, 16 threads
+// per group), 4 bits in groups of 64 (two per tile), 2 bits in groups of 48
+// (no whole-tile kernel: flat kernels only), and 8 bits in groups of 4096
+// (64 tiles, more than a warp: flat kernels only).
+func.func @groups(%x: tensor<8192xf32>, %s: i64) -> (tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>) {
+  %a = act.encode %x, id = 8, seed %s : tensor<8192xf32> -> !act.encoded<tensor<8192xf32>, #act.quant<bits = 8>>
+  %b = act.encode %x, id = 9, seed %s : tensor<8192xf32> -> !act.encoded<tensor<8192xf32>, #act.quant<bits = 4, group = 64>>
+  %c = act.encode %x, id = 10, seed %s : tensor<8192xf32> -> !act.encoded<tensor<8192xf32>, #act.quant<bits = 2, group = 48>>
+  %d = act.encode %x, id = 11, seed %s : tensor<8192xf32> -> !act.encoded<tensor<8192xf32>, #act.quant<bits = 8, group = 4096>>
+  %ad = act.decode %a : !act.encoded<tensor<8192xf32>, #act.quant<bits = 8>> -> tensor<8192xf32>
+  %bd = act.decode %b : !act.encoded<tensor<8192xf32>, #act.quant<bits = 4, group = 64>> -> tensor<8192xf32>
+  %cd = act.decode %c : !act.encoded<tensor<8192xf32>, #act.quant<bits = 2, group = 48>> -> tensor<8192xf32>
+  %dd = act.decode %d : !act.encoded<tensor<8192xf32>, #act.quant<bits = 8, group = 4096>> -> tensor<8192xf32>
+  return %ad, %bd, %cd, %dd : tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>
 }

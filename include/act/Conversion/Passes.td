@@ -24,18 +24,43 @@ def ConvertActToLinalgPass : Pass<"convert-act-to-linalg", "::mlir::ModuleOp"> {
     %padded = tensor.pad %x low[0] high[0] { ... } : tensor<1000xf32> to tensor<1000xf32>
     %words = linalg.generic ... -> tensor<500xi32>
     ```
+
+    `target` picks how the work is laid out: `cpu` (act-cpu-pipeline) builds
+    chunks of small static kernels for act-vectorize; `gpu`
+    (act-gpu-pipeline) builds `gpu.launch` kernels over buffers of the
+    tensors (`bufferization.to_buffer read_only` in, new buffers out through
+    `bufferization.to_tensor restrict writable`): a thread per four payload
+    words of a tile or per 16 bytes of a byte code, 16-byte vector loads and
+    stores when the buffers are aligned, group statistics combined across a
+    group's threads with clustered `gpu.subgroup_reduce`, lowered here to
+    butterfly `gpu.shuffle`s; `generic` builds flat parallel generics only.
+    Every target computes the same bits.
   }];
   let options = [
-    Option<"chunks", "chunks", "bool", /*default=*/"true",
-           "Packed encodings: encode and decode whole chunks (a quantization "
-           "group, a tile of 16 words) in an scf.forall of small static "
-           "kernels marked for act-vectorize (CPU); false: one flat parallel "
-           "generic per step, one GPU thread per word or element">,
+    Option<"target", "target", "::mlir::act::LoweringTarget",
+           /*default=*/"::mlir::act::LoweringTarget::CPU",
+           "How packed and byte-coded encodings lower",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::act::LoweringTarget::CPU, "cpu",
+                        "whole chunks (a quantization group, a tile of 16 "
+                        "words) in an scf.forall of small static kernels "
+                        "marked for act-vectorize"),
+             clEnumValN(::mlir::act::LoweringTarget::GPU, "gpu",
+                        "gpu.launch kernels on buffers: a thread per four "
+                        "words of a tile, 16-byte loads and stores, group "
+                        "statistics by warp shuffles; the rest as generic"),
+             clEnumValN(::mlir::act::LoweringTarget::Generic, "generic",
+                        "one flat parallel linalg.generic per step, per "
+                        "word or element"))}]>,
+    Option<"gpuBlockSize", "gpu-block-size", "int64_t", /*default=*/"256",
+           "Threads per block of the target=gpu kernels (a multiple of 32)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect",
-    "::mlir::scf::SCFDialect",
+    "::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect",
+    "::mlir::bufferization::BufferizationDialect",
   ];
 }
 

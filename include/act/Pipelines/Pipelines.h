@@ -44,6 +44,12 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
                      "parallel loop is tiled by it, tiles map to blocks and "
                      "their iterations to threads"),
       llvm::cl::init(256)};
+  Option<bool> resultsToOutParams{
+      *this, "results-to-out-params",
+      llvm::cl::desc("return tensors through caller-allocated buffers (the "
+                     "kernels write straight into device memory the caller "
+                     "owns; bench/gpu_kernels)"),
+      llvm::cl::init(false)};
 };
 
 /// Training graph with act ops on tensors -> LLVM dialect, for the JIT

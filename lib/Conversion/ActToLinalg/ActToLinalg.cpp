@@ -11,6 +11,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::act {
@@ -105,7 +107,14 @@ struct ConvertActToLinalgPass
 
     RewritePatternSet patterns(context);
     LoweringOptions options;
-    options.chunks = chunks;
+    options.target = target;
+    if (gpuBlockSize <= 0 || gpuBlockSize % 32 != 0) {
+      getOperation()->emitError("convert-act-to-linalg: gpu-block-size must "
+                                "be a positive multiple of 32, got ")
+          << static_cast<int64_t>(gpuBlockSize);
+      return signalPassFailure();
+    }
+    options.gpuBlockSize = gpuBlockSize;
     patterns.add<EncodeOpLowering, DecodeOpLowering>(converter, context,
                                                      options);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
@@ -128,6 +137,16 @@ struct ConvertActToLinalgPass
     });
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
+      return signalPassFailure();
+    if (options.target != LoweringTarget::GPU)
+      return;
+    // The kernels' group statistics: clustered subgroup reductions become
+    // butterfly gpu.shuffles (32 lanes) here, before bufferization, whose
+    // deallocation does not know the reductions' (absent) memory effects.
+    RewritePatternSet shuffles(context);
+    populateGpuLowerClusteredSubgroupReduceToShufflePatterns(
+        shuffles, /*subgroupSize=*/32);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(shuffles))))
       signalPassFailure();
   }
 };

@@ -73,7 +73,7 @@ func.func @quant_decode(%e: !act.encoded<tensor<10x100xf32>, #act.quant<bits = 4
 
 // Without chunks (the GPU pipeline's lowering) everything goes through the
 // per-word and per-element generics.
-// RUN: act-opt %s -convert-act-to-linalg=chunks=false -split-input-file | FileCheck %s --check-prefix=FLAT
+// RUN: act-opt %s -convert-act-to-linalg=target=generic -split-input-file | FileCheck %s --check-prefix=FLAT
 // FLAT-LABEL: func.func @quant
 // FLAT-NOT:   scf.forall
 // FLAT:       linalg.generic {{.*}} outs(%{{.*}} : tensor<125xi32>)

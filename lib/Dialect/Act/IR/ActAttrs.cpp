@@ -8,6 +8,8 @@
 #include "act/Dialect/Act/IR/Act.h"
 #include "act/Dialect/Act/IR/ActLowering.h"
 
+#include "LoweringSupport.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -179,15 +181,7 @@ static int64_t staticWords(RankedTensorType type, int64_t perWord) {
   return llvm::divideCeil(type.getNumElements(), perWord);
 }
 
-static Value toF32(OpBuilder &b, Location loc, Value x) {
-  Type f32 = b.getF32Type();
-  unsigned width = x.getType().getIntOrFloatBitWidth();
-  if (x.getType() == f32)
-    return x;
-  if (width < 32)
-    return arith::ExtFOp::create(b, loc, f32, x);
-  return arith::TruncFOp::create(b, loc, f32, x);
-}
+using mlir::act::detail::toF32;
 
 static Value fromF32(OpBuilder &b, Location loc, Value x, Type type) {
   if (type == x.getType())
@@ -214,6 +208,26 @@ void QuantEncodingAttr::getStorageTypes(RankedTensorType type,
 
 bool QuantEncodingAttr::isStochastic() const {
   return getRounding() == Rounding::Stochastic;
+}
+
+/// The codes' inverse step of a group with minimum `mn` and maximum `mx`:
+/// levels / (mx - mn), or 0 for a constant group.
+static Value quantInverse(OpBuilder &b, Location loc, Value mn, Value mx,
+                          int64_t levels) {
+  Value range = arith::SubFOp::create(b, loc, mx, mn);
+  Value zero = f32Const(b, loc, 0.0f);
+  Value positive =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, range, zero);
+  Value inv =
+      arith::DivFOp::create(b, loc, f32Const(b, loc, float(levels)), range);
+  return arith::SelectOp::create(b, loc, positive, inv, zero);
+}
+
+/// The stored step: (mx - mn) / levels.
+static Value quantScale(OpBuilder &b, Location loc, Value mn, Value mx,
+                        int64_t levels) {
+  return arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, mx, mn),
+                               f32Const(b, loc, float(levels)));
 }
 
 /// Per-group minimum and maximum of `rows` (tensor<k x group x T>) over
@@ -275,16 +289,8 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows,
           ValueRange{tensor::EmptyOp::create(b, loc, statType, dyn)},
           {one, one, one}, {utils::IteratorType::parallel},
           [&](OpBuilder &nb, Location nl, ValueRange args) {
-            Value range = arith::SubFOp::create(nb, nl, args[1], args[0]);
-            Value zero = f32Const(nb, nl, 0.0f);
-            Value positive = arith::CmpFOp::create(
-                nb, nl, arith::CmpFPredicate::OGT, range, zero);
-            Value inv = arith::DivFOp::create(
-                nb, nl, f32Const(nb, nl, float(levels)), range);
             linalg::YieldOp::create(
-                nb, nl,
-                ValueRange{arith::SelectOp::create(nb, nl, positive, inv,
-                                                   zero)});
+                nb, nl, quantInverse(nb, nl, args[0], args[1], levels));
           });
   inverseOp->setAttr(kVectorizeAttr, b.getUnitAttr());
   perGroup.assign({mn, inverseOp.getResult(0)});
@@ -299,9 +305,7 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows,
           {row, row, AffineMap::getMultiDimIdentityMap(2, ctx)},
           {utils::IteratorType::parallel, utils::IteratorType::parallel},
           [&](OpBuilder &nb, Location nl, ValueRange args) {
-            Value scale = arith::DivFOp::create(
-                nb, nl, arith::SubFOp::create(nb, nl, args[1], args[0]),
-                f32Const(nb, nl, float(levels)));
+            Value scale = quantScale(nb, nl, args[0], args[1], levels);
             Value first = arith::CmpIOp::create(
                 nb, nl, arith::CmpIPredicate::eq,
                 linalg::IndexOp::create(nb, nl, 1),
@@ -325,6 +329,16 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
                        SmallVectorImpl<Value> &perGroup, Value &metaRows) {
                      buildQuantStats(nb, nl, rows, valid, levels, perGroup,
                                      metaRows);
+                   },
+                   {arith::AtomicRMWKind::minnumf,
+                    arith::AtomicRMWKind::maxnumf},
+                   [&](OpBuilder &nb, Location nl, ValueRange minMax,
+                       SmallVectorImpl<Value> &perGroup,
+                       SmallVectorImpl<Value> &metaRow) {
+                     Value mn = minMax[0], mx = minMax[1];
+                     perGroup.assign(
+                         {mn, quantInverse(nb, nl, mn, mx, levels)});
+                     metaRow.assign({mn, quantScale(nb, nl, mn, mx, levels)});
                    }};
   std::optional<RandomKey> random;
   if (isStochastic())
@@ -335,7 +349,7 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
                        id};
   Value meta;
   Value payload = buildPackedEncode(
-      b, loc, input, {getBits(), 32 / getBits()}, options.chunks, &stats,
+      b, loc, input, {getBits(), 32 / getBits()}, options, &stats,
       random,
       [&](OpBuilder &nb, Location nl, Value x, ValueRange group,
           function_ref<Value()> randomWord) -> Value {
@@ -381,7 +395,7 @@ Value QuantEncodingAttr::buildDecode(OpBuilder &b, Location loc,
     const LoweringOptions &options) const {
   Type elementType = decodedType.getElementType();
   return buildPackedDecode(
-      b, loc, storage[0], {getBits(), 32 / getBits()}, options.chunks,
+      b, loc, storage[0], {getBits(), 32 / getBits()}, options,
       decodedType, dynamicSizes, storage[1], getGroup(),
       [&](OpBuilder &nb, Location nl, Value code, ValueRange row) {
         // code < 2^bits: the signed conversion is exact and cheaper on x86.
@@ -486,8 +500,8 @@ SmallVector<Value> FloatEncodingAttr::buildEncode(OpBuilder &b, Location loc,
         return arith::ExtUIOp::create(nb, nl, nb.getI32Type(), i16);
   };
   if (isByteAligned(bits))
-    return {buildByteEncode(b, loc, input, bits, code)};
-  return {buildPackedEncode(b, loc, input, {bits, perWord}, options.chunks,
+    return {buildByteEncode(b, loc, input, bits, options, code)};
+  return {buildPackedEncode(b, loc, input, {bits, perWord}, options,
                             nullptr,
                             std::nullopt,
                             [&](OpBuilder &nb, Location nl, Value x,
@@ -520,9 +534,10 @@ Value FloatEncodingAttr::buildDecode(OpBuilder &b, Location loc,
         return fromF32(nb, nl, v, elementType);
   };
   if (isByteAligned(bits))
-    return buildByteDecode(b, loc, storage[0], decodedType, dynamicSizes, value);
+    return buildByteDecode(b, loc, storage[0], decodedType, dynamicSizes, options,
+                           value);
   return buildPackedDecode(b, loc, storage[0], {bits, perWord},
-                           options.chunks, decodedType,
+                           options, decodedType,
                            dynamicSizes, Value(), 0,
                            [&](OpBuilder &nb, Location nl, Value code,
                                ValueRange) { return value(nb, nl, code); });
@@ -544,7 +559,7 @@ SmallVector<Value> MaskEncodingAttr::buildEncode(OpBuilder &b, Location loc,
     const LoweringOptions &options) const {
   MaskPredicate predicate = getPredicate();
   return {buildPackedEncode(
-      b, loc, input, {1, 32}, options.chunks, nullptr, std::nullopt,
+      b, loc, input, {1, 32}, options, nullptr, std::nullopt,
       [&](OpBuilder &nb, Location nl, Value x, ValueRange,
           function_ref<Value()>) -> Value {
         Value zero = arith::ConstantOp::create(nb, nl,
@@ -575,7 +590,7 @@ Value MaskEncodingAttr::buildDecode(OpBuilder &b, Location loc,
                                     ValueRange dynamicSizes,
     const LoweringOptions &options) const {
   return buildPackedDecode(
-      b, loc, storage[0], {1, 32}, options.chunks, decodedType, dynamicSizes,
+      b, loc, storage[0], {1, 32}, options, decodedType, dynamicSizes,
       Value(), 0,
       [&](OpBuilder &nb, Location nl, Value code, ValueRange) -> Value {
         return arith::TruncIOp::create(nb, nl, nb.getI1Type(), code);

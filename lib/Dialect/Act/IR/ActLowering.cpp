@@ -8,6 +8,8 @@
 
 #include "act/Dialect/Act/IR/ActLowering.h"
 
+#include "LoweringSupport.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -23,6 +25,7 @@
 
 using namespace mlir;
 using namespace mlir::act;
+using namespace mlir::act::detail;
 
 //===----------------------------------------------------------------------===//
 // Philox4x32-10
@@ -200,18 +203,6 @@ Value mlir::act::buildMiniFloatDecode(OpBuilder &b, Location loc, Value code,
 // Helpers
 //===----------------------------------------------------------------------===//
 
-static Value indexConst(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
-/// A static size for a tensor dimension, if `v` folds to a constant.
-static int64_t staticOr(Value v) {
-  APInt value;
-  if (matchPattern(v, m_ConstantInt(&value)))
-    return value.getSExtValue();
-  return ShapedType::kDynamic;
-}
-
 //===----------------------------------------------------------------------===//
 // Byte-aligned codes
 //===----------------------------------------------------------------------===//
@@ -263,16 +254,57 @@ static Value elementwise(OpBuilder &b, Location loc, Value in, Type elementType,
       .getResult(0);
 }
 
+/// Bytes of an element of `type` in memory.
+static int64_t elementBytes(Type type) {
+  return std::max<int64_t>(1, type.getIntOrFloatBitWidth() / 8);
+}
+
+/// `fn` element-wise from flat `in` into a new flat tensor of `type`
+/// elements: on the GPU a kernel over whole 16-byte pieces of the narrower
+/// side and a generic for the rest, else one generic.
+static Value byteElementwise(
+    OpBuilder &b, Location loc, Value in, Type type,
+    const LoweringOptions &options,
+    function_ref<Value(OpBuilder &, Location, Value)> fn) {
+  if (options.target != LoweringTarget::GPU)
+    return elementwise(b, loc, in, type, fn);
+  IndexMath ix{b, loc};
+  Type inType = cast<RankedTensorType>(in.getType()).getElementType();
+  int64_t perThread =
+      16 / std::min(elementBytes(inType), elementBytes(type));
+  Value n = b.createOrFold<tensor::DimOp>(loc, in, 0);
+  Value count = ix.mul(ix.div(n, perThread), perThread);
+  if (staticOr(count) == 0)
+    return elementwise(b, loc, in, type, fn);
+  Value out = buildGpuElementwise(b, loc, in, n, count, perThread, type,
+                                  options, fn);
+  Value rest = ix.sub(n, count);
+  if (staticOr(rest) == 0)
+    return out;
+  Value tail = elementwise(
+      b, loc,
+      tensor::ExtractSliceOp::create(
+          b, loc, in, ArrayRef<OpFoldResult>{getAsOpFoldResult(count)},
+          ArrayRef<OpFoldResult>{getAsOpFoldResult(rest)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)}),
+      type, fn);
+  return tensor::InsertSliceOp::create(
+      b, loc, tail, out, ArrayRef<OpFoldResult>{getAsOpFoldResult(count)},
+      ArrayRef<OpFoldResult>{getAsOpFoldResult(rest)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}
+
 Value mlir::act::buildByteEncode(
     OpBuilder &b, Location loc, Value input, unsigned bits,
+    const LoweringOptions &options,
     function_ref<Value(OpBuilder &, Location, Value)> code) {
   Value flat = flatten(b, loc, input);
   Type codeType = b.getIntegerType(bits);
-  return elementwise(b, loc, flat, codeType,
-                     [&](OpBuilder &nb, Location nl, Value x) -> Value {
-                       return arith::TruncIOp::create(nb, nl, codeType,
-                                                      code(nb, nl, x));
-                     });
+  return byteElementwise(b, loc, flat, codeType, options,
+                         [&](OpBuilder &nb, Location nl, Value x) -> Value {
+                           return arith::TruncIOp::create(nb, nl, codeType,
+                                                          code(nb, nl, x));
+                         });
 }
 
 Value mlir::act::unflatten(OpBuilder &b, Location loc, Value flat,
@@ -295,15 +327,18 @@ Value mlir::act::unflatten(OpBuilder &b, Location loc, Value flat,
 
 Value mlir::act::buildByteDecode(
     OpBuilder &b, Location loc, Value payload, RankedTensorType type,
-    ValueRange dynamicSizes,
+    ValueRange dynamicSizes, const LoweringOptions &options,
     function_ref<Value(OpBuilder &, Location, Value)> value) {
-  Value shaped = unflatten(b, loc, payload, type, dynamicSizes);
-  return elementwise(b, loc, shaped, type.getElementType(),
-                     [&](OpBuilder &nb, Location nl, Value c) -> Value {
-                       return value(nb, nl,
-                                    arith::ExtUIOp::create(nb, nl,
-                                                           nb.getI32Type(), c));
-                     });
+  auto decodeOne = [&](OpBuilder &nb, Location nl, Value c) -> Value {
+    return value(nb, nl, arith::ExtUIOp::create(nb, nl, nb.getI32Type(), c));
+  };
+  if (options.target != LoweringTarget::GPU) {
+    Value shaped = unflatten(b, loc, payload, type, dynamicSizes);
+    return elementwise(b, loc, shaped, type.getElementType(), decodeOne);
+  }
+  Value flat = byteElementwise(b, loc, payload, type.getElementType(),
+                               options, decodeOne);
+  return unflatten(b, loc, flat, type, dynamicSizes);
 }
 
 
@@ -312,32 +347,6 @@ Value mlir::act::buildByteDecode(
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Index arithmetic that folds constants, so static shapes stay static.
-struct IndexMath {
-  OpBuilder &b;
-  Location loc;
-  Value c(int64_t v) { return indexConst(b, loc, v); }
-  Value add(Value x, Value y) { return b.createOrFold<arith::AddIOp>(loc, x, y); }
-  Value sub(Value x, Value y) { return b.createOrFold<arith::SubIOp>(loc, x, y); }
-  Value mul(Value x, int64_t y) {
-    return b.createOrFold<arith::MulIOp>(loc, x, c(y));
-  }
-  Value div(Value x, int64_t y) {
-    return b.createOrFold<arith::DivUIOp>(loc, x, c(y));
-  }
-  Value rem(Value x, Value y) { return b.createOrFold<arith::RemUIOp>(loc, x, y); }
-  Value ceilDiv(Value x, int64_t y) {
-    return b.createOrFold<arith::CeilDivUIOp>(loc, x, c(y));
-  }
-  Value ult(Value x, Value y) {
-    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, x, y);
-  }
-  Value select(Value cond, Value x, Value y) {
-    return b.createOrFold<arith::SelectOp>(loc, cond, x, y);
-  }
-  Value min(Value x, Value y) { return b.createOrFold<arith::MinUIOp>(loc, x, y); }
-};
-
 /// How a packed tensor of n elements splits: whole chunks of `chunk`
 /// elements (lcm of the group and the tile) take the vectorized path, the
 /// rest the generic one.
@@ -348,13 +357,27 @@ struct PackedSplit {
   int64_t nStatic, chunksStatic, restStatic;
 
   PackedSplit(IndexMath &ix, PackedFormat f, int64_t group, Value n,
-              bool chunked) {
+              LoweringTarget target, bool decode) {
     tile = f.tileElements();
     this->group = group;
-    chunk = group ? std::lcm(group, tile) : tile;
-    // A lane of a tile (16 elements) must lie in one group; a chunk is
-    // unrolled tile by tile.
-    fast = chunked && (!group || (group % 16 == 0 && chunk / tile <= 16));
+    switch (target) {
+    case LoweringTarget::CPU:
+      chunk = group ? std::lcm(group, tile) : tile;
+      // A lane of a tile (16 elements) must lie in one group; a chunk is
+      // unrolled tile by tile.
+      fast = !group || (group % 16 == 0 && chunk / tile <= 16);
+      break;
+    case LoweringTarget::GPU:
+      // Decoding needs no statistics: whole tiles. Encoding: whole groups
+      // of whole tiles.
+      chunk = decode || !group ? tile : std::max(group, tile);
+      fast = decode ? !group || group % 16 == 0 : canEncodeOnGpu(f, group);
+      break;
+    case LoweringTarget::Generic:
+      chunk = tile;
+      fast = false;
+      break;
+    }
     this->n = n;
     nStatic = staticOr(n);
     chunks = fast ? ix.div(n, chunk) : ix.c(0);
@@ -365,38 +388,7 @@ struct PackedSplit {
   }
 };
 
-/// The words of `key`'s Philox blocks for the lanes of one word, built once
-/// per four lanes: lane l of word w of tile t reads word l % 4 of the block
-/// with counter (t * ceil(perWord / 4) + l / 4) * 16 + w.
-struct LaneRandom {
-  std::optional<RandomKey> key;
-  int64_t blocksPerTile;
-  Value tile, word; // index
-  llvm::DenseMap<int64_t, SmallVector<Value, 4>> blocks;
-
-  LaneRandom(std::optional<RandomKey> key, int64_t blocksPerTile, Value tile,
-             Value word)
-      : key(key), blocksPerTile(blocksPerTile), tile(tile), word(word) {}
-
-  Value get(OpBuilder &b, Location loc, int64_t lane) {
-    auto &block = blocks[lane / 4];
-    if (block.empty()) {
-      IndexMath ix{b, loc};
-      Value counter = ix.add(
-          ix.mul(ix.add(ix.mul(tile, blocksPerTile), ix.c(lane / 4)), 16),
-          word);
-      counter =
-          arith::IndexCastUIOp::create(b, loc, b.getI64Type(), counter);
-      block = buildPhilox4(b, loc, counter, key->seed, key->id);
-    }
-    return block[lane % 4];
-  }
-};
 } // namespace
-
-static Value i32Const(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
-}
 
 static RankedTensorType tensorOf(ArrayRef<int64_t> shape, Type type) {
   return RankedTensorType::get(shape, type);
@@ -495,14 +487,16 @@ static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
 }
 
 Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
-                                   PackedFormat f, bool chunks,
+                                   PackedFormat f,
+                                   const LoweringOptions &options,
                                    const GroupStats *stats,
                                    std::optional<RandomKey> random,
                                    ElementCode code, Value *metaRows) {
   IndexMath ix{b, loc};
   Value flat = flatten(b, loc, input);
   Value n = b.createOrFold<tensor::DimOp>(loc, flat, 0);
-  PackedSplit split(ix, f, stats ? stats->group : 0, n, chunks);
+  PackedSplit split(ix, f, stats ? stats->group : 0, n, options.target,
+                    /*decode=*/false);
   int64_t tile = split.tile, chunk = split.chunk, perWord = f.perWord;
   int64_t blocksPerTile = (perWord + 3) / 4;
   Type i32 = b.getI32Type();
@@ -523,7 +517,13 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
     meta = emptyRows(b, loc, ix.ceilDiv(n, stats->group), {stats->metaColumns},
                      b.getF32Type());
 
-  if (split.fast && split.chunksStatic != 0) {
+  if (split.fast && split.chunksStatic != 0 &&
+      options.target == LoweringTarget::GPU) {
+    buildGpuPackedEncode(b, loc, flat, f, ix.mul(split.chunks, chunk / tile),
+                         ix.ceilDiv(n, perWord),
+                         stats ? ix.ceilDiv(n, stats->group) : Value(),
+                         options, stats, random, code, payload, meta);
+  } else if (split.fast && split.chunksStatic != 0) {
     SmallVector<Value> outs = {payload};
     if (stats)
       outs.push_back(meta);
@@ -644,7 +644,8 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
 }
 
 Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
-                                   PackedFormat f, bool chunks,
+                                   PackedFormat f,
+                                   const LoweringOptions &options,
                                    RankedTensorType type,
                                    ValueRange dynamicSizes, Value meta,
                                    int64_t group, ElementValue value) {
@@ -654,7 +655,8 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
   for (int64_t d : type.getShape())
     n = b.createOrFold<arith::MulIOp>(
         loc, n, ShapedType::isDynamic(d) ? dynamicSizes[next++] : ix.c(d));
-  PackedSplit split(ix, f, meta ? group : 0, n, chunks);
+  PackedSplit split(ix, f, meta ? group : 0, n, options.target,
+                    /*decode=*/true);
   int64_t tile = split.tile, chunk = split.chunk, perWord = f.perWord;
   int64_t columns =
       meta ? cast<RankedTensorType>(meta.getType()).getDimSize(1) : 0;
@@ -671,7 +673,11 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
   };
 
   Value out = emptyRows(b, loc, n, {}, elementType);
-  if (split.fast && split.chunksStatic != 0) {
+  if (split.fast && split.chunksStatic != 0 &&
+      options.target == LoweringTarget::GPU) {
+    out = buildGpuPackedDecode(b, loc, payload, f, split.chunks, n,
+                               elementType, meta, group, options, value);
+  } else if (split.fast && split.chunksStatic != 0) {
     auto forall = scf::ForallOp::create(
         b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(split.chunks)},
         ValueRange{out}, std::nullopt);

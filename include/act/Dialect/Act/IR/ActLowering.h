@@ -11,6 +11,9 @@
 #ifndef ACT_DIALECT_ACT_IR_ACTLOWERING_H
 #define ACT_DIALECT_ACT_IR_ACTLOWERING_H
 
+#include "act/Dialect/Act/IR/ActStorage.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 
 #include <functional>
@@ -47,13 +50,16 @@ constexpr llvm::StringLiteral kVectorizeAttr = "act.vectorize";
 /// Byte-aligned codes (8 or 16 bits per element): the payload is
 /// tensor<n x iB>, element i at position i: the same bytes as the 32-bit
 /// little-endian words of docs/Encodings.md, without the tail padding. Encode
-/// and decode are one element-wise generic each, which vectorizes.
-/// `code` maps an element to its code (an i32 in the low `bits`).
+/// and decode are one element-wise generic each, which vectorizes (on the
+/// GPU: a thread per 16 bytes of the narrower side, vector loads and
+/// stores). `code` maps an element to its code (an i32 in the low `bits`).
 Value buildByteEncode(OpBuilder &b, Location loc, Value input, unsigned bits,
+                      const LoweringOptions &options,
                       function_ref<Value(OpBuilder &, Location, Value x)> code);
 /// `value` maps a code (i32) to the decoded element.
 Value buildByteDecode(OpBuilder &b, Location loc, Value payload,
                       RankedTensorType type, ValueRange dynamicSizes,
+                      const LoweringOptions &options,
                       function_ref<Value(OpBuilder &, Location, Value code)> value);
 
 /// Reshapes a 1-D tensor to `type`'s shape (element type kept).
@@ -85,6 +91,15 @@ struct GroupStats {
   std::function<void(OpBuilder &, Location, Value rows, Value valid,
                      SmallVectorImpl<Value> &perGroup, Value &metaRows)>
       build;
+  /// The same on scalars, for the GPU kernels: each group's elements (as
+  /// f32) are combined with `reductions` (arith's minnumf, maxnumf, addf,
+  /// ...; every thread of the group gets the results), then `finish` gives
+  /// the per-group values and the metadata row (`metaColumns` scalars).
+  SmallVector<arith::AtomicRMWKind> reductions;
+  std::function<void(OpBuilder &, Location, ValueRange reduced,
+                     SmallVectorImpl<Value> &perGroup,
+                     SmallVectorImpl<Value> &metaRow)>
+      finish;
 };
 
 /// The random word of an element for stochastic rounding: Philox4x32-10
@@ -113,10 +128,12 @@ using ElementValue =
 /// lcm(group, tile) elements are encoded in one scf.forall, each chunk's
 /// statistics and tiles as small static linalg ops marked for
 /// vectorization, so the input is read once from memory; the rest (and
-/// group sizes that are not a multiple of 16) by per-word generics. Without
-/// `chunks`, all of it by per-word generics.
+/// group sizes that are not a multiple of 16) by per-word generics.
+/// LoweringTarget::GPU: whole tiles by a gpu.launch kernel (a thread per
+/// four words, group statistics by warp shuffles), the rest by per-word
+/// generics; Generic: all of it by per-word generics.
 Value buildPackedEncode(OpBuilder &b, Location loc, Value input,
-                        PackedFormat format, bool chunks,
+                        PackedFormat format, const LoweringOptions &options,
                         const GroupStats *stats,
                         std::optional<RandomKey> random, ElementCode code,
                         Value *metaRows = nullptr);
@@ -125,7 +142,8 @@ Value buildPackedEncode(OpBuilder &b, Location loc, Value input,
 /// (with `dynamicSizes`); with `meta` (tensor<groups x m x f32>, groups of
 /// `group` elements) each element also reads its group's row.
 Value buildPackedDecode(OpBuilder &b, Location loc, Value payload,
-                        PackedFormat format, bool chunks, RankedTensorType type,
+                        PackedFormat format, const LoweringOptions &options,
+                        RankedTensorType type,
                         ValueRange dynamicSizes, Value meta, int64_t group,
                         ElementValue value);
 

@@ -12,12 +12,24 @@
 
 namespace mlir::act {
 
+/// What the encode/decode IR is built for (convert-act-to-linalg{target}).
+enum class LoweringTarget {
+  /// Packed encodings: whole chunks in an scf.forall of small static kernels
+  /// that act-vectorize turns into vector code.
+  CPU,
+  /// gpu.launch kernels on buffers (a thread per four payload words, 16-byte
+  /// accesses, group statistics by warp shuffles), the ragged rest as
+  /// Generic.
+  GPU,
+  /// One flat parallel generic per step, per word or element.
+  Generic,
+};
+
 /// How an encoding lowers (EncodingAttrInterface::buildEncode/buildDecode).
 struct LoweringOptions {
-  /// Packed encodings: whole chunks in an scf.forall of small static
-  /// kernels (vectorized on the CPU). Off: one flat parallel generic over
-  /// the words or elements, which maps to GPU threads one to one.
-  bool chunks = true;
+  LoweringTarget target = LoweringTarget::CPU;
+  /// Threads per block of the GPU kernels.
+  int64_t gpuBlockSize = 256;
 };
 
 /// Exact storage of an encoded tensor, in bytes.

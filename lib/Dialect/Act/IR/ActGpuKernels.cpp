@@ -1,0 +1,414 @@
+//===- ActGpuKernels.cpp - encode/decode kernels for the GPU target --------===//
+//
+// LoweringTarget::GPU: the whole tiles of a packed encoding and the whole
+// 16-byte pieces of a byte-coded one are encoded and decoded by gpu.launch
+// kernels written for memory bandwidth; the ragged rest stays with the
+// generic lowering (ActLowering.cpp), which computes the same bits.
+//
+// The kernels sit in the tensor program as buffers: their inputs through
+// bufferization.to_buffer (read only), their outputs new buffers returned
+// through bufferization.to_tensor (restrict writable), so one-shot
+// bufferization, deallocation and gpu-kernel-outlining take them as they
+// are.
+//
+// Packed layout (docs/Encodings.md): a tile of 16 * perWord elements fills
+// 16 words, element j in word j % 16 at lane j / 16. Thread (tile t, quarter
+// q) owns words 4q .. 4q + 3 of tile t: lane l of those words is elements
+// t * tile + 16 l + 4q .. + 3, one 16-byte load, and its four words are one
+// 16-byte store. Consecutive threads touch consecutive 16-byte pieces of
+// each lane (coalesced), and every input element is loaded once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringSupport.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::act;
+using namespace mlir::act::detail;
+
+Value mlir::act::detail::toF32(OpBuilder &b, Location loc, Value x) {
+  Type f32 = b.getF32Type();
+  if (x.getType() == f32)
+    return x;
+  if (x.getType().getIntOrFloatBitWidth() < 32)
+    return arith::ExtFOp::create(b, loc, f32, x);
+  return arith::TruncFOp::create(b, loc, f32, x);
+}
+
+bool mlir::act::detail::canEncodeOnGpu(PackedFormat f, int64_t group) {
+  int64_t tile = f.tileElements();
+  if (!group)
+    return true;
+  if (group % 16 != 0)
+    return false;
+  if (tile % group == 0)
+    return true;
+  // A group of whole tiles is 4 * (group / tile) threads: a power of two
+  // that fits a warp.
+  return group % tile == 0 && llvm::isPowerOf2_64(group / tile) &&
+         group / tile <= 8;
+}
+
+namespace {
+
+int64_t elementBytes(Type type) {
+  return std::max<int64_t>(1, type.getIntOrFloatBitWidth() / 8);
+}
+
+/// A buffer of `tensor` to read in a kernel: rows contiguous, any offset.
+Value readBuffer(OpBuilder &b, Location loc, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+  strides.back() = 1;
+  auto layout =
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
+  auto memrefType =
+      MemRefType::get(type.getShape(), type.getElementType(), layout);
+  return bufferization::ToBufferOp::create(b, loc, memrefType, tensor,
+                                           /*read_only=*/true);
+}
+
+/// A new buffer of `rows` x `inner` elements of `type`.
+Value allocRows(OpBuilder &b, Location loc, Value rows,
+                ArrayRef<int64_t> inner, Type type) {
+  SmallVector<int64_t> shape = {staticOr(rows)};
+  shape.append(inner.begin(), inner.end());
+  SmallVector<Value> dyn;
+  if (ShapedType::isDynamic(shape[0]))
+    dyn.push_back(rows);
+  return memref::AllocOp::create(b, loc, MemRefType::get(shape, type), dyn);
+}
+
+/// The tensor of a buffer a kernel wrote.
+Value asTensor(OpBuilder &b, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  return bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get(type.getShape(), type.getElementType()),
+      buffer, /*restrict=*/true, /*writable=*/true);
+}
+
+/// Whether `buffer` (1-D) starts on a 16-byte boundary.
+Value isAligned16(OpBuilder &b, Location loc, Value buffer) {
+  IndexMath ix{b, loc};
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value offset =
+      memref::ExtractStridedMetadataOp::create(b, loc, buffer).getOffset();
+  int64_t bytes =
+      elementBytes(cast<MemRefType>(buffer.getType()).getElementType());
+  Value address = ix.add(base, ix.mul(offset, bytes));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                               ix.rem(address, ix.c(16)), ix.c(0));
+}
+
+/// `count` consecutive elements of `buffer` (1-D) from `at`: one vector
+/// load (16-byte aligned pieces) when `vectorized`, else element by element.
+SmallVector<Value> loadRun(OpBuilder &b, Location loc, Value buffer, Value at,
+                           int64_t count, bool vectorized) {
+  IndexMath ix{b, loc};
+  Type type = cast<MemRefType>(buffer.getType()).getElementType();
+  SmallVector<Value> elements;
+  if (!vectorized) {
+    for (int64_t i = 0; i < count; ++i)
+      elements.push_back(
+          memref::LoadOp::create(b, loc, buffer, ix.add(at, ix.c(i))));
+    return elements;
+  }
+  auto vectorType = VectorType::get({count}, type);
+  Value v = vector::LoadOp::create(
+      b, loc, vectorType, buffer, ValueRange{at}, /*nontemporal=*/false,
+      llvm::MaybeAlign(std::min<int64_t>(16, count * elementBytes(type))));
+  for (int64_t i = 0; i < count; ++i)
+    elements.push_back(vector::ExtractOp::create(b, loc, v, i));
+  return elements;
+}
+
+/// Stores `elements` at `at` in `buffer` (1-D): one vector store when
+/// `vectorized` (never for i1, whose vectors pack bits), else one by one.
+void storeRun(OpBuilder &b, Location loc, ValueRange elements, Value buffer,
+              Value at, bool vectorized) {
+  IndexMath ix{b, loc};
+  Type type = cast<MemRefType>(buffer.getType()).getElementType();
+  if (!vectorized || type.isInteger(1)) {
+    for (auto [i, e] : llvm::enumerate(elements))
+      memref::StoreOp::create(b, loc, e, buffer, ix.add(at, ix.c(i)));
+    return;
+  }
+  auto vectorType = VectorType::get({int64_t(elements.size())}, type);
+  Value v = vector::FromElementsOp::create(b, loc, vectorType, elements);
+  vector::StoreOp::create(
+      b, loc, v, buffer, ValueRange{at}, /*nontemporal=*/false,
+      llvm::MaybeAlign(
+          std::min<int64_t>(16, int64_t(elements.size()) * elementBytes(type))));
+}
+
+/// Builds `then` under `cond` (no results).
+void buildIf(OpBuilder &b, Location loc, Value cond,
+             function_ref<void(OpBuilder &, Location)> then) {
+  auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  then(b, loc);
+}
+
+/// The kernel body, built by `body(b, loc, thread, valid, vectorized)`.
+using KernelBody =
+    function_ref<void(OpBuilder &, Location, Value thread, Value valid,
+                      bool vectorized)>;
+
+/// A gpu.launch of `threads` threads (index) in blocks of `blockSize`. Each
+/// thread gets its global index (0 for the threads of the last block past
+/// `threads`, which load in bounds and store nothing: every thread of a
+/// warp reaches the shuffles) and whether it is real. The body is built
+/// twice: with 16-byte vector accesses when every buffer in `aligned` starts
+/// on a 16-byte boundary, element by element otherwise (a uniform branch).
+void buildLaunch(OpBuilder &b, Location loc, Value threads, int64_t blockSize,
+                 ValueRange aligned, KernelBody body) {
+  IndexMath ix{b, loc};
+  auto launchIn = [&](OpBuilder &b, Location loc) {
+    IndexMath ix{b, loc};
+    Value one = ix.c(1);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, ix.ceilDiv(threads, blockSize), one, one,
+                              ix.c(blockSize), one, one);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    IndexMath kx{b, loc};
+    Value id = kx.add(kx.mul(launch.getBlockIds().x, blockSize),
+                      launch.getThreadIds().x);
+    Value valid = kx.ult(id, threads);
+    Value thread = kx.select(valid, id, kx.c(0));
+    Value allAligned;
+    for (Value buffer : aligned) {
+      Value a = isAligned16(b, loc, buffer);
+      allAligned = allAligned ? arith::AndIOp::create(b, loc, allAligned, a)
+                              : a;
+    }
+    auto ifOp = scf::IfOp::create(b, loc, allAligned, /*withElseRegion=*/true);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body(b, loc, thread, valid, /*vectorized=*/true);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    body(b, loc, thread, valid, /*vectorized=*/false);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b, loc);
+  };
+  // No launch without threads (an empty grid is a launch error).
+  if (staticOr(threads) > 0) {
+    launchIn(b, loc);
+    return;
+  }
+  buildIf(b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, threads,
+                                ix.c(0)),
+          launchIn);
+}
+
+gpu::AllReduceOperation toGpuReduction(arith::AtomicRMWKind kind) {
+  switch (kind) {
+  case arith::AtomicRMWKind::minnumf:
+    return gpu::AllReduceOperation::MINNUMF;
+  case arith::AtomicRMWKind::maxnumf:
+    return gpu::AllReduceOperation::MAXNUMF;
+  case arith::AtomicRMWKind::minimumf:
+    return gpu::AllReduceOperation::MINIMUMF;
+  case arith::AtomicRMWKind::maximumf:
+    return gpu::AllReduceOperation::MAXIMUMF;
+  case arith::AtomicRMWKind::addf:
+    return gpu::AllReduceOperation::ADD;
+  case arith::AtomicRMWKind::mulf:
+    return gpu::AllReduceOperation::MUL;
+  default:
+    llvm_unreachable("group statistics combine floats");
+  }
+}
+
+} // namespace
+
+void mlir::act::detail::buildGpuPackedEncode(
+    OpBuilder &b, Location loc, Value flat, PackedFormat f, Value tiles,
+    Value words, Value groups, const LoweringOptions &options,
+    const GroupStats *stats, std::optional<RandomKey> random, ElementCode code,
+    Value &payload, Value &meta) {
+  IndexMath ix{b, loc};
+  const int64_t k = f.perWord, tile = f.tileElements();
+  const int64_t group = stats ? stats->group : 0;
+  // Lanes of a thread that share a group, groups a thread touches, tiles a
+  // group spans, and the threads that hold a group: the cluster its
+  // statistics are reduced over.
+  const int64_t lanesPerGroup = group ? std::min<int64_t>(k, group / 16) : k;
+  const int64_t groupsPerThread = k / lanesPerGroup;
+  const int64_t tilesPerGroup = group > tile ? group / tile : 1;
+  const uint32_t cluster = 4 * tilesPerGroup;
+  const int64_t blocksPerTile = (k + 3) / 4;
+
+  Value in = readBuffer(b, loc, flat);
+  Value payloadBuffer = allocRows(b, loc, words, {}, b.getI32Type());
+  Value metaBuffer;
+  if (stats)
+    metaBuffer =
+        allocRows(b, loc, groups, {stats->metaColumns}, b.getF32Type());
+
+  auto body = [&](OpBuilder &b, Location loc, Value thread, Value valid,
+                  bool vectorized) {
+    IndexMath ix{b, loc};
+    Value t = ix.div(thread, 4), q = ix.rem(thread, ix.c(4));
+    Value first = ix.add(ix.mul(t, tile), ix.mul(q, 4));
+    // x[l][w]: lane l of word 4q + w.
+    SmallVector<SmallVector<Value>> x;
+    for (int64_t l = 0; l < k; ++l)
+      x.push_back(
+          loadRun(b, loc, in, ix.add(first, ix.c(16 * l)), 4, vectorized));
+
+    SmallVector<SmallVector<Value>> perGroup(groupsPerThread);
+    if (stats) {
+      for (int64_t gi = 0; gi < groupsPerThread; ++gi) {
+        SmallVector<Value> reduced;
+        for (arith::AtomicRMWKind kind : stats->reductions) {
+          Value acc;
+          for (int64_t l = gi * lanesPerGroup; l < (gi + 1) * lanesPerGroup;
+               ++l)
+            for (Value e : x[l]) {
+              Value v = toF32(b, loc, e);
+              acc = acc ? arith::getReductionOp(kind, b, loc, acc, v) : v;
+            }
+          reduced.push_back(gpu::SubgroupReduceOp::create(
+              b, loc, acc, toGpuReduction(kind), /*uniform=*/true, cluster));
+        }
+        SmallVector<Value> row;
+        stats->finish(b, loc, reduced, perGroup[gi], row);
+        // The group's first thread stores its metadata row.
+        Value g = group <= tile ? ix.add(ix.mul(t, tile / group), ix.c(gi))
+                                : ix.div(t, tilesPerGroup);
+        Value leader = arith::AndIOp::create(
+            b, loc, valid,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, q,
+                                  ix.c(0)));
+        if (tilesPerGroup > 1)
+          leader = arith::AndIOp::create(
+              b, loc, leader,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                    ix.rem(t, ix.c(tilesPerGroup)), ix.c(0)));
+        buildIf(b, loc, leader, [&](OpBuilder &b, Location loc) {
+          for (auto [column, v] : llvm::enumerate(row))
+            memref::StoreOp::create(
+                b, loc, v, metaBuffer,
+                ValueRange{g, indexConst(b, loc, column)});
+        });
+      }
+    }
+
+    SmallVector<Value> packed;
+    for (int64_t w = 0; w < 4; ++w) {
+      LaneRandom rnd(random, blocksPerTile, t, ix.add(ix.mul(q, 4), ix.c(w)));
+      Value acc;
+      for (int64_t l = 0; l < k; ++l) {
+        ValueRange groupValues;
+        if (stats)
+          groupValues = perGroup[l / lanesPerGroup];
+        Value v = code(b, loc, x[l][w], groupValues,
+                       [&] { return rnd.get(b, loc, l); });
+        if (l != 0)
+          v = arith::ShLIOp::create(b, loc, v,
+                                    i32Const(b, loc, l * int64_t(f.bits)));
+        acc = acc ? arith::OrIOp::create(b, loc, acc, v).getResult() : v;
+      }
+      packed.push_back(acc);
+    }
+    buildIf(b, loc, valid, [&](OpBuilder &b, Location loc) {
+      IndexMath ix{b, loc};
+      storeRun(b, loc, packed, payloadBuffer,
+               ix.add(ix.mul(t, 16), ix.mul(q, 4)), vectorized);
+    });
+  };
+  buildLaunch(b, loc, ix.mul(tiles, 4), options.gpuBlockSize,
+              {in, payloadBuffer}, body);
+  payload = asTensor(b, loc, payloadBuffer);
+  if (stats)
+    meta = asTensor(b, loc, metaBuffer);
+}
+
+Value mlir::act::detail::buildGpuPackedDecode(
+    OpBuilder &b, Location loc, Value payload, PackedFormat f, Value tiles,
+    Value n, Type elementType, Value meta, int64_t group,
+    const LoweringOptions &options, ElementValue value) {
+  IndexMath ix{b, loc};
+  const int64_t k = f.perWord, tile = f.tileElements();
+  const int64_t mask = (int64_t(1) << f.bits) - 1;
+  Value words = readBuffer(b, loc, payload);
+  Value metaBuffer = meta ? readBuffer(b, loc, meta) : Value();
+  int64_t columns =
+      meta ? cast<RankedTensorType>(meta.getType()).getDimSize(1) : 0;
+  Value out = allocRows(b, loc, n, {}, elementType);
+
+  auto body = [&](OpBuilder &b, Location loc, Value thread, Value valid,
+                  bool vectorized) {
+    IndexMath ix{b, loc};
+    Value t = ix.div(thread, 4), q = ix.rem(thread, ix.c(4));
+    SmallVector<Value> w = loadRun(
+        b, loc, words, ix.add(ix.mul(t, 16), ix.mul(q, 4)), 4, vectorized);
+    Value first = ix.add(ix.mul(t, tile), ix.mul(q, 4));
+    SmallVector<SmallVector<Value>> lanes;
+    for (int64_t l = 0; l < k; ++l) {
+      // The lane's 16 elements lie in one group (group % 16 == 0); lanes of
+      // one group read the same row (the same loads, merged by CSE).
+      SmallVector<Value> row;
+      if (meta) {
+        Value g = group % tile == 0 ? ix.div(t, group / tile)
+                  : tile % group == 0
+                      ? ix.add(ix.mul(t, tile / group), ix.c(16 * l / group))
+                      : ix.div(ix.add(ix.mul(t, tile), ix.c(16 * l)), group);
+        for (int64_t column = 0; column < columns; ++column)
+          row.push_back(memref::LoadOp::create(
+              b, loc, metaBuffer, ValueRange{g, ix.c(column)}));
+      }
+      auto &values = lanes.emplace_back();
+      for (Value word : w) {
+        Value c = word;
+        if (l != 0)
+          c = arith::ShRUIOp::create(b, loc, c,
+                                     i32Const(b, loc, l * int64_t(f.bits)));
+        c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, mask));
+        values.push_back(value(b, loc, c, row));
+      }
+    }
+    buildIf(b, loc, valid, [&](OpBuilder &b, Location loc) {
+      IndexMath ix{b, loc};
+      for (int64_t l = 0; l < k; ++l)
+        storeRun(b, loc, lanes[l], out, ix.add(first, ix.c(16 * l)),
+                 vectorized);
+    });
+  };
+  buildLaunch(b, loc, ix.mul(tiles, 4), options.gpuBlockSize, {words, out},
+              body);
+  return asTensor(b, loc, out);
+}
+
+Value mlir::act::detail::buildGpuElementwise(
+    OpBuilder &b, Location loc, Value in, Value n, Value count,
+    int64_t perThread, Type elementType, const LoweringOptions &options,
+    function_ref<Value(OpBuilder &, Location, Value)> fn) {
+  IndexMath ix{b, loc};
+  Value inBuffer = readBuffer(b, loc, in);
+  Value out = allocRows(b, loc, n, {}, elementType);
+  auto body = [&](OpBuilder &b, Location loc, Value thread, Value valid,
+                  bool vectorized) {
+    IndexMath ix{b, loc};
+    Value first = ix.mul(thread, perThread);
+    SmallVector<Value> values;
+    for (Value x : loadRun(b, loc, inBuffer, first, perThread, vectorized))
+      values.push_back(fn(b, loc, x));
+    buildIf(b, loc, valid, [&](OpBuilder &b, Location loc) {
+      storeRun(b, loc, values, out, first, vectorized);
+    });
+  };
+  buildLaunch(b, loc, ix.div(count, perThread), options.gpuBlockSize,
+              {inBuffer, out}, body);
+  return asTensor(b, loc, out);
+}

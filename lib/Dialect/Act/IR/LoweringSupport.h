@@ -1,0 +1,137 @@
+//===- LoweringSupport.h - internals shared by act's lowerings --*- C++ -*-===//
+//
+// Private to lib/Dialect/Act/IR: index arithmetic, the Philox lanes of a
+// packed word, and the GPU kernels (ActGpuKernels.cpp) that ActLowering.cpp
+// dispatches to for LoweringTarget::GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_LIB_DIALECT_ACT_IR_LOWERINGSUPPORT_H
+#define ACT_LIB_DIALECT_ACT_IR_LOWERINGSUPPORT_H
+
+#include "act/Dialect/Act/IR/ActLowering.h"
+#include "act/Dialect/Act/IR/ActStorage.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::act::detail {
+
+inline Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+inline Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+}
+
+/// A static size for a tensor dimension, if `v` folds to a constant.
+inline int64_t staticOr(Value v) {
+  APInt value;
+  if (matchPattern(v, m_ConstantInt(&value)))
+    return value.getSExtValue();
+  return ShapedType::kDynamic;
+}
+
+/// Index arithmetic that folds constants, so static shapes stay static.
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return indexConst(b, loc, v); }
+  Value add(Value x, Value y) { return b.createOrFold<arith::AddIOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.createOrFold<arith::SubIOp>(loc, x, y); }
+  Value mul(Value x, int64_t y) {
+    return b.createOrFold<arith::MulIOp>(loc, x, c(y));
+  }
+  Value div(Value x, int64_t y) {
+    return b.createOrFold<arith::DivUIOp>(loc, x, c(y));
+  }
+  Value rem(Value x, Value y) { return b.createOrFold<arith::RemUIOp>(loc, x, y); }
+  Value ceilDiv(Value x, int64_t y) {
+    return b.createOrFold<arith::CeilDivUIOp>(loc, x, c(y));
+  }
+  Value ult(Value x, Value y) {
+    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, x, y);
+  }
+  Value select(Value cond, Value x, Value y) {
+    return b.createOrFold<arith::SelectOp>(loc, cond, x, y);
+  }
+  Value min(Value x, Value y) { return b.createOrFold<arith::MinUIOp>(loc, x, y); }
+};
+
+/// The words of `key`'s Philox blocks for the lanes of one word, built once
+/// per four lanes: lane l of word w of tile t reads word l % 4 of the block
+/// with counter (t * ceil(perWord / 4) + l / 4) * 16 + w.
+struct LaneRandom {
+  std::optional<RandomKey> key;
+  int64_t blocksPerTile;
+  Value tile, word; // index
+  llvm::DenseMap<int64_t, SmallVector<Value, 4>> blocks;
+
+  LaneRandom(std::optional<RandomKey> key, int64_t blocksPerTile, Value tile,
+             Value word)
+      : key(key), blocksPerTile(blocksPerTile), tile(tile), word(word) {}
+
+  Value get(OpBuilder &b, Location loc, int64_t lane) {
+    auto &block = blocks[lane / 4];
+    if (block.empty()) {
+      IndexMath ix{b, loc};
+      Value counter = ix.add(
+          ix.mul(ix.add(ix.mul(tile, blocksPerTile), ix.c(lane / 4)), 16),
+          word);
+      counter =
+          arith::IndexCastUIOp::create(b, loc, b.getI64Type(), counter);
+      block = buildPhilox4(b, loc, counter, key->seed, key->id);
+    }
+    return block[lane % 4];
+  }
+};
+
+/// f32 view of a float element (extended or truncated).
+Value toF32(OpBuilder &b, Location loc, Value x);
+
+/// GPU kernels (ActGpuKernels.cpp). Each takes tensors, launches a
+/// gpu.launch over buffers of them (bufferization.to_buffer read_only) and
+/// returns its results as tensors of new buffers (to_tensor restrict
+/// writable), so one-shot bufferization takes it from there.
+
+/// Encodes the first `tiles` whole tiles of `flat` (1-D) into `payload`
+/// (a new tensor<words x i32> of all ceil(n / perWord) words; the words
+/// after the tiles are left for the caller) and, with `stats`, the groups
+/// of those tiles into `meta` (a new tensor<groups x m x f32>). A thread
+/// owns four consecutive words of a tile: it loads each lane's four
+/// elements as one 16-byte vector, combines its part of each group's
+/// statistics, finishes them over the group's threads with a clustered
+/// gpu.subgroup_reduce, and stores its four words as one 16-byte vector.
+/// Requires (canEncodeOnGpu) groups that divide the tile, or are 1, 2, 4 or
+/// 8 tiles.
+void buildGpuPackedEncode(OpBuilder &b, Location loc, Value flat,
+                          PackedFormat f, Value tiles, Value words,
+                          Value groups, const LoweringOptions &options,
+                          const GroupStats *stats,
+                          std::optional<RandomKey> random, ElementCode code,
+                          Value &payload, Value &meta);
+/// Whether buildGpuPackedEncode handles groups of `group` (0: none).
+bool canEncodeOnGpu(PackedFormat f, int64_t group);
+
+/// Decodes the first `tiles` whole tiles of `payload` into a new flat
+/// tensor of `n` elements of `elementType` (the rest left for the caller);
+/// a thread per four words, one 16-byte load, four-element vector stores.
+/// Groups (`meta` rows) must be a multiple of 16 elements.
+Value buildGpuPackedDecode(OpBuilder &b, Location loc, Value payload,
+                           PackedFormat f, Value tiles, Value n,
+                           Type elementType, Value meta, int64_t group,
+                           const LoweringOptions &options, ElementValue value);
+
+/// Element-wise `fn` from flat `in` into a new flat tensor of `n` elements of
+/// `elementType`, for the first `count` elements (a multiple of
+/// `perThread`): a thread per `perThread` elements, vector loads and stores.
+Value buildGpuElementwise(OpBuilder &b, Location loc, Value in, Value n,
+                          Value count, int64_t perThread, Type elementType,
+                          const LoweringOptions &options,
+                          function_ref<Value(OpBuilder &, Location, Value)> fn);
+
+} // namespace mlir::act::detail
+
+#endif // ACT_LIB_DIALECT_ACT_IR_LOWERINGSUPPORT_H

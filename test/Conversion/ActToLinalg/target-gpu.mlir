@@ -1,0 +1,94 @@
+// RUN: act-opt %s -convert-act-to-linalg=target=gpu -split-input-file -verify-each | FileCheck %s
+// RUN: not act-opt %s -convert-act-to-linalg="target=gpu gpu-block-size=100" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADBLOCK
+
+// target=gpu: 4-bit quantization of 1000 elements in groups of 256. The
+// three whole groups (6 tiles) are one gpu.launch over buffers of the
+// tensors: the input read in place (to_buffer read_only), payload and
+// metadata in new buffers that become the results' tensors (to_tensor
+// restrict writable). 24 threads (four per tile) in one block of 256. A
+// thread loads its eight lanes' elements as 16-byte vectors (when the
+// buffers are aligned), combines min and max over the group's eight threads
+// with butterfly shuffles (offsets 1, 2, 4), lets the group's first thread
+// store the (min, scale) row, and stores its four words as one vector. The
+// 232 elements left go through the generic lowering into the same tensors.
+// CHECK-LABEL: func.func @quant
+// CHECK-SAME: (%[[X:.*]]: tensor<1000xf32>, %[[SEED:.*]]: i64) -> (tensor<125xi32>, tensor<4x2xf32>)
+// CHECK:      %[[IN:.*]] = bufferization.to_buffer %[[X]] read_only : tensor<1000xf32> to memref<1000xf32, strided<[1], offset: ?>>
+// CHECK:      %[[WORDS:.*]] = memref.alloc() : memref<125xi32>
+// CHECK:      %[[META:.*]] = memref.alloc() : memref<4x2xf32>
+// CHECK:      gpu.launch blocks({{.*}}) in ({{.*}} = %[[ONE:.*]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]]) threads({{.*}}) in ({{.*}} = %[[BLOCK:.*]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]])
+// CHECK:        memref.extract_aligned_pointer_as_index %[[IN]]
+// CHECK:        memref.extract_aligned_pointer_as_index %[[WORDS]]
+// CHECK:        scf.if
+// CHECK-COUNT-8:  vector.load %[[IN]][%{{.*}}] {alignment = 16 : i64} : memref<1000xf32, strided<[1], offset: ?>>, vector<4xf32>
+// CHECK:          arith.minnumf
+// CHECK:          gpu.shuffle xor %{{.*}}, %[[S1:.*]], %[[W:.*]] : f32
+// CHECK:          gpu.shuffle xor %{{.*}}, %[[S2:.*]], %[[W]] : f32
+// CHECK:          gpu.shuffle xor %{{.*}}, %[[S4:.*]], %[[W]] : f32
+// CHECK:          arith.maxnumf
+// CHECK:          gpu.shuffle xor %{{.*}}, %[[S1]], %[[W]] : f32
+// CHECK:          gpu.shuffle xor %{{.*}}, %[[S2]], %[[W]] : f32
+// CHECK:          gpu.shuffle xor %{{.*}}, %[[S4]], %[[W]] : f32
+// CHECK:          scf.if
+// CHECK-NEXT:       memref.store %{{.*}}, %[[META]]
+// CHECK-NEXT:       memref.store %{{.*}}, %[[META]]
+// CHECK:          arith.mului_extended
+// CHECK:          math.floor
+// CHECK:          scf.if
+// CHECK:            vector.store %{{.*}}, %[[WORDS]][%{{.*}}] {alignment = 16 : i64} : memref<125xi32>, vector<4xi32>
+// CHECK:        } else {
+// CHECK-NOT:      vector.load
+// CHECK:          memref.load %[[IN]]
+// CHECK:        gpu.terminator
+// CHECK:      %[[PAYLOAD:.*]] = bufferization.to_tensor %[[WORDS]] restrict writable : memref<125xi32> to tensor<125xi32>
+// CHECK:      %[[ROWS:.*]] = bufferization.to_tensor %[[META]] restrict writable : memref<4x2xf32> to tensor<4x2xf32>
+// CHECK:      tensor.extract_slice %[[X]][768] [232] [1]
+// CHECK:      %[[RESTWORDS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<29xi32>)
+// CHECK:      %[[P:.*]] = tensor.insert_slice %[[RESTWORDS]] into %[[PAYLOAD]][96] [29] [1]
+// CHECK:      %[[M:.*]] = tensor.insert_slice %{{.*}} into %[[ROWS]][3, 0] [1, 2] [1, 1]
+// CHECK:      return %[[P]], %[[M]]
+// BADBLOCK: error: convert-act-to-linalg: gpu-block-size must be a positive multiple of 32, got 100
+func.func @quant(%x: tensor<1000xf32>, %seed: i64) -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>> {
+  %e = act.encode %x, id = 3, seed %seed : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>
+  return %e : !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>
+}
+
+// -----
+
+// Decoding needs no statistics: all 7 whole tiles (896 elements) in one
+// launch, a thread reading its four words as one vector and its group's
+// row, writing each lane's four floats as one vector; the last 104 elements
+// by the generic lowering.
+// CHECK-LABEL: func.func @quant_decode
+// CHECK:      %[[W:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<125xi32> to memref<125xi32, strided<[1], offset: ?>>
+// CHECK:      %[[M:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<4x2xf32> to memref<4x2xf32, strided<[?, 1], offset: ?>>
+// CHECK:      %[[OUT:.*]] = memref.alloc() : memref<1000xf32>
+// CHECK:      gpu.launch
+// CHECK:          vector.load %[[W]][%{{.*}}] {alignment = 16 : i64} : memref<125xi32, strided<[1], offset: ?>>, vector<4xi32>
+// CHECK:          memref.load %[[M]]
+// CHECK:          memref.load %[[M]]
+// CHECK-COUNT-8:    vector.store %{{.*}}, %[[OUT]][%{{.*}}] {alignment = 16 : i64} : memref<1000xf32>, vector<4xf32>
+// CHECK:      bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK:      linalg.generic {{.*}} outs(%{{.*}} : tensor<104xf32>)
+func.func @quant_decode(%e: !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>) -> tensor<1000xf32> {
+  %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>> -> tensor<1000xf32>
+  return %d : tensor<1000xf32>
+}
+
+// -----
+
+// bf16 codes: 1000 elements, a thread per 8 (16 bytes of codes): 125
+// threads, no rest. Groups of 48 elements for 2-bit codes do not fit the
+// whole-tile kernel: the generic lowering only.
+// CHECK-LABEL: func.func @bytes
+// CHECK:      gpu.launch
+// CHECK:        vector.load {{.*}} : memref<1000xf32, strided<[1], offset: ?>>, vector<8xf32>
+// CHECK:        vector.store {{.*}} : memref<1000xi16>, vector<8xi16>
+// CHECK:      %[[CODES:.*]] = bufferization.to_tensor
+// CHECK-NOT:  gpu.launch
+// CHECK:      return %[[CODES]]
+func.func @bytes(%x: tensor<1000xf32>, %seed: i64) -> (!act.encoded<tensor<1000xf32>, #act.float<format = bf16>>, !act.encoded<tensor<1000xf32>, #act.quant<bits = 2, group = 48>>) {
+  %e = act.encode %x, id = 4 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.float<format = bf16>>
+  %q = act.encode %x, id = 5, seed %seed : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 2, group = 48>>
+  return %e, %q : !act.encoded<tensor<1000xf32>, #act.float<format = bf16>>, !act.encoded<tensor<1000xf32>, #act.quant<bits = 2, group = 48>>
+}

@@ -14,8 +14,8 @@
 // CHECK-LABEL: func.func @quant
 // CHECK-SAME: (%[[X:.*]]: tensor<1000xf32>, %[[SEED:.*]]: i64) -> (tensor<125xi32>, tensor<4x2xf32>)
 // CHECK:      %[[IN:.*]] = bufferization.to_buffer %[[X]] read_only : tensor<1000xf32> to memref<1000xf32, strided<[1], offset: ?>>
-// CHECK:      %[[WORDS:.*]] = memref.alloc() : memref<125xi32>
-// CHECK:      %[[META:.*]] = memref.alloc() : memref<4x2xf32>
+// CHECK:      %[[WORDS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<125xi32>
+// CHECK:      %[[META:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x2xf32>
 // CHECK:      gpu.launch blocks({{.*}}) in ({{.*}} = %[[ONE:.*]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]]) threads({{.*}}) in ({{.*}} = %[[BLOCK:.*]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]])
 // CHECK:        memref.extract_aligned_pointer_as_index %[[IN]]
 // CHECK:        memref.extract_aligned_pointer_as_index %[[WORDS]]
@@ -62,7 +62,7 @@ func.func @quant(%x: tensor<1000xf32>, %seed: i64) -> !act.encoded<tensor<1000xf
 // CHECK-LABEL: func.func @quant_decode
 // CHECK:      %[[W:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<125xi32> to memref<125xi32, strided<[1], offset: ?>>
 // CHECK:      %[[M:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<4x2xf32> to memref<4x2xf32, strided<[?, 1], offset: ?>>
-// CHECK:      %[[OUT:.*]] = memref.alloc() : memref<1000xf32>
+// CHECK:      %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1000xf32>
 // CHECK:      gpu.launch
 // CHECK:          vector.load %[[W]][%{{.*}}] {alignment = 16 : i64} : memref<125xi32, strided<[1], offset: ?>>, vector<4xi32>
 // CHECK:          memref.load %[[M]]

@@ -84,7 +84,10 @@ Value allocRows(OpBuilder &b, Location loc, Value rows,
   SmallVector<Value> dyn;
   if (ShapedType::isDynamic(shape[0]))
     dyn.push_back(rows);
-  return memref::AllocOp::create(b, loc, MemRefType::get(shape, type), dyn);
+  // 64-byte aligned: the kernels' 16-byte accesses apply whatever the
+  // allocator's default.
+  return memref::AllocOp::create(b, loc, MemRefType::get(shape, type), dyn,
+                                 b.getI64IntegerAttr(64));
 }
 
 /// The tensor of a buffer a kernel wrote.

@@ -162,7 +162,13 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   // Encoded values in the signature become their storage tensors first.
   {
     PassManager pm(module.getContext());
-    pm.addPass(createConvertActToLinalgPass());
+    // The target the pipeline below lowers for (its own conversion then
+    // finds nothing left to convert).
+    ConvertActToLinalgPassOptions lowering;
+    lowering.target = target.gpu                 ? LoweringTarget::GPU
+                      : target.emulateGpuKernels ? LoweringTarget::GPUEmulated
+                                                 : LoweringTarget::CPU;
+    pm.addPass(createConvertActToLinalgPass(lowering));
     if (failed(pm.run(module))) {
       error = "lowering the act ops failed";
       return {};
@@ -200,6 +206,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   } else {
     CPUPipelineOptions options;
     options.countAllocations = countAllocations;
+    options.emulateGpuKernels = target.emulateGpuKernels;
     buildCPUPipeline(pm, options);
   }
   if (failed(pm.run(module))) {

@@ -70,7 +70,10 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
 
 void mlir::act::buildCPUPipeline(OpPassManager &pm,
                                  const CPUPipelineOptions &options) {
-  buildBufferizedLoops(pm, options.resultsToOutParams, act::LoweringTarget::CPU);
+  buildBufferizedLoops(pm, options.resultsToOutParams,
+                       options.emulateGpuKernels
+                           ? act::LoweringTarget::GPUEmulated
+                           : act::LoweringTarget::CPU);
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // n-D vector transfers as unrolled 1-D ones, which become plain loads and

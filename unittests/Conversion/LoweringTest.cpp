@@ -46,7 +46,8 @@ protected:
   /// Compiles `@codec(%x: tensor<Nxf32>, %seed: i64)` returning the encoded
   /// value (its storage) and the decoded tensor.
   std::unique_ptr<JitFunction> compileCodec(int64_t n, const std::string &enc,
-                                            const std::string &decoded = "f32") {
+                                            const std::string &decoded = "f32",
+                                            const JitTarget &target = {}) {
     std::string t = "tensor<" + std::to_string(n) + "xf32>";
     std::string e = "!act.encoded<" + t + ", " + enc + ">";
     std::string d = "tensor<" + std::to_string(n) + "x" + decoded + ">";
@@ -58,7 +59,7 @@ protected:
     module = parseSourceString<ModuleOp>(text, &context);
     EXPECT_TRUE(module) << text;
     std::string error;
-    auto jit = JitFunction::compile(*module, "codec", true, error);
+    auto jit = JitFunction::compile(*module, "codec", true, error, target);
     EXPECT_TRUE(jit) << error;
     return jit;
   }
@@ -265,6 +266,97 @@ TEST_F(LoweringTest, MaskMatchesReference) {
     for (int i = 0; i < 1000; ++i)
       EXPECT_EQ(bool(got[i]), ref[i]) << i;
   }
+}
+
+/// The GPU kernels (convert-act-to-linalg{target=gpu}: whole tiles by a
+/// thread per four words, 16-byte accesses, group statistics over each
+/// group's threads) run on the CPU as loops (target=gpu-emulated), against
+/// the reference: every encoding, group sizes whose groups span 1 to 8 tiles
+/// or split a tile, the flat tail and the generic lowering for other sizes.
+/// What only a GPU run checks: the shuffles (upstream's butterfly lowering)
+/// and NVPTX's code; bench/gpu_kernels.sh does.
+TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
+  JitTarget emulated;
+  emulated.emulateGpuKernels = true;
+  for (unsigned bits : {1u, 2u, 4u, 8u})
+    for (int64_t group : {256, 64, 1024, 48})
+      for (bool stochastic : {true, false})
+        for (int64_t n : {5000, 4096}) {
+          // 5000: whole groups and a ragged tail; 4096: whole tiles only.
+          if ((!stochastic || n == 4096) && group != 256)
+            continue;
+          std::string attr = "#act.quant<bits = " + std::to_string(bits) +
+                             ", group = " + std::to_string(group) +
+                             ", rounding = " +
+                             (stochastic ? "stochastic" : "nearest") + ">";
+          SCOPED_TRACE(attr + " n=" + std::to_string(n));
+          auto jit = compileCodec(n, attr, "f32", emulated);
+          ASSERT_TRUE(jit);
+          std::vector<float> x = data(n, unsigned(bits * 10 + n), false);
+          if (n > 1000)
+            std::fill(x.begin() + 1024, x.begin() + 1024 + group, -1.5f);
+          int64_t seed = 0x5eed0000LL + bits;
+          std::vector<HostValue> outs;
+          std::string error;
+          ASSERT_TRUE(jit->call({tensor(x), scalar(seed)}, outs, error)) << error;
+          ASSERT_EQ(outs.size(), 3u);
+          rt::QuantParams p{bits, group, stochastic, uint64_t(seed), 7};
+          std::vector<uint32_t> words;
+          std::vector<float> meta;
+          rt::encodeQuant(x.data(), n, p, words, meta);
+          EXPECT_EQ(values<uint32_t>(outs[0]), words);
+          EXPECT_EQ(values<float>(outs[1]), meta);
+          std::vector<float> ref(n);
+          rt::decodeQuant(words.data(), meta.data(), n, p, ref.data());
+          EXPECT_EQ(values<float>(outs[2]), ref);
+        }
+
+  const FloatCase floats[] = {{"#act.float<format = f16>", rt::FloatFormat::F16},
+                              {"#act.float<format = bf16>", rt::FloatFormat::BF16},
+                              {"#act.float<format = fp10>", rt::FloatFormat::FP10},
+                              {"#act.float<format = e4m3>", rt::FloatFormat::E4M3},
+                              {"#act.float<format = e5m2>", rt::FloatFormat::E5M2}};
+  for (const FloatCase &c : floats)
+    for (int64_t n : {1000, 1003}) {
+      SCOPED_TRACE(std::string(c.attr) + " n=" + std::to_string(n));
+      auto jit = compileCodec(n, c.attr, "f32", emulated);
+      ASSERT_TRUE(jit);
+      // Specials but no NaN, whose code's payload bits the reference does
+      // not pin (FloatFormatsMatchReferenceBitForBit checks NaN stays NaN).
+      std::vector<float> x = data(n, 11, true);
+      for (float &v : x)
+        if (std::isnan(v))
+          v = -2.0f;
+      std::vector<HostValue> outs;
+      std::string error;
+      ASSERT_TRUE(jit->call({tensor(x), scalar(0)}, outs, error)) << error;
+      std::vector<uint32_t> words = rt::encodeFloats(x.data(), n, c.format);
+      std::vector<uint8_t> payload = values<uint8_t>(outs[0]);
+      ASSERT_LE(payload.size(), words.size() * 4);
+      EXPECT_EQ(std::memcmp(payload.data(), words.data(), payload.size()), 0);
+      std::vector<float> ref(n), got = values<float>(outs[1]);
+      rt::decodeFloats(words.data(), n, c.format, ref.data());
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_TRUE(std::memcmp(&got[i], &ref[i], 4) == 0 ||
+                    (std::isnan(got[i]) && std::isnan(ref[i])))
+            << i << ": " << got[i] << " vs " << ref[i];
+    }
+
+  auto jit = compileCodec(1000, "#act.mask<predicate = positive>", "i1",
+                          emulated);
+  ASSERT_TRUE(jit);
+  std::vector<float> x = data(1000, 4, true);
+  std::vector<HostValue> outs;
+  std::string error;
+  ASSERT_TRUE(jit->call({tensor(x), scalar(0)}, outs, error)) << error;
+  std::vector<uint32_t> words =
+      rt::encodeMask(x.data(), 1000, rt::MaskPredicate::Positive);
+  EXPECT_EQ(values<uint32_t>(outs[0]), words);
+  std::vector<uint8_t> got = values<uint8_t>(outs[1]);
+  bool ref[1000];
+  rt::decodeMask(words.data(), 1000, ref);
+  for (int i = 0; i < 1000; ++i)
+    EXPECT_EQ(bool(got[i]), ref[i]) << i;
 }
 
 } // namespace

@@ -51,7 +51,13 @@ def ConvertActToLinalgPass : Pass<"convert-act-to-linalg", "::mlir::ModuleOp"> {
                         "statistics by warp shuffles; the rest as generic"),
              clEnumValN(::mlir::act::LoweringTarget::Generic, "generic",
                         "one flat parallel linalg.generic per step, per "
-                        "word or element"))}]>,
+                        "word or element"),
+             clEnumValN(::mlir::act::LoweringTarget::GPUEmulated,
+                        "gpu-emulated",
+                        "the gpu kernels as loops over blocks and threads "
+                        "for the CPU (each thread recomputes its cluster's "
+                        "parts of the group statistics instead of "
+                        "shuffling): checks the GPU kernels without a GPU"))}]>,
     Option<"gpuBlockSize", "gpu-block-size", "int64_t", /*default=*/"256",
            "Threads per block of the target=gpu kernels (a multiple of 32)">,
   ];

@@ -19,6 +19,12 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("return tensors through caller-allocated buffers "
                      "(kernels called on preallocated storage)"),
       llvm::cl::init(false)};
+  Option<bool> emulateGpuKernels{
+      *this, "emulate-gpu-kernels",
+      llvm::cl::desc("lower the encodings to act-gpu-pipeline's kernels and "
+                     "run them on the CPU (convert-act-to-linalg{target="
+                     "gpu-emulated}): checks the GPU kernels without a GPU"),
+      llvm::cl::init(false)};
 };
 
 struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {

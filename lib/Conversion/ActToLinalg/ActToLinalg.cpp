@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::act {
@@ -90,6 +91,37 @@ struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
   }
 };
 
+/// target=gpu-emulated: a kernel's launch as loops over its blocks and
+/// threads (in order), the body inlined. The kernels never read what another
+/// thread writes, so any order computes the GPU's results.
+void launchToLoops(gpu::LaunchOp launch) {
+  OpBuilder b(launch);
+  Location loc = launch.getLoc();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+  gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+  IRMapping map;
+  auto mapDims = [&](gpu::KernelDim3 args, gpu::KernelDim3 values) {
+    map.map(args.x, values.x);
+    map.map(args.y, values.y);
+    map.map(args.z, values.z);
+  };
+  mapDims(launch.getGridSize(), grid);
+  mapDims(launch.getBlockSize(), block);
+  SmallVector<Value> ids;
+  for (Value bound : {grid.x, grid.y, grid.z, block.x, block.y, block.z}) {
+    auto loop = scf::ForOp::create(b, loc, zero, bound, one);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    ids.push_back(loop.getInductionVar());
+  }
+  mapDims(launch.getBlockIds(), {ids[0], ids[1], ids[2]});
+  mapDims(launch.getThreadIds(), {ids[3], ids[4], ids[5]});
+  for (Operation &op : launch.getBody().front().without_terminator())
+    b.clone(op, map);
+  launch.erase();
+}
+
 struct ConvertActToLinalgPass
     : act::impl::ConvertActToLinalgPassBase<ConvertActToLinalgPass> {
   using ConvertActToLinalgPassBase::ConvertActToLinalgPassBase;
@@ -138,6 +170,13 @@ struct ConvertActToLinalgPass
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
+    if (options.target == LoweringTarget::GPUEmulated) {
+      SmallVector<gpu::LaunchOp> launches;
+      getOperation().walk([&](gpu::LaunchOp op) { launches.push_back(op); });
+      for (gpu::LaunchOp launch : launches)
+        launchToLoops(launch);
+      return;
+    }
     if (options.target != LoweringTarget::GPU)
       return;
     // The kernels' group statistics: clustered subgroup reductions become

@@ -22,10 +22,10 @@
 // CHECK:        scf.if
 // CHECK-COUNT-8:  vector.load %[[IN]][%{{.*}}] {alignment = 16 : i64} : memref<1000xf32, strided<[1], offset: ?>>, vector<4xf32>
 // CHECK:          arith.minnumf
+// CHECK:          arith.maxnumf
 // CHECK:          gpu.shuffle xor %{{.*}}, %[[S1:.*]], %[[W:.*]] : f32
 // CHECK:          gpu.shuffle xor %{{.*}}, %[[S2:.*]], %[[W]] : f32
 // CHECK:          gpu.shuffle xor %{{.*}}, %[[S4:.*]], %[[W]] : f32
-// CHECK:          arith.maxnumf
 // CHECK:          gpu.shuffle xor %{{.*}}, %[[S1]], %[[W]] : f32
 // CHECK:          gpu.shuffle xor %{{.*}}, %[[S2]], %[[W]] : f32
 // CHECK:          gpu.shuffle xor %{{.*}}, %[[S4]], %[[W]] : f32

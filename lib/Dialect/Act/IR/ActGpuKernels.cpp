@@ -258,31 +258,64 @@ void mlir::act::detail::buildGpuPackedEncode(
     metaBuffer =
         allocRows(b, loc, groups, {stats->metaColumns}, b.getF32Type());
 
-  auto body = [&](OpBuilder &b, Location loc, Value thread, Value valid,
-                  bool vectorized) {
+  // x[l][w] of thread `thread`: lane l of its word 4q + w.
+  auto loadThread = [&](OpBuilder &b, Location loc, Value thread,
+                        bool vectorized) {
     IndexMath ix{b, loc};
     Value t = ix.div(thread, 4), q = ix.rem(thread, ix.c(4));
     Value first = ix.add(ix.mul(t, tile), ix.mul(q, 4));
-    // x[l][w]: lane l of word 4q + w.
     SmallVector<SmallVector<Value>> x;
     for (int64_t l = 0; l < k; ++l)
       x.push_back(
           loadRun(b, loc, in, ix.add(first, ix.c(16 * l)), 4, vectorized));
+    return x;
+  };
+  // A thread's part of the statistics of its gi-th group: each reduction
+  // over the thread's elements of that group.
+  auto threadPart = [&](OpBuilder &b, Location loc,
+                        ArrayRef<SmallVector<Value>> x, int64_t gi) {
+    SmallVector<Value> part;
+    for (arith::AtomicRMWKind kind : stats->reductions) {
+      Value acc;
+      for (int64_t l = gi * lanesPerGroup; l < (gi + 1) * lanesPerGroup; ++l)
+        for (Value e : x[l]) {
+          Value v = toF32(b, loc, e);
+          acc = acc ? arith::getReductionOp(kind, b, loc, acc, v) : v;
+        }
+      part.push_back(acc);
+    }
+    return part;
+  };
+  const bool emulated = options.target == LoweringTarget::GPUEmulated;
+
+  auto body = [&](OpBuilder &b, Location loc, Value thread, Value valid,
+                  bool vectorized) {
+    IndexMath ix{b, loc};
+    Value t = ix.div(thread, 4), q = ix.rem(thread, ix.c(4));
+    SmallVector<SmallVector<Value>> x = loadThread(b, loc, thread, vectorized);
 
     SmallVector<SmallVector<Value>> perGroup(groupsPerThread);
     if (stats) {
       for (int64_t gi = 0; gi < groupsPerThread; ++gi) {
-        SmallVector<Value> reduced;
-        for (arith::AtomicRMWKind kind : stats->reductions) {
-          Value acc;
-          for (int64_t l = gi * lanesPerGroup; l < (gi + 1) * lanesPerGroup;
-               ++l)
-            for (Value e : x[l]) {
-              Value v = toF32(b, loc, e);
-              acc = acc ? arith::getReductionOp(kind, b, loc, acc, v) : v;
-            }
-          reduced.push_back(gpu::SubgroupReduceOp::create(
-              b, loc, acc, toGpuReduction(kind), /*uniform=*/true, cluster));
+        SmallVector<Value> reduced = threadPart(b, loc, x, gi);
+        if (!emulated) {
+          // Across the group's threads: `cluster` consecutive lanes of a
+          // warp (butterfly shuffles once lowered).
+          for (auto [kind, value] : llvm::zip(stats->reductions, reduced))
+            value = gpu::SubgroupReduceOp::create(
+                b, loc, value, toGpuReduction(kind), /*uniform=*/true,
+                cluster);
+        } else {
+          // The same parts, recomputed from the other threads' elements.
+          Value base = ix.sub(thread, ix.rem(thread, ix.c(cluster)));
+          for (int64_t m = 0; m < int64_t(cluster); ++m) {
+            Value other = ix.add(base, ix.c(m));
+            auto part = threadPart(b, loc, loadThread(b, loc, other, vectorized),
+                                   gi);
+            for (auto [kind, value, p] :
+                 llvm::zip(stats->reductions, reduced, part))
+              value = m == 0 ? p : arith::getReductionOp(kind, b, loc, value, p);
+          }
         }
         SmallVector<Value> row;
         stats->finish(b, loc, reduced, perGroup[gi], row);

@@ -266,7 +266,7 @@ static Value byteElementwise(
     OpBuilder &b, Location loc, Value in, Type type,
     const LoweringOptions &options,
     function_ref<Value(OpBuilder &, Location, Value)> fn) {
-  if (options.target != LoweringTarget::GPU)
+  if (!isGpu(options))
     return elementwise(b, loc, in, type, fn);
   IndexMath ix{b, loc};
   Type inType = cast<RankedTensorType>(in.getType()).getElementType();
@@ -332,7 +332,7 @@ Value mlir::act::buildByteDecode(
   auto decodeOne = [&](OpBuilder &nb, Location nl, Value c) -> Value {
     return value(nb, nl, arith::ExtUIOp::create(nb, nl, nb.getI32Type(), c));
   };
-  if (options.target != LoweringTarget::GPU) {
+  if (!isGpu(options)) {
     Value shaped = unflatten(b, loc, payload, type, dynamicSizes);
     return elementwise(b, loc, shaped, type.getElementType(), decodeOne);
   }
@@ -368,6 +368,7 @@ struct PackedSplit {
       fast = !group || (group % 16 == 0 && chunk / tile <= 16);
       break;
     case LoweringTarget::GPU:
+    case LoweringTarget::GPUEmulated:
       // Decoding needs no statistics: whole tiles. Encoding: whole groups
       // of whole tiles.
       chunk = decode || !group ? tile : std::max(group, tile);
@@ -517,8 +518,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
     meta = emptyRows(b, loc, ix.ceilDiv(n, stats->group), {stats->metaColumns},
                      b.getF32Type());
 
-  if (split.fast && split.chunksStatic != 0 &&
-      options.target == LoweringTarget::GPU) {
+  if (split.fast && split.chunksStatic != 0 && isGpu(options)) {
     buildGpuPackedEncode(b, loc, flat, f, ix.mul(split.chunks, chunk / tile),
                          ix.ceilDiv(n, perWord),
                          stats ? ix.ceilDiv(n, stats->group) : Value(),
@@ -673,8 +673,7 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
   };
 
   Value out = emptyRows(b, loc, n, {}, elementType);
-  if (split.fast && split.chunksStatic != 0 &&
-      options.target == LoweringTarget::GPU) {
+  if (split.fast && split.chunksStatic != 0 && isGpu(options)) {
     out = buildGpuPackedDecode(b, loc, payload, f, split.chunks, n,
                                elementType, meta, group, options, value);
   } else if (split.fast && split.chunksStatic != 0) {

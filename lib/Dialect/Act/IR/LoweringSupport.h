@@ -88,6 +88,12 @@ struct LaneRandom {
   }
 };
 
+/// Whether the GPU kernels build the work (on the GPU or emulated).
+inline bool isGpu(const LoweringOptions &options) {
+  return options.target == LoweringTarget::GPU ||
+         options.target == LoweringTarget::GPUEmulated;
+}
+
 /// f32 view of a float element (extended or truncated).
 Value toF32(OpBuilder &b, Location loc, Value x);
 

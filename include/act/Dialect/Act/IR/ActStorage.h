@@ -23,6 +23,11 @@ enum class LoweringTarget {
   GPU,
   /// One flat parallel generic per step, per word or element.
   Generic,
+  /// The GPU kernels run on the CPU, to check them without a GPU: launches
+  /// become loops over blocks and threads, and a group's statistics combine
+  /// the same per-thread parts as on the GPU, each thread recomputing its
+  /// cluster's parts instead of exchanging them by shuffles.
+  GPUEmulated,
 };
 
 /// How an encoding lowers (EncodingAttrInterface::buildEncode/buildDecode).

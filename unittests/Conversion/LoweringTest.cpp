@@ -45,17 +45,27 @@ protected:
 
   /// Compiles `@codec(%x: tensor<Nxf32>, %seed: i64)` returning the encoded
   /// value (its storage) and the decoded tensor.
+  /// With `skip`, the argument has `skip` more elements and the codec
+  /// encodes the view that drops the first `skip` (a buffer that starts off
+  /// any 16-byte boundary).
   std::unique_ptr<JitFunction> compileCodec(int64_t n, const std::string &enc,
                                             const std::string &decoded = "f32",
-                                            const JitTarget &target = {}) {
+                                            const JitTarget &target = {},
+                                            int64_t skip = 0) {
     std::string t = "tensor<" + std::to_string(n) + "xf32>";
+    std::string arg = "tensor<" + std::to_string(n + skip) + "xf32>";
     std::string e = "!act.encoded<" + t + ", " + enc + ">";
     std::string d = "tensor<" + std::to_string(n) + "x" + decoded + ">";
-    std::string text = "func.func @codec(%x: " + t + ", %seed: i64) -> (" + e +
-                       ", " + d + ") {\n  %e = act.encode %x, id = 7, seed "
-                       "%seed : " + t + " -> " + e + "\n  %d = act.decode %e : " +
-                       e + " -> " + d + "\n  return %e, %d : " + e + ", " + d +
-                       "\n}\n";
+    std::string view =
+        skip ? "  %v = tensor.extract_slice %x[" + std::to_string(skip) + "] [" +
+                   std::to_string(n) + "] [1] : " + arg + " to " + t + "\n"
+             : "";
+    std::string text = "func.func @codec(%x: " + arg + ", %seed: i64) -> (" +
+                       e + ", " + d + ") {\n" + view +
+                       "  %e = act.encode " + (skip ? "%v" : "%x") +
+                       ", id = 7, seed %seed : " + t + " -> " + e +
+                       "\n  %d = act.decode %e : " + e + " -> " + d +
+                       "\n  return %e, %d : " + e + ", " + d + "\n}\n";
     module = parseSourceString<ModuleOp>(text, &context);
     EXPECT_TRUE(module) << text;
     std::string error;
@@ -341,6 +351,30 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
                     (std::isnan(got[i]) && std::isnan(ref[i])))
             << i << ": " << got[i] << " vs " << ref[i];
     }
+
+  // An input view one float off a 16-byte boundary: the kernels' element-
+  // by-element body.
+  for (const char *attr : {"#act.quant<bits = 4>", "#act.float<format = bf16>"}) {
+    SCOPED_TRACE(std::string(attr) + " misaligned");
+    const int64_t n = 5000;
+    auto jit = compileCodec(n, attr, "f32", emulated, /*skip=*/1);
+    ASSERT_TRUE(jit);
+    std::vector<float> x = data(n + 1, 21, false);
+    std::vector<HostValue> outs;
+    std::string error;
+    ASSERT_TRUE(jit->call({tensor(x), scalar(99)}, outs, error)) << error;
+    std::vector<uint32_t> words;
+    if (std::string(attr).find("quant") != std::string::npos) {
+      std::vector<float> meta;
+      rt::encodeQuant(x.data() + 1, n, {4, 256, true, 99, 7}, words, meta);
+      EXPECT_EQ(values<uint32_t>(outs[0]), words);
+      EXPECT_EQ(values<float>(outs[1]), meta);
+    } else {
+      words = rt::encodeFloats(x.data() + 1, n, rt::FloatFormat::BF16);
+      std::vector<uint8_t> payload = values<uint8_t>(outs[0]);
+      EXPECT_EQ(std::memcmp(payload.data(), words.data(), payload.size()), 0);
+    }
+  }
 
   auto jit = compileCodec(1000, "#act.mask<predicate = positive>", "i1",
                           emulated);

@@ -110,6 +110,50 @@ protected:
     return x;
   }
 
+  static std::string quantAttr(unsigned bits, int64_t group,
+                               bool stochastic) {
+    return "#act.quant<bits = " + std::to_string(bits) +
+           ", group = " + std::to_string(group) +
+           ", rounding = " + (stochastic ? "stochastic" : "nearest") + ">";
+  }
+
+  /// Runs a quant codec on `x` and compares payload, metadata and decoded
+  /// values with the reference bit for bit.
+  void checkQuant(JitFunction &jit, const std::vector<float> &x,
+                  unsigned bits, int64_t group, bool stochastic,
+                  int64_t seed) {
+    int64_t n = int64_t(x.size());
+    std::vector<HostValue> outs;
+    std::string error;
+    ASSERT_TRUE(jit.call({tensor(x), scalar(seed)}, outs, error)) << error;
+    ASSERT_EQ(outs.size(), 3u);
+    rt::QuantParams p{bits, group, stochastic, uint64_t(seed), 7};
+    std::vector<uint32_t> words;
+    std::vector<float> meta;
+    rt::encodeQuant(x.data(), n, p, words, meta);
+    EXPECT_EQ(values<uint32_t>(outs[0]), words);
+    EXPECT_EQ(values<float>(outs[1]), meta);
+    std::vector<float> ref(n);
+    rt::decodeQuant(words.data(), meta.data(), n, p, ref.data());
+    EXPECT_EQ(values<float>(outs[2]), ref);
+  }
+
+  /// Runs a mask codec on `x` and compares words and decoded flags.
+  void checkMask(JitFunction &jit, const std::vector<float> &x,
+                 rt::MaskPredicate predicate) {
+    int64_t n = int64_t(x.size());
+    std::vector<HostValue> outs;
+    std::string error;
+    ASSERT_TRUE(jit.call({tensor(x), scalar(0)}, outs, error)) << error;
+    std::vector<uint32_t> words = rt::encodeMask(x.data(), n, predicate);
+    EXPECT_EQ(values<uint32_t>(outs[0]), words);
+    std::vector<uint8_t> got = values<uint8_t>(outs[1]);
+    std::vector<char> ref(n);
+    rt::decodeMask(words.data(), n, reinterpret_cast<bool *>(ref.data()));
+    for (int64_t i = 0; i < n; ++i)
+      EXPECT_EQ(bool(got[i]), bool(ref[i])) << i;
+  }
+
   MLIRContext context;
   OwningOpRef<ModuleOp> module;
 };
@@ -192,30 +236,15 @@ TEST_F(LoweringTest, QuantMatchesReferenceBitForBit) {
     for (int64_t group : {256, 64, 48, 7})
       for (bool stochastic : {true, false})
         for (int64_t n : {1000, 256, 5}) {
-          std::string attr = "#act.quant<bits = " + std::to_string(bits) +
-                             ", group = " + std::to_string(group) +
-                             ", rounding = " +
-                             (stochastic ? "stochastic" : "nearest") + ">";
+          std::string attr = quantAttr(bits, group, stochastic);
           SCOPED_TRACE(attr + " n=" + std::to_string(n));
           auto jit = compileCodec(n, attr);
           ASSERT_TRUE(jit);
           std::vector<float> x = data(n, unsigned(bits * 100 + n), false);
           if (n > 300)
             std::fill(x.begin() + 256, x.begin() + 256 + std::min<int64_t>(group, 40), 2.5f);
-          int64_t seed = 0x123456789abcLL + bits;
-          std::vector<HostValue> outs;
-          std::string error;
-          ASSERT_TRUE(jit->call({tensor(x), scalar(seed)}, outs, error)) << error;
-          ASSERT_EQ(outs.size(), 3u);
-          rt::QuantParams p{bits, group, stochastic, uint64_t(seed), 7};
-          std::vector<uint32_t> words;
-          std::vector<float> meta;
-          rt::encodeQuant(x.data(), n, p, words, meta);
-          EXPECT_EQ(values<uint32_t>(outs[0]), words);
-          EXPECT_EQ(values<float>(outs[1]), meta);
-          std::vector<float> ref(n);
-          rt::decodeQuant(words.data(), meta.data(), n, p, ref.data());
-          EXPECT_EQ(values<float>(outs[2]), ref);
+          checkQuant(*jit, x, bits, group, stochastic,
+                     0x123456789abcLL + bits);
         }
 }
 
@@ -264,17 +293,7 @@ TEST_F(LoweringTest, MaskMatchesReference) {
         std::pair{"#act.mask<predicate = nonzero>", rt::MaskPredicate::NonZero}}) {
     auto jit = compileCodec(1000, attr, "i1");
     ASSERT_TRUE(jit);
-    std::vector<float> x = data(1000, 4, true);
-    std::vector<HostValue> outs;
-    std::string error;
-    ASSERT_TRUE(jit->call({tensor(x), scalar(0)}, outs, error)) << error;
-    std::vector<uint32_t> words = rt::encodeMask(x.data(), 1000, predicate);
-    EXPECT_EQ(values<uint32_t>(outs[0]), words);
-    std::vector<uint8_t> got = values<uint8_t>(outs[1]);
-    bool ref[1000];
-    rt::decodeMask(words.data(), 1000, ref);
-    for (int i = 0; i < 1000; ++i)
-      EXPECT_EQ(bool(got[i]), ref[i]) << i;
+    checkMask(*jit, data(1000, 4, true), predicate);
   }
 }
 
@@ -295,30 +314,14 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
           // 5000: whole groups and a ragged tail; 4096: whole tiles only.
           if ((!stochastic || n == 4096) && group != 256)
             continue;
-          std::string attr = "#act.quant<bits = " + std::to_string(bits) +
-                             ", group = " + std::to_string(group) +
-                             ", rounding = " +
-                             (stochastic ? "stochastic" : "nearest") + ">";
+          std::string attr = quantAttr(bits, group, stochastic);
           SCOPED_TRACE(attr + " n=" + std::to_string(n));
           auto jit = compileCodec(n, attr, "f32", emulated);
           ASSERT_TRUE(jit);
           std::vector<float> x = data(n, unsigned(bits * 10 + n), false);
           if (n > 1000)
             std::fill(x.begin() + 1024, x.begin() + 1024 + group, -1.5f);
-          int64_t seed = 0x5eed0000LL + bits;
-          std::vector<HostValue> outs;
-          std::string error;
-          ASSERT_TRUE(jit->call({tensor(x), scalar(seed)}, outs, error)) << error;
-          ASSERT_EQ(outs.size(), 3u);
-          rt::QuantParams p{bits, group, stochastic, uint64_t(seed), 7};
-          std::vector<uint32_t> words;
-          std::vector<float> meta;
-          rt::encodeQuant(x.data(), n, p, words, meta);
-          EXPECT_EQ(values<uint32_t>(outs[0]), words);
-          EXPECT_EQ(values<float>(outs[1]), meta);
-          std::vector<float> ref(n);
-          rt::decodeQuant(words.data(), meta.data(), n, p, ref.data());
-          EXPECT_EQ(values<float>(outs[2]), ref);
+          checkQuant(*jit, x, bits, group, stochastic, 0x5eed0000LL + bits);
         }
 
   const FloatCase floats[] = {{"#act.float<format = f16>", rt::FloatFormat::F16},
@@ -379,18 +382,7 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
   auto jit = compileCodec(1000, "#act.mask<predicate = positive>", "i1",
                           emulated);
   ASSERT_TRUE(jit);
-  std::vector<float> x = data(1000, 4, true);
-  std::vector<HostValue> outs;
-  std::string error;
-  ASSERT_TRUE(jit->call({tensor(x), scalar(0)}, outs, error)) << error;
-  std::vector<uint32_t> words =
-      rt::encodeMask(x.data(), 1000, rt::MaskPredicate::Positive);
-  EXPECT_EQ(values<uint32_t>(outs[0]), words);
-  std::vector<uint8_t> got = values<uint8_t>(outs[1]);
-  bool ref[1000];
-  rt::decodeMask(words.data(), 1000, ref);
-  for (int i = 0; i < 1000; ++i)
-    EXPECT_EQ(bool(got[i]), ref[i]) << i;
+  checkMask(*jit, data(1000, 4, true), rt::MaskPredicate::Positive);
 }
 
 } // namespace

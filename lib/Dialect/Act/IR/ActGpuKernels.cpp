@@ -79,11 +79,8 @@ Value readBuffer(OpBuilder &b, Location loc, Value tensor) {
 /// A new buffer of `rows` x `inner` elements of `type`.
 Value allocRows(OpBuilder &b, Location loc, Value rows,
                 ArrayRef<int64_t> inner, Type type) {
-  SmallVector<int64_t> shape = {staticOr(rows)};
-  shape.append(inner.begin(), inner.end());
   SmallVector<Value> dyn;
-  if (ShapedType::isDynamic(shape[0]))
-    dyn.push_back(rows);
+  SmallVector<int64_t> shape = rowsShape(rows, inner, dyn);
   // 64-byte aligned: the kernels' 16-byte accesses apply whatever the
   // allocator's default.
   return memref::AllocOp::create(b, loc, MemRefType::get(shape, type), dyn,

@@ -449,11 +449,8 @@ static std::pair<Value, Value> tileExtent(IndexMath &ix, Value t, Value rest,
 /// An empty tensor with dim 0 of `rows` (static when it folds).
 static Value emptyRows(OpBuilder &b, Location loc, Value rows,
                        ArrayRef<int64_t> inner, Type type) {
-  SmallVector<int64_t> shape = {staticOr(rows)};
-  shape.append(inner.begin(), inner.end());
   SmallVector<Value> dyn;
-  if (ShapedType::isDynamic(shape[0]))
-    dyn.push_back(rows);
+  SmallVector<int64_t> shape = rowsShape(rows, inner, dyn);
   return tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>(shape), type,
                                  ValueRange(dyn));
 }

@@ -88,6 +88,17 @@ struct LaneRandom {
   }
 };
 
+/// The static shape of `rows` x `inner` (dim 0 dynamic unless `rows` folds)
+/// and the dynamic size that goes with it.
+inline SmallVector<int64_t> rowsShape(Value rows, ArrayRef<int64_t> inner,
+                                      SmallVectorImpl<Value> &dynamic) {
+  SmallVector<int64_t> shape = {staticOr(rows)};
+  shape.append(inner.begin(), inner.end());
+  if (ShapedType::isDynamic(shape[0]))
+    dynamic.push_back(rows);
+  return shape;
+}
+
 /// Whether the GPU kernels build the work (on the GPU or emulated).
 inline bool isGpu(const LoweringOptions &options) {
   return options.target == LoweringTarget::GPU ||

@@ -82,9 +82,11 @@ static cl::opt<unsigned> varianceRuns(
              "(the compression variance)"));
 static cl::opt<std::string>
     device("device", cl::init("cpu"),
-           cl::desc("'cpu' (act-cpu-pipeline, the host) or 'gpu' "
+           cl::desc("'cpu' (act-cpu-pipeline, the host), 'gpu' "
                     "(act-gpu-pipeline, CUDA device 0; allocations in "
-                    "managed memory, counted the same way)"));
+                    "managed memory, counted the same way) or "
+                    "'gpu-emulated' (the host, the encodings lowered to the "
+                    "GPU kernels run as loops: checks them without a GPU)"));
 static cl::opt<std::string> gpuChip("gpu-chip", cl::init("sm_90"),
                                     cl::desc("--device=gpu: the NVIDIA "
                                              "architecture"));
@@ -458,10 +460,12 @@ int main(int argc, char **argv) {
   std::vector<std::string> names = {forwardName};
   if (!backwardName.empty())
     names.push_back(backwardName);
-  if (device != "cpu" && device != "gpu")
-    return fail("--device must be 'cpu' or 'gpu', not '" + device + "'");
+  if (device != "cpu" && device != "gpu" && device != "gpu-emulated")
+    return fail("--device must be 'cpu', 'gpu' or 'gpu-emulated', not '" +
+                device + "'");
   JitTarget target;
   target.gpu = device == "gpu";
+  target.emulateGpuKernels = device == "gpu-emulated";
   target.chip = gpuChip;
   target.features = gpuFeatures;
   std::vector<std::unique_ptr<JitFunction>> jits = JitFunction::compileAll(

@@ -58,16 +58,19 @@ func.func @mask(%x: tensor<1000xf32>) -> tensor<1000xi1> {
 }
 // Group sizes on the GPU: 8 bits in groups of 256 (four tiles, 16 threads
 // per group), 4 bits in groups of 64 (two per tile), 2 bits in groups of 48
-// (no whole-tile kernel: flat kernels only), and 8 bits in groups of 4096
-// (64 tiles, more than a warp: flat kernels only).
-func.func @groups(%x: tensor<8192xf32>, %s: i64) -> (tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>) {
+// (no whole-tile kernel: flat kernels only), 4 bits in groups of 2048 (16
+// tiles: a warp per group, two quarter tiles per thread), and 8 bits in
+// groups of 4096 (64 tiles, more than a warp holds: flat kernels only).
+func.func @groups(%x: tensor<8192xf32>, %s: i64) -> (tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>) {
   %a = act.encode %x, id = 8, seed %s : tensor<8192xf32> -> !act.encoded<tensor<8192xf32>, #act.quant<bits = 8>>
   %b = act.encode %x, id = 9, seed %s : tensor<8192xf32> -> !act.encoded<tensor<8192xf32>, #act.quant<bits = 4, group = 64>>
   %c = act.encode %x, id = 10, seed %s : tensor<8192xf32> -> !act.encoded<tensor<8192xf32>, #act.quant<bits = 2, group = 48>>
   %d = act.encode %x, id = 11, seed %s : tensor<8192xf32> -> !act.encoded<tensor<8192xf32>, #act.quant<bits = 8, group = 4096>>
+  %e = act.encode %x, id = 12, seed %s : tensor<8192xf32> -> !act.encoded<tensor<8192xf32>, #act.quant<bits = 4, group = 2048>>
   %ad = act.decode %a : !act.encoded<tensor<8192xf32>, #act.quant<bits = 8>> -> tensor<8192xf32>
   %bd = act.decode %b : !act.encoded<tensor<8192xf32>, #act.quant<bits = 4, group = 64>> -> tensor<8192xf32>
   %cd = act.decode %c : !act.encoded<tensor<8192xf32>, #act.quant<bits = 2, group = 48>> -> tensor<8192xf32>
   %dd = act.decode %d : !act.encoded<tensor<8192xf32>, #act.quant<bits = 8, group = 4096>> -> tensor<8192xf32>
-  return %ad, %bd, %cd, %dd : tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>
+  %ed = act.decode %e : !act.encoded<tensor<8192xf32>, #act.quant<bits = 4, group = 2048>> -> tensor<8192xf32>
+  return %ad, %bd, %cd, %dd, %ed : tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>
 }

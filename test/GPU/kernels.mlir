@@ -11,11 +11,12 @@
 // RUN: %python %S/count_ptx.py %t/decode_kernel.ptx | FileCheck %s --check-prefix=DEC
 // RUN: %python %S/count_ptx.py %t/one_bit_kernel.ptx | FileCheck %s --check-prefix=ONE
 // RUN: %python %S/count_ptx.py %t/half_kernel.ptx | FileCheck %s --check-prefix=HALF
+// RUN: %python %S/count_ptx.py %t/wide_kernel.ptx | FileCheck %s --check-prefix=WIDE
 // RUN: for f in %t/*.ptx; do %ptxas -arch=sm_90 $f -o /dev/null || exit 1; done
 
-// Four functions, four kernels: no tail (4096 elements are whole tiles and
+// Five functions, five kernels: no tail (4096 elements are whole tiles and
 // groups), nothing else launched.
-// COUNT: 4 kernels
+// COUNT: 5 kernels
 
 // 4096 elements at 4 bits: 32 tiles of 128, four threads each: 128 threads,
 // one block of 256. Constants stay in the kernels (sunk before outlining):
@@ -62,6 +63,13 @@
 // HALF: shfl.sync.bfly.b32 0
 // HALF: st.global.v4.b32 1
 
+// Groups of 2048 at 4 bits span 16 tiles, 64 quarter tiles: a warp per
+// group, each thread owning two quarters (16 loads, two 16-byte stores) and
+// five shuffles per statistic (offsets 1 to 16, the whole warp).
+// WIDE: ld.global.v4.b32 16
+// WIDE: shfl.sync.bfly.b32 20 offsets 1 2 4 8 16
+// WIDE: st.global.v4.b32 2
+
 func.func @encode(%x: tensor<4096xf32>, %s: i64) -> !act.encoded<tensor<4096xf32>, #act.quant<bits = 4>> {
   %e = act.encode %x, id = 0, seed %s : tensor<4096xf32> -> !act.encoded<tensor<4096xf32>, #act.quant<bits = 4>>
   return %e : !act.encoded<tensor<4096xf32>, #act.quant<bits = 4>>
@@ -77,4 +85,8 @@ func.func @half(%x: tensor<4096xf32>) -> !act.encoded<tensor<4096xf32>, #act.flo
 func.func @one_bit(%x: tensor<4096xf32>, %s: i64) -> !act.encoded<tensor<4096xf32>, #act.quant<bits = 1>> {
   %e = act.encode %x, id = 2, seed %s : tensor<4096xf32> -> !act.encoded<tensor<4096xf32>, #act.quant<bits = 1>>
   return %e : !act.encoded<tensor<4096xf32>, #act.quant<bits = 1>>
+}
+func.func @wide(%x: tensor<4096xf32>, %s: i64) -> !act.encoded<tensor<4096xf32>, #act.quant<bits = 4, group = 2048>> {
+  %e = act.encode %x, id = 3, seed %s : tensor<4096xf32> -> !act.encoded<tensor<4096xf32>, #act.quant<bits = 4, group = 2048>>
+  return %e : !act.encoded<tensor<4096xf32>, #act.quant<bits = 4, group = 2048>>
 }

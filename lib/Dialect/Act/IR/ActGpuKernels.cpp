@@ -51,10 +51,11 @@ bool mlir::act::detail::canEncodeOnGpu(PackedFormat f, int64_t group) {
     return false;
   if (tile % group == 0)
     return true;
-  // A group of whole tiles is 4 * (group / tile) threads: a power of two
-  // that fits a warp.
+  // A group of whole tiles is 4 * (group / tile) quarters of a tile: up to
+  // 32 threads with a quarter each, up to 4 quarters per thread of a warp
+  // (at most 128 elements per thread: registers).
   return group % tile == 0 && llvm::isPowerOf2_64(group / tile) &&
-         group / tile <= 8;
+         group / tile <= 32;
 }
 
 namespace {
@@ -239,13 +240,16 @@ void mlir::act::detail::buildGpuPackedEncode(
   IndexMath ix{b, loc};
   const int64_t k = f.perWord, tile = f.tileElements();
   const int64_t group = stats ? stats->group : 0;
-  // Lanes of a thread that share a group, groups a thread touches, tiles a
-  // group spans, and the threads that hold a group: the cluster its
-  // statistics are reduced over.
+  // A "quarter" is four consecutive words of a tile (4 per tile). Lanes of
+  // a quarter that share a group, groups a quarter touches, tiles a group
+  // spans; the quarters a thread owns (1, or for groups of more than 8
+  // tiles as many as make the group one warp) and the threads that hold a
+  // group: the cluster its statistics are reduced over.
   const int64_t lanesPerGroup = group ? std::min<int64_t>(k, group / 16) : k;
   const int64_t groupsPerThread = k / lanesPerGroup;
   const int64_t tilesPerGroup = group > tile ? group / tile : 1;
-  const uint32_t cluster = 4 * tilesPerGroup;
+  const int64_t quarters = std::max<int64_t>(1, 4 * tilesPerGroup / 32);
+  const uint32_t cluster = 4 * tilesPerGroup / quarters;
   const int64_t blocksPerTile = (k + 3) / 4;
 
   Value in = readBuffer(b, loc, flat);
@@ -255,11 +259,25 @@ void mlir::act::detail::buildGpuPackedEncode(
     metaBuffer =
         allocRows(b, loc, groups, {stats->metaColumns}, b.getF32Type());
 
-  // x[l][w] of thread `thread`: lane l of its word 4q + w.
-  auto loadThread = [&](OpBuilder &b, Location loc, Value thread,
-                        bool vectorized) {
+  // The quarters of thread `thread`: with one, the thread's own index; with
+  // r > 1, warp w's lane i owns quarters w * 32r + j * 32 + i (j < r), so a
+  // warp's loads stay consecutive and the warp holds one group.
+  auto quartersOf = [&](OpBuilder &b, Location loc, Value thread) {
     IndexMath ix{b, loc};
-    Value t = ix.div(thread, 4), q = ix.rem(thread, ix.c(4));
+    SmallVector<Value> result;
+    Value warp = ix.div(thread, 32), lane = ix.rem(thread, ix.c(32));
+    for (int64_t j = 0; j < quarters; ++j)
+      result.push_back(quarters == 1
+                           ? thread
+                           : ix.add(ix.mul(warp, 32 * quarters),
+                                    ix.add(ix.c(32 * j), lane)));
+    return result;
+  };
+  // x[l][w] of quarter `quarter`: lane l of its word 4q + w.
+  auto loadQuarter = [&](OpBuilder &b, Location loc, Value quarter,
+                         bool vectorized) {
+    IndexMath ix{b, loc};
+    Value t = ix.div(quarter, 4), q = ix.rem(quarter, ix.c(4));
     Value first = ix.add(ix.mul(t, tile), ix.mul(q, 4));
     SmallVector<SmallVector<Value>> x;
     for (int64_t l = 0; l < k; ++l)
@@ -267,18 +285,28 @@ void mlir::act::detail::buildGpuPackedEncode(
           loadRun(b, loc, in, ix.add(first, ix.c(16 * l)), 4, vectorized));
     return x;
   };
+  using Elements = SmallVector<SmallVector<SmallVector<Value>>>; // [j][l][w]
+  auto loadThread = [&](OpBuilder &b, Location loc, Value thread,
+                        bool vectorized) {
+    Elements x;
+    for (Value quarter : quartersOf(b, loc, thread))
+      x.push_back(loadQuarter(b, loc, quarter, vectorized));
+    return x;
+  };
   // A thread's part of the statistics of its gi-th group: each reduction
   // over the thread's elements of that group.
-  auto threadPart = [&](OpBuilder &b, Location loc,
-                        ArrayRef<SmallVector<Value>> x, int64_t gi) {
+  auto threadPart = [&](OpBuilder &b, Location loc, const Elements &x,
+                        int64_t gi) {
     SmallVector<Value> part;
     for (arith::AtomicRMWKind kind : stats->reductions) {
       Value acc;
-      for (int64_t l = gi * lanesPerGroup; l < (gi + 1) * lanesPerGroup; ++l)
-        for (Value e : x[l]) {
-          Value v = toF32(b, loc, e);
-          acc = acc ? arith::getReductionOp(kind, b, loc, acc, v) : v;
-        }
+      for (const auto &lanes : x)
+        for (int64_t l = gi * lanesPerGroup; l < (gi + 1) * lanesPerGroup;
+             ++l)
+          for (Value e : lanes[l]) {
+            Value v = toF32(b, loc, e);
+            acc = acc ? arith::getReductionOp(kind, b, loc, acc, v) : v;
+          }
       part.push_back(acc);
     }
     return part;
@@ -288,8 +316,10 @@ void mlir::act::detail::buildGpuPackedEncode(
   auto body = [&](OpBuilder &b, Location loc, Value thread, Value valid,
                   bool vectorized) {
     IndexMath ix{b, loc};
-    Value t = ix.div(thread, 4), q = ix.rem(thread, ix.c(4));
-    SmallVector<SmallVector<Value>> x = loadThread(b, loc, thread, vectorized);
+    SmallVector<Value> mine = quartersOf(b, loc, thread);
+    Elements x = loadThread(b, loc, thread, vectorized);
+    // The first quarter's tile and quarter in the tile.
+    Value t = ix.div(mine[0], 4), q = ix.rem(mine[0], ix.c(4));
 
     SmallVector<SmallVector<Value>> perGroup(groupsPerThread);
     if (stats) {
@@ -307,8 +337,8 @@ void mlir::act::detail::buildGpuPackedEncode(
           Value base = ix.sub(thread, ix.rem(thread, ix.c(cluster)));
           for (int64_t m = 0; m < int64_t(cluster); ++m) {
             Value other = ix.add(base, ix.c(m));
-            auto part = threadPart(b, loc, loadThread(b, loc, other, vectorized),
-                                   gi);
+            auto part =
+                threadPart(b, loc, loadThread(b, loc, other, vectorized), gi);
             for (auto [kind, value, p] :
                  llvm::zip(stats->reductions, reduced, part))
               value = m == 0 ? p : arith::getReductionOp(kind, b, loc, value, p);
@@ -337,31 +367,37 @@ void mlir::act::detail::buildGpuPackedEncode(
       }
     }
 
-    SmallVector<Value> packed;
-    for (int64_t w = 0; w < 4; ++w) {
-      LaneRandom rnd(random, blocksPerTile, t, ix.add(ix.mul(q, 4), ix.c(w)));
-      Value acc;
-      for (int64_t l = 0; l < k; ++l) {
-        ValueRange groupValues;
-        if (stats)
-          groupValues = perGroup[l / lanesPerGroup];
-        Value v = code(b, loc, x[l][w], groupValues,
-                       [&] { return rnd.get(b, loc, l); });
-        if (l != 0)
-          v = arith::ShLIOp::create(b, loc, v,
-                                    i32Const(b, loc, l * int64_t(f.bits)));
-        acc = acc ? arith::OrIOp::create(b, loc, acc, v).getResult() : v;
+    // Each quarter's four words, from registers.
+    SmallVector<SmallVector<Value>> packed;
+    for (auto [j, quarter] : llvm::enumerate(mine)) {
+      Value tj = ix.div(quarter, 4), qj = ix.rem(quarter, ix.c(4));
+      auto &words = packed.emplace_back();
+      for (int64_t w = 0; w < 4; ++w) {
+        LaneRandom rnd(random, blocksPerTile, tj,
+                       ix.add(ix.mul(qj, 4), ix.c(w)));
+        Value acc;
+        for (int64_t l = 0; l < k; ++l) {
+          ValueRange groupValues;
+          if (stats)
+            groupValues = perGroup[l / lanesPerGroup];
+          Value v = code(b, loc, x[j][l][w], groupValues,
+                         [&] { return rnd.get(b, loc, l); });
+          if (l != 0)
+            v = arith::ShLIOp::create(b, loc, v,
+                                      i32Const(b, loc, l * int64_t(f.bits)));
+          acc = acc ? arith::OrIOp::create(b, loc, acc, v).getResult() : v;
+        }
+        words.push_back(acc);
       }
-      packed.push_back(acc);
     }
     buildIf(b, loc, valid, [&](OpBuilder &b, Location loc) {
       IndexMath ix{b, loc};
-      storeRun(b, loc, packed, payloadBuffer,
-               ix.add(ix.mul(t, 16), ix.mul(q, 4)), vectorized);
+      for (auto [quarter, words] : llvm::zip(mine, packed))
+        storeRun(b, loc, words, payloadBuffer, ix.mul(quarter, 4), vectorized);
     });
   };
-  buildLaunch(b, loc, ix.mul(tiles, 4), options.gpuBlockSize,
-              {in, payloadBuffer}, body);
+  buildLaunch(b, loc, ix.div(ix.mul(tiles, 4), quarters),
+              options.gpuBlockSize, {in, payloadBuffer}, body);
   payload = asTensor(b, loc, payloadBuffer);
   if (stats)
     meta = asTensor(b, loc, metaBuffer);

@@ -121,8 +121,9 @@ Value toF32(OpBuilder &b, Location loc, Value x);
 /// elements as one 16-byte vector, combines its part of each group's
 /// statistics, finishes them over the group's threads with a clustered
 /// gpu.subgroup_reduce, and stores its four words as one 16-byte vector.
-/// Requires (canEncodeOnGpu) groups that divide the tile, or are 1, 2, 4 or
-/// 8 tiles.
+/// Groups of more than 8 tiles are one warp each, a thread owning up to four
+/// quarter-tiles. Requires (canEncodeOnGpu) groups that divide the tile, or
+/// are 1, 2, 4, ..., 32 tiles.
 void buildGpuPackedEncode(OpBuilder &b, Location loc, Value flat,
                           PackedFormat f, Value tiles, Value words,
                           Value groups, const LoweringOptions &options,

@@ -329,6 +329,23 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
           checkQuant(*jit, x, bits, group, stochastic, 0x5eed0000LL + bits);
         }
 
+  // Groups beyond a warp's reach (64 and 128 tiles, and 12288 elements: not
+  // a power-of-two number of tiles) go through the generic lowering, whose
+  // statistics are reduced in slices (one thread per group and slice, then
+  // per group): two whole groups and a partial one.
+  for (auto [bits, group] : {std::pair{4u, int64_t(8192)},
+                             std::pair{8u, int64_t(8192)},
+                             std::pair{2u, int64_t(12288)}}) {
+    const int64_t n = 2 * group + 3616;
+    std::string attr = quantAttr(bits, group, /*stochastic=*/true);
+    SCOPED_TRACE(attr + " n=" + std::to_string(n));
+    auto jit = compileCodec(n, attr, "f32", emulated);
+    ASSERT_TRUE(jit);
+    std::vector<float> x = data(n, 17, false);
+    std::fill(x.begin() + group, x.begin() + 2 * group, 0.75f);
+    checkQuant(*jit, x, bits, group, true, 0xabcdef);
+  }
+
   const FloatCase floats[] = {{"#act.float<format = f16>", rt::FloatFormat::F16},
                               {"#act.float<format = bf16>", rt::FloatFormat::BF16},
                               {"#act.float<format = fp10>", rt::FloatFormat::FP10},

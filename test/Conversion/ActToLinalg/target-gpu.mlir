@@ -92,3 +92,22 @@ func.func @bytes(%x: tensor<1000xf32>, %seed: i64) -> (!act.encoded<tensor<1000x
   %q = act.encode %x, id = 5, seed %seed : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 2, group = 48>>
   return %e, %q : !act.encoded<tensor<1000xf32>, #act.float<format = bf16>>, !act.encoded<tensor<1000xf32>, #act.quant<bits = 2, group = 48>>
 }
+
+// -----
+
+// Groups of 8192 elements (64 tiles at 4 bits) are more than a warp's
+// threads hold: the generic lowering, with each group's min/max in 1024
+// slices of 8 (one parallel iteration per group and part, consecutive parts
+// consecutive elements), then over the 8 parts per group, then finished.
+// CHECK-LABEL: func.func @large_groups
+// CHECK-NOT:  gpu.launch
+// CHECK:      tensor.expand_shape {{.*}} : tensor<2x8192xf32> into tensor<2x1024x8xf32>
+// CHECK:      %[[PARTS:.*]]:2 = linalg.generic {{{.*}}iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}} : tensor<2x1024x8xf32>) outs(%{{.*}}, %{{.*}} : tensor<2x8xf32>, tensor<2x8xf32>)
+// CHECK:        arith.minnumf
+// CHECK:        arith.maxnumf
+// CHECK:      %[[TOTAL:.*]]:2 = linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[PARTS]]#0, %[[PARTS]]#1 : tensor<2x8xf32>, tensor<2x8xf32>) outs(%{{.*}}, %{{.*}} : tensor<2xf32>, tensor<2xf32>)
+// CHECK:      linalg.generic {{.*}} ins(%[[TOTAL]]#0, %[[TOTAL]]#1 : tensor<2xf32>, tensor<2xf32>) outs({{.*}} : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>)
+func.func @large_groups(%x: tensor<16384xf32>, %seed: i64) -> !act.encoded<tensor<16384xf32>, #act.quant<bits = 4, group = 8192>> {
+  %e = act.encode %x, id = 6, seed %seed : tensor<16384xf32> -> !act.encoded<tensor<16384xf32>, #act.quant<bits = 4, group = 8192>>
+  return %e : !act.encoded<tensor<16384xf32>, #act.quant<bits = 4, group = 8192>>
+}

@@ -332,6 +332,7 @@ SmallVector<Value> QuantEncodingAttr::buildEncode(OpBuilder &b, Location loc,
                    },
                    {arith::AtomicRMWKind::minnumf,
                     arith::AtomicRMWKind::maxnumf},
+                   /*perGroupValues=*/2,
                    [&](OpBuilder &nb, Location nl, ValueRange minMax,
                        SmallVectorImpl<Value> &perGroup,
                        SmallVectorImpl<Value> &metaRow) {

@@ -457,8 +457,162 @@ static Value emptyRows(OpBuilder &b, Location loc, Value rows,
 
 /// The groups of `elements` (1-D, a multiple of `group` long unless
 /// `valid` is set, then zero-padded to one) as rows, and their statistics.
+/// How many slices buildSplitGroupStats views a group of `group` elements as
+/// (0: the group is reduced whole): on GPU targets, groups of 4096 or more
+/// elements with a power-of-two factor of at least 64 (at most 1024 slices).
+static int64_t splitSlices(const LoweringOptions &options, int64_t group) {
+  if (!isGpu(options) || group < 4096)
+    return 0;
+  int64_t s = group & -group; // the largest power of two dividing it
+  s = std::min<int64_t>(s, 1024);
+  return s >= 64 ? s : 0;
+}
+
+/// Group statistics for large groups on the GPU, from the scalar form of
+/// `stats`: a group (row of `rows`, tensor<k x group x T>) is viewed as
+/// S x P (element s * P + p); first P partial reductions over s (one thread
+/// per (group, p): consecutive threads read consecutive elements), then one
+/// over the P partials per group, then `finish` per group. A group is never
+/// reduced by one thread alone. `valid` as in GroupStats::build.
+static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
+                                 Value valid, int64_t slices,
+                                 const GroupStats &stats,
+                                 SmallVectorImpl<Value> &perGroup,
+                                 Value &metaRows) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  auto rowsType = cast<RankedTensorType>(rows.getType());
+  int64_t group = rowsType.getDimSize(1), parts = group / slices;
+  int64_t k = rowsType.getDimSize(0);
+  SmallVector<Value> dyn;
+  if (ShapedType::isDynamic(k))
+    dyn.push_back(tensor::DimOp::create(b, loc, rows, 0));
+  SmallVector<OpFoldResult> shape = {tensor::getMixedSize(b, loc, rows, 0),
+                                     b.getIndexAttr(slices),
+                                     b.getIndexAttr(parts)};
+  Value view = tensor::ExpandShapeOp::create(
+      b, loc, tensorOf({k, slices, parts}, rowsType.getElementType()), rows,
+      ArrayRef<ReassociationIndices>{{0}, {1, 2}}, shape);
+  auto dims = [&](unsigned n, ArrayRef<unsigned> ds) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d : ds)
+      exprs.push_back(getAffineDimExpr(d, ctx));
+    return AffineMap::get(n, 0, exprs, ctx);
+  };
+  auto filled = [&](ArrayRef<int64_t> shape, arith::AtomicRMWKind kind) {
+    Value empty = tensor::EmptyOp::create(b, loc, shape, f32, dyn);
+    return linalg::FillOp::create(
+               b, loc, arith::getIdentityValue(kind, f32, b, loc), empty)
+        .getResult(0);
+  };
+  const auto &kinds = stats.reductions;
+  int64_t n = kinds.size();
+
+  // Partials: (group, slice s, part p) reduced over s.
+  SmallVector<Value> partialInits;
+  SmallVector<Type> partialTypes;
+  for (auto kind : kinds) {
+    partialInits.push_back(filled({k, parts}, kind));
+    partialTypes.push_back(partialInits.back().getType());
+  }
+  SmallVector<AffineMap> maps = {dims(3, {0, 1, 2})};
+  maps.append(n, dims(3, {0, 2}));
+  auto partial = linalg::GenericOp::create(
+      b, loc, partialTypes, ValueRange{view}, partialInits, maps,
+      {utils::IteratorType::parallel, utils::IteratorType::reduction,
+       utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value x = toF32(nb, nl, args[0]);
+        Value real;
+        if (valid) {
+          // Padding elements do not count.
+          IndexMath ix{nb, nl};
+          Value i = ix.add(
+              ix.mul(linalg::IndexOp::create(nb, nl, 0), group),
+              ix.add(ix.mul(linalg::IndexOp::create(nb, nl, 1), parts),
+                     linalg::IndexOp::create(nb, nl, 2)));
+          real = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, i,
+                                       valid);
+        }
+        SmallVector<Value> next;
+        for (auto [kind, acc] : llvm::zip(kinds, args.drop_front())) {
+          Value v = arith::getReductionOp(kind, nb, nl, acc, x);
+          next.push_back(real ? arith::SelectOp::create(nb, nl, real, v, acc)
+                                    .getResult()
+                              : v);
+        }
+        linalg::YieldOp::create(nb, nl, next);
+      });
+
+  // Per group: the partials reduced, then finished.
+  SmallVector<Value> totalInits;
+  SmallVector<Type> totalTypes;
+  for (auto kind : kinds) {
+    totalInits.push_back(filled({k}, kind));
+    totalTypes.push_back(totalInits.back().getType());
+  }
+  SmallVector<AffineMap> totalMaps(n, dims(2, {0, 1}));
+  totalMaps.append(n, dims(2, {0}));
+  auto total = linalg::GenericOp::create(
+      b, loc, totalTypes, partial.getResults(), totalInits, totalMaps,
+      {utils::IteratorType::parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        SmallVector<Value> next;
+        for (int64_t i = 0; i < n; ++i)
+          next.push_back(arith::getReductionOp(kinds[i], nb, nl, args[n + i],
+                                               args[i]));
+        linalg::YieldOp::create(nb, nl, next);
+      });
+
+  int64_t columns = stats.metaColumns, values = stats.perGroupValues;
+  auto vectorType = RankedTensorType::get({k}, f32);
+  SmallVector<Value> finishInits;
+  for (int64_t i = 0; i < values + columns; ++i)
+    finishInits.push_back(tensor::EmptyOp::create(b, loc, vectorType, dyn));
+  SmallVector<AffineMap> finishMaps(n + values + columns, dims(1, {0}));
+  auto finished = linalg::GenericOp::create(
+      b, loc, SmallVector<Type>(values + columns, vectorType),
+      total.getResults(), finishInits, finishMaps,
+      {utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        SmallVector<Value> groupValues, row;
+        stats.finish(nb, nl, args.take_front(n), groupValues, row);
+        groupValues.append(row.begin(), row.end());
+        linalg::YieldOp::create(nb, nl, groupValues);
+      });
+  perGroup.assign(finished.getResults().begin(),
+                  finished.getResults().begin() + values);
+
+  // The metadata rows from their columns.
+  auto metaType = RankedTensorType::get({k, columns}, f32);
+  Value metaInit = metaRows ? metaRows
+                            : tensor::EmptyOp::create(b, loc, metaType, dyn)
+                                  .getResult();
+  SmallVector<AffineMap> metaMaps(columns, dims(2, {0}));
+  metaMaps.push_back(dims(2, {0, 1}));
+  metaRows =
+      linalg::GenericOp::create(
+          b, loc, metaInit.getType(),
+          ValueRange(finished.getResults()).drop_front(values), metaInit,
+          metaMaps,
+          {utils::IteratorType::parallel, utils::IteratorType::parallel},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value column = linalg::IndexOp::create(nb, nl, 1);
+            Value v = args[0];
+            for (int64_t c = 1; c < columns; ++c)
+              v = arith::SelectOp::create(
+                  nb, nl,
+                  arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                        column, indexConst(nb, nl, c)),
+                  args[c], v);
+            linalg::YieldOp::create(nb, nl, v);
+          })
+          .getResult(0);
+}
+
 static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
                             Value valid, const GroupStats &stats,
+                            const LoweringOptions &options,
                             SmallVectorImpl<Value> &perGroup, Value &metaRows) {
   IndexMath ix{b, loc};
   auto type = cast<RankedTensorType>(elements.getType());
@@ -481,6 +635,12 @@ static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
   Value view = tensor::ExpandShapeOp::create(
       b, loc, tensorOf({staticOr(rows), stats.group}, type.getElementType()),
       elements, ArrayRef<ReassociationIndices>{{0, 1}}, shape);
+  if (int64_t slices = splitSlices(options, stats.group);
+      slices && !stats.reductions.empty()) {
+    buildSplitGroupStats(b, loc, view, valid, slices, stats, perGroup,
+                         metaRows);
+    return;
+  }
   stats.build(b, loc, view, valid, perGroup, metaRows);
 }
 
@@ -542,7 +702,8 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
       SmallVector<Value> perGroup;
       chunkMeta = slice(b, loc, forall.getRegionIterArgs()[1], metaAt,
                         ix.c(chunk / stats->group));
-      buildGroupStats(b, loc, x, Value(), *stats, perGroup, chunkMeta);
+      buildGroupStats(b, loc, x, Value(), *stats, options, perGroup,
+                      chunkMeta);
       for (int64_t g = 0; g < chunk / stats->group; ++g) {
         auto &row = groupScalars.emplace_back();
         for (Value t : perGroup)
@@ -596,7 +757,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
     SmallVector<Value> perGroup;
     Value restMeta;
     if (stats)
-      buildGroupStats(b, loc, x, rest, *stats, perGroup, restMeta);
+      buildGroupStats(b, loc, x, rest, *stats, options, perGroup, restMeta);
     Value words = ix.ceilDiv(rest, perWord);
     Value init = emptyRows(b, loc, words, {}, i32);
     Value firstTile = ix.div(start, tile);

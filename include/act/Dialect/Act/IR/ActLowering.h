@@ -96,6 +96,8 @@ struct GroupStats {
   /// ...; every thread of the group gets the results), then `finish` gives
   /// the per-group values and the metadata row (`metaColumns` scalars).
   SmallVector<arith::AtomicRMWKind> reductions;
+  /// How many per-group values `finish` gives.
+  int64_t perGroupValues = 0;
   std::function<void(OpBuilder &, Location, ValueRange reduced,
                      SmallVectorImpl<Value> &perGroup,
                      SmallVectorImpl<Value> &metaRow)>

@@ -16,7 +16,14 @@
 // q) owns words 4q .. 4q + 3 of tile t: lane l of those words is elements
 // t * tile + 16 l + 4q .. + 3, one 16-byte load, and its four words are one
 // 16-byte store. Consecutive threads touch consecutive 16-byte pieces of
-// each lane (coalesced), and every input element is loaded once.
+// each lane (coalesced), and every input element is loaded once. A group's
+// statistics are combined over the threads that hold it (a clustered
+// gpu.subgroup_reduce, butterfly shuffles); a group of 16 or 32 tiles is one
+// warp whose threads own 2 or 4 quarters each.
+//
+// LoweringTarget::GPUEmulated builds the same kernels for the CPU (launches
+// become loops in convert-act-to-linalg; a thread recomputes its cluster's
+// parts instead of shuffling), so the CPU tests check them bit for bit.
 //
 //===----------------------------------------------------------------------===//
 

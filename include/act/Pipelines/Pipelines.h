@@ -46,9 +46,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::init("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc")};
   Option<int64_t> blockSize{
       *this, "block-size",
-      llvm::cl::desc("threads per block: the outermost dimension of every "
-                     "parallel loop is tiled by it, tiles map to blocks and "
-                     "their iterations to threads"),
+      llvm::cl::desc("threads per block (a multiple of 32): of act's "
+                     "encode/decode kernels, and the tile by which the "
+                     "outermost dimension of every other parallel loop is "
+                     "tiled (tiles map to blocks, their iterations to "
+                     "threads)"),
       llvm::cl::init(256)};
   Option<bool> resultsToOutParams{
       *this, "results-to-out-params",

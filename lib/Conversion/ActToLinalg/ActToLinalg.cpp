@@ -125,6 +125,16 @@ void launchToLoops(gpu::LaunchOp launch) {
 struct ConvertActToLinalgPass
     : act::impl::ConvertActToLinalgPassBase<ConvertActToLinalgPass> {
   using ConvertActToLinalgPassBase::ConvertActToLinalgPassBase;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    // A bad option is the command line's fault: said once, without the IR.
+    if (gpuBlockSize <= 0 || gpuBlockSize % 32 != 0)
+      return emitError(UnknownLoc::get(context))
+             << "convert-act-to-linalg: gpu-block-size must be a positive "
+                "multiple of 32, got "
+             << static_cast<int64_t>(gpuBlockSize);
+    return success();
+  }
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     TypeConverter converter;
@@ -140,12 +150,6 @@ struct ConvertActToLinalgPass
     RewritePatternSet patterns(context);
     LoweringOptions options;
     options.target = target;
-    if (gpuBlockSize <= 0 || gpuBlockSize % 32 != 0) {
-      getOperation()->emitError("convert-act-to-linalg: gpu-block-size must "
-                                "be a positive multiple of 32, got ")
-          << static_cast<int64_t>(gpuBlockSize);
-      return signalPassFailure();
-    }
     options.gpuBlockSize = gpuBlockSize;
     patterns.add<EncodeOpLowering, DecodeOpLowering>(converter, context,
                                                      options);

@@ -67,10 +67,6 @@ bool mlir::act::detail::canEncodeOnGpu(PackedFormat f, int64_t group) {
 
 namespace {
 
-int64_t elementBytes(Type type) {
-  return std::max<int64_t>(1, type.getIntOrFloatBitWidth() / 8);
-}
-
 /// A buffer of `tensor` to read in a kernel: rows contiguous, any offset.
 Value readBuffer(OpBuilder &b, Location loc, Value tensor) {
   auto type = cast<RankedTensorType>(tensor.getType());

@@ -203,6 +203,50 @@ Value mlir::act::buildMiniFloatDecode(OpBuilder &b, Location loc, Value code,
 // Helpers
 //===----------------------------------------------------------------------===//
 
+static RankedTensorType tensorOf(ArrayRef<int64_t> shape, Type type) {
+  return RankedTensorType::get(shape, type);
+}
+
+/// Offsets (`offset` along dim 0, 0 elsewhere) and unit strides of a slice
+/// of a rank-`rank` tensor.
+static std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>>
+dim0Slice(OpBuilder &b, int64_t rank, Value offset) {
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  offsets[0] = getAsOpFoldResult(offset);
+  return {offsets, SmallVector<OpFoldResult>(rank, b.getIndexAttr(1))};
+}
+
+/// `t[offset : offset + size]` along dim 0 (all of the other dims).
+static Value slice(OpBuilder &b, Location loc, Value t, Value offset,
+                   Value size) {
+  auto type = cast<RankedTensorType>(t.getType());
+  auto [offsets, strides] = dim0Slice(b, type.getRank(), offset);
+  SmallVector<OpFoldResult> sizes = {getAsOpFoldResult(size)};
+  for (int64_t d = 1; d < type.getRank(); ++d)
+    sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+  return tensor::ExtractSliceOp::create(b, loc, t, offsets, sizes, strides);
+}
+
+/// Inserts `part` into `into` at `offset` along dim 0.
+static Value insert(OpBuilder &b, Location loc, Value part, Value into,
+                    Value offset) {
+  auto [offsets, strides] =
+      dim0Slice(b, cast<RankedTensorType>(part.getType()).getRank(), offset);
+  return tensor::InsertSliceOp::create(b, loc, part, into, offsets,
+                                       tensor::getMixedSizes(b, loc, part),
+                                       strides);
+}
+
+/// The same inside an scf.forall's in_parallel terminator.
+static void parallelInsert(OpBuilder &b, Location loc, Value part, Value into,
+                           Value offset) {
+  auto [offsets, strides] =
+      dim0Slice(b, cast<RankedTensorType>(part.getType()).getRank(), offset);
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, part, into, offsets, tensor::getMixedSizes(b, loc, part),
+      strides);
+}
+
 //===----------------------------------------------------------------------===//
 // Byte-aligned codes
 //===----------------------------------------------------------------------===//
@@ -254,11 +298,6 @@ static Value elementwise(OpBuilder &b, Location loc, Value in, Type elementType,
       .getResult(0);
 }
 
-/// Bytes of an element of `type` in memory.
-static int64_t elementBytes(Type type) {
-  return std::max<int64_t>(1, type.getIntOrFloatBitWidth() / 8);
-}
-
 /// `fn` element-wise from flat `in` into a new flat tensor of `type`
 /// elements: on the GPU a kernel over whole 16-byte pieces of the narrower
 /// side and a generic for the rest, else one generic.
@@ -281,17 +320,8 @@ static Value byteElementwise(
   Value rest = ix.sub(n, count);
   if (staticOr(rest) == 0)
     return out;
-  Value tail = elementwise(
-      b, loc,
-      tensor::ExtractSliceOp::create(
-          b, loc, in, ArrayRef<OpFoldResult>{getAsOpFoldResult(count)},
-          ArrayRef<OpFoldResult>{getAsOpFoldResult(rest)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1)}),
-      type, fn);
-  return tensor::InsertSliceOp::create(
-      b, loc, tail, out, ArrayRef<OpFoldResult>{getAsOpFoldResult(count)},
-      ArrayRef<OpFoldResult>{getAsOpFoldResult(rest)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  Value tail = elementwise(b, loc, slice(b, loc, in, count, rest), type, fn);
+  return insert(b, loc, tail, out, count);
 }
 
 Value mlir::act::buildByteEncode(
@@ -391,50 +421,6 @@ struct PackedSplit {
 
 } // namespace
 
-static RankedTensorType tensorOf(ArrayRef<int64_t> shape, Type type) {
-  return RankedTensorType::get(shape, type);
-}
-
-/// Offsets (`offset` along dim 0, 0 elsewhere) and unit strides of a slice
-/// of a rank-`rank` tensor.
-static std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>>
-dim0Slice(OpBuilder &b, int64_t rank, Value offset) {
-  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
-  offsets[0] = getAsOpFoldResult(offset);
-  return {offsets, SmallVector<OpFoldResult>(rank, b.getIndexAttr(1))};
-}
-
-/// `t[offset : offset + size]` along dim 0 (all of the other dims).
-static Value slice(OpBuilder &b, Location loc, Value t, Value offset,
-                   Value size) {
-  auto type = cast<RankedTensorType>(t.getType());
-  auto [offsets, strides] = dim0Slice(b, type.getRank(), offset);
-  SmallVector<OpFoldResult> sizes = {getAsOpFoldResult(size)};
-  for (int64_t d = 1; d < type.getRank(); ++d)
-    sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
-  return tensor::ExtractSliceOp::create(b, loc, t, offsets, sizes, strides);
-}
-
-/// Inserts `part` into `into` at `offset` along dim 0.
-static Value insert(OpBuilder &b, Location loc, Value part, Value into,
-                    Value offset) {
-  auto [offsets, strides] =
-      dim0Slice(b, cast<RankedTensorType>(part.getType()).getRank(), offset);
-  return tensor::InsertSliceOp::create(b, loc, part, into, offsets,
-                                       tensor::getMixedSizes(b, loc, part),
-                                       strides);
-}
-
-/// The same inside an scf.forall's in_parallel terminator.
-static void parallelInsert(OpBuilder &b, Location loc, Value part, Value into,
-                           Value offset) {
-  auto [offsets, strides] =
-      dim0Slice(b, cast<RankedTensorType>(part.getType()).getRank(), offset);
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, part, into, offsets, tensor::getMixedSizes(b, loc, part),
-      strides);
-}
-
 /// In a run of `rest` packed elements: the elements of tile `t` from its
 /// start on, and its width in words (16, or fewer for the last, partial
 /// tile; docs/Encodings.md "Packed layout"). Index values.
@@ -455,8 +441,6 @@ static Value emptyRows(OpBuilder &b, Location loc, Value rows,
                                  ValueRange(dyn));
 }
 
-/// The groups of `elements` (1-D, a multiple of `group` long unless
-/// `valid` is set, then zero-padded to one) as rows, and their statistics.
 /// How many slices buildSplitGroupStats views a group of `group` elements as
 /// (0: the group is reduced whole): on GPU targets, groups of 4096 or more
 /// elements with a power-of-two factor of at least 64 (at most 1024 slices).
@@ -610,6 +594,8 @@ static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
           .getResult(0);
 }
 
+/// The groups of `elements` (1-D, a multiple of `group` long unless
+/// `valid` is set, then zero-padded to one) as rows, and their statistics.
 static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
                             Value valid, const GroupStats &stats,
                             const LoweringOptions &options,

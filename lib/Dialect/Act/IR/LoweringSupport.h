@@ -99,6 +99,11 @@ inline SmallVector<int64_t> rowsShape(Value rows, ArrayRef<int64_t> inner,
   return shape;
 }
 
+/// Bytes of an element of `type` in memory (i1: one).
+inline int64_t elementBytes(Type type) {
+  return std::max<int64_t>(1, type.getIntOrFloatBitWidth() / 8);
+}
+
 /// Whether the GPU kernels build the work (on the GPU or emulated).
 inline bool isGpu(const LoweringOptions &options) {
   return options.target == LoweringTarget::GPU ||

@@ -62,25 +62,23 @@ Meta rows(void *p, int64_t groups) {
 #define NOSEED_QUANT(name, size)                                               \
   extern "C" void _mlir_ciface_enc_##name##_##size(Floats *, Words *, Meta *); \
   extern "C" void _mlir_ciface_dec_##name##_##size(Words *, Meta *, Floats *);
-#define CODES(name, size, T)                                                   \
+#define CODES(name, size, T, Out)                                              \
   extern "C" void _mlir_ciface_enc_##name##_##size(Floats *,                   \
                                                     Memref<T, 1> *);           \
-  extern "C" void _mlir_ciface_dec_##name##_##size(Memref<T, 1> *, Floats *);
-#define MASK(size)                                                             \
-  extern "C" void _mlir_ciface_enc_mask_##size(Floats *, Words *);             \
-  extern "C" void _mlir_ciface_dec_mask_##size(Words *, Memref<bool, 1> *);
+  extern "C" void _mlir_ciface_dec_##name##_##size(Memref<T, 1> *,             \
+                                                    Memref<Out, 1> *);
 #define ALL(size)                                                              \
   QUANT(q1, size)                                                              \
   QUANT(q2, size)                                                              \
   QUANT(q4, size)                                                              \
   QUANT(q8, size)                                                              \
   NOSEED_QUANT(q4n, size)                                                      \
-  CODES(f16, size, uint16_t)                                                   \
-  CODES(bf16, size, uint16_t)                                                  \
-  CODES(fp10, size, uint32_t)                                                  \
-  CODES(e4m3, size, uint8_t)                                                   \
-  CODES(e5m2, size, uint8_t)                                                   \
-  MASK(size)
+  CODES(f16, size, uint16_t, float)                                            \
+  CODES(bf16, size, uint16_t, float)                                           \
+  CODES(fp10, size, uint32_t, float)                                           \
+  CODES(e4m3, size, uint8_t, float)                                            \
+  CODES(e5m2, size, uint8_t, float)                                            \
+  CODES(mask, size, uint32_t, bool)
 ALL(check)
 ALL(bench)
 
@@ -137,7 +135,8 @@ void setQuant(Codec &c, int s, Enc enc, Dec dec) {
     dec(&w, &r, &out);
   };
 }
-template <typename T, typename Enc, typename Dec>
+/// Codes of type T (uint32_t: packed words) decoded to elements of Out.
+template <typename T, typename Out = float, typename Enc, typename Dec>
 void setCodes(Codec &c, int s, Enc enc, Dec dec) {
   c.encode[s] = [=](float *x, void *p, void *, int64_t n) {
     Floats in = floats(x, n);
@@ -148,13 +147,12 @@ void setCodes(Codec &c, int s, Enc enc, Dec dec) {
   c.decode[s] = [=](void *p, void *, void *o, int64_t n) {
     int64_t len = std::is_same_v<T, uint32_t> ? c.words(n) : n;
     Memref<T, 1> codes = vec<T>(p, len);
-    Floats out = floats(static_cast<float *>(o), n);
+    Memref<Out, 1> out = vec<Out>(o, n);
     dec(&codes, &out);
   };
 }
 
 std::vector<Codec> makeCodecs() {
-  std::vector<Codec> codecs;
   auto quant = [&](const char *name, unsigned bits, bool stochastic) {
     Codec c{name, Kind::Quant};
     c.bits = bits;
@@ -171,11 +169,11 @@ std::vector<Codec> makeCodecs() {
            _mlir_ciface_dec_##name##_check);                                  \
   setQuant(c, 1, _mlir_ciface_enc_##name##_bench,                             \
            _mlir_ciface_dec_##name##_bench)
-#define SET_CODES(c, name, T)                                                  \
-  setCodes<T>(c, 0, _mlir_ciface_enc_##name##_check,                          \
-              _mlir_ciface_dec_##name##_check);                               \
-  setCodes<T>(c, 1, _mlir_ciface_enc_##name##_bench,                          \
-              _mlir_ciface_dec_##name##_bench)
+#define SET_CODES(c, name, ...)                                                \
+  setCodes<__VA_ARGS__>(c, 0, _mlir_ciface_enc_##name##_check,                \
+                        _mlir_ciface_dec_##name##_check);                     \
+  setCodes<__VA_ARGS__>(c, 1, _mlir_ciface_enc_##name##_bench,                \
+                        _mlir_ciface_dec_##name##_bench)
   Codec q1 = quant("quant 1-bit", 1, true);
   SET_QUANT(q1, q1);
   Codec q2 = quant("quant 2-bit", 2, true);
@@ -197,22 +195,8 @@ std::vector<Codec> makeCodecs() {
   Codec e5m2 = codes("e5m2", FloatFormat::E5M2);
   SET_CODES(e5m2, e5m2, uint8_t);
   Codec mask{"mask (x > 0)", Kind::Mask};
-  for (int s = 0; s < 2; ++s) {
-    auto enc = s ? _mlir_ciface_enc_mask_bench : _mlir_ciface_enc_mask_check;
-    auto dec = s ? _mlir_ciface_dec_mask_bench : _mlir_ciface_dec_mask_check;
-    mask.encode[s] = [=](float *x, void *p, void *, int64_t n) {
-      Floats in = floats(x, n);
-      Words w = vec<uint32_t>(p, mask.words(n));
-      enc(&in, &w);
-    };
-    mask.decode[s] = [=](void *p, void *, void *o, int64_t n) {
-      Words w = vec<uint32_t>(p, mask.words(n));
-      Memref<bool, 1> out = vec<bool>(o, n);
-      dec(&w, &out);
-    };
-  }
-  codecs = {q1, q2, q4, q8, q4n, f16, bf16, fp10, e4m3, e5m2, mask};
-  return codecs;
+  SET_CODES(mask, mask, uint32_t, bool);
+  return {q1, q2, q4, q8, q4n, f16, bf16, fp10, e4m3, e5m2, mask};
 }
 
 void *deviceAlloc(int64_t bytes) {

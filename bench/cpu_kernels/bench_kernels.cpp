@@ -12,6 +12,7 @@
 #include "act/Execution/Jit.h"
 #include "act/InitAll.h"
 #include "act/Pipelines/Pipelines.h"
+#include "act/Conversion/ActToLinalg/EncodingLowering.h"
 #include "act/Dialect/Act/IR/Act.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -154,7 +155,8 @@ int main(int argc, char **argv) {
             .getEncoding());
     auto tensorType = RankedTensorType::get({n}, Float32Type::get(&context));
     SmallVector<Type> storageTypes;
-    encoding.getStorageTypes(tensorType, storageTypes);
+    cast<act::EncodingLoweringAttrInterface>(encoding).getStorageTypes(
+        tensorType, storageTypes);
     int64_t storageBytes = encoding.getStorageLayout(tensorType)->getTotalBytes();
 
     PassManager pm(&context);

@@ -3,6 +3,7 @@
 #include "act/InitAll.h"
 
 #include "act/Dialect/Act/IR/Act.h"
+#include "act/Conversion/ActToLinalg/EncodingLowering.h"
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
 #include "act/Pipelines/Pipelines.h"
@@ -39,6 +40,7 @@
 
 void mlir::act::registerActDialect(DialectRegistry &registry) {
   registry.insert<act::ActDialect>();
+  registerEncodingLoweringExternalModels(registry);
 }
 
 void mlir::act::registerAllDialects(DialectRegistry &registry) {

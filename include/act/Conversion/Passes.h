@@ -3,7 +3,7 @@
 #ifndef ACT_CONVERSION_PASSES_H
 #define ACT_CONVERSION_PASSES_H
 
-#include "act/Dialect/Act/IR/ActStorage.h"
+#include "act/Conversion/ActToLinalg/EncodingLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

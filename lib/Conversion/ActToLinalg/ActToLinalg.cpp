@@ -1,7 +1,8 @@
 //===- ActToLinalg.cpp - lower act ops to linalg on tensors ----------------===//
 //
 // A 1:N dialect conversion: each encoded value becomes the tensors of its
-// explicit storage; the encodings build their own encode/decode IR.
+// explicit storage; each encoding builds its encode/decode IR through its
+// EncodingLoweringAttrInterface model (EncodingLowering.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,13 @@ using namespace mlir::act;
 
 namespace {
 
+/// The lowering model of an encoded type's encoding (attached by
+/// registerEncodingLoweringExternalModels, which getDependentDialects
+/// guarantees).
+EncodingLoweringAttrInterface getLowering(EncodedType type) {
+  return cast<EncodingLoweringAttrInterface>(type.getEncoding());
+}
+
 /// The tensor holding the dynamic dimensions of an encoded tensor, if any.
 std::optional<RankedTensorType> getDimsType(EncodedType type) {
   int64_t dynamic = type.getTensorType().getNumDynamicDims();
@@ -49,7 +57,7 @@ struct EncodeOpLowering : OpConversionPattern<EncodeOp> {
     Value input = adaptor.getInput().front();
     Value seed = adaptor.getSeed().empty() ? Value() : adaptor.getSeed().front();
     SmallVector<Value> storage =
-        type.getEncoding().buildEncode(rewriter, loc, input, seed, op.getId(),
+        getLowering(type).buildEncode(rewriter, loc, input, seed, op.getId(),
                                         options);
     if (getDimsType(type)) {
       SmallVector<Value> dims;
@@ -84,7 +92,7 @@ struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
             rewriter, loc, dims,
             ValueRange{arith::ConstantIndexOp::create(rewriter, loc, i)}));
     }
-    Value decoded = type.getEncoding().buildDecode(
+    Value decoded = getLowering(type).buildDecode(
         rewriter, loc, storage, op.getType(), dynamicSizes, options);
     rewriter.replaceOp(op, decoded);
     return success();
@@ -126,6 +134,13 @@ struct ConvertActToLinalgPass
     : act::impl::ConvertActToLinalgPassBase<ConvertActToLinalgPass> {
   using ConvertActToLinalgPassBase::ConvertActToLinalgPassBase;
 
+  void getDependentDialects(DialectRegistry &registry) const override {
+    ConvertActToLinalgPassBase::getDependentDialects(registry);
+    // The encodings' lowering models, also when act is loaded as a plugin
+    // into a host that registered the dialect only.
+    registerEncodingLoweringExternalModels(registry);
+  }
+
   LogicalResult initialize(MLIRContext *context) override {
     // A bad option is the command line's fault: said once, without the IR.
     if (gpuBlockSize <= 0 || gpuBlockSize % 32 != 0)
@@ -141,7 +156,7 @@ struct ConvertActToLinalgPass
     converter.addConversion([](Type type) { return type; });
     converter.addConversion(
         [](EncodedType type, SmallVectorImpl<Type> &results) {
-          type.getEncoding().getStorageTypes(type.getTensorType(), results);
+          getLowering(type).getStorageTypes(type.getTensorType(), results);
           if (std::optional<RankedTensorType> dims = getDimsType(type))
             results.push_back(*dims);
           return success();

@@ -1,7 +1,7 @@
 //===- Vectorize.cpp - vector code for act's lowered kernels ---------------===//
 
 #include "act/Conversion/Passes.h"
-#include "act/Dialect/Act/IR/ActLowering.h"
+#include "act/Conversion/ActToLinalg/ActLowering.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -1,6 +1,7 @@
 //===- ActDialect.cpp - act dialect and its type ---------------------------===//
 
 #include "act/Dialect/Act/IR/Act.h"
+#include "act/Conversion/ActToLinalg/EncodingLowering.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -24,6 +25,11 @@ void ActDialect::initialize() {
 #define GET_OP_LIST
 #include "act/Dialect/Act/IR/ActOps.cpp.inc"
       >();
+  // How encodings lower lives with the conversion (lib/Conversion/
+  // ActToLinalg); using it without registering the models is an error that
+  // names them, not a silent miss.
+  declarePromisedInterfaces<EncodingLoweringAttrInterface, QuantEncodingAttr,
+                            FloatEncodingAttr, MaskEncodingAttr>();
 }
 
 LogicalResult

@@ -95,6 +95,9 @@ def Act_FloatEncoding : Act_EncodingAttr<"FloatEncoding", "float"> {
     unsigned getElementBits() const;
     /// Elements packed into one 32-bit payload word.
     unsigned getElementsPerWord() const;
+    /// True if the codes are whole bytes (8 or 16 bits): stored as an array
+    /// of them (the bytes of the word packing without its tail padding).
+    bool isByteArray() const;
   }];
 }
 

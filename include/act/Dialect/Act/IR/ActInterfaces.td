@@ -1,7 +1,10 @@
 //===- ActInterfaces.td - encoding attribute interface -----*- tablegen -*-===//
 //
-// The one interface every act encoding implements. Passes see encodings only
-// through it, so adding an encoding touches its attribute and nothing else.
+// The one interface every act encoding implements: what is true of the IR
+// (which tensors it holds, what it decodes to, its exact storage). Passes see
+// encodings only through it. How an encoding lowers is a separate interface,
+// EncodingLoweringAttrInterface (include/act/Conversion/ActToLinalg), which
+// the dialect promises and the conversion implements.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +18,8 @@ def Act_EncodingAttrInterface : AttrInterface<"EncodingAttrInterface"> {
   let description = [{
     An encoding of a tensor held between its last forward use and its first
     backward use. Storage is laid out over the row-major flattened element
-    index; sizes are exact (see docs/Encodings.md).
+    index; sizes are exact (see docs/Encodings.md). Its lowering is
+    EncodingLoweringAttrInterface, attached by the conversion.
   }];
   let methods = [
     InterfaceMethod<
@@ -45,37 +49,8 @@ def Act_EncodingAttrInterface : AttrInterface<"EncodingAttrInterface"> {
       "::mlir::act::StorageLayout", "getStorageLayout",
       (ins "int64_t":$numElements, "::mlir::Type":$elementType)>,
     InterfaceMethod<
-      /*desc=*/[{
-        Appends the types of the explicit storage of a `type` tensor (see
-        docs/Encodings.md): the packed payload words, then any metadata.
-      }],
-      "void", "getStorageTypes",
-      (ins "::mlir::RankedTensorType":$type,
-           "::llvm::SmallVectorImpl<::mlir::Type> &":$types)>,
-    InterfaceMethod<
       /*desc=*/"True if encoding draws random numbers (needs a seed).",
       "bool", "isStochastic">,
-    InterfaceMethod<
-      /*desc=*/[{
-        Builds the encoding of `input` into its explicit storage with
-        linalg/tensor/arith ops on tensors; `seed` (i64, may be null for
-        deterministic encodings) and `id` key the random stream.
-      }],
-      "::llvm::SmallVector<::mlir::Value>", "buildEncode",
-      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
-           "::mlir::Value":$input, "::mlir::Value":$seed, "int64_t":$id,
-           "const ::mlir::act::LoweringOptions &":$options)>,
-    InterfaceMethod<
-      /*desc=*/[{
-        Builds the decoding of `storage` (as returned by buildEncode) into
-        `decodedType`, whose dynamic dimensions are `dynamicSizes`.
-      }],
-      "::mlir::Value", "buildDecode",
-      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
-           "::mlir::ValueRange":$storage,
-           "::mlir::RankedTensorType":$decodedType,
-           "::mlir::ValueRange":$dynamicSizes,
-           "const ::mlir::act::LoweringOptions &":$options)>,
   ];
   let extraSharedClassDeclaration = [{
     /// Storage of a whole tensor; std::nullopt when its shape is not static.

@@ -12,31 +12,6 @@
 
 namespace mlir::act {
 
-/// What the encode/decode IR is built for (convert-act-to-linalg{target}).
-enum class LoweringTarget {
-  /// Packed encodings: whole chunks in an scf.forall of small static kernels
-  /// that act-vectorize turns into vector code.
-  CPU,
-  /// gpu.launch kernels on buffers (a thread per four payload words, 16-byte
-  /// accesses, group statistics by warp shuffles), the ragged rest as
-  /// Generic.
-  GPU,
-  /// One flat parallel generic per step, per word or element.
-  Generic,
-  /// The GPU kernels run on the CPU, to check them without a GPU: launches
-  /// become loops over blocks and threads, and a group's statistics combine
-  /// the same per-thread parts as on the GPU, each thread recomputing its
-  /// cluster's parts instead of exchanging them by shuffles.
-  GPUEmulated,
-};
-
-/// How an encoding lowers (EncodingAttrInterface::buildEncode/buildDecode).
-struct LoweringOptions {
-  LoweringTarget target = LoweringTarget::CPU;
-  /// Threads per block of the GPU kernels.
-  int64_t gpuBlockSize = 256;
-};
-
 /// Exact storage of an encoded tensor, in bytes.
 struct StorageLayout {
   /// Bytes that carry element bits: ceil(elements * bits / 8).

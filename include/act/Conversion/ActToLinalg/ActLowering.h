@@ -1,17 +1,17 @@
 //===- ActLowering.h - building blocks of encoding lowerings ----*- C++ -*-===//
 //
-// Helpers the encodings use to lower themselves (EncodingAttrInterface::
-// buildEncode / buildDecode) to linalg, tensor and arith on tensors, with the
+// Helpers the encodings' lowering models use (EncodingLoweringAttrInterface::
+// buildEncode / buildDecode, EncodingLowering.cpp) to linalg, tensor and arith on tensors, with the
 // storage of docs/Encodings.md made explicit: 32-bit payload words holding
 // `perWord` elements of `bits` bits each, over the row-major flattened
 // element index. The same IR runs on CPU and GPU.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ACT_DIALECT_ACT_IR_ACTLOWERING_H
-#define ACT_DIALECT_ACT_IR_ACTLOWERING_H
+#ifndef ACT_CONVERSION_ACTTOLINALG_ACTLOWERING_H
+#define ACT_CONVERSION_ACTTOLINALG_ACTLOWERING_H
 
-#include "act/Dialect/Act/IR/ActStorage.h"
+#include "act/Conversion/ActToLinalg/EncodingLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -151,4 +151,4 @@ Value buildPackedDecode(OpBuilder &b, Location loc, Value payload,
 
 } // namespace mlir::act
 
-#endif // ACT_DIALECT_ACT_IR_ACTLOWERING_H
+#endif // ACT_CONVERSION_ACTTOLINALG_ACTLOWERING_H

@@ -1,16 +1,15 @@
 //===- LoweringSupport.h - internals shared by act's lowerings --*- C++ -*-===//
 //
-// Private to lib/Dialect/Act/IR: index arithmetic, the Philox lanes of a
+// Private to lib/Conversion/ActToLinalg: index arithmetic, the Philox lanes of a
 // packed word, and the GPU kernels (ActGpuKernels.cpp) that ActLowering.cpp
 // dispatches to for LoweringTarget::GPU.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ACT_LIB_DIALECT_ACT_IR_LOWERINGSUPPORT_H
-#define ACT_LIB_DIALECT_ACT_IR_LOWERINGSUPPORT_H
+#ifndef ACT_LIB_CONVERSION_ACTTOLINALG_LOWERINGSUPPORT_H
+#define ACT_LIB_CONVERSION_ACTTOLINALG_LOWERINGSUPPORT_H
 
-#include "act/Dialect/Act/IR/ActLowering.h"
-#include "act/Dialect/Act/IR/ActStorage.h"
+#include "act/Conversion/ActToLinalg/ActLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
@@ -157,4 +156,4 @@ Value buildGpuElementwise(OpBuilder &b, Location loc, Value in, Value n,
 
 } // namespace mlir::act::detail
 
-#endif // ACT_LIB_DIALECT_ACT_IR_LOWERINGSUPPORT_H
+#endif // ACT_LIB_CONVERSION_ACTTOLINALG_LOWERINGSUPPORT_H

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "act/Dialect/Act/IR/ActLowering.h"
+#include "act/Conversion/ActToLinalg/ActLowering.h"
 
 #include "LoweringSupport.h"
 

@@ -1,0 +1,58 @@
+//===- EncodingLowering.h - how an encoding lowers ---------------*- C++ -*-===//
+//
+// The lowering side of an encoding: the target and options of
+// convert-act-to-linalg and the EncodingLoweringAttrInterface that every
+// encoding attribute implements through an external model.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_H
+#define ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+
+#include <cstdint>
+
+namespace mlir {
+class DialectRegistry;
+namespace act {
+
+/// What the encode/decode IR is built for (convert-act-to-linalg{target}).
+enum class LoweringTarget {
+  /// Packed encodings: whole chunks in an scf.forall of small static kernels
+  /// that act-vectorize turns into vector code.
+  CPU,
+  /// gpu.launch kernels on buffers (a thread per four payload words, 16-byte
+  /// accesses, group statistics by warp shuffles), the ragged rest as
+  /// Generic.
+  GPU,
+  /// One flat parallel generic per step, per word or element.
+  Generic,
+  /// The GPU kernels run on the CPU, to check them without a GPU: launches
+  /// become loops over blocks and threads, and a group's statistics combine
+  /// the same per-thread parts as on the GPU, each thread recomputing its
+  /// cluster's parts instead of exchanging them by shuffles.
+  GPUEmulated,
+};
+
+/// How an encoding lowers (EncodingLoweringAttrInterface::buildEncode and
+/// buildDecode).
+struct LoweringOptions {
+  LoweringTarget target = LoweringTarget::CPU;
+  /// Threads per block of the GPU kernels.
+  int64_t gpuBlockSize = 256;
+};
+
+/// Attaches the lowering models of act's encodings (the promised
+/// EncodingLoweringAttrInterface) to their attributes.
+void registerEncodingLoweringExternalModels(DialectRegistry &registry);
+
+} // namespace act
+} // namespace mlir
+
+#include "act/Conversion/ActToLinalg/EncodingLowering.h.inc"
+
+#endif // ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_H

@@ -1,0 +1,59 @@
+//===- EncodingLowering.td - how an encoding lowers --------*- tablegen -*-===//
+//
+// The lowering hooks of act's encodings, kept out of the IR the way
+// upstream keeps bufferization out of the tensor dialect: the dialect
+// promises this interface for each encoding attribute, and the models that
+// implement it live beside convert-act-to-linalg (lib/Conversion/
+// ActToLinalg/*Lowering.cpp), attached by
+// registerEncodingLoweringExternalModels.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_TD
+#define ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_TD
+
+include "mlir/IR/OpBase.td"
+
+def Act_EncodingLoweringAttrInterface
+    : AttrInterface<"EncodingLoweringAttrInterface"> {
+  let cppNamespace = "::mlir::act";
+  let description = [{
+    How an encoding (an attribute implementing EncodingAttrInterface) is
+    lowered by convert-act-to-linalg: the tensors of its explicit storage
+    (docs/Encodings.md) and the linalg/tensor/arith IR that fills and reads
+    them, for the target in LoweringOptions.
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/[{
+        Appends the types of the explicit storage of a `type` tensor (see
+        docs/Encodings.md): the packed payload words, then any metadata.
+      }],
+      "void", "getStorageTypes",
+      (ins "::mlir::RankedTensorType":$type,
+           "::llvm::SmallVectorImpl<::mlir::Type> &":$types)>,
+    InterfaceMethod<
+      /*desc=*/[{
+        Builds the encoding of `input` into its explicit storage with
+        linalg/tensor/arith ops on tensors; `seed` (i64, may be null for
+        deterministic encodings) and `id` key the random stream.
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "buildEncode",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "::mlir::Value":$input, "::mlir::Value":$seed, "int64_t":$id,
+           "const ::mlir::act::LoweringOptions &":$options)>,
+    InterfaceMethod<
+      /*desc=*/[{
+        Builds the decoding of `storage` (as returned by buildEncode) into
+        `decodedType`, whose dynamic dimensions are `dynamicSizes`.
+      }],
+      "::mlir::Value", "buildDecode",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "::mlir::ValueRange":$storage,
+           "::mlir::RankedTensorType":$decodedType,
+           "::mlir::ValueRange":$dynamicSizes,
+           "const ::mlir::act::LoweringOptions &":$options)>,
+  ];
+}
+
+#endif // ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_TD

@@ -1,0 +1,507 @@
+//===- EncodingLowering.cpp - how act's encodings lower --------------------===//
+//
+// The EncodingLoweringAttrInterface models of act's encodings: each builds
+// its explicit storage types and its encode/decode IR from the building
+// blocks of ActLowering.h. The dialect promises the interface; this file
+// attaches the models (registerEncodingLoweringExternalModels), as
+// upstream's BufferizableOpInterfaceImpl.cpp files do for their dialects.
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/Conversion/ActToLinalg/EncodingLowering.h"
+#include "act/Conversion/ActToLinalg/ActLowering.h"
+#include "act/Dialect/Act/IR/Act.h"
+
+#include "LoweringSupport.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::act;
+
+#include "act/Conversion/ActToLinalg/EncodingLowering.cpp.inc"
+
+namespace mlir::act::detail {
+
+/// The lowering model of encoding attribute `Attr`. Each encoding defines
+/// the three methods by explicit specialization, in its section below.
+template <typename Attr>
+struct EncodingModel
+    : EncodingLoweringAttrInterface::ExternalModel<EncodingModel<Attr>, Attr> {
+  void getStorageTypes(Attribute attr, RankedTensorType type,
+                       SmallVectorImpl<Type> &types) const;
+  SmallVector<Value> buildEncode(Attribute attr, OpBuilder &b, Location loc,
+                                 Value input, Value seed, int64_t id,
+                                 const LoweringOptions &options) const;
+  Value buildDecode(Attribute attr, OpBuilder &b, Location loc,
+                    ValueRange storage, RankedTensorType decodedType,
+                    ValueRange dynamicSizes,
+                    const LoweringOptions &options) const;
+};
+
+} // namespace mlir::act::detail
+
+using mlir::act::detail::EncodingModel;
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+/// Words of `perWord` elements a static tensor needs; dynamic otherwise.
+static int64_t staticWords(RankedTensorType type, int64_t perWord) {
+  if (!type.hasStaticShape())
+    return ShapedType::kDynamic;
+  return llvm::divideCeil(type.getNumElements(), perWord);
+}
+
+using mlir::act::detail::toF32;
+
+static Value fromF32(OpBuilder &b, Location loc, Value x, Type type) {
+  if (type == x.getType())
+    return x;
+  if (type.getIntOrFloatBitWidth() < 32)
+    return arith::TruncFOp::create(b, loc, type, x);
+  return arith::ExtFOp::create(b, loc, type, x);
+}
+
+static Value f32Const(OpBuilder &b, Location loc, float v) {
+  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(v));
+}
+
+//===----------------------------------------------------------------------===//
+// #act.quant
+//===----------------------------------------------------------------------===//
+
+template <>
+void EncodingModel<QuantEncodingAttr>::getStorageTypes(Attribute attr, RankedTensorType type,
+                                        SmallVectorImpl<Type> &types) const {
+  auto encoding = cast<QuantEncodingAttr>(attr);
+  MLIRContext *ctx = encoding.getContext();
+  types.push_back(RankedTensorType::get(
+      {staticWords(type, 32 / encoding.getBits())}, IntegerType::get(ctx, 32)));
+  types.push_back(RankedTensorType::get({staticWords(type, encoding.getGroup()), 2},
+                                        Float32Type::get(ctx)));
+}
+
+/// The codes' inverse step of a group with minimum `mn` and maximum `mx`:
+/// levels / (mx - mn), or 0 for a constant group.
+static Value quantInverse(OpBuilder &b, Location loc, Value mn, Value mx,
+                          int64_t levels) {
+  Value range = arith::SubFOp::create(b, loc, mx, mn);
+  Value zero = f32Const(b, loc, 0.0f);
+  Value positive =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, range, zero);
+  Value inv =
+      arith::DivFOp::create(b, loc, f32Const(b, loc, float(levels)), range);
+  return arith::SelectOp::create(b, loc, positive, inv, zero);
+}
+
+/// The stored step: (mx - mn) / levels.
+static Value quantScale(OpBuilder &b, Location loc, Value mn, Value mx,
+                        int64_t levels) {
+  return arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, mx, mn),
+                               f32Const(b, loc, float(levels)));
+}
+
+/// Per-group minimum and maximum of `rows` (tensor<k x group x T>) over
+/// its first `valid` elements (all when null): the values the codes read,
+/// (min, (2^bits - 1) / (max - min), or 0 for a constant group), and the
+/// stored rows (min, (max - min) / (2^bits - 1)).
+static void buildQuantStats(OpBuilder &b, Location loc, Value rows,
+                            Value valid, int64_t levels,
+                            SmallVectorImpl<Value> &perGroup, Value &metaRows) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  auto rowsType = cast<RankedTensorType>(rows.getType());
+  int64_t group = rowsType.getDimSize(1);
+  SmallVector<Value> dyn;
+  if (rowsType.isDynamicDim(0))
+    dyn.push_back(tensor::DimOp::create(b, loc, rows, 0));
+  auto statType = RankedTensorType::get({rowsType.getDimSize(0)}, f32);
+  auto filled = [&](float v) {
+    Value empty = tensor::EmptyOp::create(b, loc, statType, dyn);
+    return linalg::FillOp::create(b, loc, f32Const(b, loc, v), empty)
+        .getResult(0);
+  };
+  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  auto stats = linalg::GenericOp::create(
+      b, loc, TypeRange{statType, statType}, ValueRange{rows},
+      ValueRange{filled(INFINITY), filled(-INFINITY)},
+      {AffineMap::getMultiDimIdentityMap(2, ctx), row, row},
+      {utils::IteratorType::parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value x = toF32(nb, nl, args[0]);
+        // minnum/maxnum without NaNs (a group with a NaN is undefined):
+        // plain vector min/max on every target.
+        auto nnan = arith::FastMathFlagsAttr::get(
+            nb.getContext(), arith::FastMathFlags::nnan);
+        Value mn = arith::MinNumFOp::create(nb, nl, args[1], x, nnan);
+        Value mx = arith::MaxNumFOp::create(nb, nl, args[2], x, nnan);
+        if (valid) {
+          // Padding elements do not count.
+          Value i = arith::AddIOp::create(
+              nb, nl,
+              arith::MulIOp::create(
+                  nb, nl, linalg::IndexOp::create(nb, nl, 0),
+                  arith::ConstantIndexOp::create(nb, nl, group)),
+              linalg::IndexOp::create(nb, nl, 1));
+          Value real = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
+                                             i, valid);
+          mn = arith::SelectOp::create(nb, nl, real, mn, args[1]);
+          mx = arith::SelectOp::create(nb, nl, real, mx, args[2]);
+        }
+        linalg::YieldOp::create(nb, nl, ValueRange{mn, mx});
+      });
+  stats->setAttr(kVectorizeAttr, b.getUnitAttr());
+  Value mn = stats.getResult(0), mx = stats.getResult(1);
+
+  auto one = AffineMap::getMultiDimIdentityMap(1, ctx);
+  auto inverseOp =
+      linalg::GenericOp::create(
+          b, loc, statType, ValueRange{mn, mx},
+          ValueRange{tensor::EmptyOp::create(b, loc, statType, dyn)},
+          {one, one, one}, {utils::IteratorType::parallel},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, nl, quantInverse(nb, nl, args[0], args[1], levels));
+          });
+  inverseOp->setAttr(kVectorizeAttr, b.getUnitAttr());
+  perGroup.assign({mn, inverseOp.getResult(0)});
+
+  auto metaType = RankedTensorType::get({rowsType.getDimSize(0), 2}, f32);
+  Value metaInit = metaRows ? metaRows
+                            : tensor::EmptyOp::create(b, loc, metaType, dyn)
+                                  .getResult();
+  auto metaOp =
+      linalg::GenericOp::create(
+          b, loc, metaInit.getType(), ValueRange{mn, mx}, ValueRange{metaInit},
+          {row, row, AffineMap::getMultiDimIdentityMap(2, ctx)},
+          {utils::IteratorType::parallel, utils::IteratorType::parallel},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value scale = quantScale(nb, nl, args[0], args[1], levels);
+            Value first = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::eq,
+                linalg::IndexOp::create(nb, nl, 1),
+                arith::ConstantIndexOp::create(nb, nl, 0));
+            linalg::YieldOp::create(
+                nb, nl,
+                ValueRange{arith::SelectOp::create(nb, nl, first, args[0],
+                                                   scale)});
+          });
+  metaOp->setAttr(kVectorizeAttr, b.getUnitAttr());
+  metaRows = metaOp.getResult(0);
+}
+
+template <>
+SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(Attribute attr, OpBuilder &b, Location loc,
+                                                  Value input, Value seed,
+                                                  int64_t id,
+    const LoweringOptions &options) const {
+  auto encoding = cast<QuantEncodingAttr>(attr);
+  int64_t levels = (int64_t(1) << encoding.getBits()) - 1;
+  GroupStats stats{encoding.getGroup(), 2,
+                   [&](OpBuilder &nb, Location nl, Value rows, Value valid,
+                       SmallVectorImpl<Value> &perGroup, Value &metaRows) {
+                     buildQuantStats(nb, nl, rows, valid, levels, perGroup,
+                                     metaRows);
+                   },
+                   {arith::AtomicRMWKind::minnumf,
+                    arith::AtomicRMWKind::maxnumf},
+                   /*perGroupValues=*/2,
+                   [&](OpBuilder &nb, Location nl, ValueRange minMax,
+                       SmallVectorImpl<Value> &perGroup,
+                       SmallVectorImpl<Value> &metaRow) {
+                     Value mn = minMax[0], mx = minMax[1];
+                     perGroup.assign(
+                         {mn, quantInverse(nb, nl, mn, mx, levels)});
+                     metaRow.assign({mn, quantScale(nb, nl, mn, mx, levels)});
+                   }};
+  std::optional<RandomKey> random;
+  if (encoding.isStochastic())
+    random = RandomKey{seed ? seed
+                            : arith::ConstantIntOp::create(b, loc,
+                                                           b.getI64Type(), 0)
+                                  .getResult(),
+                       id};
+  Value meta;
+  Value payload = buildPackedEncode(
+      b, loc, input, {encoding.getBits(), 32 / encoding.getBits()}, options, &stats,
+      random,
+      [&](OpBuilder &nb, Location nl, Value x, ValueRange group,
+          function_ref<Value()> randomWord) -> Value {
+        // Codes: (x - min) * inverse step, rounded stochastically or to
+        // nearest, clamped to [0, 2^bits - 1].
+        Value mn = group[0], inverse = group[1];
+        Value zero = f32Const(nb, nl, 0.0f);
+        Value y = arith::MulFOp::create(
+            nb, nl, arith::SubFOp::create(nb, nl, toF32(nb, nl, x), mn),
+            inverse);
+        Value offset;
+        if (random) {
+          // u in [0, 1) from the top 24 bits of the Philox word.
+          Value r = arith::ShRUIOp::create(
+              nb, nl, randomWord(),
+              arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 8));
+          offset = arith::MulFOp::create(
+              nb, nl, arith::SIToFPOp::create(nb, nl, nb.getF32Type(), r),
+              f32Const(nb, nl, 1.0f / 16777216.0f));
+        } else {
+          offset = f32Const(nb, nl, 0.5f);
+        }
+        Value q = math::FloorOp::create(
+            nb, nl, arith::AddFOp::create(nb, nl, y, offset));
+        // No NaN here unless the group holds one (undefined codes).
+        auto nnan = arith::FastMathFlagsAttr::get(nb.getContext(),
+                                                  arith::FastMathFlags::nnan);
+        q = arith::MinNumFOp::create(
+            nb, nl, arith::MaxNumFOp::create(nb, nl, q, zero, nnan),
+            f32Const(nb, nl, float(levels)), nnan);
+        // q is in [0, 2^bits - 1]: the signed conversion gives the same
+        // code and is one instruction on x86 (the unsigned one is not).
+        return arith::FPToSIOp::create(nb, nl, nb.getI32Type(), q);
+      },
+      &meta);
+  return {payload, meta};
+}
+
+template <>
+Value EncodingModel<QuantEncodingAttr>::buildDecode(Attribute attr, OpBuilder &b, Location loc,
+                                     ValueRange storage,
+                                     RankedTensorType decodedType,
+                                     ValueRange dynamicSizes,
+    const LoweringOptions &options) const {
+  auto encoding = cast<QuantEncodingAttr>(attr);
+  Type elementType = decodedType.getElementType();
+  return buildPackedDecode(
+      b, loc, storage[0], {encoding.getBits(), 32 / encoding.getBits()}, options,
+      decodedType, dynamicSizes, storage[1], encoding.getGroup(),
+      [&](OpBuilder &nb, Location nl, Value code, ValueRange row) {
+        // code < 2^bits: the signed conversion is exact and cheaper on x86.
+        Value q = arith::SIToFPOp::create(nb, nl, nb.getF32Type(), code);
+        Value x = arith::AddFOp::create(
+            nb, nl, row[0], arith::MulFOp::create(nb, nl, q, row[1]));
+        return fromF32(nb, nl, x, elementType);
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// #act.float
+//===----------------------------------------------------------------------===//
+
+template <>
+void EncodingModel<FloatEncodingAttr>::getStorageTypes(Attribute attr, RankedTensorType type,
+                                        SmallVectorImpl<Type> &types) const {
+  auto encoding = cast<FloatEncodingAttr>(attr);
+  if (encoding.isByteArray()) {
+    types.push_back(RankedTensorType::get(
+        {type.hasStaticShape() ? type.getNumElements() : ShapedType::kDynamic},
+        IntegerType::get(encoding.getContext(), encoding.getElementBits())));
+    return;
+  }
+  types.push_back(RankedTensorType::get({staticWords(type, encoding.getElementsPerWord())},
+                                        IntegerType::get(encoding.getContext(), 32)));
+}
+
+/// The narrow format, or nullopt for f16/bf16 (which use arith.truncf).
+static std::optional<MiniFloat> getMiniFloat(FloatFormat format) {
+  switch (format) {
+  case FloatFormat::FP10:
+    return MiniFloat{5, 4, true};
+  case FloatFormat::E4M3:
+    return MiniFloat{4, 3, false};
+  case FloatFormat::E5M2:
+    return MiniFloat{5, 2, true};
+  default:
+    return std::nullopt;
+  }
+}
+
+/// f16 / bf16 type of a 16-bit format.
+static FloatType getHalfType(MLIRContext *ctx, FloatFormat format) {
+  if (format == FloatFormat::F16)
+    return Float16Type::get(ctx);
+  return BFloat16Type::get(ctx);
+}
+
+template <>
+SmallVector<Value> EncodingModel<FloatEncodingAttr>::buildEncode(Attribute attr, OpBuilder &b, Location loc,
+                                                  Value input, Value,
+                                                  int64_t,
+    const LoweringOptions &options) const {
+  auto encoding = cast<FloatEncodingAttr>(attr);
+  unsigned bits = encoding.getElementBits(), perWord = encoding.getElementsPerWord();
+  FloatFormat format = encoding.getFormat();
+  std::optional<MiniFloat> mini = getMiniFloat(format);
+  auto code = [&](OpBuilder &nb, Location nl, Value x) -> Value {
+        Value v = toF32(nb, nl, x);
+        if (mini)
+          return buildMiniFloatEncode(nb, nl, v, *mini);
+        // Clamp to the largest finite value (NaN passes through), then round
+        // to nearest even: f16 through the platform's truncation; bf16 on
+        // the bits (u + 0x7fff + lsb) >> 16, which keeps f32 subnormals
+        // (LLVM's CPU lowering of the bf16 truncation flushes them) and so
+        // gives the same bits on every target.
+        FloatType half = getHalfType(nb.getContext(), format);
+        APFloat max = APFloat::getLargest(half.getFloatSemantics());
+        bool lost;
+        max.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven,
+                    &lost);
+        Value limit = arith::ConstantFloatOp::create(nb, nl, nb.getF32Type(),
+                                                     max);
+        Value negLimit = arith::NegFOp::create(nb, nl, limit);
+        // Ordered compares and selects (not minimumf/maximumf, which x86
+        // cannot vectorize): NaN compares false and passes through.
+        Value above = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT,
+                                            v, limit);
+        Value below = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OLT,
+                                            v, negLimit);
+        v = arith::SelectOp::create(
+            nb, nl, above, limit,
+            arith::SelectOp::create(nb, nl, below, negLimit, v));
+        if (format == FloatFormat::BF16) {
+          Type i32 = nb.getI32Type();
+          auto ci = [&](int64_t c) {
+            return arith::ConstantIntOp::create(nb, nl, i32, c);
+          };
+          Value u = arith::BitcastOp::create(nb, nl, i32, v);
+          Value lsb = arith::AndIOp::create(
+              nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(16)), ci(1));
+          Value rounded = arith::ShRUIOp::create(
+              nb, nl,
+              arith::AddIOp::create(
+                  nb, nl, u, arith::AddIOp::create(nb, nl, lsb, ci(0x7FFF))),
+              ci(16));
+          Value quiet = arith::OrIOp::create(
+              nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(16)), ci(0x40));
+          Value isNan = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UNO,
+                                              v, v);
+          return arith::SelectOp::create(nb, nl, isNan, quiet, rounded);
+        }
+        Value h = arith::TruncFOp::create(nb, nl, half, v);
+        Value i16 = arith::BitcastOp::create(nb, nl, nb.getI16Type(), h);
+        return arith::ExtUIOp::create(nb, nl, nb.getI32Type(), i16);
+  };
+  if (encoding.isByteArray())
+    return {buildByteEncode(b, loc, input, bits, options, code)};
+  return {buildPackedEncode(b, loc, input, {bits, perWord}, options,
+                            nullptr,
+                            std::nullopt,
+                            [&](OpBuilder &nb, Location nl, Value x,
+                                ValueRange, function_ref<Value()>) {
+                              return code(nb, nl, x);
+                            })};
+}
+
+template <>
+Value EncodingModel<FloatEncodingAttr>::buildDecode(Attribute attr, OpBuilder &b, Location loc,
+                                     ValueRange storage,
+                                     RankedTensorType decodedType,
+                                     ValueRange dynamicSizes,
+    const LoweringOptions &options) const {
+  auto encoding = cast<FloatEncodingAttr>(attr);
+  unsigned bits = encoding.getElementBits(), perWord = encoding.getElementsPerWord();
+  FloatFormat format = encoding.getFormat();
+  std::optional<MiniFloat> mini = getMiniFloat(format);
+  Type elementType = decodedType.getElementType();
+  auto value = [&](OpBuilder &nb, Location nl, Value code) -> Value {
+        Value v;
+        if (mini) {
+          v = buildMiniFloatDecode(nb, nl, code, *mini);
+        } else {
+          Value i16 = arith::TruncIOp::create(nb, nl, nb.getI16Type(), code);
+          Value h = arith::BitcastOp::create(
+              nb, nl, getHalfType(nb.getContext(), format), i16);
+          if (elementType == h.getType())
+            return h;
+          v = arith::ExtFOp::create(nb, nl, nb.getF32Type(), h);
+        }
+        return fromF32(nb, nl, v, elementType);
+  };
+  if (encoding.isByteArray())
+    return buildByteDecode(b, loc, storage[0], decodedType, dynamicSizes, options,
+                           value);
+  return buildPackedDecode(b, loc, storage[0], {bits, perWord},
+                           options, decodedType,
+                           dynamicSizes, Value(), 0,
+                           [&](OpBuilder &nb, Location nl, Value code,
+                               ValueRange) { return value(nb, nl, code); });
+}
+
+//===----------------------------------------------------------------------===//
+// #act.mask
+//===----------------------------------------------------------------------===//
+
+template <>
+void EncodingModel<MaskEncodingAttr>::getStorageTypes(Attribute attr, RankedTensorType type,
+                                       SmallVectorImpl<Type> &types) const {
+  auto encoding = cast<MaskEncodingAttr>(attr);
+  types.push_back(RankedTensorType::get({staticWords(type, 32)},
+                                        IntegerType::get(encoding.getContext(), 32)));
+}
+
+template <>
+SmallVector<Value> EncodingModel<MaskEncodingAttr>::buildEncode(Attribute attr, OpBuilder &b, Location loc,
+                                                 Value input, Value,
+                                                 int64_t,
+    const LoweringOptions &options) const {
+  auto encoding = cast<MaskEncodingAttr>(attr);
+  MaskPredicate predicate = encoding.getPredicate();
+  return {buildPackedEncode(
+      b, loc, input, {1, 32}, options, nullptr, std::nullopt,
+      [&](OpBuilder &nb, Location nl, Value x, ValueRange,
+          function_ref<Value()>) -> Value {
+        Value zero = arith::ConstantOp::create(nb, nl,
+                                               nb.getZeroAttr(x.getType()));
+        Value p;
+        if (isa<FloatType>(x.getType())) {
+          auto pred = predicate == MaskPredicate::Positive
+                          ? arith::CmpFPredicate::OGT
+                      : predicate == MaskPredicate::NonNegative
+                          ? arith::CmpFPredicate::OGE
+                          : arith::CmpFPredicate::UNE;
+          p = arith::CmpFOp::create(nb, nl, pred, x, zero);
+        } else {
+          auto pred = predicate == MaskPredicate::Positive
+                          ? arith::CmpIPredicate::sgt
+                      : predicate == MaskPredicate::NonNegative
+                          ? arith::CmpIPredicate::sge
+                          : arith::CmpIPredicate::ne;
+          p = arith::CmpIOp::create(nb, nl, pred, x, zero);
+        }
+        return arith::ExtUIOp::create(nb, nl, nb.getI32Type(), p);
+      })};
+}
+
+template <>
+Value EncodingModel<MaskEncodingAttr>::buildDecode(Attribute attr, OpBuilder &b, Location loc,
+                                    ValueRange storage,
+                                    RankedTensorType decodedType,
+                                    ValueRange dynamicSizes,
+    const LoweringOptions &options) const {
+  auto encoding = cast<MaskEncodingAttr>(attr);
+  return buildPackedDecode(
+      b, loc, storage[0], {1, 32}, options, decodedType, dynamicSizes,
+      Value(), 0,
+      [&](OpBuilder &nb, Location nl, Value code, ValueRange) -> Value {
+        return arith::TruncIOp::create(nb, nl, nb.getI1Type(), code);
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+void mlir::act::registerEncodingLoweringExternalModels(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, ActDialect *) {
+    QuantEncodingAttr::attachInterface<EncodingModel<QuantEncodingAttr>>(*ctx);
+    FloatEncodingAttr::attachInterface<EncodingModel<FloatEncodingAttr>>(*ctx);
+    MaskEncodingAttr::attachInterface<EncodingModel<MaskEncodingAttr>>(*ctx);
+  });
+}

@@ -9,6 +9,9 @@
 #ifndef ACT_INITALL_H
 #define ACT_INITALL_H
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
 namespace mlir {
 class DialectRegistry;
 namespace act {
@@ -22,6 +25,11 @@ void registerAllDialects(DialectRegistry &registry);
 
 /// Registers act's passes and pipelines.
 void registerActPassesAndPipelines();
+
+/// The command-line names of act's passes and pipelines (what `act-opt
+/// --help-act` lists; test/Tools/act-opt-help.test checks it against the
+/// passes' TableGen definitions).
+llvm::ArrayRef<llvm::StringRef> getActPassAndPipelineNames();
 
 /// Registers act's passes and pipelines and all upstream passes.
 void registerAllPasses();

@@ -20,6 +20,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 
 using namespace mlir;
@@ -28,50 +29,6 @@ using namespace mlir::act;
 #ifndef ACT_C_RUNNER_UTILS
 #define ACT_C_RUNNER_UTILS "libmlir_c_runner_utils.so"
 #endif
-
-unsigned mlir::act::getElementBytes(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::F32:
-  case ElementKind::I32:
-    return 4;
-  case ElementKind::F64:
-  case ElementKind::I64:
-    return 8;
-  case ElementKind::I16:
-    return 2;
-  case ElementKind::I8:
-  case ElementKind::I1:
-    return 1;
-  }
-  return 0;
-}
-
-const char *mlir::act::getNpyDescr(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::F32:
-    return "<f4";
-  case ElementKind::F64:
-    return "<f8";
-  case ElementKind::I64:
-    return "<i8";
-  case ElementKind::I32:
-    return "<i4";
-  case ElementKind::I16:
-    return "<i2";
-  case ElementKind::I8:
-    return "|i1";
-  case ElementKind::I1:
-    return "|b1";
-  }
-  return "";
-}
-
-int64_t HostValue::numElements() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
 
 std::function<llvm::Error(llvm::Module *)>
 mlir::act::makeHostOptimizingTransformer() {
@@ -106,7 +63,7 @@ static std::optional<ElementKind> getKind(Type type) {
   return std::nullopt;
 }
 
-static bool getSpec(Type type, ValueSpec &spec, std::string &error) {
+static llvm::Error getSpec(Type type, ValueSpec &spec) {
   if (auto tensor = dyn_cast<RankedTensorType>(type)) {
     spec.isTensor = true;
     spec.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
@@ -114,39 +71,35 @@ static bool getSpec(Type type, ValueSpec &spec, std::string &error) {
   }
   std::optional<ElementKind> kind = getKind(type);
   if (!kind) {
+    std::string error;
     llvm::raw_string_ostream os(error);
     os << "values of type " << type
-       << " cannot be exchanged (supported: f32, f64, i64, i32, i1 and "
-          "ranked tensors of them)";
-    return false;
+       << " cannot be exchanged (supported: f32, f64, i64, i32, i16, i8, i1 "
+          "and ranked tensors of them)";
+    return llvm::createStringError(error);
   }
   spec.kind = *kind;
-  return true;
+  return llvm::Error::success();
 }
 
-std::unique_ptr<JitFunction>
+llvm::Expected<std::unique_ptr<JitFunction>>
 JitFunction::compile(ModuleOp module, llvm::StringRef name,
-                     bool countAllocations, std::string &error,
-                     const JitTarget &target) {
-  std::vector<std::unique_ptr<JitFunction>> all =
-      compileAll(module, {name.str()}, countAllocations, error, target);
-  if (all.empty())
-    return nullptr;
-  return std::move(all.front());
+                     bool countAllocations, const JitTarget &target) {
+  auto all = compileAll(module, {name.str()}, countAllocations, target);
+  if (!all)
+    return all.takeError();
+  return std::move(all->front());
 }
 
-std::vector<std::unique_ptr<JitFunction>>
+llvm::Expected<std::vector<std::unique_ptr<JitFunction>>>
 JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
-                        bool countAllocations, std::string &error,
-                        const JitTarget &target) {
+                        bool countAllocations, const JitTarget &target) {
   std::vector<std::unique_ptr<JitFunction>> jits;
   if (target.gpu) {
     // Fail before compiling: no driver, no device.
     std::string why;
-    if (!::act::rt::loadCuda(why)) {
-      error = "cannot run on the GPU: " + why;
-      return {};
-    }
+    if (!::act::rt::loadCuda(why))
+      return llvm::createStringError("cannot run on the GPU: " + why);
     // The host code allocates through the hooks (act-gpu-pipeline); they
     // must hand out memory the kernels reach.
     countAllocations = true;
@@ -154,10 +107,9 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   }
   for (const std::string &name : names) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
-    if (!func || func.isExternal()) {
-      error = "no function @" + name + " with a body in the module";
-      return {};
-    }
+    if (!func || func.isExternal())
+      return llvm::createStringError("no function @" + name +
+                                     " with a body in the module");
   }
   // Encoded values in the signature become their storage tensors first.
   {
@@ -169,10 +121,8 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
                       : target.emulateGpuKernels ? LoweringTarget::GPUEmulated
                                                  : LoweringTarget::CPU;
     pm.addPass(createConvertActToLinalgPass(lowering));
-    if (failed(pm.run(module))) {
-      error = "lowering the act ops failed";
-      return {};
-    }
+    if (failed(pm.run(module)))
+      return llvm::createStringError("lowering the act ops failed");
   }
   for (const std::string &name : names) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
@@ -183,15 +133,15 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     FunctionType type = func.getFunctionType();
     for (unsigned i = 0; i < type.getNumInputs(); ++i) {
       ValueSpec spec;
-      if (!getSpec(type.getInput(i), spec, error))
-        return {};
+      if (llvm::Error e = getSpec(type.getInput(i), spec))
+        return std::move(e);
       spec.isSeeds = bool(func.getArgAttr(i, kSeedsAttrName));
       jit->arguments.push_back(spec);
     }
     for (Type result : type.getResults()) {
       ValueSpec spec;
-      if (!getSpec(result, spec, error))
-        return {};
+      if (llvm::Error e = getSpec(result, spec))
+        return std::move(e);
       jit->results.push_back(spec);
     }
     jits.push_back(std::move(jit));
@@ -209,11 +159,10 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     options.emulateGpuKernels = target.emulateGpuKernels;
     buildCPUPipeline(pm, options);
   }
-  if (failed(pm.run(module))) {
-    error = target.gpu ? "the GPU pipeline failed on the module"
-                       : "the CPU pipeline failed on the module";
-    return {};
-  }
+  if (failed(pm.run(module)))
+    return llvm::createStringError(target.gpu
+                                       ? "the GPU pipeline failed on the module"
+                                       : "the CPU pipeline failed on the module");
 
   auto transformer = makeHostOptimizingTransformer();
   ExecutionEngineOptions engineOptions;
@@ -221,10 +170,9 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS};
   engineOptions.sharedLibPaths = libs;
   auto engine = ExecutionEngine::create(module, engineOptions);
-  if (!engine) {
-    error = "JIT compilation failed: " + llvm::toString(engine.takeError());
-    return {};
-  }
+  if (!engine)
+    return llvm::createStringError("JIT compilation failed: " +
+                                   llvm::toString(engine.takeError()));
   std::shared_ptr<ExecutionEngine> shared = std::move(*engine);
   shared->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
@@ -244,7 +192,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   shared->initialize();
   for (auto &jit : jits)
     jit->engine = shared;
-  return jits;
+  return std::move(jits);
 }
 
 namespace {
@@ -254,13 +202,14 @@ struct Descriptor {
 };
 } // namespace
 
-bool JitFunction::call(const std::vector<HostValue> &args,
-                       std::vector<HostValue> &outs, std::string &error) {
-  if (args.size() != arguments.size()) {
-    error = "expected " + std::to_string(arguments.size()) +
-            " arguments, got " + std::to_string(args.size());
-    return false;
-  }
+llvm::Expected<std::vector<HostTensor>>
+JitFunction::call(llvm::ArrayRef<HostTensor> args) {
+  auto fail = [](const std::string &message) {
+    return llvm::createStringError(message);
+  };
+  if (args.size() != arguments.size())
+    return fail("expected " + std::to_string(arguments.size()) +
+                " arguments, got " + std::to_string(args.size()));
   std::vector<Descriptor> descriptors(args.size());
   std::vector<void *> packed;
   std::set<int64_t> inputBuffers;
@@ -273,44 +222,39 @@ bool JitFunction::call(const std::vector<HostValue> &args,
   });
   for (size_t i = 0; i < args.size(); ++i) {
     const ValueSpec &spec = arguments[i];
-    const HostValue &arg = args[i];
-    if (arg.kind != spec.kind || arg.isTensor != spec.isTensor ||
-        arg.shape.size() != spec.shape.size()) {
-      error = "argument " + std::to_string(i) +
-              " has the wrong element type or rank";
-      return false;
-    }
+    const HostTensor &arg = args[i];
+    if (arg.getKind() != spec.kind || arg.isTensor() != spec.isTensor ||
+        arg.getShape().size() != spec.shape.size())
+      return fail("argument " + std::to_string(i) +
+                  " has the wrong element type or rank");
     for (size_t d = 0; d < spec.shape.size(); ++d)
       if (!ShapedType::isDynamic(spec.shape[d]) &&
-          spec.shape[d] != arg.shape[d]) {
-        error = "argument " + std::to_string(i) + " has dimension " +
-                std::to_string(d) + " of size " +
-                std::to_string(arg.shape[d]) + ", expected " +
-                std::to_string(spec.shape[d]);
-        return false;
-      }
-    if (int64_t(arg.data.size()) != arg.numElements() * getElementBytes(arg.kind)) {
-      error = "argument " + std::to_string(i) + " holds the wrong byte count";
-      return false;
-    }
+          spec.shape[d] != arg.getShape()[d])
+        return fail("argument " + std::to_string(i) + " has dimension " +
+                    std::to_string(d) + " of size " +
+                    std::to_string(arg.getShape()[d]) + ", expected " +
+                    std::to_string(spec.shape[d]));
+    if (arg.byteSize() && !arg.data())
+      return fail("argument " + std::to_string(i) + " has no data");
     if (!spec.isTensor) {
-      packed.push_back(const_cast<char *>(arg.data.data()));
+      packed.push_back(arg.data());
       continue;
     }
-    auto ptr = reinterpret_cast<int64_t>(arg.data.data());
-    if (gpu && !arg.data.empty()) {
-      void *copy = mgpuMemAlloc(arg.data.size(), nullptr, /*isHostShared=*/true);
-      std::memcpy(copy, arg.data.data(), arg.data.size());
+    auto ptr = reinterpret_cast<int64_t>(arg.data());
+    if (gpu && arg.byteSize()) {
+      void *copy = mgpuMemAlloc(arg.byteSize(), nullptr, /*isHostShared=*/true);
+      std::memcpy(copy, arg.data(), arg.byteSize());
       staged.push_back(copy);
       ptr = reinterpret_cast<int64_t>(copy);
     }
     inputBuffers.insert(ptr);
+    llvm::ArrayRef<int64_t> shape = arg.getShape();
     std::vector<int64_t> &f = descriptors[i].fields;
     f = {ptr, ptr, 0};
-    f.insert(f.end(), arg.shape.begin(), arg.shape.end());
-    std::vector<int64_t> strides(arg.shape.size(), 1);
-    for (int64_t d = int64_t(arg.shape.size()) - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * arg.shape[d + 1];
+    f.insert(f.end(), shape.begin(), shape.end());
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * shape[d + 1];
     f.insert(f.end(), strides.begin(), strides.end());
     for (int64_t &field : f)
       packed.push_back(&field);
@@ -332,52 +276,69 @@ bool JitFunction::call(const std::vector<HostValue> &args,
   if (!results.empty())
     packed.push_back(resultBytes);
 
-  if (llvm::Error err = engine->invokePacked(name, packed)) {
-    error = "call failed: " + llvm::toString(std::move(err));
-    return false;
-  }
+  if (llvm::Error err = engine->invokePacked(name, packed))
+    return fail("call failed: " + llvm::toString(std::move(err)));
 
-  outs.clear();
-  std::set<int64_t> released;
+  // A buffer the step allocated is released with the last result that
+  // holds it (two results may share one).
+  std::function<void(void *)> release = [counted = countAllocations](void *p) {
+    if (counted)
+      _mlir_memref_to_llvm_free(p);
+    else
+      std::free(p);
+  };
+  std::map<int64_t, std::shared_ptr<void>> owners;
+  std::vector<HostTensor> outs;
   for (size_t r = 0; r < results.size(); ++r) {
     const ValueSpec &spec = results[r];
-    HostValue out;
-    out.kind = spec.kind;
-    out.isTensor = spec.isTensor;
     unsigned bytes = getElementBytes(spec.kind);
     const char *field = resultBytes + offsets[r];
     if (!spec.isTensor) {
-      out.data.assign(field, field + bytes);
+      HostTensor out = HostTensor::allocate(spec.kind, {}, /*isTensor=*/false);
+      std::memcpy(out.data(), field, bytes);
       outs.push_back(std::move(out));
       continue;
     }
     size_t rank = spec.shape.size();
     const auto *f = reinterpret_cast<const int64_t *>(field);
     int64_t allocated = f[0], aligned = f[1], offset = f[2];
-    out.shape.assign(f + 3, f + 3 + rank);
+    std::vector<int64_t> shape(f + 3, f + 3 + rank);
     std::vector<int64_t> strides(f + 3 + rank, f + 3 + 2 * rank);
+    bool contiguous = true;
+    for (int64_t d = int64_t(rank) - 1, expect = 1; d >= 0; --d) {
+      if (shape[d] != 1 && strides[d] != expect)
+        contiguous = false;
+      expect *= shape[d];
+    }
+    bool input = inputBuffers.count(allocated);
+    std::shared_ptr<void> &owner = owners[allocated];
+    if (!input && !owner)
+      owner = std::shared_ptr<void>(reinterpret_cast<void *>(allocated),
+                                    release);
+    const char *base = reinterpret_cast<const char *>(aligned) + offset * bytes;
+    if (contiguous && !input) {
+      // The step's own buffer becomes the result: no copy.
+      HostTensor out = HostTensor::adopt(
+          spec.kind, shape, const_cast<char *>(base),
+          [keep = owner](void *) mutable { keep.reset(); });
+      outs.push_back(std::move(out));
+      continue;
+    }
+    HostTensor out = HostTensor::allocate(spec.kind, shape);
     int64_t n = out.numElements();
-    out.data.resize(size_t(n) * bytes);
     std::vector<int64_t> index(rank, 0);
     for (int64_t e = 0; e < n; ++e) {
-      int64_t at = offset;
+      int64_t at = 0;
       for (size_t d = 0; d < rank; ++d)
         at += index[d] * strides[d];
-      std::memcpy(&out.data[size_t(e) * bytes],
-                  reinterpret_cast<const char *>(aligned) + at * bytes, bytes);
+      std::memcpy(out.data() + size_t(e) * bytes, base + at * bytes, bytes);
       for (int64_t d = int64_t(rank) - 1; d >= 0; --d) {
-        if (++index[d] < out.shape[d])
+        if (++index[d] < shape[d])
           break;
         index[d] = 0;
       }
     }
-    if (!inputBuffers.count(allocated) && released.insert(allocated).second) {
-      if (countAllocations)
-        _mlir_memref_to_llvm_free(reinterpret_cast<void *>(allocated));
-      else
-        std::free(reinterpret_cast<void *>(allocated));
-    }
     outs.push_back(std::move(out));
   }
-  return true;
+  return std::move(outs);
 }

@@ -80,6 +80,14 @@ void mlir::act::registerActPassesAndPipelines() {
   registerPipelines();
 }
 
+llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
+  static const llvm::StringRef names[] = {
+      "act-insert-encode-decode", "act-allocate-bits", "act-memory-report",
+      "act-early-dealloc",        "convert-act-to-linalg", "act-vectorize",
+      "act-cpu-pipeline",         "act-gpu-pipeline"};
+  return names;
+}
+
 void mlir::act::registerAllPasses() {
   registerActPassesAndPipelines();
   mlir::registerAllPasses();

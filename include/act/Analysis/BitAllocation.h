@@ -24,6 +24,13 @@
 
 namespace mlir::act {
 
+/// Which solver act-allocate-bits uses.
+enum class BitSolver { Exact, Greedy };
+/// "exact" or "greedy".
+inline const char *getBitSolverName(BitSolver solver) {
+  return solver == BitSolver::Exact ? "exact" : "greedy";
+}
+
 struct BitAllocationItem {
   double sensitivity = 0.0;
   int64_t elements = 0;

@@ -10,6 +10,8 @@
 #ifndef ACT_EXECUTION_JIT_H
 #define ACT_EXECUTION_JIT_H
 
+#include "act/Execution/HostTensor.h"
+
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -24,12 +26,6 @@ namespace mlir::act {
 /// target machine the vectorizers see no vector registers.
 std::function<llvm::Error(llvm::Module *)> makeHostOptimizingTransformer();
 
-/// Element types exchanged with compiled code.
-enum class ElementKind { F32, F64, I64, I32, I16, I8, I1 };
-unsigned getElementBytes(ElementKind kind);
-/// The NumPy type string of a kind ("<f4", ...).
-const char *getNpyDescr(ElementKind kind);
-
 /// What one argument or result of the function is.
 struct ValueSpec {
   bool isTensor = false;
@@ -38,16 +34,6 @@ struct ValueSpec {
   std::vector<int64_t> shape;
   /// Argument attributes the runtime acts on (act.seeds).
   bool isSeeds = false;
-};
-
-/// A host array (a scalar has an empty shape and isTensor false).
-struct HostValue {
-  bool isTensor = false;
-  ElementKind kind = ElementKind::F32;
-  std::vector<int64_t> shape;
-  std::vector<char> data;
-
-  int64_t numElements() const;
 };
 
 /// Where compiled code runs.
@@ -65,26 +51,27 @@ struct JitTarget {
 
 class JitFunction {
 public:
-  /// Lowers `module` in place and compiles its function `name`. Returns null
-  /// and sets `error` when the function is missing, its signature has types
-  /// act cannot exchange, lowering fails, or (GPU) no driver or GPU is
-  /// present.
-  static std::unique_ptr<JitFunction>
+  /// Lowers `module` in place and compiles its function `name`. Fails when
+  /// the function is missing, its signature has types act cannot exchange,
+  /// lowering fails, or (GPU) no driver or GPU is present.
+  static llvm::Expected<std::unique_ptr<JitFunction>>
   compile(ModuleOp module, llvm::StringRef name, bool countAllocations,
-          std::string &error, const JitTarget &target = {});
+          const JitTarget &target = {});
   /// Compiles several functions of one module with one engine.
-  static std::vector<std::unique_ptr<JitFunction>>
+  static llvm::Expected<std::vector<std::unique_ptr<JitFunction>>>
   compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
-             bool countAllocations, std::string &error,
-             const JitTarget &target = {});
+             bool countAllocations, const JitTarget &target = {});
 
   const std::vector<ValueSpec> &getArguments() const { return arguments; }
   const std::vector<ValueSpec> &getResults() const { return results; }
 
   /// Calls the function. Arguments must match getArguments() in kind and
-  /// shape; results are copied out and their buffers released.
-  bool call(const std::vector<HostValue> &args,
-            std::vector<HostValue> &outs, std::string &error);
+  /// shape; their bytes are read in place (CPU; staged into device-reachable
+  /// memory on the GPU). Results own the buffers the call allocated (no
+  /// copy; released through the allocation hooks with the last copy), except
+  /// strided views and returned arguments, which are copied out.
+  llvm::Expected<std::vector<HostTensor>>
+  call(llvm::ArrayRef<HostTensor> args);
 
 private:
   std::shared_ptr<ExecutionEngine> engine;

@@ -68,31 +68,39 @@ protected:
                        "\n  return %e, %d : " + e + ", " + d + "\n}\n";
     module = parseSourceString<ModuleOp>(text, &context);
     EXPECT_TRUE(module) << text;
-    std::string error;
-    auto jit = JitFunction::compile(*module, "codec", true, error, target);
-    EXPECT_TRUE(jit) << error;
-    return jit;
+    auto jit = JitFunction::compile(*module, "codec", true, target);
+    if (!jit) {
+      ADD_FAILURE() << llvm::toString(jit.takeError());
+      return nullptr;
+    }
+    return std::move(*jit);
   }
 
-  static HostValue tensor(const std::vector<float> &x) {
-    HostValue v;
-    v.isTensor = true;
-    v.kind = ElementKind::F32;
-    v.shape = {int64_t(x.size())};
-    v.data.resize(x.size() * 4);
-    std::memcpy(v.data.data(), x.data(), v.data.size());
+  static HostTensor tensor(const std::vector<float> &x) {
+    HostTensor v = HostTensor::allocate(ElementKind::F32, {int64_t(x.size())});
+    std::memcpy(v.data(), x.data(), v.byteSize());
     return v;
   }
-  static HostValue scalar(int64_t s) {
-    HostValue v;
-    v.kind = ElementKind::I64;
-    v.data.resize(8);
-    std::memcpy(v.data.data(), &s, 8);
-    return v;
+  static HostTensor scalar(int64_t s) {
+    return HostTensor::scalar<int64_t>(ElementKind::I64, s);
   }
-  template <typename T> static std::vector<T> values(const HostValue &v) {
-    std::vector<T> out(v.data.size() / sizeof(T));
-    std::memcpy(out.data(), v.data.data(), v.data.size());
+  /// Calls `jit`; false with the reason in `error` when it fails.
+  static bool callJit(JitFunction &jit, std::vector<HostTensor> args,
+                      std::vector<HostTensor> &outs, std::string &error) {
+    auto results = jit.call(args);
+    if (!results) {
+      error = llvm::toString(results.takeError());
+      return false;
+    }
+    outs = std::move(*results);
+    return true;
+  }
+  static std::vector<char> bytes(const HostTensor &v) {
+    return std::vector<char>(v.data(), v.data() + v.byteSize());
+  }
+  template <typename T> static std::vector<T> values(const HostTensor &v) {
+    std::vector<T> out(v.byteSize() / sizeof(T));
+    std::memcpy(out.data(), v.data(), v.byteSize());
     return out;
   }
   static std::vector<float> data(int64_t n, unsigned seed, bool specials) {
@@ -123,9 +131,9 @@ protected:
                   unsigned bits, int64_t group, bool stochastic,
                   int64_t seed) {
     int64_t n = int64_t(x.size());
-    std::vector<HostValue> outs;
+    std::vector<HostTensor> outs;
     std::string error;
-    ASSERT_TRUE(jit.call({tensor(x), scalar(seed)}, outs, error)) << error;
+    ASSERT_TRUE(callJit(jit, {tensor(x), scalar(seed)}, outs, error)) << error;
     ASSERT_EQ(outs.size(), 3u);
     rt::QuantParams p{bits, group, stochastic, uint64_t(seed), 7};
     std::vector<uint32_t> words;
@@ -142,9 +150,9 @@ protected:
   void checkMask(JitFunction &jit, const std::vector<float> &x,
                  rt::MaskPredicate predicate) {
     int64_t n = int64_t(x.size());
-    std::vector<HostValue> outs;
+    std::vector<HostTensor> outs;
     std::string error;
-    ASSERT_TRUE(jit.call({tensor(x), scalar(0)}, outs, error)) << error;
+    ASSERT_TRUE(callJit(jit, {tensor(x), scalar(0)}, outs, error)) << error;
     std::vector<uint32_t> words = rt::encodeMask(x.data(), n, predicate);
     EXPECT_EQ(values<uint32_t>(outs[0]), words);
     std::vector<uint8_t> got = values<uint8_t>(outs[1]);
@@ -175,20 +183,20 @@ TEST_F(LoweringTest, FloatFormatsMatchReferenceBitForBit) {
       auto jit = compileCodec(n, c.attr);
       ASSERT_TRUE(jit);
       std::vector<float> x = data(n, unsigned(n), true);
-      std::vector<HostValue> outs;
+      std::vector<HostTensor> outs;
       std::string error;
-      ASSERT_TRUE(jit->call({tensor(x), scalar(0)}, outs, error)) << error;
+      ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(0)}, outs, error)) << error;
       ASSERT_EQ(outs.size(), 2u);
       std::vector<uint32_t> expected = rt::encodeFloats(x.data(), n, c.format);
       // 8- and 16-bit codes are stored as an array of codes: exactly the
       // bytes of the reference's little-endian words, without tail padding.
       uint32_t codeBits = rt::getElementBits(c.format);
-      std::vector<char> bytes = outs[0].data;
+      std::vector<char> payload = bytes(outs[0]);
       if (codeBits == 8 || codeBits == 16)
-        EXPECT_EQ(bytes.size(), size_t(n) * codeBits / 8);
-      bytes.resize((bytes.size() + 3) / 4 * 4, 0);
-      std::vector<uint32_t> words(bytes.size() / 4);
-      std::memcpy(words.data(), bytes.data(), bytes.size());
+        EXPECT_EQ(payload.size(), size_t(n) * codeBits / 8);
+      payload.resize((payload.size() + 3) / 4 * 4, 0);
+      std::vector<uint32_t> words(payload.size() / 4);
+      std::memcpy(words.data(), payload.data(), payload.size());
       ASSERT_EQ(words.size(), expected.size());
       std::vector<float> ref(n), got = values<float>(outs[1]);
       rt::decodeFloats(expected.data(), n, c.format, ref.data());
@@ -224,10 +232,10 @@ TEST_F(LoweringTest, LosslessHalfFormatsRoundTripExactly) {
     std::vector<float> x(777);
     for (int i = 0; i < 777; ++i)
       x[i] = float((i * 37) % 255 - 127) * 0.5f;
-    std::vector<HostValue> outs;
+    std::vector<HostTensor> outs;
     std::string error;
-    ASSERT_TRUE(jit->call({tensor(x), scalar(0)}, outs, error)) << error;
-    EXPECT_EQ(std::memcmp(outs[1].data.data(), x.data(), x.size() * 4), 0);
+    ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(0)}, outs, error)) << error;
+    EXPECT_EQ(std::memcmp(outs[1].data(), x.data(), x.size() * 4), 0);
   }
 }
 
@@ -252,13 +260,13 @@ TEST_F(LoweringTest, SameSeedSameBitsOtherSeedOtherBits) {
   auto jit = compileCodec(4096, "#act.quant<bits = 2>");
   ASSERT_TRUE(jit);
   std::vector<float> x = data(4096, 9, false);
-  std::vector<HostValue> a, b, c;
+  std::vector<HostTensor> a, b, c;
   std::string error;
-  ASSERT_TRUE(jit->call({tensor(x), scalar(11)}, a, error)) << error;
-  ASSERT_TRUE(jit->call({tensor(x), scalar(11)}, b, error)) << error;
-  ASSERT_TRUE(jit->call({tensor(x), scalar(12)}, c, error)) << error;
-  EXPECT_EQ(a[0].data, b[0].data);
-  EXPECT_NE(a[0].data, c[0].data);
+  ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(11)}, a, error)) << error;
+  ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(11)}, b, error)) << error;
+  ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(12)}, c, error)) << error;
+  EXPECT_EQ(bytes(a[0]), bytes(b[0]));
+  EXPECT_NE(bytes(a[0]), bytes(c[0]));
 }
 
 TEST_F(LoweringTest, StochasticQuantIsUnbiasedOverSeeds) {
@@ -272,9 +280,9 @@ TEST_F(LoweringTest, StochasticQuantIsUnbiasedOverSeeds) {
   std::vector<double> sum(n, 0.0);
   std::vector<float> scales;
   for (int s = 0; s < seeds; ++s) {
-    std::vector<HostValue> outs;
+    std::vector<HostTensor> outs;
     std::string error;
-    ASSERT_TRUE(jit->call({tensor(x), scalar(1000 + s)}, outs, error));
+    ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(1000 + s)}, outs, error));
     std::vector<float> y = values<float>(outs[2]);
     scales = values<float>(outs[1]);
     for (int64_t i = 0; i < n; ++i)
@@ -362,9 +370,9 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
       for (float &v : x)
         if (std::isnan(v))
           v = -2.0f;
-      std::vector<HostValue> outs;
+      std::vector<HostTensor> outs;
       std::string error;
-      ASSERT_TRUE(jit->call({tensor(x), scalar(0)}, outs, error)) << error;
+      ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(0)}, outs, error)) << error;
       std::vector<uint32_t> words = rt::encodeFloats(x.data(), n, c.format);
       std::vector<uint8_t> payload = values<uint8_t>(outs[0]);
       ASSERT_LE(payload.size(), words.size() * 4);
@@ -385,9 +393,9 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
     auto jit = compileCodec(n, attr, "f32", emulated, /*skip=*/1);
     ASSERT_TRUE(jit);
     std::vector<float> x = data(n + 1, 21, false);
-    std::vector<HostValue> outs;
+    std::vector<HostTensor> outs;
     std::string error;
-    ASSERT_TRUE(jit->call({tensor(x), scalar(99)}, outs, error)) << error;
+    ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(99)}, outs, error)) << error;
     std::vector<uint32_t> words;
     if (std::string(attr).find("quant") != std::string::npos) {
       std::vector<float> meta;

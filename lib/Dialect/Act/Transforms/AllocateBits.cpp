@@ -45,6 +45,7 @@ struct Entry {
 struct AllocateBitsPass
     : mlir::act::impl::ActAllocateBitsPassBase<AllocateBitsPass> {
   using Base::Base;
+  LogicalResult initialize(MLIRContext *context) override;
   void runOnOperation() override;
 
 private:
@@ -57,15 +58,41 @@ private:
 
 } // namespace
 
+static bool isAllowedBits(unsigned b) {
+  return b == 1 || b == 2 || b == 4 || b == 8 || b == 32;
+}
+
+/// The options are the command line's: checked once, before any IR is
+/// seen, so the pass never builds an encoding its verifier would reject.
+LogicalResult AllocateBitsPass::initialize(MLIRContext *context) {
+  auto error = [&] {
+    return emitError(UnknownLoc::get(context)) << "act-allocate-bits: ";
+  };
+  if (profileFile.empty())
+    return error() << "give the sensitivity profile (profile=FILE, written "
+                      "by act-run --sensitivity)";
+  for (unsigned b : bitChoices)
+    if (!isAllowedBits(b))
+      return error() << "bits " << b
+                     << " is not one of 1, 2, 4, 8 (#act.quant) or 32 (f32)";
+  if (!isAllowedBits(defaultBits))
+    return error() << "default-bits " << unsigned(defaultBits)
+                   << " is not one of 1, 2, 4, 8, 32";
+  if (!(averageBits > 0) || !std::isfinite(double(averageBits)))
+    return error() << "average-bits must be positive and finite, got "
+                   << double(averageBits);
+  if (group <= 0)
+    return error() << "group must be positive, got " << int64_t(group);
+  if (minBytes < 0)
+    return error() << "min-bytes must not be negative, got "
+                   << int64_t(minBytes);
+  return success();
+}
+
 void AllocateBitsPass::runOnOperation() {
   // Diagnostics go to locations, not ops: an error on the module (or the
   // step) would print all of it as a note.
   ModuleOp module = getOperation();
-  if (profileFile.empty()) {
-    emitError(module.getLoc(), "act-allocate-bits: give the sensitivity profile "
-                     "(profile=FILE, written by act-run --sensitivity)");
-    return signalPassFailure();
-  }
   WalkResult encoded = module.walk([](EncodeOp op) {
     emitError(op.getLoc(), "act-allocate-bits: the module already has encodings; run "
                  "it on the graph before act-insert-encode-decode");
@@ -73,11 +100,6 @@ void AllocateBitsPass::runOnOperation() {
   });
   if (encoded.wasInterrupted())
     return signalPassFailure();
-  if (solver != "exact" && solver != "greedy") {
-    emitError(module.getLoc(), "act-allocate-bits: solver '")
-        << std::string(solver) << "' is not 'exact' or 'greedy'";
-    return signalPassFailure();
-  }
   llvm::Expected<Profile> profile = readProfile(profileFile);
   if (!profile) {
     emitError(module.getLoc(), "act-allocate-bits: ")
@@ -120,17 +142,6 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
   std::vector<unsigned> choices(bitChoices.begin(), bitChoices.end());
   if (choices.empty())
     choices = {1, 2, 4, 8, 32};
-  for (unsigned b : choices)
-    if (b != 1 && b != 2 && b != 4 && b != 8 && b != 32)
-      return emitError(graph.forward.getLoc(), "act-allocate-bits: bits ")
-             << b << " is not one of 1, 2, 4, 8 (#act.quant) or 32 (f32)";
-  if (defaultBits != 1 && defaultBits != 2 && defaultBits != 4 &&
-      defaultBits != 8 && defaultBits != 32)
-    return emitError(graph.forward.getLoc(), "act-allocate-bits: default-bits ")
-           << unsigned(defaultBits) << " is not one of 1, 2, 4, 8, 32";
-  if (!(averageBits > 0))
-    return emitError(graph.forward.getLoc(), "act-allocate-bits: average-bits must be "
-                                   "positive");
 
   // The tensors to allocate: floating-point candidates of static size;
   // loss-head values only when measured.
@@ -192,7 +203,7 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
                                         "stopped after ")
         << exact.nodes << " nodes; the allocation is the best found, not "
         << "proven optimal";
-  const BitAllocation &chosen = solver == "greedy" ? greedy : exact;
+  const BitAllocation &chosen = solver == BitSolver::Greedy ? greedy : exact;
   for (size_t i = 0, k = 0; i < entries.size(); ++i) {
     if (!entries[i].measured)
       continue;
@@ -209,7 +220,7 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
                       "bits (budget {3} bits), solver {4}\n",
                       graph.forward.getSymName(), entries.size(), double(averageBits),
                       totalBudget,
-                      solver);
+                      getBitSolverName(solver));
   os << llvm::formatv("{0,6} {1,10} {2,13} {3,6} {4,7} {5,13}\n", "id",
                       "elements", "sensitivity", "exact", "greedy",
                       "c*S(bits)");
@@ -314,7 +325,7 @@ void AllocateBitsPass::writeReport(TrainingGraph &graph,
       {"function", graph.forward.getSymName()},
       {"average_bits", double(averageBits)},
       {"budget_bits", budget},
-      {"solver", std::string(solver)},
+      {"solver", getBitSolverName(solver)},
       {"exact", json::Object{{"objective", exact.objective},
                              {"used_bits", exact.usedBits},
                              {"proven_optimal", exact.provenOptimal},

@@ -3,6 +3,7 @@
 #ifndef ACT_DIALECT_ACT_TRANSFORMS_PASSES_H
 #define ACT_DIALECT_ACT_TRANSFORMS_PASSES_H
 
+#include "act/Analysis/BitAllocation.h"
 #include "act/Dialect/Act/IR/Act.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -1,0 +1,157 @@
+//===- Step.h - compile a training step once, run it many times -*- C++ -*-===//
+//
+// act's execution engine: a training step of either graph form
+// (docs/TrainingGraphs.md), before or after act's passes, compiled once
+// through act-cpu-pipeline (or act-gpu-pipeline) and run many times on
+// caller-owned host tensors. It holds the saved values between a split
+// form's forward and backward, feeds the backward its tangents, seeds the
+// stochastic encodings (Step::setSeeds, DESIGN.md "Randomness"), and
+// measures each run's peak memory through runtime/'s allocation hooks.
+// GACT's sensitivity estimator and the compression-variance measurement
+// run on top of it. Nothing here prints: results are values, failures
+// llvm::Error. act-run is a command line over this library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_EXECUTION_STEP_H
+#define ACT_EXECUTION_STEP_H
+
+#include "act/Analysis/Profile.h"
+#include "act/Execution/HostTensor.h"
+#include "act/Execution/Jit.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/FunctionExtras.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace mlir::act {
+
+/// What one run of a step gives.
+struct StepOutputs {
+  /// The forward's outputs (the loss among them), then, in the split form,
+  /// the backward's results (the gradients). The joint form's results as
+  /// they are.
+  std::vector<HostTensor> values;
+  /// The most bytes the step had allocated at once (saved values held
+  /// between forward and backward included).
+  int64_t peakBytes = 0;
+};
+
+/// A stochastically encoded tensor of a step (a candidate for GACT's
+/// sensitivity estimate).
+struct StochasticTensor {
+  int64_t id;
+  int64_t elements;
+  unsigned bits;
+};
+
+class Step {
+public:
+  /// Compiles the step of `module` (lowered in place): the function `entry`
+  /// (with its split backward, if it names one), or the module's training
+  /// graph when `entry` is empty.
+  static llvm::Expected<std::unique_ptr<Step>>
+  compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target = {});
+
+  /// The forward (joint form: the step) and, split form, backward function.
+  llvm::StringRef getForwardName() const { return forwardName; }
+  llvm::StringRef getBackwardName() const { return backwardName; }
+  bool isSplit() const { return backward != nullptr; }
+  /// The graph's fingerprint (empty when compiled from `entry`).
+  llvm::StringRef getFingerprint() const { return fingerprint; }
+  /// The arguments a run takes (the forward's).
+  const std::vector<ValueSpec> &getArguments() const {
+    return forward->getArguments();
+  }
+  /// The position of the act.seeds argument, if the step has one.
+  std::optional<unsigned> getSeedsIndex() const { return seedsIndex; }
+  /// The position of the loss among StepOutputs::values.
+  unsigned getLossIndex() const { return lossIndex; }
+  /// The stochastically quantized tensors with static shapes.
+  llvm::ArrayRef<StochasticTensor> getStochasticTensors() const {
+    return stochastic;
+  }
+
+  /// Runs one step on `args` (read in place, never copied on the CPU).
+  llvm::Expected<StepOutputs> run(llvm::ArrayRef<HostTensor> args);
+
+  /// Tensor `id`'s seed for mini-batch (or run) `batch`: batch 0 is the
+  /// documented splitmix64(stepSeed + id); `redraw` gives a second,
+  /// independent stream of the same tensor.
+  static uint64_t getTensorSeed(uint64_t stepSeed, uint64_t batch, int64_t id,
+                                bool redraw = false);
+  /// Fills an act.seeds tensor: every id's seed, `redrawId`'s re-drawn.
+  static void setSeeds(HostTensor &seeds, uint64_t stepSeed, uint64_t batch,
+                       int64_t redrawId = -1);
+  /// A new act.seeds argument of `spec`, filled by setSeeds.
+  static HostTensor makeSeeds(const ValueSpec &spec, uint64_t stepSeed,
+                              uint64_t batch = 0);
+
+private:
+  Step() = default;
+  std::vector<std::unique_ptr<JitFunction>> jits;
+  JitFunction *forward = nullptr, *backward = nullptr;
+  std::string forwardName, backwardName, fingerprint;
+  unsigned numOutputs = 0, lossIndex = 0;
+  std::optional<unsigned> seedsIndex;
+  std::vector<StochasticTensor> stochastic;
+};
+
+/// How random arguments are drawn.
+enum class RandomInit {
+  /// N(0, 0.5^2).
+  Normal,
+  /// Integers in [-2, 2]: exact in every float encoding of 8+ bits.
+  Int,
+};
+
+/// A random argument of `spec`, dynamic dimensions of size `dynamicSize`.
+llvm::Expected<HostTensor> makeRandomArgument(const ValueSpec &spec,
+                                              std::mt19937_64 &gen,
+                                              RandomInit init,
+                                              int64_t dynamicSize);
+/// Argument `index` of `spec` from the .npy file `path` (dtype, rank and
+/// static dimensions checked).
+llvm::Expected<HostTensor> loadArgument(const std::string &path,
+                                        const ValueSpec &spec, unsigned index);
+
+/// The step's gradient: every floating-point output but the loss,
+/// flattened.
+std::vector<double> flattenGradient(llvm::ArrayRef<HostTensor> outputs,
+                                    unsigned lossIndex);
+
+/// GACT's Alg. 1 (runtime/Sensitivity.h) over `batches` (argument lists of
+/// the step; their seeds are overwritten): per batch, one run at the base
+/// seeds and one per stochastic tensor with only that tensor's seed
+/// re-drawn.
+struct SensitivityEstimate {
+  Profile profile;
+  /// The compression variance the profile predicts at the current bits.
+  double predictedVariance = 0;
+};
+llvm::Expected<SensitivityEstimate> estimateSensitivity(
+    Step &step, std::vector<std::vector<HostTensor>> batches,
+    uint64_t stepSeed,
+    llvm::unique_function<void(size_t done, size_t total, size_t batch)>
+        progress = nullptr);
+
+/// The gradient's variance over `runs` step seeds (stepSeed, stepSeed + 1,
+/// ...) on one batch: the compression variance.
+struct VarianceMeasurement {
+  double variance = 0;
+  /// Squared norm of the mean gradient.
+  double meanNorm2 = 0;
+};
+llvm::Expected<VarianceMeasurement>
+measureVariance(Step &step, std::vector<HostTensor> args, unsigned runs,
+                uint64_t stepSeed);
+
+} // namespace mlir::act
+
+#endif // ACT_EXECUTION_STEP_H

@@ -1,0 +1,350 @@
+//===- Step.cpp - compile a training step once, run it many times ----------===//
+
+#include "act/Execution/Step.h"
+
+#include "act/Analysis/TrainingGraph.h"
+#include "act/Dialect/Act/IR/Act.h"
+#include "act/runtime/Memory.h"
+#include "act/runtime/Sensitivity.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::act;
+namespace rt = ::act::rt;
+
+static llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(message);
+}
+
+//===----------------------------------------------------------------------===//
+// Step
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<std::unique_ptr<Step>>
+Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
+  std::unique_ptr<Step> step(new Step());
+  // Which functions run: the named one, or the module's training graph.
+  unsigned numSaved = 0;
+  if (!entry.empty()) {
+    auto func = module.lookupSymbol<func::FuncOp>(entry);
+    if (!func)
+      return fail("no function @" + entry.str() + " in the module");
+    step->forwardName = entry.str();
+    if (auto ref = func->getAttrOfType<FlatSymbolRefAttr>(kBackwardAttrName)) {
+      step->backwardName = ref.getValue().str();
+      if (auto n = func->getAttrOfType<IntegerAttr>(kNumSavedAttrName))
+        numSaved = n.getInt();
+    }
+  } else {
+    FailureOr<SmallVector<TrainingGraph>> graphs = analyzeTrainingGraphs(module);
+    if (failed(graphs))
+      return fail("the module holds no training graph act can run");
+    if (graphs->empty())
+      return fail("no entry function: the module has no public function with "
+                  "a body (name one with --entry)");
+    TrainingGraph &graph = graphs->front();
+    step->forwardName = graph.forward.getSymName().str();
+    if (graph.backward) {
+      step->backwardName = graph.backward.getSymName().str();
+      numSaved = graph.getNumSaved();
+    }
+    step->fingerprint = getGraphFingerprint(graph);
+    if (graph.loss)
+      for (OpOperand &use : graph.loss.getUses())
+        if (isa<func::ReturnOp>(use.getOwner()) &&
+            use.getOwner()->getParentOp() == graph.forward)
+          step->lossIndex = use.getOperandNumber();
+  }
+  auto forwardFunc = module.lookupSymbol<func::FuncOp>(step->forwardName);
+  if (!forwardFunc)
+    return fail("no function @" + step->forwardName + " in the module");
+  if (forwardFunc.getNumResults() < numSaved)
+    return fail("@" + step->forwardName + " returns fewer values than the " +
+                std::to_string(numSaved) + " it saves");
+  step->numOutputs = forwardFunc.getNumResults() - numSaved;
+  // The stochastically quantized tensors (before lowering erases them).
+  forwardFunc.walk([&](EncodeOp encode) {
+    auto quant = dyn_cast<QuantEncodingAttr>(encode.getType().getEncoding());
+    auto type = dyn_cast<RankedTensorType>(encode.getInput().getType());
+    if (quant && quant.isStochastic() && type && type.hasStaticShape())
+      step->stochastic.push_back({int64_t(encode.getId()),
+                                  type.getNumElements(),
+                                  unsigned(quant.getBits())});
+  });
+
+  std::vector<std::string> names = {step->forwardName};
+  if (!step->backwardName.empty())
+    names.push_back(step->backwardName);
+  auto jits = JitFunction::compileAll(module, names,
+                                      /*countAllocations=*/true, target);
+  if (!jits)
+    return jits.takeError();
+  step->jits = std::move(*jits);
+  step->forward = step->jits[0].get();
+  if (step->jits.size() > 1)
+    step->backward = step->jits[1].get();
+  for (auto [i, spec] : llvm::enumerate(step->forward->getArguments()))
+    if (spec.isSeeds)
+      step->seedsIndex = unsigned(i);
+  return std::move(step);
+}
+
+llvm::Expected<StepOutputs> Step::run(llvm::ArrayRef<HostTensor> args) {
+  StepOutputs result;
+  rt::resetPeak();
+  int64_t base = rt::getMemoryStats().liveBytes;
+  auto outs = forward->call(args);
+  if (!outs)
+    return outs.takeError();
+  result.peakBytes = rt::getMemoryStats().peakBytes - base;
+  if (!backward) {
+    result.values = std::move(*outs);
+    return std::move(result);
+  }
+  // Split form: the saved values are held between the two calls; the
+  // backward function gets them and a tangent per output (1 for the loss,
+  // 0 for the others).
+  std::vector<HostTensor> bargs(outs->begin() + numOutputs, outs->end());
+  int64_t savedBytes = 0;
+  for (const HostTensor &v : bargs)
+    savedBytes += int64_t(v.byteSize());
+  for (size_t t = bargs.size(); t < backward->getArguments().size(); ++t) {
+    const ValueSpec &spec = backward->getArguments()[t];
+    HostTensor tangent = HostTensor::allocate(
+        spec.kind, (*outs)[t - bargs.size()].getShape(), spec.isTensor);
+    if (t == bargs.size() && spec.kind == ElementKind::F32)
+      std::fill_n(tangent.as<float>(), tangent.numElements(), 1.0f);
+    bargs.push_back(std::move(tangent));
+  }
+  // The forward's outputs are held (live) during the backward: its peak
+  // counts from here, plus the saved values' bytes.
+  rt::resetPeak();
+  int64_t backwardBase = rt::getMemoryStats().liveBytes;
+  auto grads = backward->call(bargs);
+  if (!grads)
+    return grads.takeError();
+  result.peakBytes =
+      std::max(result.peakBytes,
+               savedBytes + rt::getMemoryStats().peakBytes - backwardBase);
+  outs->resize(numOutputs);
+  result.values = std::move(*outs);
+  for (HostTensor &g : *grads)
+    result.values.push_back(std::move(g));
+  return std::move(result);
+}
+
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint64_t Step::getTensorSeed(uint64_t stepSeed, uint64_t batch, int64_t id,
+                             bool redraw) {
+  uint64_t s =
+      splitmix64(stepSeed + batch * 0x9E3779B97F4A7C15ull + uint64_t(id));
+  return redraw ? splitmix64(s ^ 0xD1B54A32D192ED03ull) : s;
+}
+
+void Step::setSeeds(HostTensor &seeds, uint64_t stepSeed, uint64_t batch,
+                    int64_t redrawId) {
+  for (int64_t id = 0; id < seeds.numElements(); ++id)
+    seeds.as<uint64_t>()[id] =
+        getTensorSeed(stepSeed, batch, id, id == redrawId);
+}
+
+HostTensor Step::makeSeeds(const ValueSpec &spec, uint64_t stepSeed,
+                           uint64_t batch) {
+  HostTensor seeds = HostTensor::allocate(ElementKind::I64, spec.shape);
+  setSeeds(seeds, stepSeed, batch);
+  return seeds;
+}
+
+//===----------------------------------------------------------------------===//
+// Arguments
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<HostTensor> mlir::act::makeRandomArgument(const ValueSpec &spec,
+                                                         std::mt19937_64 &gen,
+                                                         RandomInit init,
+                                                         int64_t dynamicSize) {
+  std::vector<int64_t> shape;
+  for (int64_t d : spec.shape)
+    shape.push_back(ShapedType::isDynamic(d) ? dynamicSize : d);
+  HostTensor value = HostTensor::allocate(spec.kind, shape, spec.isTensor);
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  std::uniform_int_distribution<int> ints(-2, 2);
+  int64_t n = value.numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    double v = init == RandomInit::Int ? double(ints(gen)) : double(normal(gen));
+    switch (spec.kind) {
+    case ElementKind::F32:
+      value.as<float>()[i] = float(v);
+      break;
+    case ElementKind::F64:
+      value.as<double>()[i] = v;
+      break;
+    case ElementKind::I64:
+      value.as<int64_t>()[i] = int64_t(std::lround(v));
+      break;
+    case ElementKind::I32:
+      value.as<int32_t>()[i] = int32_t(std::lround(v));
+      break;
+    case ElementKind::I16:
+      value.as<int16_t>()[i] = int16_t(std::lround(v));
+      break;
+    case ElementKind::I8:
+      value.as<int8_t>()[i] = int8_t(std::lround(v));
+      break;
+    case ElementKind::I1:
+      value.as<char>()[i] = v > 0;
+      break;
+    }
+  }
+  return value;
+}
+
+llvm::Expected<HostTensor> mlir::act::loadArgument(const std::string &path,
+                                                   const ValueSpec &spec,
+                                                   unsigned index) {
+  std::string what =
+      "argument " + std::to_string(index) + " ('" + path + "')";
+  auto array = readNpyTensor(path);
+  if (!array)
+    return array.takeError();
+  if (array->getKind() != spec.kind)
+    return fail(what + " has dtype " + getNpyDescr(array->getKind()) +
+                ", expected " + getNpyDescr(spec.kind));
+  llvm::ArrayRef<int64_t> shape = array->getShape();
+  if (shape.size() != spec.shape.size())
+    return fail(what + " has rank " + std::to_string(shape.size()) +
+                ", expected " + std::to_string(spec.shape.size()));
+  for (size_t d = 0; d < spec.shape.size(); ++d)
+    if (!ShapedType::isDynamic(spec.shape[d]) && spec.shape[d] != shape[d])
+      return fail(what + " has dimension " + std::to_string(d) + " of size " +
+                  std::to_string(shape[d]) + ", expected " +
+                  std::to_string(spec.shape[d]));
+  if (!spec.isTensor)
+    return HostTensor::fromBytes(
+        spec.kind, {},
+        std::vector<char>(array->data(), array->data() + array->byteSize()),
+        /*isTensor=*/false);
+  return array;
+}
+
+//===----------------------------------------------------------------------===//
+// Sensitivity and variance
+//===----------------------------------------------------------------------===//
+
+std::vector<double> mlir::act::flattenGradient(llvm::ArrayRef<HostTensor> outs,
+                                               unsigned lossIndex) {
+  std::vector<double> g;
+  for (auto [i, v] : llvm::enumerate(outs)) {
+    if (i == lossIndex)
+      continue;
+    if (v.getKind() == ElementKind::F32)
+      g.insert(g.end(), v.as<float>(), v.as<float>() + v.numElements());
+    else if (v.getKind() == ElementKind::F64)
+      g.insert(g.end(), v.as<double>(), v.as<double>() + v.numElements());
+  }
+  return g;
+}
+
+static llvm::Error needSeeds(const Step &step) {
+  if (step.getSeedsIndex())
+    return llvm::Error::success();
+  return fail("the step has no stochastic encodings (no act.seeds "
+              "argument): run act-insert-encode-decode with #act.quant first");
+}
+
+llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
+    Step &step, std::vector<std::vector<HostTensor>> batches,
+    uint64_t stepSeed,
+    llvm::unique_function<void(size_t, size_t, size_t)> progress) {
+  if (llvm::Error e = needSeeds(step))
+    return std::move(e);
+  llvm::ArrayRef<StochasticTensor> stochastic = step.getStochasticTensors();
+  if (stochastic.empty())
+    return fail("no stochastically quantized tensor with a static shape in @" +
+                step.getForwardName().str());
+  if (batches.empty())
+    return fail("no mini-batch to estimate sensitivities on");
+  std::vector<rt::SensitivityEstimator::Tensor> tensors;
+  for (const StochasticTensor &t : stochastic)
+    tensors.push_back({t.id, t.elements, t.bits});
+  rt::SensitivityEstimator estimator(tensors);
+  unsigned seeds = *step.getSeedsIndex();
+  size_t total = batches.size() * (tensors.size() + 1), done = 0;
+  auto runAt = [&](std::vector<HostTensor> &args, size_t batch,
+                   int64_t redrawId) -> llvm::Expected<std::vector<double>> {
+    // Each run gets its own seeds tensor (the arguments may be shared).
+    args[seeds] = args[seeds].clone();
+    Step::setSeeds(args[seeds], stepSeed, batch, redrawId);
+    auto outs = step.run(args);
+    if (!outs)
+      return outs.takeError();
+    if (progress)
+      progress(++done, total, batch);
+    return flattenGradient(outs->values, step.getLossIndex());
+  };
+  for (auto [b, args] : llvm::enumerate(batches)) {
+    auto base = runAt(args, b, -1);
+    if (!base)
+      return base.takeError();
+    if (!estimator.beginBatch(std::move(*base)))
+      return fail("the gradient's size changed between mini-batches");
+    for (size_t l = 0; l < tensors.size(); ++l) {
+      auto redraw = runAt(args, b, tensors[l].id);
+      if (!redraw)
+        return redraw.takeError();
+      estimator.addRedraw(l, *redraw);
+    }
+  }
+
+  SensitivityEstimate result;
+  Profile &profile = result.profile;
+  profile.function = step.getForwardName().str();
+  profile.fingerprint = step.getFingerprint().str();
+  profile.batches = unsigned(batches.size());
+  profile.stepSeed = stepSeed;
+  profile.evaluations = total;
+  profile.gradientVariance = estimator.getGradientVariance();
+  std::vector<unsigned> bits;
+  for (auto [l, t] : llvm::enumerate(tensors)) {
+    profile.tensors.push_back({t.id, t.elements, t.bits,
+                               estimator.getSensitivity(l),
+                               estimator.getSamples(l)});
+    bits.push_back(t.bits);
+  }
+  result.predictedVariance = estimator.predictVariance(bits);
+  return std::move(result);
+}
+
+llvm::Expected<VarianceMeasurement>
+mlir::act::measureVariance(Step &step, std::vector<HostTensor> args,
+                           unsigned runs, uint64_t stepSeed) {
+  if (llvm::Error e = needSeeds(step))
+    return std::move(e);
+  if (runs < 2)
+    return fail("the variance needs at least 2 runs");
+  unsigned seeds = *step.getSeedsIndex();
+  args[seeds] = args[seeds].clone();
+  rt::VarianceAccumulator acc;
+  for (unsigned r = 0; r < runs; ++r) {
+    Step::setSeeds(args[seeds], stepSeed, r);
+    auto outs = step.run(args);
+    if (!outs)
+      return outs.takeError();
+    acc.add(flattenGradient(outs->values, step.getLossIndex()));
+  }
+  VarianceMeasurement result;
+  result.variance = *acc.getVariance();
+  for (double m : acc.getMean())
+    result.meanNorm2 += m * m;
+  return result;
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# clang-format (Debian's clang-format-22, the repository's .clang-format) on
+# every C++ file act owns.
+#
+#   scripts/format.sh           reformat in place
+#   scripts/format.sh --check   list the files that differ; exit 1 if any
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+clang_format=${CLANG_FORMAT:-clang-format-22}
+if ! command -v "$clang_format" > /dev/null; then
+  echo "format: $clang_format not found (scripts/setup.sh installs it)" >&2
+  exit 2
+fi
+mapfile -t files < <(git ls-files '*.cpp' '*.h' | grep -v '^build/')
+if [ "${1:-}" = --check ]; then
+  bad=()
+  for f in "${files[@]}"; do
+    "$clang_format" --dry-run -Werror "$f" > /dev/null 2>&1 || bad+=("$f")
+  done
+  if ((${#bad[@]})); then
+    echo "format: ${#bad[@]} of ${#files[@]} C++ files are not clang-formatted (run scripts/format.sh):" >&2
+    printf '  %s\n' "${bad[@]}" >&2
+    exit 1
+  fi
+  echo "format: ${#files[@]} C++ files clang-formatted"
+  exit 0
+fi
+"$clang_format" -i "${files[@]}"

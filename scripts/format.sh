@@ -23,7 +23,15 @@ if [ "${1:-}" = --check ]; then
     printf '  %s\n' "${bad[@]}" >&2
     exit 1
   fi
-  echo "format: ${#files[@]} C++ files clang-formatted"
+  # File banners (//===- name - what ---===//) are exactly 80 columns.
+  banners=$(git ls-files '*.cpp' '*.h' '*.td' | xargs awk \
+    'FNR == 1 && /^\/\/===-/ && (length != 80 || !/===\/\/$/) {print "  " FILENAME}')
+  if [ -n "$banners" ]; then
+    echo "format: file banners not 80 columns wide:" >&2
+    echo "$banners" >&2
+    exit 1
+  fi
+  echo "format: ${#files[@]} C++ files clang-formatted, banners 80 columns"
   exit 0
 fi
 "$clang_format" -i "${files[@]}"

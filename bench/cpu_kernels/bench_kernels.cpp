@@ -1,4 +1,4 @@
-//===- bench_kernels.cpp - encode/decode throughput on the CPU -------------===//
+//===- bench_kernels.cpp - encode/decode throughput on the CPU ------------===//
 //
 // For every encoding: JIT-compiles act.encode and act.decode of an N-element
 // f32 tensor through act-cpu-pipeline (results written into preallocated
@@ -9,16 +9,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "act/Conversion/ActToLinalg/EncodingLowering.h"
+#include "act/Dialect/Act/IR/Act.h"
 #include "act/Execution/Jit.h"
 #include "act/InitAll.h"
 #include "act/Pipelines/Pipelines.h"
-#include "act/Conversion/ActToLinalg/EncodingLowering.h"
-#include "act/Dialect/Act/IR/Act.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/IR/BuiltinOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -44,7 +44,8 @@ static cl::opt<unsigned> mib("mib", cl::init(256),
                              cl::desc("tensor size in MiB of f32"));
 static cl::opt<unsigned> runs("runs", cl::init(5),
                               cl::desc("timed runs per kernel (median)"));
-static cl::opt<std::string> only("only", cl::desc("run encodings whose attribute contains this"));
+static cl::opt<std::string>
+    only("only", cl::desc("run encodings whose attribute contains this"));
 
 namespace {
 
@@ -78,9 +79,9 @@ template <typename Fn> double medianSeconds(Fn fn) {
   for (unsigned r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
     fn();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                              start)
-                    .count());
+    t.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -147,7 +148,8 @@ int main(int argc, char **argv) {
         "\n return %e : " + e + "\n}\nfunc.func @decode(%e: " + e +
         ", %out: " + m + ") {\n %d = act.decode %e : " + e + " -> " + d +
         "\n bufferization.materialize_in_destination %d in restrict writable "
-        "%out : (" + d + ", " + m + ") -> ()\n return\n}\n";
+        "%out : (" +
+        d + ", " + m + ") -> ()\n return\n}\n";
     OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
     auto encoding = cast<act::EncodingAttrInterface>(
         cast<act::EncodedType>(
@@ -157,7 +159,8 @@ int main(int argc, char **argv) {
     SmallVector<Type> storageTypes;
     cast<act::EncodingLoweringAttrInterface>(encoding).getStorageTypes(
         tensorType, storageTypes);
-    int64_t storageBytes = encoding.getStorageLayout(tensorType)->getTotalBytes();
+    int64_t storageBytes =
+        encoding.getStorageLayout(tensorType)->getTotalBytes();
 
     PassManager pm(&context);
     act::CPUPipelineOptions options;
@@ -186,9 +189,9 @@ int main(int argc, char **argv) {
       auto st = cast<RankedTensorType>(type);
       size_t b = size_t(st.getNumElements()) * 4;
       storage.push_back(allocTouched(b));
-      storageRefs.emplace_back(storage.back(), std::vector<int64_t>(
-                                                   st.getShape().begin(),
-                                                   st.getShape().end()));
+      storageRefs.emplace_back(
+          storage.back(),
+          std::vector<int64_t>(st.getShape().begin(), st.getShape().end()));
     }
     int64_t seed = 42;
     Memref xr(x, {n});
@@ -215,9 +218,9 @@ int main(int argc, char **argv) {
     double outBytes = isMask ? double(n) : double(bytes);
     double encRate = (double(bytes) + double(storageBytes)) / tEnc / 1e9;
     double decRate = (double(storageBytes) + outBytes) / tDec / 1e9;
-    llvm::outs() << llvm::formatv("{0,-44} {1,9:f2} {2,8:f2} {3,9:f2} {4,8:f2}\n",
-                                  enc, encRate, encRate / copyRate, decRate,
-                                  decRate / copyRate);
+    llvm::outs() << llvm::formatv(
+        "{0,-44} {1,9:f2} {2,8:f2} {3,9:f2} {4,8:f2}\n", enc, encRate,
+        encRate / copyRate, decRate, decRate / copyRate);
     for (void *p : storage)
       std::free(p);
     if (isMask)

@@ -1,4 +1,4 @@
-//===- gpu_check.cpp - check act's GPU kernels and time them ---------------===//
+//===- gpu_check.cpp - check act's GPU kernels and time them --------------===//
 //
 // Linked with an object file that act-gpu-pipeline{results-to-out-params} +
 // mlir-translate + llc made from @enc_<name>_<size> / @dec_<name>_<size>
@@ -57,16 +57,15 @@ Meta rows(void *p, int64_t groups) {
 // The kernels' C interfaces (results through caller-owned buffers).
 #define QUANT(name, size)                                                      \
   extern "C" void _mlir_ciface_enc_##name##_##size(Floats *, int64_t, Words *, \
-                                                    Meta *);                   \
+                                                   Meta *);                    \
   extern "C" void _mlir_ciface_dec_##name##_##size(Words *, Meta *, Floats *);
 #define NOSEED_QUANT(name, size)                                               \
   extern "C" void _mlir_ciface_enc_##name##_##size(Floats *, Words *, Meta *); \
   extern "C" void _mlir_ciface_dec_##name##_##size(Words *, Meta *, Floats *);
 #define CODES(name, size, T, Out)                                              \
-  extern "C" void _mlir_ciface_enc_##name##_##size(Floats *,                   \
-                                                    Memref<T, 1> *);           \
+  extern "C" void _mlir_ciface_enc_##name##_##size(Floats *, Memref<T, 1> *);  \
   extern "C" void _mlir_ciface_dec_##name##_##size(Memref<T, 1> *,             \
-                                                    Memref<Out, 1> *);
+                                                   Memref<Out, 1> *);
 #define ALL(size)                                                              \
   QUANT(q1, size)                                                              \
   QUANT(q2, size)                                                              \
@@ -100,9 +99,10 @@ struct Codec {
   std::function<void(void *, void *, void *, int64_t)> decode[2];
 
   int64_t words(int64_t n) const {
-    unsigned perWord = kind == Kind::Quant   ? 32 / bits
-                       : kind == Kind::Mask ? 32
-                                            : act::rt::getElementsPerWord(format);
+    unsigned perWord = kind == Kind::Quant ? 32 / bits
+                       : kind == Kind::Mask
+                           ? 32
+                           : act::rt::getElementsPerWord(format);
     return (n + perWord - 1) / perWord;
   }
   /// Payload bytes as stored: byte codes are element arrays.
@@ -165,14 +165,14 @@ std::vector<Codec> makeCodecs() {
     return c;
   };
 #define SET_QUANT(c, name)                                                     \
-  setQuant(c, 0, _mlir_ciface_enc_##name##_check,                             \
-           _mlir_ciface_dec_##name##_check);                                  \
-  setQuant(c, 1, _mlir_ciface_enc_##name##_bench,                             \
+  setQuant(c, 0, _mlir_ciface_enc_##name##_check,                              \
+           _mlir_ciface_dec_##name##_check);                                   \
+  setQuant(c, 1, _mlir_ciface_enc_##name##_bench,                              \
            _mlir_ciface_dec_##name##_bench)
 #define SET_CODES(c, name, ...)                                                \
-  setCodes<__VA_ARGS__>(c, 0, _mlir_ciface_enc_##name##_check,                \
-                        _mlir_ciface_dec_##name##_check);                     \
-  setCodes<__VA_ARGS__>(c, 1, _mlir_ciface_enc_##name##_bench,                \
+  setCodes<__VA_ARGS__>(c, 0, _mlir_ciface_enc_##name##_check,                 \
+                        _mlir_ciface_dec_##name##_check);                      \
+  setCodes<__VA_ARGS__>(c, 1, _mlir_ciface_enc_##name##_bench,                 \
                         _mlir_ciface_dec_##name##_bench)
   Codec q1 = quant("quant 1-bit", 1, true);
   SET_QUANT(q1, q1);
@@ -264,12 +264,14 @@ bool check(const Codec &c, const std::vector<float> &x, void *stream) {
                           reinterpret_cast<float *>(refOut.data()));
     break;
   case Kind::Mask:
-    refWords = act::rt::encodeMask(x.data(), n, act::rt::MaskPredicate::Positive);
+    refWords =
+        act::rt::encodeMask(x.data(), n, act::rt::MaskPredicate::Positive);
     act::rt::decodeMask(refWords.data(), n,
                         reinterpret_cast<bool *>(refOut.data()));
     break;
   }
-  int64_t payloadDiff = mismatches(payload.data(), refWords.data(), payloadBytes);
+  int64_t payloadDiff =
+      mismatches(payload.data(), refWords.data(), payloadBytes);
   int64_t metaDiff = mismatches(meta.data(), refMeta.data(), metaBytes);
   int64_t outDiff =
       c.kind == Kind::Mask
@@ -277,10 +279,16 @@ bool check(const Codec &c, const std::vector<float> &x, void *stream) {
           : floatMismatches(reinterpret_cast<float *>(out.data()),
                             reinterpret_cast<float *>(refOut.data()), n);
   bool same = payloadDiff == 0 && metaDiff == 0 && outDiff == 0;
-  std::printf("  %-20s payload %s, metadata %s, decode %s\n", c.name,
-              payloadDiff ? ("DIFFERS (" + std::to_string(payloadDiff) + " words)").c_str() : "same",
-              metaBytes == 0 ? "-" : metaDiff ? "DIFFERS" : "same",
-              outDiff ? ("DIFFERS (" + std::to_string(outDiff) + " elements)").c_str() : "same");
+  std::printf(
+      "  %-20s payload %s, metadata %s, decode %s\n", c.name,
+      payloadDiff
+          ? ("DIFFERS (" + std::to_string(payloadDiff) + " words)").c_str()
+          : "same",
+      metaBytes == 0 ? "-"
+      : metaDiff     ? "DIFFERS"
+                     : "same",
+      outDiff ? ("DIFFERS (" + std::to_string(outDiff) + " elements)").c_str()
+              : "same");
   mgpuMemFree(dx, nullptr);
   mgpuMemFree(dp, nullptr);
   mgpuMemFree(dm, nullptr);
@@ -299,9 +307,9 @@ double timeIt(const std::function<void()> &fn, int runs = 9) {
   for (int r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
     fn();
-    t.push_back(std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count());
+    t.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
   }
   return median(t);
 }
@@ -337,8 +345,8 @@ int main() {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (int64_t i = 0; i < n1; ++i)
     normal[i] = special[i] = dist(gen);
-  const float specials[] = {INFINITY, -INFINITY, NAN,     1e-40f, -3e-39f,
-                            0.0f,     -0.0f,     70000.0f, 1e30f, -500.0f,
+  const float specials[] = {INFINITY, -INFINITY, NAN,      1e-40f, -3e-39f,
+                            0.0f,     -0.0f,     70000.0f, 1e30f,  -500.0f,
                             6e-8f,    448.0f,    57344.0f, 3.0e-5f};
   for (int64_t i = 0, k = 0; i < n1; i += 97, ++k)
     special[i] = specials[k % (sizeof(specials) / sizeof(float))];

@@ -1,4 +1,4 @@
-//===- InitAll.h - register act and the dialects it works with -*- C++ -*-===//
+//===- InitAll.h - register act and the dialects it works with --*- C++ -*-===//
 //
 // The one registration header every act tool uses (act-opt, act-run, the
 // plugin, unit tests): the upstream dialects a training graph and its

@@ -17,15 +17,17 @@ static void normalize(std::vector<unsigned> &choices) {
   choices.erase(std::unique(choices.begin(), choices.end()), choices.end());
 }
 
-double mlir::act::allocationObjective(const std::vector<BitAllocationItem> &items,
-                                      const std::vector<unsigned> &bits) {
+double
+mlir::act::allocationObjective(const std::vector<BitAllocationItem> &items,
+                               const std::vector<unsigned> &bits) {
   double v = 0.0;
   for (size_t l = 0; l < items.size() && l < bits.size(); ++l)
     v += items[l].sensitivity * quantVarianceFactor(bits[l]);
   return v;
 }
 
-static void finish(BitAllocation &a, const std::vector<BitAllocationItem> &items) {
+static void finish(BitAllocation &a,
+                   const std::vector<BitAllocationItem> &items) {
   a.feasible = true;
   a.objective = allocationObjective(items, a.bits);
   a.usedBits = 0;
@@ -67,7 +69,8 @@ mlir::act::allocateBitsGreedy(const std::vector<BitAllocationItem> &items,
   while (used > budget && !queue.empty()) {
     size_t l = queue.top().second;
     queue.pop();
-    used -= int64_t(choices[level[l]] - choices[level[l] - 1]) * items[l].elements;
+    used -=
+        int64_t(choices[level[l]] - choices[level[l] - 1]) * items[l].elements;
     --level[l];
     push(l);
   }
@@ -154,8 +157,7 @@ private:
       for (size_t k = 1; k < hull.size(); ++k) {
         double w = weight(l, hull[k]) - weight(l, hull[k - 1]);
         if (w > 0)
-          segments.push_back(
-              {l, w, cost(l, hull[k]) - cost(l, hull[k - 1])});
+          segments.push_back({l, w, cost(l, hull[k]) - cost(l, hull[k - 1])});
       }
     }
     std::stable_sort(segments.begin(), segments.end(),

@@ -1,4 +1,4 @@
-//===- MemoryEstimate.cpp - static peak-memory estimate --------------------===//
+//===- MemoryEstimate.cpp - static peak-memory estimate -------------------===//
 //
 // The step is one sequence of top-level ops (split form: the forward
 // function's, then the backward function's). Every tensor value is a buffer
@@ -133,9 +133,9 @@ void LivenessModel::addAliases(Block &block, unsigned start) {
 PeakMemoryEstimate LivenessModel::run() {
   func::FuncOp forward = graph.forward, backward = graph.backward;
   Block &fwd = forward.getBody().front();
-  size_t numOps = fwd.getOperations().size() +
-                  (backward ? backward.getBody().front().getOperations().size()
-                            : 0);
+  size_t numOps =
+      fwd.getOperations().size() +
+      (backward ? backward.getBody().front().getOperations().size() : 0);
   values.reserve(numOps);
   index.reserve(numOps);
   def.reserve(numOps);
@@ -166,8 +166,8 @@ PeakMemoryEstimate LivenessModel::run() {
     if (operand.getOperandNumber() < numOutputs)
       extend(operand.get(), endOfStep);
     else
-      unite(operand.get(), bwd->getArgument(operand.getOperandNumber() -
-                                            numOutputs));
+      unite(operand.get(),
+            bwd->getArgument(operand.getOperandNumber() - numOutputs));
   }
   if (bwd)
     for (Value v : bwd->getTerminator()->getOperands())

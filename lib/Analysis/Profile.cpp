@@ -78,10 +78,10 @@ llvm::Error mlir::act::writeProfile(const Profile &profile,
       {"version", Profile::kVersion},
       {"graph", json::Object{{"function", profile.function},
                              {"fingerprint", profile.fingerprint}}},
-      {"measurement", json::Object{{"batches", int64_t(profile.batches)},
-                                   {"step_seed", int64_t(profile.stepSeed)},
-                                   {"evaluations",
-                                    int64_t(profile.evaluations)}}},
+      {"measurement",
+       json::Object{{"batches", int64_t(profile.batches)},
+                    {"step_seed", int64_t(profile.stepSeed)},
+                    {"evaluations", int64_t(profile.evaluations)}}},
       {"gradient_variance", profile.gradientVariance
                                 ? json::Value(*profile.gradientVariance)
                                 : json::Value(nullptr)},
@@ -95,14 +95,57 @@ llvm::Error mlir::act::writeProfile(const Profile &profile,
   return llvm::Error::success();
 }
 
+/// The offset where `text` (JSON) nests deeper than `limit` arrays and
+/// objects, if it does (brackets inside strings do not count).
+static std::optional<size_t> findExcessNesting(llvm::StringRef text,
+                                               unsigned limit) {
+  unsigned depth = 0;
+  bool inString = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit)
+        return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 llvm::Expected<Profile> mlir::act::readProfile(llvm::StringRef path) {
   auto fail = [&](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "profile '" + path + "': " + message);
   };
-  auto buffer = llvm::MemoryBuffer::getFile(path);
+  // Bound what is read before parsing: a regular file of at most
+  // kMaxProfileBytes (profile=/dev/zero never ended), nested at most
+  // kMaxProfileDepth deep (llvm::json's recursive parser overflowed the
+  // stack on 100,000 levels).
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return fail(ec.message());
+  if (!llvm::sys::fs::is_regular_file(status))
+    return fail("not a regular file");
+  if (status.getSize() > kMaxProfileBytes)
+    return fail("larger than " + llvm::Twine(kMaxProfileBytes) +
+                " bytes: not a profile");
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
     return fail(buffer.getError().message());
+  if (std::optional<size_t> at =
+          findExcessNesting((*buffer)->getBuffer(), kMaxProfileDepth))
+    return fail("nested deeper than " + llvm::Twine(kMaxProfileDepth) +
+                " levels at offset " + llvm::Twine(*at) + ": not a profile");
   llvm::Expected<json::Value> value = json::parse((*buffer)->getBuffer());
   if (!value)
     return fail("not JSON: " + llvm::toString(value.takeError()));
@@ -114,8 +157,8 @@ llvm::Expected<Profile> mlir::act::readProfile(llvm::StringRef path) {
     return fail(llvm::toString(root.getError()));
   }
   if (version != Profile::kVersion)
-    return fail("version " + llvm::Twine(version) + ", this act reads version " +
-                llvm::Twine(Profile::kVersion));
+    return fail("version " + llvm::Twine(version) +
+                ", this act reads version " + llvm::Twine(Profile::kVersion));
   const json::Object *graph = value->getAsObject()->getObject("graph");
   const json::Object *measurement =
       value->getAsObject()->getObject("measurement");
@@ -133,8 +176,7 @@ llvm::Expected<Profile> mlir::act::readProfile(llvm::StringRef path) {
       uint64_t(measurement->getInteger("evaluations").value_or(0));
   if (!o.map("tensors", profile.tensors))
     return fail(llvm::toString(root.getError()));
-  const json::Value *variance =
-      value->getAsObject()->get("gradient_variance");
+  const json::Value *variance = value->getAsObject()->get("gradient_variance");
   if (variance && !variance->getAsNull()) {
     std::optional<double> v = variance->getAsNumber();
     if (!v || *v < 0)

@@ -109,8 +109,7 @@ public:
 
   FailureOr<TrainingGraph> buildJoint(func::FuncOp func);
   FailureOr<TrainingGraph> buildSplit(func::FuncOp forward,
-                                      func::FuncOp backward,
-                                      unsigned numSaved);
+                                      func::FuncOp backward, unsigned numSaved);
 
 private:
   /// Finds the loss among `func`'s results: the one marked `act.loss`, else
@@ -143,8 +142,8 @@ FailureOr<int> TrainingGraphBuilder::findLoss(func::FuncOp func) {
       continue;
     if (marked >= 0)
       return func.emitError("act: @")
-             << func.getSymName() << " marks results " << marked << " and "
-             << i << " as `" << kLossAttrName << "`; mark one";
+             << func.getSymName() << " marks results " << marked << " and " << i
+             << " as `" << kLossAttrName << "`; mark one";
     marked = i;
   }
   if (marked >= 0)
@@ -310,19 +309,18 @@ FailureOr<TrainingGraph> TrainingGraphBuilder::buildJoint(func::FuncOp func) {
   return graph;
 }
 
-FailureOr<TrainingGraph>
-TrainingGraphBuilder::buildSplit(func::FuncOp forward, func::FuncOp backward,
-                                 unsigned numSaved) {
+FailureOr<TrainingGraph> TrainingGraphBuilder::buildSplit(func::FuncOp forward,
+                                                          func::FuncOp backward,
+                                                          unsigned numSaved) {
   if (failed(requireSingleBlock(forward)) ||
       failed(requireSingleBlock(backward)))
     return failure();
   unsigned numResults = forward.getNumResults();
   if (numSaved > numResults || numSaved > backward.getNumArguments())
     return forward.emitError("act: @")
-           << forward.getSymName() << " declares " << kNumSavedAttrName
-           << " = " << numSaved << " but returns " << numResults
-           << " values and @" << backward.getSymName() << " takes "
-           << backward.getNumArguments();
+           << forward.getSymName() << " declares " << kNumSavedAttrName << " = "
+           << numSaved << " but returns " << numResults << " values and @"
+           << backward.getSymName() << " takes " << backward.getNumArguments();
   unsigned firstSaved = numResults - numSaved;
   for (unsigned k = 0; k < numSaved; ++k) {
     Type produced = forward.getResultTypes()[firstSaved + k];
@@ -330,8 +328,8 @@ TrainingGraphBuilder::buildSplit(func::FuncOp forward, func::FuncOp backward,
     if (produced != taken)
       return forward.emitError("act: saved value ")
              << k << " is returned by @" << forward.getSymName() << " as "
-             << produced << " but taken by @" << backward.getSymName()
-             << " as " << taken;
+             << produced << " but taken by @" << backward.getSymName() << " as "
+             << taken;
   }
   FailureOr<int> lossIndex = findLoss(forward);
   if (failed(lossIndex))
@@ -385,9 +383,9 @@ TrainingGraphBuilder::buildSplit(func::FuncOp forward, func::FuncOp backward,
         saved.lastForwardUse = user;
     }
     if (saved.status == SaveStatus::Encodable) {
-      bool alsoOutput = llvm::any_of(
-          terminator->getOpOperands().take_front(firstSaved),
-          [&](OpOperand &operand) { return operand.get() == v; });
+      bool alsoOutput =
+          llvm::any_of(terminator->getOpOperands().take_front(firstSaved),
+                       [&](OpOperand &operand) { return operand.get() == v; });
       if (!saved.getTensorType())
         saved.status = SaveStatus::Unranked;
       else if (alsoOutput)

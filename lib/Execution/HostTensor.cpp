@@ -1,4 +1,4 @@
-//===- HostTensor.cpp - a typed array in host memory -----------------------===//
+//===- HostTensor.cpp - a typed array in host memory ----------------------===//
 
 #include "act/Execution/HostTensor.h"
 

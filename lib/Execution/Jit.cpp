@@ -1,4 +1,4 @@
-//===- Jit.cpp - compile and call a function on host data ------------------===//
+//===- Jit.cpp - compile and call a function on host data -----------------===//
 
 #include "act/Execution/Jit.h"
 
@@ -12,11 +12,11 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
-#include "llvm/Target/TargetMachine.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -160,9 +160,9 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     buildCPUPipeline(pm, options);
   }
   if (failed(pm.run(module)))
-    return llvm::createStringError(target.gpu
-                                       ? "the GPU pipeline failed on the module"
-                                       : "the CPU pipeline failed on the module");
+    return llvm::createStringError(
+        target.gpu ? "the GPU pipeline failed on the module"
+                   : "the CPU pipeline failed on the module");
 
   auto transformer = makeHostOptimizingTransformer();
   ExecutionEngineOptions engineOptions;
@@ -313,14 +313,14 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
     bool input = inputBuffers.count(allocated);
     std::shared_ptr<void> &owner = owners[allocated];
     if (!input && !owner)
-      owner = std::shared_ptr<void>(reinterpret_cast<void *>(allocated),
-                                    release);
+      owner =
+          std::shared_ptr<void>(reinterpret_cast<void *>(allocated), release);
     const char *base = reinterpret_cast<const char *>(aligned) + offset * bytes;
     if (contiguous && !input) {
       // The step's own buffer becomes the result: no copy.
-      HostTensor out = HostTensor::adopt(
-          spec.kind, shape, const_cast<char *>(base),
-          [keep = owner](void *) mutable { keep.reset(); });
+      HostTensor out =
+          HostTensor::adopt(spec.kind, shape, const_cast<char *>(base),
+                            [keep = owner](void *) mutable { keep.reset(); });
       outs.push_back(std::move(out));
       continue;
     }

@@ -1,4 +1,4 @@
-//===- Step.cpp - compile a training step once, run it many times ----------===//
+//===- Step.cpp - compile a training step once, run it many times ---------===//
 
 #include "act/Execution/Step.h"
 
@@ -11,6 +11,8 @@
 
 #include <cmath>
 #include <cstring>
+
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::act;
@@ -40,7 +42,8 @@ Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
         numSaved = n.getInt();
     }
   } else {
-    FailureOr<SmallVector<TrainingGraph>> graphs = analyzeTrainingGraphs(module);
+    FailureOr<SmallVector<TrainingGraph>> graphs =
+        analyzeTrainingGraphs(module);
     if (failed(graphs))
       return fail("the module holds no training graph act can run");
     if (graphs->empty())
@@ -169,19 +172,49 @@ HostTensor Step::makeSeeds(const ValueSpec &spec, uint64_t stepSeed,
 // Arguments
 //===----------------------------------------------------------------------===//
 
+static std::string formatShape(llvm::ArrayRef<int64_t> shape) {
+  std::string text = "(";
+  for (auto [i, d] : llvm::enumerate(shape))
+    text += (i ? "x" : "") + std::to_string(d);
+  return text + ")";
+}
+
 llvm::Expected<HostTensor> mlir::act::makeRandomArgument(const ValueSpec &spec,
                                                          std::mt19937_64 &gen,
                                                          RandomInit init,
                                                          int64_t dynamicSize) {
+  if (dynamicSize < 0)
+    return fail("the size of dynamic dimensions must not be negative, got " +
+                std::to_string(dynamicSize));
+  // What the argument needs, checked against the machine before allocating
+  // (a huge size used to abort, or overflow into a crash in the step).
   std::vector<int64_t> shape;
-  for (int64_t d : spec.shape)
-    shape.push_back(ShapedType::isDynamic(d) ? dynamicSize : d);
+  uint64_t bytes = getElementBytes(spec.kind);
+  bool overflow = false;
+  for (int64_t d : spec.shape) {
+    int64_t size = ShapedType::isDynamic(d) ? dynamicSize : d;
+    shape.push_back(size);
+    if (size != 0 && bytes > uint64_t(INT64_MAX) / uint64_t(size))
+      overflow = true;
+    else
+      bytes *= uint64_t(size);
+  }
+  uint64_t memory = uint64_t(sysconf(_SC_PHYS_PAGES)) *
+                    uint64_t(sysconf(_SC_PAGE_SIZE));
+  if (overflow || bytes > memory)
+    return fail("a random argument of shape " + formatShape(shape) +
+                " would need " +
+                (overflow ? std::string("more than 2^63")
+                          : std::to_string(bytes)) +
+                " bytes, more than this machine's " + std::to_string(memory) +
+                " bytes of memory");
   HostTensor value = HostTensor::allocate(spec.kind, shape, spec.isTensor);
   std::normal_distribution<float> normal(0.0f, 0.5f);
   std::uniform_int_distribution<int> ints(-2, 2);
   int64_t n = value.numElements();
   for (int64_t i = 0; i < n; ++i) {
-    double v = init == RandomInit::Int ? double(ints(gen)) : double(normal(gen));
+    double v =
+        init == RandomInit::Int ? double(ints(gen)) : double(normal(gen));
     switch (spec.kind) {
     case ElementKind::F32:
       value.as<float>()[i] = float(v);
@@ -212,8 +245,7 @@ llvm::Expected<HostTensor> mlir::act::makeRandomArgument(const ValueSpec &spec,
 llvm::Expected<HostTensor> mlir::act::loadArgument(const std::string &path,
                                                    const ValueSpec &spec,
                                                    unsigned index) {
-  std::string what =
-      "argument " + std::to_string(index) + " ('" + path + "')";
+  std::string what = "argument " + std::to_string(index) + " ('" + path + "')";
   auto array = readNpyTensor(path);
   if (!array)
     return array.takeError();
@@ -263,8 +295,7 @@ static llvm::Error needSeeds(const Step &step) {
 }
 
 llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
-    Step &step, std::vector<std::vector<HostTensor>> batches,
-    uint64_t stepSeed,
+    Step &step, std::vector<std::vector<HostTensor>> batches, uint64_t stepSeed,
     llvm::unique_function<void(size_t, size_t, size_t)> progress) {
   if (llvm::Error e = needSeeds(step))
     return std::move(e);

@@ -2,9 +2,9 @@
 
 #include "act/InitAll.h"
 
-#include "act/Dialect/Act/IR/Act.h"
 #include "act/Conversion/ActToLinalg/EncodingLowering.h"
 #include "act/Conversion/Passes.h"
+#include "act/Dialect/Act/IR/Act.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
 #include "act/Pipelines/Pipelines.h"
 
@@ -47,8 +47,8 @@ void mlir::act::registerAllDialects(DialectRegistry &registry) {
   registerActDialect(registry);
   // What training graphs are written in.
   registry.insert<func::FuncDialect, linalg::LinalgDialect,
-                  tensor::TensorDialect, arith::ArithDialect,
-                  math::MathDialect, scf::SCFDialect, tosa::TosaDialect>();
+                  tensor::TensorDialect, arith::ArithDialect, math::MathDialect,
+                  scf::SCFDialect, tosa::TosaDialect>();
   // What they are lowered through, on CPU and GPU.
   registry.insert<memref::MemRefDialect, bufferization::BufferizationDialect,
                   affine::AffineDialect, cf::ControlFlowDialect,
@@ -82,7 +82,7 @@ void mlir::act::registerActPassesAndPipelines() {
 
 llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
   static const llvm::StringRef names[] = {
-      "act-insert-encode-decode", "act-allocate-bits", "act-memory-report",
+      "act-insert-encode-decode", "act-allocate-bits",     "act-memory-report",
       "act-early-dealloc",        "convert-act-to-linalg", "act-vectorize",
       "act-cpu-pipeline",         "act-gpu-pipeline"};
   return names;

@@ -1,4 +1,4 @@
-//===- Pipelines.cpp - act's registered pass pipelines ---------------------===//
+//===- Pipelines.cpp - act's registered pass pipelines --------------------===//
 
 #include "act/Pipelines/Pipelines.h"
 
@@ -10,9 +10,9 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/Transforms/OptimizeForNVVM.h"
 #include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
-#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
@@ -52,7 +52,8 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
     // CPU: a chunk's small temporaries (per-group statistics) are allocated
     // once, outside the loop over chunks, which then runs in sequence.
     pm.addPass(createForallToForLoopPass());
-    pm.addNestedPass<func::FuncOp>(bufferization::createBufferLoopHoistingPass());
+    pm.addNestedPass<func::FuncOp>(
+        bufferization::createBufferLoopHoistingPass());
   }
   if (resultsToOutParams) {
     bufferization::BufferResultsToOutParamsPassOptions outParams;

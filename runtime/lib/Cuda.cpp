@@ -1,4 +1,4 @@
-//===- Cuda.cpp - CUDA host entry points over a dlopen'ed driver -----------===//
+//===- Cuda.cpp - CUDA host entry points over a dlopen'ed driver ----------===//
 
 #include "act/runtime/Cuda.h"
 
@@ -138,8 +138,7 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *, bool isHostShared) {
 }
 void mgpuMemFree(void *ptr, void *) {
   if (ptr)
-    check(require().cuMemFree_v2(reinterpret_cast<uint64_t>(ptr)),
-          "cuMemFree");
+    check(require().cuMemFree_v2(reinterpret_cast<uint64_t>(ptr)), "cuMemFree");
 }
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
   check(require().cuMemcpyAsync(reinterpret_cast<uint64_t>(dst),
@@ -197,16 +196,27 @@ act::rt::Backing act::rt::getManagedBacking() {
 }
 
 const act::rt::HookSymbol *act::rt::getCudaHooks(size_t &count) {
-#define ACT_HOOK(name) {#name, reinterpret_cast<void *>(&name)}
+#define ACT_HOOK(name)                                                         \
+  {                                                                            \
+    #name, reinterpret_cast<void *>(&name)                                     \
+  }
   static const HookSymbol hooks[] = {
-      ACT_HOOK(mgpuStreamCreate),      ACT_HOOK(mgpuStreamDestroy),
-      ACT_HOOK(mgpuStreamSynchronize), ACT_HOOK(mgpuStreamWaitEvent),
-      ACT_HOOK(mgpuEventCreate),       ACT_HOOK(mgpuEventDestroy),
-      ACT_HOOK(mgpuEventSynchronize),  ACT_HOOK(mgpuEventRecord),
-      ACT_HOOK(mgpuMemAlloc),          ACT_HOOK(mgpuMemFree),
-      ACT_HOOK(mgpuMemcpy),            ACT_HOOK(mgpuMemset32),
-      ACT_HOOK(mgpuModuleLoad),        ACT_HOOK(mgpuModuleLoadJIT),
-      ACT_HOOK(mgpuModuleUnload),      ACT_HOOK(mgpuModuleGetFunction),
+      ACT_HOOK(mgpuStreamCreate),
+      ACT_HOOK(mgpuStreamDestroy),
+      ACT_HOOK(mgpuStreamSynchronize),
+      ACT_HOOK(mgpuStreamWaitEvent),
+      ACT_HOOK(mgpuEventCreate),
+      ACT_HOOK(mgpuEventDestroy),
+      ACT_HOOK(mgpuEventSynchronize),
+      ACT_HOOK(mgpuEventRecord),
+      ACT_HOOK(mgpuMemAlloc),
+      ACT_HOOK(mgpuMemFree),
+      ACT_HOOK(mgpuMemcpy),
+      ACT_HOOK(mgpuMemset32),
+      ACT_HOOK(mgpuModuleLoad),
+      ACT_HOOK(mgpuModuleLoadJIT),
+      ACT_HOOK(mgpuModuleUnload),
+      ACT_HOOK(mgpuModuleGetFunction),
       ACT_HOOK(mgpuLaunchKernel),
   };
 #undef ACT_HOOK

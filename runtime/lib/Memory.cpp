@@ -1,4 +1,4 @@
-//===- Memory.cpp - allocation accounting ----------------------------------===//
+//===- Memory.cpp - allocation accounting ---------------------------------===//
 //
 // Every block carries a 16-byte header right before the returned pointer:
 // the pointer malloc returned and the requested size. Counters are atomics,
@@ -56,7 +56,7 @@ extern "C" void *_mlir_memref_to_llvm_alloc(size_t size) {
 }
 
 extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
-                                                     size_t size) {
+                                                    size_t size) {
   return allocate(alignment, size);
 }
 

@@ -1,10 +1,10 @@
-//===- Npy.cpp - NumPy .npy files ------------------------------------------===//
+//===- Npy.cpp - NumPy .npy files -----------------------------------------===//
 
 #include "act/runtime/Npy.h"
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 using namespace act::rt;
 
@@ -16,33 +16,113 @@ int64_t NpyArray::numElements() const {
 }
 
 unsigned NpyArray::elementBytes() const {
-  if (descr.size() < 3)
+  if (descr.size() != 3 || descr[2] < '1' || descr[2] > '8')
     return 0;
-  return unsigned(std::stoi(descr.substr(2)));
+  return unsigned(descr[2] - '0');
 }
 
 static bool knownDescr(const std::string &d) {
-  return d == "<f4" || d == "<f8" || d == "<i8" || d == "<i4" || d == "|b1";
+  return d == "<f4" || d == "<f8" || d == "<i8" || d == "<i4" || d == "<i2" ||
+         d == "|i1" || d == "|b1";
 }
 
-/// The value of `key` in the header dict (a Python literal), or "".
-static std::string field(const std::string &header, const std::string &key) {
-  size_t at = header.find("'" + key + "'");
-  if (at == std::string::npos)
-    return "";
-  at = header.find(':', at);
-  if (at == std::string::npos)
-    return "";
-  size_t start = header.find_first_not_of(' ', at + 1);
-  if (start == std::string::npos)
-    return "";
-  char open = header[start];
-  char close = open == '(' ? ')' : open == '\'' ? '\'' : ',';
-  size_t end = header.find(close, start + 1);
-  if (end == std::string::npos)
-    return "";
-  return header.substr(start, end - start + (close == ',' ? 0 : 1));
+/// True if some dimension is 0 (no elements, whatever the others).
+static bool hasZeroDimension(const std::vector<int64_t> &shape) {
+  for (int64_t d : shape)
+    if (d == 0)
+      return true;
+  return false;
 }
+
+namespace {
+/// A strict reader of the header's Python dict literal: string keys,
+/// string/bool/tuple-of-int values (what NumPy writes), nothing else.
+struct HeaderParser {
+  const std::string &text;
+  size_t at = 0;
+  std::string error;
+
+  void skipSpace() {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t'))
+      ++at;
+  }
+  bool eat(char c) {
+    skipSpace();
+    if (at < text.size() && text[at] == c) {
+      ++at;
+      return true;
+    }
+    return false;
+  }
+  bool fail(const std::string &why) {
+    if (error.empty())
+      error = why;
+    return false;
+  }
+  bool string(std::string &out) {
+    skipSpace();
+    if (at >= text.size() || (text[at] != '\'' && text[at] != '"'))
+      return fail("expected a string at offset " + std::to_string(at));
+    char quote = text[at++];
+    size_t end = text.find(quote, at);
+    if (end == std::string::npos)
+      return fail("unterminated string");
+    out = text.substr(at, end - at);
+    at = end + 1;
+    return true;
+  }
+  bool boolean(bool &out) {
+    skipSpace();
+    if (text.compare(at, 4, "True") == 0) {
+      out = true;
+      at += 4;
+      return true;
+    }
+    if (text.compare(at, 5, "False") == 0) {
+      out = false;
+      at += 5;
+      return true;
+    }
+    return fail("expected True or False at offset " + std::to_string(at));
+  }
+  bool dimension(int64_t &out) {
+    skipSpace();
+    if (at >= text.size() || text[at] < '0' || text[at] > '9')
+      return fail("a dimension is not a non-negative integer (offset " +
+                  std::to_string(at) + ")");
+    out = 0;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+      int digit = text[at++] - '0';
+      if (out > (INT64_MAX - digit) / 10)
+        return fail("a dimension does not fit in 64 bits");
+      out = out * 10 + digit;
+    }
+    // Python 2 headers may write 3L.
+    if (at < text.size() && text[at] == 'L')
+      ++at;
+    return true;
+  }
+  bool shape(std::vector<int64_t> &out) {
+    out.clear();
+    if (!eat('('))
+      return fail("the shape is not a tuple");
+    if (eat(')'))
+      return true;
+    while (true) {
+      int64_t d;
+      if (!dimension(d))
+        return false;
+      out.push_back(d);
+      if (eat(')'))
+        return true;
+      if (!eat(','))
+        return fail("malformed shape tuple");
+      if (eat(')'))
+        return true;
+    }
+  }
+};
+} // namespace
 
 bool act::rt::readNpy(const std::string &path, NpyArray &array,
                       std::string &error) {
@@ -51,61 +131,135 @@ bool act::rt::readNpy(const std::string &path, NpyArray &array,
     error = "cannot open '" + path + "'";
     return false;
   }
+  // The file's size bounds everything the header may claim (a regular file;
+  // a device or pipe is refused before any read that could block forever).
+  in.seekg(0, std::ios::end);
+  std::streamoff fileSize = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (fileSize < 0 || !in) {
+    error = "'" + path + "' is not a regular file";
+    return false;
+  }
   char magic[8];
   if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
     error = "'" + path + "' is not a .npy file";
     return false;
   }
-  uint32_t headerLength = 0;
-  if (magic[6] == 1) {
-    unsigned char len[2];
-    in.read(reinterpret_cast<char *>(len), 2);
-    headerLength = len[0] | (len[1] << 8);
-  } else {
-    unsigned char len[4];
-    in.read(reinterpret_cast<char *>(len), 4);
-    headerLength = len[0] | (len[1] << 8) | (len[2] << 16) | (uint32_t(len[3]) << 24);
+  unsigned major = static_cast<unsigned char>(magic[6]);
+  unsigned minor = static_cast<unsigned char>(magic[7]);
+  if (major < 1 || major > 3 || minor != 0) {
+    error = "'" + path + "': unsupported .npy format version " +
+            std::to_string(major) + "." + std::to_string(minor) +
+            " (1.0, 2.0 and 3.0 are read)";
+    return false;
   }
-  std::string header(headerLength, '\0');
-  if (!in.read(&header[0], headerLength)) {
+  uint64_t headerLength = 0;
+  unsigned char len[4] = {0, 0, 0, 0};
+  unsigned lengthBytes = major == 1 ? 2 : 4;
+  if (!in.read(reinterpret_cast<char *>(len), lengthBytes)) {
     error = "'" + path + "': truncated header";
     return false;
   }
-  std::string descr = field(header, "descr");
-  if (descr.size() < 2) {
-    error = "'" + path + "': no dtype in header";
+  headerLength = len[0] | (len[1] << 8) | (uint64_t(len[2]) << 16) |
+                 (uint64_t(len[3]) << 24);
+  uint64_t dataStart = 8 + lengthBytes + headerLength;
+  if (dataStart > uint64_t(fileSize)) {
+    error = "'" + path + "': truncated header (" +
+            std::to_string(headerLength) + " bytes claimed, the file has " +
+            std::to_string(fileSize) + ")";
     return false;
   }
-  array.descr = descr.substr(1, descr.size() - 2);
-  if (!knownDescr(array.descr)) {
-    error = "'" + path + "': unsupported dtype '" + array.descr +
-            "' (act-run reads <f4, <f8, <i8, <i4, |b1)";
+  std::string header(headerLength, '\0');
+  if (!in.read(&header[0], std::streamsize(headerLength))) {
+    error = "'" + path + "': truncated header";
     return false;
   }
-  if (field(header, "fortran_order").rfind("True", 0) == 0) {
-    error = "'" + path + "': Fortran order is not supported";
+  // The header is a dict literal ended by a newline (padding spaces before).
+  size_t close = header.find_last_not_of(" \n");
+  if (header.empty() || header.back() != '\n' || close == std::string::npos ||
+      header[close] != '}') {
+    error = "'" + path + "': unterminated header";
     return false;
   }
-  std::string shape = field(header, "shape");
-  if (shape.empty()) {
-    error = "'" + path + "': no shape in header";
+  HeaderParser parser{header};
+  std::string descr;
+  bool fortran = false, haveDescr = false, haveOrder = false, haveShape = false;
+  std::vector<int64_t> shape;
+  bool ok = parser.eat('{') || parser.fail("the header is not a dict");
+  while (ok) {
+    if (parser.eat('}'))
+      break;
+    std::string key;
+    ok = parser.string(key) && (parser.eat(':') || parser.fail("expected ':'"));
+    if (!ok)
+      break;
+    if (key == "descr")
+      ok = haveDescr = parser.string(descr);
+    else if (key == "fortran_order")
+      ok = haveOrder = parser.boolean(fortran);
+    else if (key == "shape")
+      ok = haveShape = parser.shape(shape);
+    else
+      ok = parser.fail("unknown key '" + key + "'");
+    if (!ok || parser.eat(','))
+      continue;
+    if (parser.eat('}'))
+      break;
+    ok = parser.fail("expected ',' or '}'");
+  }
+  if (ok && (!haveDescr || !haveOrder || !haveShape))
+    ok = parser.fail(std::string("missing '") +
+                     (!haveDescr ? "descr" : !haveOrder ? "fortran_order"
+                                                        : "shape") +
+                     "'");
+  if (!ok) {
+    error = "'" + path + "': malformed header: " + parser.error;
     return false;
   }
-  array.shape.clear();
-  std::stringstream dims(shape.substr(1, shape.size() - 2));
-  std::string dim;
-  while (std::getline(dims, dim, ',')) {
-    size_t digit = dim.find_first_of("0123456789");
-    if (digit != std::string::npos)
-      array.shape.push_back(std::stoll(dim.substr(digit)));
+  if (!knownDescr(descr)) {
+    error = "'" + path + "': unsupported dtype '" + descr +
+            "' (act reads <f4, <f8, <i8, <i4, <i2, |i1, |b1)";
+    return false;
   }
-  size_t bytes = size_t(array.numElements()) * array.elementBytes();
-  array.data.resize(bytes);
-  if (bytes && !in.read(array.data.data(), std::streamsize(bytes))) {
+  if (fortran) {
+    error = "'" + path +
+            "': Fortran order is not supported (write the array with "
+            "numpy.ascontiguousarray)";
+    return false;
+  }
+  // The data the header claims must be in the file: checked before
+  // allocating, with overflow-checked arithmetic.
+  NpyArray result;
+  result.descr = descr;
+  result.shape = shape;
+  uint64_t bytes = result.elementBytes();
+  uint64_t available = uint64_t(fileSize) - dataStart;
+  if (hasZeroDimension(shape))
+    bytes = 0;
+  for (int64_t d : shape) {
+    if (bytes == 0)
+      break;
+    if (bytes > available / uint64_t(d)) {
+      bytes = UINT64_MAX;
+      break;
+    }
+    bytes *= uint64_t(d);
+  }
+  if (bytes != available) {
+    std::string claimed =
+        bytes == UINT64_MAX ? "more than " + std::to_string(available)
+                            : std::to_string(bytes);
+    error = "'" + path + "': the header's shape and dtype need " + claimed +
+            " bytes of data, the file holds " + std::to_string(available);
+    return false;
+  }
+  result.data.resize(size_t(bytes));
+  if (bytes && !in.read(result.data.data(), std::streamsize(bytes))) {
     error = "'" + path + "': expected " + std::to_string(bytes) +
             " bytes of data";
     return false;
   }
+  array = std::move(result);
   return true;
 }
 

@@ -1,4 +1,4 @@
-//===- Reference.cpp - reference encoders in plain C++ ---------------------===//
+//===- Reference.cpp - reference encoders in plain C++ --------------------===//
 //
 // Mirrors lib/Dialect/Act/IR/ActLowering.cpp and ActAttrs.cpp operation by
 // operation (separate statements, so no fused multiply-add changes a bit).
@@ -55,7 +55,7 @@ void act::rt::philox4x32(uint64_t index, uint64_t seed, uint64_t id,
 }
 
 act::rt::PackedPosition act::rt::locatePacked(int64_t i, int64_t n,
-                                             unsigned perWord) {
+                                              unsigned perWord) {
   int64_t tile = 16 * int64_t(perWord);
   int64_t t = i / tile, j = i % tile;
   int64_t remaining = n - t * tile;
@@ -63,12 +63,12 @@ act::rt::PackedPosition act::rt::locatePacked(int64_t i, int64_t n,
   return {t, j / width, j % width};
 }
 
-uint32_t act::rt::philox(int64_t i, int64_t n, unsigned perWord,
-                         uint64_t seed, uint64_t id) {
+uint32_t act::rt::philox(int64_t i, int64_t n, unsigned perWord, uint64_t seed,
+                         uint64_t id) {
   PackedPosition p = locatePacked(i, n, perWord);
   int64_t blocksPerTile = (perWord + 3) / 4;
-  uint64_t counter = uint64_t((p.tile * blocksPerTile + p.lane / 4) * 16 +
-                              p.word);
+  uint64_t counter =
+      uint64_t((p.tile * blocksPerTile + p.lane / 4) * 16 + p.word);
   uint32_t out[4];
   philox4x32(counter, seed, id, out);
   return out[p.lane % 4];
@@ -220,8 +220,7 @@ static std::pair<int64_t, unsigned> slotOf(int64_t i, int64_t n, unsigned bits,
 /// Packs `code(i)` for i < n, `perWord` per word of `bits` each.
 template <typename Fn>
 static std::vector<uint32_t> pack(int64_t n, unsigned bits, unsigned perWord,
-                                  bool codeArray,
-                                  Fn code) {
+                                  bool codeArray, Fn code) {
   std::vector<uint32_t> words((n + perWord - 1) / perWord, 0);
   for (int64_t i = 0; i < n; ++i) {
     auto [word, shift] = slotOf(i, n, bits, perWord, codeArray);
@@ -231,7 +230,8 @@ static std::vector<uint32_t> pack(int64_t n, unsigned bits, unsigned perWord,
 }
 
 static uint32_t unpack(const uint32_t *words, int64_t i, int64_t n,
-                       unsigned bits, unsigned perWord, bool codeArray = false) {
+                       unsigned bits, unsigned perWord,
+                       bool codeArray = false) {
   auto [word, shift] = slotOf(i, n, bits, perWord, codeArray);
   return (words[word] >> shift) & uint32_t((uint64_t(1) << bits) - 1);
 }
@@ -243,8 +243,8 @@ std::vector<uint32_t> act::rt::encodeFloats(const float *x, int64_t n,
               [&](int64_t i) { return encodeFloat(x[i], format); });
 }
 
-void act::rt::decodeFloats(const uint32_t *words, int64_t n,
-                           FloatFormat format, float *out) {
+void act::rt::decodeFloats(const uint32_t *words, int64_t n, FloatFormat format,
+                           float *out) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = decodeFloat(unpack(words, i, n, getElementBits(format),
                                 getElementsPerWord(format),

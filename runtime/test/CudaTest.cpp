@@ -1,4 +1,4 @@
-//===- CudaTest.cpp - the CUDA layer builds and fails cleanly without CUDA -===//
+//===- CudaTest.cpp - the CUDA layer, which fails cleanly without CUDA ----===//
 
 #include "act/runtime/Cuda.h"
 

@@ -1,4 +1,4 @@
-//===- MemoryTest.cpp - allocation accounting ------------------------------===//
+//===- MemoryTest.cpp - allocation accounting -----------------------------===//
 
 #include "act/runtime/Memory.h"
 

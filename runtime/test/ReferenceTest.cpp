@@ -1,4 +1,4 @@
-//===- ReferenceTest.cpp - the reference encoders --------------------------===//
+//===- ReferenceTest.cpp - the reference encoders -------------------------===//
 //
 // The reference is the oracle of the lowering tests, so it is checked here
 // against independent facts: Random123's known-answer vector, hardware f16
@@ -77,11 +77,11 @@ TEST(Float, F16MatchesHardwareAndClamps) {
     else
       EXPECT_EQ(std::fabs(r), 65504.0f);
   }
-  EXPECT_EQ(decodeFloat(encodeFloat(INFINITY, FloatFormat::F16),
-                        FloatFormat::F16),
-            65504.0f);
-  EXPECT_TRUE(std::isnan(decodeFloat(encodeFloat(NAN, FloatFormat::F16),
-                                     FloatFormat::F16)));
+  EXPECT_EQ(
+      decodeFloat(encodeFloat(INFINITY, FloatFormat::F16), FloatFormat::F16),
+      65504.0f);
+  EXPECT_TRUE(std::isnan(
+      decodeFloat(encodeFloat(NAN, FloatFormat::F16), FloatFormat::F16)));
 }
 
 TEST(Float, BF16RoundsToNearestEven) {
@@ -94,11 +94,11 @@ TEST(Float, BF16RoundsToNearestEven) {
                         FloatFormat::BF16),
             1.0f + 0x1p-6f);
   EXPECT_EQ(encodeFloat(-2.0f, FloatFormat::BF16), 0xC000u);
-  EXPECT_TRUE(std::isnan(decodeFloat(encodeFloat(NAN, FloatFormat::BF16),
-                                     FloatFormat::BF16)));
-  EXPECT_EQ(decodeFloat(encodeFloat(INFINITY, FloatFormat::BF16),
-                        FloatFormat::BF16),
-            std::numeric_limits<float>::max() * 0 + 0x1.fep127f);
+  EXPECT_TRUE(std::isnan(
+      decodeFloat(encodeFloat(NAN, FloatFormat::BF16), FloatFormat::BF16)));
+  EXPECT_EQ(
+      decodeFloat(encodeFloat(INFINITY, FloatFormat::BF16), FloatFormat::BF16),
+      std::numeric_limits<float>::max() * 0 + 0x1.fep127f);
 }
 
 TEST(Float, Fp8KnownValues) {
@@ -108,15 +108,17 @@ TEST(Float, Fp8KnownValues) {
   EXPECT_EQ(encodeFloat(1e6f, FloatFormat::E4M3), 0x7Eu);
   EXPECT_EQ(encodeFloat(-INFINITY, FloatFormat::E4M3), 0xFEu);
   EXPECT_EQ(encodeFloat(NAN, FloatFormat::E4M3) & 0x7Fu, 0x7Fu);
-  EXPECT_EQ(decodeFloat(encodeFloat(0.1f, FloatFormat::E4M3), FloatFormat::E4M3),
-            0.1015625f);
+  EXPECT_EQ(
+      decodeFloat(encodeFloat(0.1f, FloatFormat::E4M3), FloatFormat::E4M3),
+      0.1015625f);
   EXPECT_EQ(encodeFloat(0x1p-9f, FloatFormat::E4M3), 0x01u);
   EXPECT_EQ(encodeFloat(0x1p-11f, FloatFormat::E4M3), 0x00u); // ties to even 0
   EXPECT_EQ(encodeFloat(1.0f, FloatFormat::E5M2), 0x3Cu);
   EXPECT_EQ(encodeFloat(57344.0f, FloatFormat::E5M2), 0x7Bu);
   EXPECT_EQ(encodeFloat(INFINITY, FloatFormat::E5M2), 0x7Bu);
-  EXPECT_EQ(decodeFloat(encodeFloat(0.1f, FloatFormat::E5M2), FloatFormat::E5M2),
-            0.09375f);
+  EXPECT_EQ(
+      decodeFloat(encodeFloat(0.1f, FloatFormat::E5M2), FloatFormat::E5M2),
+      0.09375f);
   EXPECT_EQ(encodeFloat(0x1p-16f, FloatFormat::E5M2), 0x01u);
 }
 
@@ -124,21 +126,21 @@ TEST(Float, Fp10Layout) {
   // 1 sign, 5 exponent (bias 15), 4 mantissa bits.
   EXPECT_EQ(encodeFloat(1.0f, FloatFormat::FP10), 15u << 4);
   EXPECT_EQ(encodeFloat(-1.5f, FloatFormat::FP10), (1u << 9) | (15u << 4) | 8u);
-  EXPECT_EQ(decodeFloat(encodeFloat(1e9f, FloatFormat::FP10), FloatFormat::FP10),
-            63488.0f);
+  EXPECT_EQ(
+      decodeFloat(encodeFloat(1e9f, FloatFormat::FP10), FloatFormat::FP10),
+      63488.0f);
 }
 
 TEST(Float, EveryCodeRoundTrips) {
-  for (FloatFormat f : {FloatFormat::FP10, FloatFormat::E4M3,
-                        FloatFormat::E5M2, FloatFormat::F16,
-                        FloatFormat::BF16}) {
+  for (FloatFormat f : {FloatFormat::FP10, FloatFormat::E4M3, FloatFormat::E5M2,
+                        FloatFormat::F16, FloatFormat::BF16}) {
     uint32_t codes = 1u << getElementBits(f);
     for (uint32_t code = 0; code < codes; ++code) {
       float v = decodeFloat(code, f);
       if (std::isnan(v) || std::isinf(v))
         continue;
-      EXPECT_EQ(encodeFloat(v, f), code) << "format " << int(f) << " code "
-                                         << code;
+      EXPECT_EQ(encodeFloat(v, f), code)
+          << "format " << int(f) << " code " << code;
     }
   }
 }

@@ -1,4 +1,4 @@
-//===- act-opt.cpp - act optimizer driver ----------------------------------===//
+//===- act-opt.cpp - act optimizer driver ---------------------------------===//
 //
 // mlir-opt with act's dialect and passes and the upstream dialects training
 // graphs are written in and lowered through. `--help` shows the driver's own
@@ -90,9 +90,9 @@ int main(int argc, char **argv) {
         return c->getName() == name;
       });
     };
-    bool hide = (libraryOptions.contains(option) &&
-                 !inCategory("Generic Options")) ||
-                inCategory("Remark Options");
+    bool hide =
+        (libraryOptions.contains(option) && !inCategory("Generic Options")) ||
+        inCategory("Remark Options");
     if (hide && option->getOptionHiddenFlag() == cl::NotHidden)
       option->setHiddenFlag(cl::Hidden);
   }
@@ -104,6 +104,6 @@ int main(int argc, char **argv) {
   static ActPassesHelp passesHelp;
 
   auto [inputFile, outputFile] = parseCLIOptions(argc, argv, helpHeader);
-  return asMainReturnCode(MlirOptMain(argc, argv, inputFile, outputFile,
-                                      registry));
+  return asMainReturnCode(
+      MlirOptMain(argc, argv, inputFile, outputFile, registry));
 }

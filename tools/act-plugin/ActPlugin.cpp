@@ -1,4 +1,4 @@
-//===- ActPlugin.cpp - act as an mlir-opt plugin ---------------------------===//
+//===- ActPlugin.cpp - act as an mlir-opt plugin --------------------------===//
 //
 //   mlir-opt --load-dialect-plugin=lib/ActPlugin.so \
 //            --load-pass-plugin=lib/ActPlugin.so -p '...act passes...'
@@ -17,10 +17,9 @@ using namespace mlir;
 
 extern "C" LLVM_ATTRIBUTE_WEAK DialectPluginLibraryInfo
 mlirGetDialectPluginInfo() {
-  return {MLIR_PLUGIN_API_VERSION, "Act", LLVM_VERSION_STRING,
-          [](DialectRegistry *registry) {
-            act::registerActDialect(*registry);
-          }};
+  return {
+      MLIR_PLUGIN_API_VERSION, "Act", LLVM_VERSION_STRING,
+      [](DialectRegistry *registry) { act::registerActDialect(*registry); }};
 }
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo mlirGetPassPluginInfo() {

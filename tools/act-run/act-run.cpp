@@ -1,4 +1,4 @@
-//===- act-run.cpp - run a training step and measure it --------------------===//
+//===- act-run.cpp - run a training step and measure it -------------------===//
 //
 // The command line over act's execution engine (act/Execution/Step.h): runs
 // a training step of a module in either graph form, before or after act's
@@ -58,13 +58,13 @@ static cl::list<std::string>
 static cl::opt<uint64_t> dataSeed("seed", cl::init(0),
                                   cl::desc("seed of the random inputs"),
                                   cl::cat(runCategory));
-static cl::opt<RandomInit> init(
-    "init", cl::init(RandomInit::Normal), cl::desc("random inputs:"),
-    cl::values(clEnumValN(RandomInit::Normal, "normal", "N(0, 0.5^2)"),
-               clEnumValN(RandomInit::Int, "int",
-                          "integers in [-2, 2], exact in every float "
-                          "encoding of 8+ bits")),
-    cl::cat(runCategory));
+static cl::opt<RandomInit>
+    init("init", cl::init(RandomInit::Normal), cl::desc("random inputs:"),
+         cl::values(clEnumValN(RandomInit::Normal, "normal", "N(0, 0.5^2)"),
+                    clEnumValN(RandomInit::Int, "int",
+                               "integers in [-2, 2], exact in every float "
+                               "encoding of 8+ bits")),
+         cl::cat(runCategory));
 static cl::opt<int64_t>
     dynamicSize("dynamic-size", cl::init(8),
                 cl::desc("size of dynamic dimensions of random inputs"),
@@ -148,9 +148,9 @@ loadBatches(const Step &step, const std::vector<HostTensor> &first) {
     llvm::SmallVector<llvm::StringRef> files;
     llvm::StringRef(list).split(files, ',', -1, false);
     if (files.empty() || files.size() > slots.size())
-      return llvm::createStringError(
-          "--batch-inputs '" + list + "': expected 1 to " +
-          std::to_string(slots.size()) + " files");
+      return llvm::createStringError("--batch-inputs '" + list +
+                                     "': expected 1 to " +
+                                     std::to_string(slots.size()) + " files");
     std::vector<HostTensor> args = first;
     for (auto [k, file] : llvm::enumerate(files)) {
       unsigned slot = slots[slots.size() - files.size() + k];
@@ -192,8 +192,7 @@ static int runSensitivity(Step &step, const std::vector<HostTensor> &args) {
                << " mini-batch(es), " << profile.evaluations
                << " step evaluations\n";
   llvm::outs() << llvm::formatv("{0,6} {1,10} {2,5} {3,14} {4,14}\n", "id",
-                                "elements", "bits", "sensitivity",
-                                "c*S(bits)");
+                                "elements", "bits", "sensitivity", "c*S(bits)");
   for (const ProfileTensor &t : profile.tensors)
     llvm::outs() << llvm::formatv(
         "{0,6} {1,10} {2,5} {3,14:e} {4,14:e}\n", t.id, t.elements, t.bits,

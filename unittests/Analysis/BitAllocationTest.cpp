@@ -12,7 +12,8 @@ using namespace mlir::act;
 static const std::vector<unsigned> kChoices = {1, 2, 4, 8, 32};
 
 static double S(unsigned b) {
-  return b >= 32 ? 0.0 : 1.0 / ((std::ldexp(1.0, b) - 1) * (std::ldexp(1.0, b) - 1));
+  return b >= 32 ? 0.0
+                 : 1.0 / ((std::ldexp(1.0, b) - 1) * (std::ldexp(1.0, b) - 1));
 }
 
 /// Every assignment: the optimum, or infinity when none fits.
@@ -124,8 +125,10 @@ TEST(BitAllocation, LargeInstanceIsProven) {
   for (auto &item : items)
     elements += item.elements;
   for (double avg : {2.0, 4.0, 8.0}) {
-    BitAllocation exact = allocateBitsExact(items, kChoices, int64_t(avg * elements));
-    BitAllocation greedy = allocateBitsGreedy(items, kChoices, int64_t(avg * elements));
+    BitAllocation exact =
+        allocateBitsExact(items, kChoices, int64_t(avg * elements));
+    BitAllocation greedy =
+        allocateBitsGreedy(items, kChoices, int64_t(avg * elements));
     EXPECT_TRUE(exact.provenOptimal) << avg << " nodes " << exact.nodes;
     EXPECT_GE(greedy.objective, exact.objective * (1 - 1e-12));
   }

@@ -49,6 +49,11 @@ struct Profile {
 /// and after act's passes, different when the graph changes.
 std::string getGraphFingerprint(const TrainingGraph &graph);
 
+/// Bounds on what readProfile reads (a profile of a thousand tensors is
+/// about 200 KB, nested 4 deep).
+constexpr uint64_t kMaxProfileBytes = 64 << 20;
+constexpr unsigned kMaxProfileDepth = 64;
+
 llvm::Error writeProfile(const Profile &profile, llvm::StringRef path);
 /// Reads and validates a profile; errors name the file and the JSON path.
 llvm::Expected<Profile> readProfile(llvm::StringRef path);

@@ -1,4 +1,4 @@
-//===- TrainingGraph.h - forward/backward split and saved values -*- C++ -*-===//
+//===- TrainingGraph.h - forward/backward split, saved values ---*- C++ -*-===//
 //
 // Finds the training graphs of a module (DESIGN.md: joint and split forms),
 // classifies their ops as forward or backward, and lists the saved

@@ -65,7 +65,9 @@ public:
   ElementKind getKind() const { return kind; }
   llvm::ArrayRef<int64_t> getShape() const { return shape; }
   int64_t numElements() const;
-  size_t byteSize() const { return size_t(numElements()) * getElementBytes(kind); }
+  size_t byteSize() const {
+    return size_t(numElements()) * getElementBytes(kind);
+  }
 
   char *data() const { return bytes; }
   template <typename T> T *as() const { return reinterpret_cast<T *>(bytes); }

@@ -70,8 +70,7 @@ public:
   /// memory on the GPU). Results own the buffers the call allocated (no
   /// copy; released through the allocation hooks with the last copy), except
   /// strided views and returned arguments, which are copied out.
-  llvm::Expected<std::vector<HostTensor>>
-  call(llvm::ArrayRef<HostTensor> args);
+  llvm::Expected<std::vector<HostTensor>> call(llvm::ArrayRef<HostTensor> args);
 
 private:
   std::shared_ptr<ExecutionEngine> engine;

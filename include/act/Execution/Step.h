@@ -1,4 +1,4 @@
-//===- Step.h - compile a training step once, run it many times -*- C++ -*-===//
+//===- Step.h - compile a step once, run it many times ----------*- C++ -*-===//
 //
 // act's execution engine: a training step of either graph form
 // (docs/TrainingGraphs.md), before or after act's passes, compiled once
@@ -136,8 +136,7 @@ struct SensitivityEstimate {
   double predictedVariance = 0;
 };
 llvm::Expected<SensitivityEstimate> estimateSensitivity(
-    Step &step, std::vector<std::vector<HostTensor>> batches,
-    uint64_t stepSeed,
+    Step &step, std::vector<std::vector<HostTensor>> batches, uint64_t stepSeed,
     llvm::unique_function<void(size_t done, size_t total, size_t batch)>
         progress = nullptr);
 

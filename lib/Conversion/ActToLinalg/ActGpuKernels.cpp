@@ -1,4 +1,4 @@
-//===- ActGpuKernels.cpp - encode/decode kernels for the GPU target --------===//
+//===- ActGpuKernels.cpp - encode/decode kernels for the GPU target -------===//
 //
 // LoweringTarget::GPU: the whole tiles of a packed encoding and the whole
 // 16-byte pieces of a byte-coded one are encoded and decoded by gpu.launch
@@ -81,8 +81,8 @@ Value readBuffer(OpBuilder &b, Location loc, Value tensor) {
 }
 
 /// A new buffer of `rows` x `inner` elements of `type`.
-Value allocRows(OpBuilder &b, Location loc, Value rows,
-                ArrayRef<int64_t> inner, Type type) {
+Value allocRows(OpBuilder &b, Location loc, Value rows, ArrayRef<int64_t> inner,
+                Type type) {
   SmallVector<Value> dyn;
   SmallVector<int64_t> shape = rowsShape(rows, inner, dyn);
   // 64-byte aligned: the kernels' 16-byte accesses apply whatever the
@@ -149,8 +149,8 @@ void storeRun(OpBuilder &b, Location loc, ValueRange elements, Value buffer,
   Value v = vector::FromElementsOp::create(b, loc, vectorType, elements);
   vector::StoreOp::create(
       b, loc, v, buffer, ValueRange{at}, /*nontemporal=*/false,
-      llvm::MaybeAlign(
-          std::min<int64_t>(16, int64_t(elements.size()) * elementBytes(type))));
+      llvm::MaybeAlign(std::min<int64_t>(16, int64_t(elements.size()) *
+                                                 elementBytes(type))));
 }
 
 /// Builds `then` under `cond` (no results).
@@ -163,9 +163,8 @@ void buildIf(OpBuilder &b, Location loc, Value cond,
 }
 
 /// The kernel body, built by `body(b, loc, thread, valid, vectorized)`.
-using KernelBody =
-    function_ref<void(OpBuilder &, Location, Value thread, Value valid,
-                      bool vectorized)>;
+using KernelBody = function_ref<void(OpBuilder &, Location, Value thread,
+                                     Value valid, bool vectorized)>;
 
 /// A gpu.launch of `threads` threads (index) in blocks of `blockSize`. Each
 /// thread gets its global index (0 for the threads of the last block past
@@ -179,9 +178,8 @@ void buildLaunch(OpBuilder &b, Location loc, Value threads, int64_t blockSize,
   auto launchIn = [&](OpBuilder &b, Location loc) {
     IndexMath ix{b, loc};
     Value one = ix.c(1);
-    auto launch =
-        gpu::LaunchOp::create(b, loc, ix.ceilDiv(threads, blockSize), one, one,
-                              ix.c(blockSize), one, one);
+    auto launch = gpu::LaunchOp::create(b, loc, ix.ceilDiv(threads, blockSize),
+                                        one, one, ix.c(blockSize), one, one);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&launch.getBody().front());
     IndexMath kx{b, loc};
@@ -192,8 +190,8 @@ void buildLaunch(OpBuilder &b, Location loc, Value threads, int64_t blockSize,
     Value allAligned;
     for (Value buffer : aligned) {
       Value a = isAligned16(b, loc, buffer);
-      allAligned = allAligned ? arith::AndIOp::create(b, loc, allAligned, a)
-                              : a;
+      allAligned =
+          allAligned ? arith::AndIOp::create(b, loc, allAligned, a) : a;
     }
     auto ifOp = scf::IfOp::create(b, loc, allAligned, /*withElseRegion=*/true);
     b.setInsertionPointToStart(ifOp.thenBlock());
@@ -270,10 +268,9 @@ void mlir::act::detail::buildGpuPackedEncode(
     SmallVector<Value> result;
     Value warp = ix.div(thread, 32), lane = ix.rem(thread, ix.c(32));
     for (int64_t j = 0; j < quarters; ++j)
-      result.push_back(quarters == 1
-                           ? thread
-                           : ix.add(ix.mul(warp, 32 * quarters),
-                                    ix.add(ix.c(32 * j), lane)));
+      result.push_back(quarters == 1 ? thread
+                                     : ix.add(ix.mul(warp, 32 * quarters),
+                                              ix.add(ix.c(32 * j), lane)));
     return result;
   };
   // x[l][w] of quarter `quarter`: lane l of its word 4q + w.
@@ -304,8 +301,7 @@ void mlir::act::detail::buildGpuPackedEncode(
     for (arith::AtomicRMWKind kind : stats->reductions) {
       Value acc;
       for (const auto &lanes : x)
-        for (int64_t l = gi * lanesPerGroup; l < (gi + 1) * lanesPerGroup;
-             ++l)
+        for (int64_t l = gi * lanesPerGroup; l < (gi + 1) * lanesPerGroup; ++l)
           for (Value e : lanes[l]) {
             Value v = toF32(b, loc, e);
             acc = acc ? arith::getReductionOp(kind, b, loc, acc, v) : v;
@@ -333,8 +329,7 @@ void mlir::act::detail::buildGpuPackedEncode(
           // warp (butterfly shuffles once lowered).
           for (auto [kind, value] : llvm::zip(stats->reductions, reduced))
             value = gpu::SubgroupReduceOp::create(
-                b, loc, value, toGpuReduction(kind), /*uniform=*/true,
-                cluster);
+                b, loc, value, toGpuReduction(kind), /*uniform=*/true, cluster);
         } else {
           // The same parts, recomputed from the other threads' elements.
           Value base = ix.sub(thread, ix.rem(thread, ix.c(cluster)));
@@ -344,7 +339,8 @@ void mlir::act::detail::buildGpuPackedEncode(
                 threadPart(b, loc, loadThread(b, loc, other, vectorized), gi);
             for (auto [kind, value, p] :
                  llvm::zip(stats->reductions, reduced, part))
-              value = m == 0 ? p : arith::getReductionOp(kind, b, loc, value, p);
+              value =
+                  m == 0 ? p : arith::getReductionOp(kind, b, loc, value, p);
           }
         }
         SmallVector<Value> row;
@@ -363,9 +359,8 @@ void mlir::act::detail::buildGpuPackedEncode(
                                     ix.rem(t, ix.c(tilesPerGroup)), ix.c(0)));
         buildIf(b, loc, leader, [&](OpBuilder &b, Location loc) {
           for (auto [column, v] : llvm::enumerate(row))
-            memref::StoreOp::create(
-                b, loc, v, metaBuffer,
-                ValueRange{g, indexConst(b, loc, column)});
+            memref::StoreOp::create(b, loc, v, metaBuffer,
+                                    ValueRange{g, indexConst(b, loc, column)});
         });
       }
     }
@@ -399,8 +394,8 @@ void mlir::act::detail::buildGpuPackedEncode(
         storeRun(b, loc, words, payloadBuffer, ix.mul(quarter, 4), vectorized);
     });
   };
-  buildLaunch(b, loc, ix.div(ix.mul(tiles, 4), quarters),
-              options.gpuBlockSize, {in, payloadBuffer}, body);
+  buildLaunch(b, loc, ix.div(ix.mul(tiles, 4), quarters), options.gpuBlockSize,
+              {in, payloadBuffer}, body);
   payload = asTensor(b, loc, payloadBuffer);
   if (stats)
     meta = asTensor(b, loc, metaBuffer);
@@ -437,8 +432,8 @@ Value mlir::act::detail::buildGpuPackedDecode(
                       ? ix.add(ix.mul(t, tile / group), ix.c(16 * l / group))
                       : ix.div(ix.add(ix.mul(t, tile), ix.c(16 * l)), group);
         for (int64_t column = 0; column < columns; ++column)
-          row.push_back(memref::LoadOp::create(
-              b, loc, metaBuffer, ValueRange{g, ix.c(column)}));
+          row.push_back(memref::LoadOp::create(b, loc, metaBuffer,
+                                               ValueRange{g, ix.c(column)}));
       }
       auto &values = lanes.emplace_back();
       for (Value word : w) {

@@ -1,4 +1,4 @@
-//===- ActLowering.cpp - building blocks of encoding lowerings -------------===//
+//===- ActLowering.cpp - building blocks of encoding lowerings ------------===//
 //
 // Everything is built on tensors with linalg.generic, so that one-shot
 // bufferization and the upstream CPU and GPU pipelines take it from there,
@@ -103,7 +103,7 @@ Value mlir::act::buildMiniFloatEncode(OpBuilder &b, Location loc, Value x,
   // |x| clamped to the largest finite value (minnum vectorizes; NaN is
   // handled at the end).
   Value a = arith::MinNumFOp::create(b, loc, math::AbsFOp::create(b, loc, x),
-                                      cf(getMaxFinite(f)));
+                                     cf(getMaxFinite(f)));
   // Exponent of a (f32 zero and subnormals count as below emin).
   Value e = arith::SubIOp::create(
       b, loc,
@@ -136,9 +136,9 @@ Value mlir::act::buildMiniFloatEncode(OpBuilder &b, Location loc, Value x,
   Value mant = arith::AndIOp::create(b, loc, r, ci((int64_t(1) << M) - 1));
   Value code = arith::OrIOp::create(
       b, loc, arith::ShLIOp::create(b, loc, biased, ci(M)), mant);
-  int64_t nan = f.ieee ? (((int64_t(1) << f.expBits) - 1) << M) |
-                             (int64_t(1) << (M - 1))
-                       : (int64_t(1) << (f.expBits + M)) - 1;
+  int64_t nan =
+      f.ieee ? (((int64_t(1) << f.expBits) - 1) << M) | (int64_t(1) << (M - 1))
+             : (int64_t(1) << (f.expBits + M)) - 1;
   code = arith::SelectOp::create(b, loc, isNan, ci(nan), code);
   return arith::OrIOp::create(b, loc, sign, code);
 }
@@ -154,8 +154,8 @@ Value mlir::act::buildMiniFloatDecode(OpBuilder &b, Location loc, Value code,
   Value sign = arith::ShLIOp::create(
       b, loc,
       arith::AndIOp::create(
-          b, loc,
-          arith::ShRUIOp::create(b, loc, code, ci(f.expBits + M)), ci(1)),
+          b, loc, arith::ShRUIOp::create(b, loc, code, ci(f.expBits + M)),
+          ci(1)),
       ci(31));
   Value biased = arith::AndIOp::create(
       b, loc, arith::ShRUIOp::create(b, loc, code, ci(M)), ci(expMask));
@@ -170,28 +170,27 @@ Value mlir::act::buildMiniFloatDecode(OpBuilder &b, Location loc, Value code,
   // Subnormal: mant * 2^(emin - M), exact in f32.
   Value subnormal = arith::MulFOp::create(
       b, loc, arith::UIToFPOp::create(b, loc, f32, mant),
-      arith::ConstantFloatOp::create(
-          b, loc, cast<FloatType>(f32),
-          APFloat(std::ldexp(1.0f, emin - int(M)))));
+      arith::ConstantFloatOp::create(b, loc, cast<FloatType>(f32),
+                                     APFloat(std::ldexp(1.0f, emin - int(M)))));
   Value subnormalBits = arith::BitcastOp::create(b, loc, i32, subnormal);
-  Value isSub = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                      biased, ci(0));
+  Value isSub =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, biased, ci(0));
   Value magnitude =
       arith::SelectOp::create(b, loc, isSub, subnormalBits, normalBits);
   // Specials.
   Value nanBits = ci(0x7FC00000), infBits = ci(0x7F800000);
   if (f.ieee) {
-    Value top = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                      biased, ci(expMask));
-    Value zeroMant = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                           mant, ci(0));
-    Value special =
-        arith::SelectOp::create(b, loc, zeroMant, infBits, nanBits);
+    Value top = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, biased,
+                                      ci(expMask));
+    Value zeroMant =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, mant, ci(0));
+    Value special = arith::SelectOp::create(b, loc, zeroMant, infBits, nanBits);
     magnitude = arith::SelectOp::create(b, loc, top, special, magnitude);
   } else {
     Value isNan = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::eq,
-        arith::AndIOp::create(b, loc, code, ci((expMask << M) | ((1 << M) - 1))),
+        arith::AndIOp::create(b, loc, code,
+                              ci((expMask << M) | ((1 << M) - 1))),
         ci((expMask << M) | ((1 << M) - 1)));
     magnitude = arith::SelectOp::create(b, loc, isNan, nanBits, magnitude);
   }
@@ -242,9 +241,9 @@ static void parallelInsert(OpBuilder &b, Location loc, Value part, Value into,
                            Value offset) {
   auto [offsets, strides] =
       dim0Slice(b, cast<RankedTensorType>(part.getType()).getRank(), offset);
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, part, into, offsets, tensor::getMixedSizes(b, loc, part),
-      strides);
+  tensor::ParallelInsertSliceOp::create(b, loc, part, into, offsets,
+                                        tensor::getMixedSizes(b, loc, part),
+                                        strides);
 }
 
 //===----------------------------------------------------------------------===//
@@ -264,8 +263,8 @@ static SmallVector<ReassociationIndices> collapseAll(int64_t rank) {
 /// `input` as a 1-D tensor (row-major; a view, no copy).
 static Value flatten(OpBuilder &b, Location loc, Value input) {
   auto type = cast<RankedTensorType>(input.getType());
-  int64_t n = type.hasStaticShape() ? type.getNumElements()
-                                    : ShapedType::kDynamic;
+  int64_t n =
+      type.hasStaticShape() ? type.getNumElements() : ShapedType::kDynamic;
   auto flatType = RankedTensorType::get({n}, type.getElementType());
   if (type.getRank() == 0)
     return tensor::ExpandShapeOp::create(b, loc, flatType, input,
@@ -285,7 +284,8 @@ static Value elementwise(OpBuilder &b, Location loc, Value in, Type elementType,
   for (int64_t d = 0; d < type.getRank(); ++d)
     if (type.isDynamicDim(d))
       dyn.push_back(tensor::DimOp::create(b, loc, in, d));
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), elementType, dyn);
+  Value init =
+      tensor::EmptyOp::create(b, loc, type.getShape(), elementType, dyn);
   auto map = b.getMultiDimIdentityMap(type.getRank());
   SmallVector<utils::IteratorType> iterators(type.getRank(),
                                              utils::IteratorType::parallel);
@@ -301,22 +301,21 @@ static Value elementwise(OpBuilder &b, Location loc, Value in, Type elementType,
 /// `fn` element-wise from flat `in` into a new flat tensor of `type`
 /// elements: on the GPU a kernel over whole 16-byte pieces of the narrower
 /// side and a generic for the rest, else one generic.
-static Value byteElementwise(
-    OpBuilder &b, Location loc, Value in, Type type,
-    const LoweringOptions &options,
-    function_ref<Value(OpBuilder &, Location, Value)> fn) {
+static Value
+byteElementwise(OpBuilder &b, Location loc, Value in, Type type,
+                const LoweringOptions &options,
+                function_ref<Value(OpBuilder &, Location, Value)> fn) {
   if (!isGpu(options))
     return elementwise(b, loc, in, type, fn);
   IndexMath ix{b, loc};
   Type inType = cast<RankedTensorType>(in.getType()).getElementType();
-  int64_t perThread =
-      16 / std::min(elementBytes(inType), elementBytes(type));
+  int64_t perThread = 16 / std::min(elementBytes(inType), elementBytes(type));
   Value n = b.createOrFold<tensor::DimOp>(loc, in, 0);
   Value count = ix.mul(ix.div(n, perThread), perThread);
   if (staticOr(count) == 0)
     return elementwise(b, loc, in, type, fn);
-  Value out = buildGpuElementwise(b, loc, in, n, count, perThread, type,
-                                  options, fn);
+  Value out =
+      buildGpuElementwise(b, loc, in, n, count, perThread, type, options, fn);
   Value rest = ix.sub(n, count);
   if (staticOr(rest) == 0)
     return out;
@@ -338,7 +337,7 @@ Value mlir::act::buildByteEncode(
 }
 
 Value mlir::act::unflatten(OpBuilder &b, Location loc, Value flat,
-                          RankedTensorType type, ValueRange dynamicSizes) {
+                           RankedTensorType type, ValueRange dynamicSizes) {
   auto flatType = cast<RankedTensorType>(flat.getType());
   auto shapedType = type.clone(flatType.getElementType());
   if (type.getRank() == 0)
@@ -349,8 +348,9 @@ Value mlir::act::unflatten(OpBuilder &b, Location loc, Value flat,
   SmallVector<OpFoldResult> sizes;
   unsigned next = 0;
   for (int64_t d : type.getShape())
-    sizes.push_back(ShapedType::isDynamic(d) ? OpFoldResult(dynamicSizes[next++])
-                                             : OpFoldResult(b.getIndexAttr(d)));
+    sizes.push_back(ShapedType::isDynamic(d)
+                        ? OpFoldResult(dynamicSizes[next++])
+                        : OpFoldResult(b.getIndexAttr(d)));
   return tensor::ExpandShapeOp::create(b, loc, shapedType, flat,
                                        collapseAll(type.getRank()), sizes);
 }
@@ -366,11 +366,10 @@ Value mlir::act::buildByteDecode(
     Value shaped = unflatten(b, loc, payload, type, dynamicSizes);
     return elementwise(b, loc, shaped, type.getElementType(), decodeOne);
   }
-  Value flat = byteElementwise(b, loc, payload, type.getElementType(),
-                               options, decodeOne);
+  Value flat = byteElementwise(b, loc, payload, type.getElementType(), options,
+                               decodeOne);
   return unflatten(b, loc, flat, type, dynamicSizes);
 }
-
 
 //===----------------------------------------------------------------------===//
 // Packed codes
@@ -511,19 +510,19 @@ static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
         if (valid) {
           // Padding elements do not count.
           IndexMath ix{nb, nl};
-          Value i = ix.add(
-              ix.mul(linalg::IndexOp::create(nb, nl, 0), group),
-              ix.add(ix.mul(linalg::IndexOp::create(nb, nl, 1), parts),
-                     linalg::IndexOp::create(nb, nl, 2)));
+          Value i =
+              ix.add(ix.mul(linalg::IndexOp::create(nb, nl, 0), group),
+                     ix.add(ix.mul(linalg::IndexOp::create(nb, nl, 1), parts),
+                            linalg::IndexOp::create(nb, nl, 2)));
           real = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, i,
                                        valid);
         }
         SmallVector<Value> next;
         for (auto [kind, acc] : llvm::zip(kinds, args.drop_front())) {
           Value v = arith::getReductionOp(kind, nb, nl, acc, x);
-          next.push_back(real ? arith::SelectOp::create(nb, nl, real, v, acc)
-                                    .getResult()
-                              : v);
+          next.push_back(
+              real ? arith::SelectOp::create(nb, nl, real, v, acc).getResult()
+                   : v);
         }
         linalg::YieldOp::create(nb, nl, next);
       });
@@ -543,8 +542,8 @@ static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         SmallVector<Value> next;
         for (int64_t i = 0; i < n; ++i)
-          next.push_back(arith::getReductionOp(kinds[i], nb, nl, args[n + i],
-                                               args[i]));
+          next.push_back(
+              arith::getReductionOp(kinds[i], nb, nl, args[n + i], args[i]));
         linalg::YieldOp::create(nb, nl, next);
       });
 
@@ -569,29 +568,28 @@ static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
 
   // The metadata rows from their columns.
   auto metaType = RankedTensorType::get({k, columns}, f32);
-  Value metaInit = metaRows ? metaRows
-                            : tensor::EmptyOp::create(b, loc, metaType, dyn)
-                                  .getResult();
+  Value metaInit =
+      metaRows ? metaRows
+               : tensor::EmptyOp::create(b, loc, metaType, dyn).getResult();
   SmallVector<AffineMap> metaMaps(columns, dims(2, {0}));
   metaMaps.push_back(dims(2, {0, 1}));
-  metaRows =
-      linalg::GenericOp::create(
-          b, loc, metaInit.getType(),
-          ValueRange(finished.getResults()).drop_front(values), metaInit,
-          metaMaps,
-          {utils::IteratorType::parallel, utils::IteratorType::parallel},
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            Value column = linalg::IndexOp::create(nb, nl, 1);
-            Value v = args[0];
-            for (int64_t c = 1; c < columns; ++c)
-              v = arith::SelectOp::create(
-                  nb, nl,
-                  arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
-                                        column, indexConst(nb, nl, c)),
-                  args[c], v);
-            linalg::YieldOp::create(nb, nl, v);
-          })
-          .getResult(0);
+  metaRows = linalg::GenericOp::create(
+                 b, loc, metaInit.getType(),
+                 ValueRange(finished.getResults()).drop_front(values), metaInit,
+                 metaMaps,
+                 {utils::IteratorType::parallel, utils::IteratorType::parallel},
+                 [&](OpBuilder &nb, Location nl, ValueRange args) {
+                   Value column = linalg::IndexOp::create(nb, nl, 1);
+                   Value v = args[0];
+                   for (int64_t c = 1; c < columns; ++c)
+                     v = arith::SelectOp::create(
+                         nb, nl,
+                         arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                               column, indexConst(nb, nl, c)),
+                         args[c], v);
+                   linalg::YieldOp::create(nb, nl, v);
+                 })
+                 .getResult(0);
 }
 
 /// The groups of `elements` (1-D, a multiple of `group` long unless
@@ -613,8 +611,8 @@ static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
         b, loc, tensorOf({padded}, type.getElementType()), elements,
         ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
         ArrayRef<OpFoldResult>{getAsOpFoldResult(high)},
-        Value(arith::ConstantOp::create(
-            b, loc, b.getZeroAttr(type.getElementType()))));
+        Value(arith::ConstantOp::create(b, loc,
+                                        b.getZeroAttr(type.getElementType()))));
   }
   SmallVector<OpFoldResult> shape = {getAsOpFoldResult(rows),
                                      b.getIndexAttr(stats.group)};
@@ -664,8 +662,8 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
   if (split.fast && split.chunksStatic != 0 && isGpu(options)) {
     buildGpuPackedEncode(b, loc, flat, f, ix.mul(split.chunks, chunk / tile),
                          ix.ceilDiv(n, perWord),
-                         stats ? ix.ceilDiv(n, stats->group) : Value(),
-                         options, stats, random, code, payload, meta);
+                         stats ? ix.ceilDiv(n, stats->group) : Value(), options,
+                         stats, random, code, payload, meta);
   } else if (split.fast && split.chunksStatic != 0) {
     SmallVector<Value> outs = {payload};
     if (stats)
@@ -688,8 +686,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
       SmallVector<Value> perGroup;
       chunkMeta = slice(b, loc, forall.getRegionIterArgs()[1], metaAt,
                         ix.c(chunk / stats->group));
-      buildGroupStats(b, loc, x, Value(), *stats, options, perGroup,
-                      chunkMeta);
+      buildGroupStats(b, loc, x, Value(), *stats, options, perGroup, chunkMeta);
       for (int64_t g = 0; g < chunk / stats->group; ++g) {
         auto &row = groupScalars.emplace_back();
         for (Value t : perGroup)
@@ -723,8 +720,8 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
             linalg::YieldOp::create(nb, nl, acc);
           });
       generic->setAttr(kVectorizeAttr, b.getUnitAttr());
-      chunkWords = insert(b, loc, generic.getResult(0), chunkWords,
-                          ix.c(t * 16));
+      chunkWords =
+          insert(b, loc, generic.getResult(0), chunkWords, ix.c(t * 16));
     }
     b.setInsertionPointToStart(forall.getTerminator().getBody());
     parallelInsert(b, loc, chunkWords, forall.getRegionIterArgs()[0], wordsAt);
@@ -777,8 +774,8 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
           }
           linalg::YieldOp::create(nb, nl, acc);
         });
-    payload = insert(b, loc, generic.getResult(0), payload,
-                     ix.div(start, perWord));
+    payload =
+        insert(b, loc, generic.getResult(0), payload, ix.div(start, perWord));
     if (stats)
       meta = insert(b, loc, restMeta, meta, ix.div(start, stats->group));
   }
@@ -818,8 +815,8 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
 
   Value out = emptyRows(b, loc, n, {}, elementType);
   if (split.fast && split.chunksStatic != 0 && isGpu(options)) {
-    out = buildGpuPackedDecode(b, loc, payload, f, split.chunks, n,
-                               elementType, meta, group, options, value);
+    out = buildGpuPackedDecode(b, loc, payload, f, split.chunks, n, elementType,
+                               meta, group, options, value);
   } else if (split.fast && split.chunksStatic != 0) {
     auto forall = scf::ForallOp::create(
         b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(split.chunks)},
@@ -827,8 +824,8 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(forall.getTerminator());
     Value c = forall.getInductionVar(0);
-    Value words =
-        slice(b, loc, payload, ix.mul(c, chunk / perWord), ix.c(chunk / perWord));
+    Value words = slice(b, loc, payload, ix.mul(c, chunk / perWord),
+                        ix.c(chunk / perWord));
     // A tile decodes as (group of the tile, lane in the group, word): each
     // group's metadata is read once and broadcast. Group sizes that neither
     // divide nor are divided by the tile give each lane its own row.
@@ -849,8 +846,8 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
         }
     }
     Value outAt = ix.mul(c, chunk);
-    Value chunkOut = slice(b, loc, forall.getRegionIterArgs()[0], outAt,
-                           ix.c(chunk));
+    Value chunkOut =
+        slice(b, loc, forall.getRegionIterArgs()[0], outAt, ix.c(chunk));
     MLIRContext *ctx = b.getContext();
     auto dim = [&](unsigned d) {
       return AffineMap::get(3, 0, {getAffineDimExpr(d, ctx)}, ctx);
@@ -890,7 +887,8 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
           [&](OpBuilder &nb, Location nl, ValueRange args) {
             Value lane = arith::AddIOp::create(
                 nb, nl,
-                arith::MulIOp::create(nb, nl, linalg::IndexOp::create(nb, nl, 0),
+                arith::MulIOp::create(nb, nl,
+                                      linalg::IndexOp::create(nb, nl, 0),
                                       indexConst(nb, nl, lanesPerGroup)),
                 linalg::IndexOp::create(nb, nl, 1));
             Value codeValue = laneCode(nb, nl, args[0], lane);
@@ -899,9 +897,9 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
                 value(nb, nl, codeValue, args.drop_front().drop_back()));
           });
       generic->setAttr(kVectorizeAttr, b.getUnitAttr());
-      Value flatTile = tensor::CollapseShapeOp::create(
-          b, loc, tensorOf({tile}, elementType), generic.getResult(0),
-          collapseAll(3));
+      Value flatTile =
+          tensor::CollapseShapeOp::create(b, loc, tensorOf({tile}, elementType),
+                                          generic.getResult(0), collapseAll(3));
       chunkOut = insert(b, loc, flatTile, chunkOut, ix.c(t * tile));
     }
     b.setInsertionPointToStart(forall.getTerminator().getBody());

@@ -1,4 +1,4 @@
-//===- ActToLinalg.cpp - lower act ops to linalg on tensors ----------------===//
+//===- ActToLinalg.cpp - lower act ops to linalg on tensors ---------------===//
 //
 // A 1:N dialect conversion: each encoded value becomes the tensors of its
 // explicit storage; each encoding builds its encode/decode IR through its
@@ -10,12 +10,12 @@
 #include "act/Dialect/Act/IR/Act.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_CONVERTACTTOLINALGPASS
@@ -39,8 +39,7 @@ std::optional<RankedTensorType> getDimsType(EncodedType type) {
   int64_t dynamic = type.getTensorType().getNumDynamicDims();
   if (dynamic == 0)
     return std::nullopt;
-  return RankedTensorType::get({dynamic},
-                               IndexType::get(type.getContext()));
+  return RankedTensorType::get({dynamic}, IndexType::get(type.getContext()));
 }
 
 struct EncodeOpLowering : OpConversionPattern<EncodeOp> {
@@ -55,10 +54,10 @@ struct EncodeOpLowering : OpConversionPattern<EncodeOp> {
     auto type = cast<EncodedType>(op.getType());
     Location loc = op.getLoc();
     Value input = adaptor.getInput().front();
-    Value seed = adaptor.getSeed().empty() ? Value() : adaptor.getSeed().front();
-    SmallVector<Value> storage =
-        getLowering(type).buildEncode(rewriter, loc, input, seed, op.getId(),
-                                        options);
+    Value seed =
+        adaptor.getSeed().empty() ? Value() : adaptor.getSeed().front();
+    SmallVector<Value> storage = getLowering(type).buildEncode(
+        rewriter, loc, input, seed, op.getId(), options);
     if (getDimsType(type)) {
       SmallVector<Value> dims;
       for (auto [i, d] : llvm::enumerate(type.getTensorType().getShape()))
@@ -183,9 +182,8 @@ struct ConvertActToLinalgPass
     });
     target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
         [&](Operation *op) { return converter.isLegal(op); });
-    target.markUnknownOpDynamicallyLegal([&](Operation *op) {
-      return converter.isLegal(op);
-    });
+    target.markUnknownOpDynamicallyLegal(
+        [&](Operation *op) { return converter.isLegal(op); });
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

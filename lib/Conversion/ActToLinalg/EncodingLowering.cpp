@@ -1,4 +1,4 @@
-//===- EncodingLowering.cpp - how act's encodings lower --------------------===//
+//===- EncodingLowering.cpp - how act's encodings lower -------------------===//
 //
 // The EncodingLoweringAttrInterface models of act's encodings: each builds
 // its explicit storage types and its encode/decode IR from the building
@@ -79,14 +79,14 @@ static Value f32Const(OpBuilder &b, Location loc, float v) {
 //===----------------------------------------------------------------------===//
 
 template <>
-void EncodingModel<QuantEncodingAttr>::getStorageTypes(Attribute attr, RankedTensorType type,
-                                        SmallVectorImpl<Type> &types) const {
+void EncodingModel<QuantEncodingAttr>::getStorageTypes(
+    Attribute attr, RankedTensorType type, SmallVectorImpl<Type> &types) const {
   auto encoding = cast<QuantEncodingAttr>(attr);
   MLIRContext *ctx = encoding.getContext();
   types.push_back(RankedTensorType::get(
       {staticWords(type, 32 / encoding.getBits())}, IntegerType::get(ctx, 32)));
-  types.push_back(RankedTensorType::get({staticWords(type, encoding.getGroup()), 2},
-                                        Float32Type::get(ctx)));
+  types.push_back(RankedTensorType::get(
+      {staticWords(type, encoding.getGroup()), 2}, Float32Type::get(ctx)));
 }
 
 /// The codes' inverse step of a group with minimum `mn` and maximum `mx`:
@@ -113,9 +113,9 @@ static Value quantScale(OpBuilder &b, Location loc, Value mn, Value mx,
 /// its first `valid` elements (all when null): the values the codes read,
 /// (min, (2^bits - 1) / (max - min), or 0 for a constant group), and the
 /// stored rows (min, (max - min) / (2^bits - 1)).
-static void buildQuantStats(OpBuilder &b, Location loc, Value rows,
-                            Value valid, int64_t levels,
-                            SmallVectorImpl<Value> &perGroup, Value &metaRows) {
+static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
+                            int64_t levels, SmallVectorImpl<Value> &perGroup,
+                            Value &metaRows) {
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
   auto rowsType = cast<RankedTensorType>(rows.getType());
@@ -139,8 +139,8 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows,
         Value x = toF32(nb, nl, args[0]);
         // minnum/maxnum without NaNs (a group with a NaN is undefined):
         // plain vector min/max on every target.
-        auto nnan = arith::FastMathFlagsAttr::get(
-            nb.getContext(), arith::FastMathFlags::nnan);
+        auto nnan = arith::FastMathFlagsAttr::get(nb.getContext(),
+                                                  arith::FastMathFlags::nnan);
         Value mn = arith::MinNumFOp::create(nb, nl, args[1], x, nnan);
         Value mx = arith::MaxNumFOp::create(nb, nl, args[2], x, nnan);
         if (valid) {
@@ -162,77 +162,71 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows,
   Value mn = stats.getResult(0), mx = stats.getResult(1);
 
   auto one = AffineMap::getMultiDimIdentityMap(1, ctx);
-  auto inverseOp =
-      linalg::GenericOp::create(
-          b, loc, statType, ValueRange{mn, mx},
-          ValueRange{tensor::EmptyOp::create(b, loc, statType, dyn)},
-          {one, one, one}, {utils::IteratorType::parallel},
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            linalg::YieldOp::create(
-                nb, nl, quantInverse(nb, nl, args[0], args[1], levels));
-          });
+  auto inverseOp = linalg::GenericOp::create(
+      b, loc, statType, ValueRange{mn, mx},
+      ValueRange{tensor::EmptyOp::create(b, loc, statType, dyn)},
+      {one, one, one}, {utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        linalg::YieldOp::create(nb, nl,
+                                quantInverse(nb, nl, args[0], args[1], levels));
+      });
   inverseOp->setAttr(kVectorizeAttr, b.getUnitAttr());
   perGroup.assign({mn, inverseOp.getResult(0)});
 
   auto metaType = RankedTensorType::get({rowsType.getDimSize(0), 2}, f32);
-  Value metaInit = metaRows ? metaRows
-                            : tensor::EmptyOp::create(b, loc, metaType, dyn)
-                                  .getResult();
-  auto metaOp =
-      linalg::GenericOp::create(
-          b, loc, metaInit.getType(), ValueRange{mn, mx}, ValueRange{metaInit},
-          {row, row, AffineMap::getMultiDimIdentityMap(2, ctx)},
-          {utils::IteratorType::parallel, utils::IteratorType::parallel},
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            Value scale = quantScale(nb, nl, args[0], args[1], levels);
-            Value first = arith::CmpIOp::create(
-                nb, nl, arith::CmpIPredicate::eq,
-                linalg::IndexOp::create(nb, nl, 1),
-                arith::ConstantIndexOp::create(nb, nl, 0));
-            linalg::YieldOp::create(
-                nb, nl,
-                ValueRange{arith::SelectOp::create(nb, nl, first, args[0],
-                                                   scale)});
-          });
+  Value metaInit =
+      metaRows ? metaRows
+               : tensor::EmptyOp::create(b, loc, metaType, dyn).getResult();
+  auto metaOp = linalg::GenericOp::create(
+      b, loc, metaInit.getType(), ValueRange{mn, mx}, ValueRange{metaInit},
+      {row, row, AffineMap::getMultiDimIdentityMap(2, ctx)},
+      {utils::IteratorType::parallel, utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value scale = quantScale(nb, nl, args[0], args[1], levels);
+        Value first =
+            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                  linalg::IndexOp::create(nb, nl, 1),
+                                  arith::ConstantIndexOp::create(nb, nl, 0));
+        linalg::YieldOp::create(
+            nb, nl,
+            ValueRange{arith::SelectOp::create(nb, nl, first, args[0], scale)});
+      });
   metaOp->setAttr(kVectorizeAttr, b.getUnitAttr());
   metaRows = metaOp.getResult(0);
 }
 
 template <>
-SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(Attribute attr, OpBuilder &b, Location loc,
-                                                  Value input, Value seed,
-                                                  int64_t id,
-    const LoweringOptions &options) const {
+SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value seed,
+    int64_t id, const LoweringOptions &options) const {
   auto encoding = cast<QuantEncodingAttr>(attr);
   int64_t levels = (int64_t(1) << encoding.getBits()) - 1;
-  GroupStats stats{encoding.getGroup(), 2,
-                   [&](OpBuilder &nb, Location nl, Value rows, Value valid,
-                       SmallVectorImpl<Value> &perGroup, Value &metaRows) {
-                     buildQuantStats(nb, nl, rows, valid, levels, perGroup,
-                                     metaRows);
-                   },
-                   {arith::AtomicRMWKind::minnumf,
-                    arith::AtomicRMWKind::maxnumf},
-                   /*perGroupValues=*/2,
-                   [&](OpBuilder &nb, Location nl, ValueRange minMax,
-                       SmallVectorImpl<Value> &perGroup,
-                       SmallVectorImpl<Value> &metaRow) {
-                     Value mn = minMax[0], mx = minMax[1];
-                     perGroup.assign(
-                         {mn, quantInverse(nb, nl, mn, mx, levels)});
-                     metaRow.assign({mn, quantScale(nb, nl, mn, mx, levels)});
-                   }};
+  GroupStats stats{
+      encoding.getGroup(),
+      2,
+      [&](OpBuilder &nb, Location nl, Value rows, Value valid,
+          SmallVectorImpl<Value> &perGroup, Value &metaRows) {
+        buildQuantStats(nb, nl, rows, valid, levels, perGroup, metaRows);
+      },
+      {arith::AtomicRMWKind::minnumf, arith::AtomicRMWKind::maxnumf},
+      /*perGroupValues=*/2,
+      [&](OpBuilder &nb, Location nl, ValueRange minMax,
+          SmallVectorImpl<Value> &perGroup, SmallVectorImpl<Value> &metaRow) {
+        Value mn = minMax[0], mx = minMax[1];
+        perGroup.assign({mn, quantInverse(nb, nl, mn, mx, levels)});
+        metaRow.assign({mn, quantScale(nb, nl, mn, mx, levels)});
+      }};
   std::optional<RandomKey> random;
   if (encoding.isStochastic())
-    random = RandomKey{seed ? seed
-                            : arith::ConstantIntOp::create(b, loc,
-                                                           b.getI64Type(), 0)
-                                  .getResult(),
-                       id};
+    random =
+        RandomKey{seed ? seed
+                       : arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0)
+                             .getResult(),
+                  id};
   Value meta;
   Value payload = buildPackedEncode(
-      b, loc, input, {encoding.getBits(), 32 / encoding.getBits()}, options, &stats,
-      random,
+      b, loc, input, {encoding.getBits(), 32 / encoding.getBits()}, options,
+      &stats, random,
       [&](OpBuilder &nb, Location nl, Value x, ValueRange group,
           function_ref<Value()> randomWord) -> Value {
         // Codes: (x - min) * inverse step, rounded stochastically or to
@@ -271,16 +265,15 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(Attribute attr,
 }
 
 template <>
-Value EncodingModel<QuantEncodingAttr>::buildDecode(Attribute attr, OpBuilder &b, Location loc,
-                                     ValueRange storage,
-                                     RankedTensorType decodedType,
-                                     ValueRange dynamicSizes,
+Value EncodingModel<QuantEncodingAttr>::buildDecode(
+    Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
+    RankedTensorType decodedType, ValueRange dynamicSizes,
     const LoweringOptions &options) const {
   auto encoding = cast<QuantEncodingAttr>(attr);
   Type elementType = decodedType.getElementType();
   return buildPackedDecode(
-      b, loc, storage[0], {encoding.getBits(), 32 / encoding.getBits()}, options,
-      decodedType, dynamicSizes, storage[1], encoding.getGroup(),
+      b, loc, storage[0], {encoding.getBits(), 32 / encoding.getBits()},
+      options, decodedType, dynamicSizes, storage[1], encoding.getGroup(),
       [&](OpBuilder &nb, Location nl, Value code, ValueRange row) {
         // code < 2^bits: the signed conversion is exact and cheaper on x86.
         Value q = arith::SIToFPOp::create(nb, nl, nb.getF32Type(), code);
@@ -295,8 +288,8 @@ Value EncodingModel<QuantEncodingAttr>::buildDecode(Attribute attr, OpBuilder &b
 //===----------------------------------------------------------------------===//
 
 template <>
-void EncodingModel<FloatEncodingAttr>::getStorageTypes(Attribute attr, RankedTensorType type,
-                                        SmallVectorImpl<Type> &types) const {
+void EncodingModel<FloatEncodingAttr>::getStorageTypes(
+    Attribute attr, RankedTensorType type, SmallVectorImpl<Type> &types) const {
   auto encoding = cast<FloatEncodingAttr>(attr);
   if (encoding.isByteArray()) {
     types.push_back(RankedTensorType::get(
@@ -304,8 +297,9 @@ void EncodingModel<FloatEncodingAttr>::getStorageTypes(Attribute attr, RankedTen
         IntegerType::get(encoding.getContext(), encoding.getElementBits())));
     return;
   }
-  types.push_back(RankedTensorType::get({staticWords(type, encoding.getElementsPerWord())},
-                                        IntegerType::get(encoding.getContext(), 32)));
+  types.push_back(
+      RankedTensorType::get({staticWords(type, encoding.getElementsPerWord())},
+                            IntegerType::get(encoding.getContext(), 32)));
 }
 
 /// The narrow format, or nullopt for f16/bf16 (which use arith.truncf).
@@ -330,105 +324,99 @@ static FloatType getHalfType(MLIRContext *ctx, FloatFormat format) {
 }
 
 template <>
-SmallVector<Value> EncodingModel<FloatEncodingAttr>::buildEncode(Attribute attr, OpBuilder &b, Location loc,
-                                                  Value input, Value,
-                                                  int64_t,
+SmallVector<Value> EncodingModel<FloatEncodingAttr>::buildEncode(
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value, int64_t,
     const LoweringOptions &options) const {
   auto encoding = cast<FloatEncodingAttr>(attr);
-  unsigned bits = encoding.getElementBits(), perWord = encoding.getElementsPerWord();
+  unsigned bits = encoding.getElementBits(),
+           perWord = encoding.getElementsPerWord();
   FloatFormat format = encoding.getFormat();
   std::optional<MiniFloat> mini = getMiniFloat(format);
   auto code = [&](OpBuilder &nb, Location nl, Value x) -> Value {
-        Value v = toF32(nb, nl, x);
-        if (mini)
-          return buildMiniFloatEncode(nb, nl, v, *mini);
-        // Clamp to the largest finite value (NaN passes through), then round
-        // to nearest even: f16 through the platform's truncation; bf16 on
-        // the bits (u + 0x7fff + lsb) >> 16, which keeps f32 subnormals
-        // (LLVM's CPU lowering of the bf16 truncation flushes them) and so
-        // gives the same bits on every target.
-        FloatType half = getHalfType(nb.getContext(), format);
-        APFloat max = APFloat::getLargest(half.getFloatSemantics());
-        bool lost;
-        max.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven,
-                    &lost);
-        Value limit = arith::ConstantFloatOp::create(nb, nl, nb.getF32Type(),
-                                                     max);
-        Value negLimit = arith::NegFOp::create(nb, nl, limit);
-        // Ordered compares and selects (not minimumf/maximumf, which x86
-        // cannot vectorize): NaN compares false and passes through.
-        Value above = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT,
-                                            v, limit);
-        Value below = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OLT,
-                                            v, negLimit);
-        v = arith::SelectOp::create(
-            nb, nl, above, limit,
-            arith::SelectOp::create(nb, nl, below, negLimit, v));
-        if (format == FloatFormat::BF16) {
-          Type i32 = nb.getI32Type();
-          auto ci = [&](int64_t c) {
-            return arith::ConstantIntOp::create(nb, nl, i32, c);
-          };
-          Value u = arith::BitcastOp::create(nb, nl, i32, v);
-          Value lsb = arith::AndIOp::create(
-              nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(16)), ci(1));
-          Value rounded = arith::ShRUIOp::create(
-              nb, nl,
-              arith::AddIOp::create(
-                  nb, nl, u, arith::AddIOp::create(nb, nl, lsb, ci(0x7FFF))),
-              ci(16));
-          Value quiet = arith::OrIOp::create(
-              nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(16)), ci(0x40));
-          Value isNan = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UNO,
-                                              v, v);
-          return arith::SelectOp::create(nb, nl, isNan, quiet, rounded);
-        }
-        Value h = arith::TruncFOp::create(nb, nl, half, v);
-        Value i16 = arith::BitcastOp::create(nb, nl, nb.getI16Type(), h);
-        return arith::ExtUIOp::create(nb, nl, nb.getI32Type(), i16);
+    Value v = toF32(nb, nl, x);
+    if (mini)
+      return buildMiniFloatEncode(nb, nl, v, *mini);
+    // Clamp to the largest finite value (NaN passes through), then round
+    // to nearest even: f16 through the platform's truncation; bf16 on
+    // the bits (u + 0x7fff + lsb) >> 16, which keeps f32 subnormals
+    // (LLVM's CPU lowering of the bf16 truncation flushes them) and so
+    // gives the same bits on every target.
+    FloatType half = getHalfType(nb.getContext(), format);
+    APFloat max = APFloat::getLargest(half.getFloatSemantics());
+    bool lost;
+    max.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+    Value limit = arith::ConstantFloatOp::create(nb, nl, nb.getF32Type(), max);
+    Value negLimit = arith::NegFOp::create(nb, nl, limit);
+    // Ordered compares and selects (not minimumf/maximumf, which x86
+    // cannot vectorize): NaN compares false and passes through.
+    Value above =
+        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, v, limit);
+    Value below =
+        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OLT, v, negLimit);
+    v = arith::SelectOp::create(
+        nb, nl, above, limit,
+        arith::SelectOp::create(nb, nl, below, negLimit, v));
+    if (format == FloatFormat::BF16) {
+      Type i32 = nb.getI32Type();
+      auto ci = [&](int64_t c) {
+        return arith::ConstantIntOp::create(nb, nl, i32, c);
+      };
+      Value u = arith::BitcastOp::create(nb, nl, i32, v);
+      Value lsb = arith::AndIOp::create(
+          nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(16)), ci(1));
+      Value rounded = arith::ShRUIOp::create(
+          nb, nl,
+          arith::AddIOp::create(nb, nl, u,
+                                arith::AddIOp::create(nb, nl, lsb, ci(0x7FFF))),
+          ci(16));
+      Value quiet = arith::OrIOp::create(
+          nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(16)), ci(0x40));
+      Value isNan =
+          arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UNO, v, v);
+      return arith::SelectOp::create(nb, nl, isNan, quiet, rounded);
+    }
+    Value h = arith::TruncFOp::create(nb, nl, half, v);
+    Value i16 = arith::BitcastOp::create(nb, nl, nb.getI16Type(), h);
+    return arith::ExtUIOp::create(nb, nl, nb.getI32Type(), i16);
   };
   if (encoding.isByteArray())
     return {buildByteEncode(b, loc, input, bits, options, code)};
-  return {buildPackedEncode(b, loc, input, {bits, perWord}, options,
-                            nullptr,
-                            std::nullopt,
-                            [&](OpBuilder &nb, Location nl, Value x,
-                                ValueRange, function_ref<Value()>) {
-                              return code(nb, nl, x);
-                            })};
+  return {buildPackedEncode(
+      b, loc, input, {bits, perWord}, options, nullptr, std::nullopt,
+      [&](OpBuilder &nb, Location nl, Value x, ValueRange,
+          function_ref<Value()>) { return code(nb, nl, x); })};
 }
 
 template <>
-Value EncodingModel<FloatEncodingAttr>::buildDecode(Attribute attr, OpBuilder &b, Location loc,
-                                     ValueRange storage,
-                                     RankedTensorType decodedType,
-                                     ValueRange dynamicSizes,
+Value EncodingModel<FloatEncodingAttr>::buildDecode(
+    Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
+    RankedTensorType decodedType, ValueRange dynamicSizes,
     const LoweringOptions &options) const {
   auto encoding = cast<FloatEncodingAttr>(attr);
-  unsigned bits = encoding.getElementBits(), perWord = encoding.getElementsPerWord();
+  unsigned bits = encoding.getElementBits(),
+           perWord = encoding.getElementsPerWord();
   FloatFormat format = encoding.getFormat();
   std::optional<MiniFloat> mini = getMiniFloat(format);
   Type elementType = decodedType.getElementType();
   auto value = [&](OpBuilder &nb, Location nl, Value code) -> Value {
-        Value v;
-        if (mini) {
-          v = buildMiniFloatDecode(nb, nl, code, *mini);
-        } else {
-          Value i16 = arith::TruncIOp::create(nb, nl, nb.getI16Type(), code);
-          Value h = arith::BitcastOp::create(
-              nb, nl, getHalfType(nb.getContext(), format), i16);
-          if (elementType == h.getType())
-            return h;
-          v = arith::ExtFOp::create(nb, nl, nb.getF32Type(), h);
-        }
-        return fromF32(nb, nl, v, elementType);
+    Value v;
+    if (mini) {
+      v = buildMiniFloatDecode(nb, nl, code, *mini);
+    } else {
+      Value i16 = arith::TruncIOp::create(nb, nl, nb.getI16Type(), code);
+      Value h = arith::BitcastOp::create(
+          nb, nl, getHalfType(nb.getContext(), format), i16);
+      if (elementType == h.getType())
+        return h;
+      v = arith::ExtFOp::create(nb, nl, nb.getF32Type(), h);
+    }
+    return fromF32(nb, nl, v, elementType);
   };
   if (encoding.isByteArray())
-    return buildByteDecode(b, loc, storage[0], decodedType, dynamicSizes, options,
-                           value);
-  return buildPackedDecode(b, loc, storage[0], {bits, perWord},
-                           options, decodedType,
-                           dynamicSizes, Value(), 0,
+    return buildByteDecode(b, loc, storage[0], decodedType, dynamicSizes,
+                           options, value);
+  return buildPackedDecode(b, loc, storage[0], {bits, perWord}, options,
+                           decodedType, dynamicSizes, Value(), 0,
                            [&](OpBuilder &nb, Location nl, Value code,
                                ValueRange) { return value(nb, nl, code); });
 }
@@ -438,17 +426,16 @@ Value EncodingModel<FloatEncodingAttr>::buildDecode(Attribute attr, OpBuilder &b
 //===----------------------------------------------------------------------===//
 
 template <>
-void EncodingModel<MaskEncodingAttr>::getStorageTypes(Attribute attr, RankedTensorType type,
-                                       SmallVectorImpl<Type> &types) const {
+void EncodingModel<MaskEncodingAttr>::getStorageTypes(
+    Attribute attr, RankedTensorType type, SmallVectorImpl<Type> &types) const {
   auto encoding = cast<MaskEncodingAttr>(attr);
-  types.push_back(RankedTensorType::get({staticWords(type, 32)},
-                                        IntegerType::get(encoding.getContext(), 32)));
+  types.push_back(RankedTensorType::get(
+      {staticWords(type, 32)}, IntegerType::get(encoding.getContext(), 32)));
 }
 
 template <>
-SmallVector<Value> EncodingModel<MaskEncodingAttr>::buildEncode(Attribute attr, OpBuilder &b, Location loc,
-                                                 Value input, Value,
-                                                 int64_t,
+SmallVector<Value> EncodingModel<MaskEncodingAttr>::buildEncode(
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value, int64_t,
     const LoweringOptions &options) const {
   auto encoding = cast<MaskEncodingAttr>(attr);
   MaskPredicate predicate = encoding.getPredicate();
@@ -456,8 +443,8 @@ SmallVector<Value> EncodingModel<MaskEncodingAttr>::buildEncode(Attribute attr, 
       b, loc, input, {1, 32}, options, nullptr, std::nullopt,
       [&](OpBuilder &nb, Location nl, Value x, ValueRange,
           function_ref<Value()>) -> Value {
-        Value zero = arith::ConstantOp::create(nb, nl,
-                                               nb.getZeroAttr(x.getType()));
+        Value zero =
+            arith::ConstantOp::create(nb, nl, nb.getZeroAttr(x.getType()));
         Value p;
         if (isa<FloatType>(x.getType())) {
           auto pred = predicate == MaskPredicate::Positive
@@ -479,16 +466,14 @@ SmallVector<Value> EncodingModel<MaskEncodingAttr>::buildEncode(Attribute attr, 
 }
 
 template <>
-Value EncodingModel<MaskEncodingAttr>::buildDecode(Attribute attr, OpBuilder &b, Location loc,
-                                    ValueRange storage,
-                                    RankedTensorType decodedType,
-                                    ValueRange dynamicSizes,
+Value EncodingModel<MaskEncodingAttr>::buildDecode(
+    Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
+    RankedTensorType decodedType, ValueRange dynamicSizes,
     const LoweringOptions &options) const {
   auto encoding = cast<MaskEncodingAttr>(attr);
   return buildPackedDecode(
-      b, loc, storage[0], {1, 32}, options, decodedType, dynamicSizes,
-      Value(), 0,
-      [&](OpBuilder &nb, Location nl, Value code, ValueRange) -> Value {
+      b, loc, storage[0], {1, 32}, options, decodedType, dynamicSizes, Value(),
+      0, [&](OpBuilder &nb, Location nl, Value code, ValueRange) -> Value {
         return arith::TruncIOp::create(nb, nl, nb.getI1Type(), code);
       });
 }

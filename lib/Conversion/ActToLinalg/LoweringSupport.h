@@ -1,7 +1,7 @@
 //===- LoweringSupport.h - internals shared by act's lowerings --*- C++ -*-===//
 //
-// Private to lib/Conversion/ActToLinalg: index arithmetic, the Philox lanes of a
-// packed word, and the GPU kernels (ActGpuKernels.cpp) that ActLowering.cpp
+// Private to lib/Conversion/ActToLinalg: index arithmetic, the Philox lanes of
+// a packed word, and the GPU kernels (ActGpuKernels.cpp) that ActLowering.cpp
 // dispatches to for LoweringTarget::GPU.
 //
 //===----------------------------------------------------------------------===//
@@ -38,15 +38,21 @@ struct IndexMath {
   OpBuilder &b;
   Location loc;
   Value c(int64_t v) { return indexConst(b, loc, v); }
-  Value add(Value x, Value y) { return b.createOrFold<arith::AddIOp>(loc, x, y); }
-  Value sub(Value x, Value y) { return b.createOrFold<arith::SubIOp>(loc, x, y); }
+  Value add(Value x, Value y) {
+    return b.createOrFold<arith::AddIOp>(loc, x, y);
+  }
+  Value sub(Value x, Value y) {
+    return b.createOrFold<arith::SubIOp>(loc, x, y);
+  }
   Value mul(Value x, int64_t y) {
     return b.createOrFold<arith::MulIOp>(loc, x, c(y));
   }
   Value div(Value x, int64_t y) {
     return b.createOrFold<arith::DivUIOp>(loc, x, c(y));
   }
-  Value rem(Value x, Value y) { return b.createOrFold<arith::RemUIOp>(loc, x, y); }
+  Value rem(Value x, Value y) {
+    return b.createOrFold<arith::RemUIOp>(loc, x, y);
+  }
   Value ceilDiv(Value x, int64_t y) {
     return b.createOrFold<arith::CeilDivUIOp>(loc, x, c(y));
   }
@@ -56,7 +62,9 @@ struct IndexMath {
   Value select(Value cond, Value x, Value y) {
     return b.createOrFold<arith::SelectOp>(loc, cond, x, y);
   }
-  Value min(Value x, Value y) { return b.createOrFold<arith::MinUIOp>(loc, x, y); }
+  Value min(Value x, Value y) {
+    return b.createOrFold<arith::MinUIOp>(loc, x, y);
+  }
 };
 
 /// The words of `key`'s Philox blocks for the lanes of one word, built once
@@ -79,8 +87,7 @@ struct LaneRandom {
       Value counter = ix.add(
           ix.mul(ix.add(ix.mul(tile, blocksPerTile), ix.c(lane / 4)), 16),
           word);
-      counter =
-          arith::IndexCastUIOp::create(b, loc, b.getI64Type(), counter);
+      counter = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), counter);
       block = buildPhilox4(b, loc, counter, key->seed, key->id);
     }
     return block[lane % 4];

@@ -1,7 +1,7 @@
-//===- Vectorize.cpp - vector code for act's lowered kernels ---------------===//
+//===- Vectorize.cpp - vector code for act's lowered kernels --------------===//
 
-#include "act/Conversion/Passes.h"
 #include "act/Conversion/ActToLinalg/ActLowering.h"
+#include "act/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -22,15 +22,13 @@ namespace {
 /// Collects the vector.reduction ops a rewrite creates.
 struct ReductionCollector : RewriterBase::Listener {
   SmallVector<vector::ReductionOp> created;
-  void notifyOperationInserted(Operation *op,
-                               OpBuilder::InsertPoint) override {
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     if (auto reduction = dyn_cast<vector::ReductionOp>(op))
       created.push_back(reduction);
   }
 };
 
-struct ActVectorizePass
-    : act::impl::ActVectorizePassBase<ActVectorizePass> {
+struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
   void runOnOperation() override {
     SmallVector<linalg::LinalgOp> marked;
     llvm::DenseSet<Operation *> existing;
@@ -79,7 +77,8 @@ struct ActVectorizePass
     ReductionCollector collector;
     GreedyRewriteConfig config;
     config.setListener(&collector);
-    if (failed(applyOpPatternsGreedily(reductions, std::move(patterns), config)))
+    if (failed(
+            applyOpPatternsGreedily(reductions, std::move(patterns), config)))
       return signalPassFailure();
     for (vector::ReductionOp reduction : collector.created) {
       vector::CombiningKind kind = reduction.getKind();

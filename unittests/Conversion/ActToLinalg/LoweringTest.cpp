@@ -1,4 +1,4 @@
-//===- LoweringTest.cpp - lowered encodings against the C++ reference ------===//
+//===- LoweringTest.cpp - lowered encodings against the C++ reference -----===//
 //
 // Compiles act.encode / act.decode through act-cpu-pipeline, runs them with
 // the JIT on host data and compares payload, metadata and decoded values bit
@@ -57,15 +57,15 @@ protected:
     std::string e = "!act.encoded<" + t + ", " + enc + ">";
     std::string d = "tensor<" + std::to_string(n) + "x" + decoded + ">";
     std::string view =
-        skip ? "  %v = tensor.extract_slice %x[" + std::to_string(skip) + "] [" +
-                   std::to_string(n) + "] [1] : " + arg + " to " + t + "\n"
-             : "";
+        skip
+            ? "  %v = tensor.extract_slice %x[" + std::to_string(skip) + "] [" +
+                  std::to_string(n) + "] [1] : " + arg + " to " + t + "\n"
+            : "";
     std::string text = "func.func @codec(%x: " + arg + ", %seed: i64) -> (" +
-                       e + ", " + d + ") {\n" + view +
-                       "  %e = act.encode " + (skip ? "%v" : "%x") +
-                       ", id = 7, seed %seed : " + t + " -> " + e +
-                       "\n  %d = act.decode %e : " + e + " -> " + d +
-                       "\n  return %e, %d : " + e + ", " + d + "\n}\n";
+                       e + ", " + d + ") {\n" + view + "  %e = act.encode " +
+                       (skip ? "%v" : "%x") + ", id = 7, seed %seed : " + t +
+                       " -> " + e + "\n  %d = act.decode %e : " + e + " -> " +
+                       d + "\n  return %e, %d : " + e + ", " + d + "\n}\n";
     module = parseSourceString<ModuleOp>(text, &context);
     EXPECT_TRUE(module) << text;
     auto jit = JitFunction::compile(*module, "codec", true, target);
@@ -110,16 +110,15 @@ protected:
     for (float &v : x)
       v = dist(gen);
     if (specials && n > 16) {
-      float s[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, 3e-39f,
-                   65504.0f, 65520.0f, 1e6f, -448.0f, 464.0f, 0x1p-9f,
-                   0x1p-24f, 0x1p-16f, 57344.0f};
+      float s[] = {0.0f,    -0.0f,    INFINITY, -INFINITY, NAN,     1e-30f,
+                   3e-39f,  65504.0f, 65520.0f, 1e6f,      -448.0f, 464.0f,
+                   0x1p-9f, 0x1p-24f, 0x1p-16f, 57344.0f};
       std::copy(std::begin(s), std::end(s), x.begin());
     }
     return x;
   }
 
-  static std::string quantAttr(unsigned bits, int64_t group,
-                               bool stochastic) {
+  static std::string quantAttr(unsigned bits, int64_t group, bool stochastic) {
     return "#act.quant<bits = " + std::to_string(bits) +
            ", group = " + std::to_string(group) +
            ", rounding = " + (stochastic ? "stochastic" : "nearest") + ">";
@@ -127,9 +126,8 @@ protected:
 
   /// Runs a quant codec on `x` and compares payload, metadata and decoded
   /// values with the reference bit for bit.
-  void checkQuant(JitFunction &jit, const std::vector<float> &x,
-                  unsigned bits, int64_t group, bool stochastic,
-                  int64_t seed) {
+  void checkQuant(JitFunction &jit, const std::vector<float> &x, unsigned bits,
+                  int64_t group, bool stochastic, int64_t seed) {
     int64_t n = int64_t(x.size());
     std::vector<HostTensor> outs;
     std::string error;
@@ -226,7 +224,8 @@ TEST_F(LoweringTest, FloatFormatsMatchReferenceBitForBit) {
 TEST_F(LoweringTest, LosslessHalfFormatsRoundTripExactly) {
   // Values exact in f16 and bf16 (small integers and halves) come back
   // bitwise identical.
-  for (const char *attr : {"#act.float<format = f16>", "#act.float<format = bf16>"}) {
+  for (const char *attr :
+       {"#act.float<format = f16>", "#act.float<format = bf16>"}) {
     auto jit = compileCodec(777, attr);
     ASSERT_TRUE(jit);
     std::vector<float> x(777);
@@ -250,9 +249,9 @@ TEST_F(LoweringTest, QuantMatchesReferenceBitForBit) {
           ASSERT_TRUE(jit);
           std::vector<float> x = data(n, unsigned(bits * 100 + n), false);
           if (n > 300)
-            std::fill(x.begin() + 256, x.begin() + 256 + std::min<int64_t>(group, 40), 2.5f);
-          checkQuant(*jit, x, bits, group, stochastic,
-                     0x123456789abcLL + bits);
+            std::fill(x.begin() + 256,
+                      x.begin() + 256 + std::min<int64_t>(group, 40), 2.5f);
+          checkQuant(*jit, x, bits, group, stochastic, 0x123456789abcLL + bits);
         }
 }
 
@@ -289,16 +288,19 @@ TEST_F(LoweringTest, StochasticQuantIsUnbiasedOverSeeds) {
       sum[i] += y[i];
   }
   for (int64_t i = 0; i < n; ++i) {
-    double bound = 5 * scales[2 * (i / 256) + 1] / (2 * std::sqrt(double(seeds)));
+    double bound =
+        5 * scales[2 * (i / 256) + 1] / (2 * std::sqrt(double(seeds)));
     EXPECT_NEAR(sum[i] / seeds, x[i], bound) << "element " << i;
   }
 }
 
 TEST_F(LoweringTest, MaskMatchesReference) {
-  for (auto [attr, predicate] :
-       {std::pair{"#act.mask<predicate = positive>", rt::MaskPredicate::Positive},
-        std::pair{"#act.mask<predicate = nonnegative>", rt::MaskPredicate::NonNegative},
-        std::pair{"#act.mask<predicate = nonzero>", rt::MaskPredicate::NonZero}}) {
+  for (auto [attr, predicate] : {std::pair{"#act.mask<predicate = positive>",
+                                           rt::MaskPredicate::Positive},
+                                 std::pair{"#act.mask<predicate = nonnegative>",
+                                           rt::MaskPredicate::NonNegative},
+                                 std::pair{"#act.mask<predicate = nonzero>",
+                                           rt::MaskPredicate::NonZero}}) {
     auto jit = compileCodec(1000, attr, "i1");
     ASSERT_TRUE(jit);
     checkMask(*jit, data(1000, 4, true), predicate);
@@ -310,9 +312,9 @@ TEST_F(LoweringTest, MaskMatchesReference) {
 /// group's threads) run on the CPU as loops (target=gpu-emulated), against
 /// the reference: every encoding, group sizes whose groups span 1 to 32
 /// tiles (more than 8: a warp per group, threads owning several quarter
-/// tiles) or split a tile, the flat tail and the generic lowering for other sizes.
-/// What only a GPU run checks: the shuffles (upstream's butterfly lowering)
-/// and NVPTX's code; bench/gpu_kernels.sh does.
+/// tiles) or split a tile, the flat tail and the generic lowering for other
+/// sizes. What only a GPU run checks: the shuffles (upstream's butterfly
+/// lowering) and NVPTX's code; bench/gpu_kernels.sh does.
 TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
   JitTarget emulated;
   emulated.emulateGpuKernels = true;
@@ -341,9 +343,9 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
   // a power-of-two number of tiles) go through the generic lowering, whose
   // statistics are reduced in slices (one thread per group and slice, then
   // per group): two whole groups and a partial one.
-  for (auto [bits, group] : {std::pair{4u, int64_t(8192)},
-                             std::pair{8u, int64_t(8192)},
-                             std::pair{2u, int64_t(12288)}}) {
+  for (auto [bits, group] :
+       {std::pair{4u, int64_t(8192)}, std::pair{8u, int64_t(8192)},
+        std::pair{2u, int64_t(12288)}}) {
     const int64_t n = 2 * group + 3616;
     std::string attr = quantAttr(bits, group, /*stochastic=*/true);
     SCOPED_TRACE(attr + " n=" + std::to_string(n));
@@ -354,11 +356,12 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
     checkQuant(*jit, x, bits, group, true, 0xabcdef);
   }
 
-  const FloatCase floats[] = {{"#act.float<format = f16>", rt::FloatFormat::F16},
-                              {"#act.float<format = bf16>", rt::FloatFormat::BF16},
-                              {"#act.float<format = fp10>", rt::FloatFormat::FP10},
-                              {"#act.float<format = e4m3>", rt::FloatFormat::E4M3},
-                              {"#act.float<format = e5m2>", rt::FloatFormat::E5M2}};
+  const FloatCase floats[] = {
+      {"#act.float<format = f16>", rt::FloatFormat::F16},
+      {"#act.float<format = bf16>", rt::FloatFormat::BF16},
+      {"#act.float<format = fp10>", rt::FloatFormat::FP10},
+      {"#act.float<format = e4m3>", rt::FloatFormat::E4M3},
+      {"#act.float<format = e5m2>", rt::FloatFormat::E5M2}};
   for (const FloatCase &c : floats)
     for (int64_t n : {1000, 1003}) {
       SCOPED_TRACE(std::string(c.attr) + " n=" + std::to_string(n));
@@ -387,7 +390,8 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
 
   // An input view one float off a 16-byte boundary: the kernels' element-
   // by-element body.
-  for (const char *attr : {"#act.quant<bits = 4>", "#act.float<format = bf16>"}) {
+  for (const char *attr :
+       {"#act.quant<bits = 4>", "#act.float<format = bf16>"}) {
     SCOPED_TRACE(std::string(attr) + " misaligned");
     const int64_t n = 5000;
     auto jit = compileCodec(n, attr, "f32", emulated, /*skip=*/1);
@@ -409,8 +413,8 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
     }
   }
 
-  auto jit = compileCodec(1000, "#act.mask<predicate = positive>", "i1",
-                          emulated);
+  auto jit =
+      compileCodec(1000, "#act.mask<predicate = positive>", "i1", emulated);
   ASSERT_TRUE(jit);
   checkMask(*jit, data(1000, 4, true), rt::MaskPredicate::Positive);
 }

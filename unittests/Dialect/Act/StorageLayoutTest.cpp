@@ -1,4 +1,4 @@
-//===- StorageLayoutTest.cpp - storage arithmetic of every encoding --------===//
+//===- StorageLayoutTest.cpp - storage arithmetic of every encoding -------===//
 //
 // Exact byte counts of every encoding, including element counts that are not
 // multiples of the group size or of the 32-bit word packing.
@@ -27,8 +27,7 @@ protected:
         .getStorageLayout(n, b().getF32Type());
   }
   StorageLayout flt(FloatFormat format, int64_t n) {
-    return cast<EncodingAttrInterface>(
-               FloatEncodingAttr::get(&context, format))
+    return cast<EncodingAttrInterface>(FloatEncodingAttr::get(&context, format))
         .getStorageLayout(n, b().getF32Type());
   }
   StorageLayout mask(int64_t n) {
@@ -130,8 +129,8 @@ TEST_F(StorageLayoutTest, WholeTensor) {
   // 6400 elements: 1600 bytes of 2-bit codes, 25 groups.
   EXPECT_EQ(*s, layout(1600, 25 * 8, 0));
   // Dynamic shapes have no static size.
-  auto dynamic = RankedTensorType::get({ShapedType::kDynamic, 100},
-                                       b().getF32Type());
+  auto dynamic =
+      RankedTensorType::get({ShapedType::kDynamic, 100}, b().getF32Type());
   EXPECT_FALSE(enc.getStorageLayout(dynamic).has_value());
 }
 

@@ -1,10 +1,10 @@
 //===- ActLowering.h - building blocks of encoding lowerings ----*- C++ -*-===//
 //
 // Helpers the encodings' lowering models use (EncodingLoweringAttrInterface::
-// buildEncode / buildDecode, EncodingLowering.cpp) to linalg, tensor and arith on tensors, with the
-// storage of docs/Encodings.md made explicit: 32-bit payload words holding
-// `perWord` elements of `bits` bits each, over the row-major flattened
-// element index. The same IR runs on CPU and GPU.
+// buildEncode / buildDecode, EncodingLowering.cpp) to linalg, tensor and arith
+// on tensors, with the storage of docs/Encodings.md made explicit: 32-bit
+// payload words holding `perWord` elements of `bits` bits each, over the
+// row-major flattened element index. The same IR runs on CPU and GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,8 +38,7 @@ struct MiniFloat {
 /// (infinities included) clamp to it, NaN stays NaN.
 Value buildMiniFloatEncode(OpBuilder &b, Location loc, Value x, MiniFloat f);
 /// f32 value of a code produced by buildMiniFloatEncode.
-Value buildMiniFloatDecode(OpBuilder &b, Location loc, Value code,
-                           MiniFloat f);
+Value buildMiniFloatDecode(OpBuilder &b, Location loc, Value code, MiniFloat f);
 /// Largest finite value of `f`.
 double getMaxFinite(MiniFloat f);
 
@@ -57,10 +56,10 @@ Value buildByteEncode(OpBuilder &b, Location loc, Value input, unsigned bits,
                       const LoweringOptions &options,
                       function_ref<Value(OpBuilder &, Location, Value x)> code);
 /// `value` maps a code (i32) to the decoded element.
-Value buildByteDecode(OpBuilder &b, Location loc, Value payload,
-                      RankedTensorType type, ValueRange dynamicSizes,
-                      const LoweringOptions &options,
-                      function_ref<Value(OpBuilder &, Location, Value code)> value);
+Value buildByteDecode(
+    OpBuilder &b, Location loc, Value payload, RankedTensorType type,
+    ValueRange dynamicSizes, const LoweringOptions &options,
+    function_ref<Value(OpBuilder &, Location, Value code)> value);
 
 /// Reshapes a 1-D tensor to `type`'s shape (element type kept).
 Value unflatten(OpBuilder &b, Location loc, Value flat, RankedTensorType type,
@@ -145,9 +144,8 @@ Value buildPackedEncode(OpBuilder &b, Location loc, Value input,
 /// `group` elements) each element also reads its group's row.
 Value buildPackedDecode(OpBuilder &b, Location loc, Value payload,
                         PackedFormat format, const LoweringOptions &options,
-                        RankedTensorType type,
-                        ValueRange dynamicSizes, Value meta, int64_t group,
-                        ElementValue value);
+                        RankedTensorType type, ValueRange dynamicSizes,
+                        Value meta, int64_t group, ElementValue value);
 
 } // namespace mlir::act
 

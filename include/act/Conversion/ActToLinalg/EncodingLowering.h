@@ -1,4 +1,4 @@
-//===- EncodingLowering.h - how an encoding lowers ---------------*- C++ -*-===//
+//===- EncodingLowering.h - how an encoding lowers --------------*- C++ -*-===//
 //
 // The lowering side of an encoding: the target and options of
 // convert-act-to-linalg and the EncodingLoweringAttrInterface that every

@@ -1,4 +1,4 @@
-//===- ActAttrs.cpp - act encodings ----------------------------------------===//
+//===- ActAttrs.cpp - act encodings ---------------------------------------===//
 //
 // The encodings' parameters, their storage arithmetic and what they decode
 // to. The storage layout is documented in docs/Encodings.md; how each
@@ -11,7 +11,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
-
 
 using namespace mlir;
 using namespace mlir::act;
@@ -43,9 +42,9 @@ verifyFloatElements(StringRef encoding, RankedTensorType type,
 // QuantEncodingAttr
 //===----------------------------------------------------------------------===//
 
-LogicalResult QuantEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                unsigned bits, int64_t group,
-                                Rounding rounding) {
+LogicalResult
+QuantEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          unsigned bits, int64_t group, Rounding rounding) {
   if (bits != 1 && bits != 2 && bits != 4 && bits != 8)
     return emitError() << "#act.quant bits must be one of 1, 2, 4, 8; got "
                        << bits;
@@ -55,13 +54,13 @@ LogicalResult QuantEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitE
   return success();
 }
 
-LogicalResult
-QuantEncodingAttr::verifyTensorType(RankedTensorType type,
-                            function_ref<InFlightDiagnostic()> emitError) const {
+LogicalResult QuantEncodingAttr::verifyTensorType(
+    RankedTensorType type, function_ref<InFlightDiagnostic()> emitError) const {
   return verifyFloatElements("quant", type, emitError);
 }
 
-RankedTensorType QuantEncodingAttr::getDecodedType(RankedTensorType type) const {
+RankedTensorType
+QuantEncodingAttr::getDecodedType(RankedTensorType type) const {
   return type;
 }
 
@@ -71,7 +70,8 @@ bool QuantEncodingAttr::isStochastic() const {
   return getRounding() == Rounding::Stochastic;
 }
 
-StorageLayout QuantEncodingAttr::getStorageLayout(int64_t numElements, Type) const {
+StorageLayout QuantEncodingAttr::getStorageLayout(int64_t numElements,
+                                                  Type) const {
   // Two f32 per group: the minimum and the scale.
   int64_t groups = (numElements + getGroup() - 1) / getGroup();
   return StorageLayout::packed(numElements, getBits(), 32 / getBits(),
@@ -83,7 +83,7 @@ StorageLayout QuantEncodingAttr::getStorageLayout(int64_t numElements, Type) con
 //===----------------------------------------------------------------------===//
 
 LogicalResult FloatEncodingAttr::verify(function_ref<InFlightDiagnostic()>,
-                                FloatFormat) {
+                                        FloatFormat) {
   return success();
 }
 
@@ -106,13 +106,13 @@ unsigned FloatEncodingAttr::getElementsPerWord() const {
   return 32 / getElementBits();
 }
 
-LogicalResult
-FloatEncodingAttr::verifyTensorType(RankedTensorType type,
-                            function_ref<InFlightDiagnostic()> emitError) const {
+LogicalResult FloatEncodingAttr::verifyTensorType(
+    RankedTensorType type, function_ref<InFlightDiagnostic()> emitError) const {
   return verifyFloatElements("float", type, emitError);
 }
 
-RankedTensorType FloatEncodingAttr::getDecodedType(RankedTensorType type) const {
+RankedTensorType
+FloatEncodingAttr::getDecodedType(RankedTensorType type) const {
   return type;
 }
 
@@ -133,7 +133,8 @@ bool FloatEncodingAttr::isByteArray() const {
 
 bool FloatEncodingAttr::isStochastic() const { return false; }
 
-StorageLayout FloatEncodingAttr::getStorageLayout(int64_t numElements, Type) const {
+StorageLayout FloatEncodingAttr::getStorageLayout(int64_t numElements,
+                                                  Type) const {
   if (isByteArray())
     return {numElements * getElementBits() / 8, 0, 0};
   return StorageLayout::packed(numElements, getElementBits(),
@@ -145,17 +146,16 @@ StorageLayout FloatEncodingAttr::getStorageLayout(int64_t numElements, Type) con
 //===----------------------------------------------------------------------===//
 
 LogicalResult MaskEncodingAttr::verify(function_ref<InFlightDiagnostic()>,
-                               MaskPredicate) {
+                                       MaskPredicate) {
   return success();
 }
 
-LogicalResult
-MaskEncodingAttr::verifyTensorType(RankedTensorType type,
-                           function_ref<InFlightDiagnostic()> emitError) const {
+LogicalResult MaskEncodingAttr::verifyTensorType(
+    RankedTensorType type, function_ref<InFlightDiagnostic()> emitError) const {
   if (type.getElementType().isIntOrFloat())
     return success();
-  return emitError() << "#act.mask needs integer or floating-point elements, not "
-                     << type;
+  return emitError()
+         << "#act.mask needs integer or floating-point elements, not " << type;
 }
 
 RankedTensorType MaskEncodingAttr::getDecodedType(RankedTensorType type) const {
@@ -166,6 +166,7 @@ bool MaskEncodingAttr::isLossless(Type) const { return true; }
 
 bool MaskEncodingAttr::isStochastic() const { return false; }
 
-StorageLayout MaskEncodingAttr::getStorageLayout(int64_t numElements, Type) const {
+StorageLayout MaskEncodingAttr::getStorageLayout(int64_t numElements,
+                                                 Type) const {
   return StorageLayout::packed(numElements, 1, 32);
 }

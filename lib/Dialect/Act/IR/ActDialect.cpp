@@ -1,7 +1,7 @@
-//===- ActDialect.cpp - act dialect and its type ---------------------------===//
+//===- ActDialect.cpp - act dialect and its type --------------------------===//
 
-#include "act/Dialect/Act/IR/Act.h"
 #include "act/Conversion/ActToLinalg/EncodingLowering.h"
+#include "act/Dialect/Act/IR/Act.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -32,10 +32,9 @@ void ActDialect::initialize() {
                             FloatEncodingAttr, MaskEncodingAttr>();
 }
 
-LogicalResult
-EncodedType::verify(function_ref<InFlightDiagnostic()> emitError,
-                    RankedTensorType tensorType,
-                    EncodingAttrInterface encoding) {
+LogicalResult EncodedType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  RankedTensorType tensorType,
+                                  EncodingAttrInterface encoding) {
   if (!encoding)
     return emitError() << "expected an encoding attribute";
   return encoding.verifyTensorType(tensorType, emitError);

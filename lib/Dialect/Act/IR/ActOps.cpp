@@ -1,4 +1,4 @@
-//===- ActOps.cpp - act operations -----------------------------------------===//
+//===- ActOps.cpp - act operations ----------------------------------------===//
 
 #include "act/Dialect/Act/IR/Act.h"
 

@@ -94,8 +94,9 @@ void AllocateBitsPass::runOnOperation() {
   // step) would print all of it as a note.
   ModuleOp module = getOperation();
   WalkResult encoded = module.walk([](EncodeOp op) {
-    emitError(op.getLoc(), "act-allocate-bits: the module already has encodings; run "
-                 "it on the graph before act-insert-encode-decode");
+    emitError(op.getLoc(),
+              "act-allocate-bits: the module already has encodings; run "
+              "it on the graph before act-insert-encode-decode");
     return WalkResult::interrupt();
   });
   if (encoded.wasInterrupted())
@@ -106,8 +107,7 @@ void AllocateBitsPass::runOnOperation() {
         << llvm::toString(profile.takeError());
     return signalPassFailure();
   }
-  FailureOr<SmallVector<TrainingGraph>> graphs =
-      analyzeTrainingGraphs(module);
+  FailureOr<SmallVector<TrainingGraph>> graphs = analyzeTrainingGraphs(module);
   if (failed(graphs))
     return signalPassFailure();
   TrainingGraph *graph = nullptr;
@@ -149,8 +149,7 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
   int64_t totalElements = 0;
   for (const SavedValue &saved : graph.saved) {
     const ProfileTensor *measured = profile.lookup(saved.id);
-    if (!isEncodingCandidate(saved, /*lossHead=*/measured != nullptr,
-                             minBytes))
+    if (!isEncodingCandidate(saved, /*lossHead=*/measured != nullptr, minBytes))
       continue;
     RankedTensorType type = saved.getTensorType();
     if (!isa<FloatType>(type.getElementType()) || !type.hasStaticShape())
@@ -194,7 +193,8 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
   BitAllocation exact = allocateBitsExact(items, choices, budget);
   BitAllocation greedy = allocateBitsGreedy(items, choices, budget);
   if (!exact.feasible)
-    return emitError(graph.forward.getLoc(), "act-allocate-bits: average-bits = ")
+    return emitError(graph.forward.getLoc(),
+                     "act-allocate-bits: average-bits = ")
            << double(averageBits) << " cannot be met: every tensor at "
            << *std::min_element(choices.begin(), choices.end())
            << " bit(s) already needs more";
@@ -218,31 +218,30 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
   auto &os = llvm::errs();
   os << llvm::formatv("act bit allocation: @{0}, {1} tensors, average {2:f2} "
                       "bits (budget {3} bits), solver {4}\n",
-                      graph.forward.getSymName(), entries.size(), double(averageBits),
-                      totalBudget,
+                      graph.forward.getSymName(), entries.size(),
+                      double(averageBits), totalBudget,
                       getBitSolverName(solver));
   os << llvm::formatv("{0,6} {1,10} {2,13} {3,6} {4,7} {5,13}\n", "id",
                       "elements", "sensitivity", "exact", "greedy",
                       "c*S(bits)");
   for (const Entry &e : entries) {
     if (e.measured)
-      os << llvm::formatv("{0,6} {1,10} {2,13:e} {3,6} {4,7} {5,13:e}\n",
-                          e.saved->id, e.elements, e.sensitivity, e.exact,
-                          e.greedy,
-                          e.sensitivity * ::act::rt::quantVarianceFactor(e.chosen));
+      os << llvm::formatv(
+          "{0,6} {1,10} {2,13:e} {3,6} {4,7} {5,13:e}\n", e.saved->id,
+          e.elements, e.sensitivity, e.exact, e.greedy,
+          e.sensitivity * ::act::rt::quantVarianceFactor(e.chosen));
     else
       os << llvm::formatv("{0,6} {1,10} {2,13} {3,6} {4,7} {5,13}\n",
                           e.saved->id, e.elements,
                           e.signOnly ? "(sign only)" : "(default)", e.exact,
                           e.greedy, e.signOnly ? "0 (mask)" : "?");
   }
-  os << llvm::formatv("objective sum c*S(b): exact {0:e} ({1}, {2} nodes), "
-                      "greedy {3:e} ({4:f3}x exact)\n",
-                      exact.objective,
-                      exact.provenOptimal ? "proven optimal" : "not proven",
-                      exact.nodes, greedy.objective,
-                      exact.objective > 0 ? greedy.objective / exact.objective
-                                          : 1.0);
+  os << llvm::formatv(
+      "objective sum c*S(b): exact {0:e} ({1}, {2} nodes), "
+      "greedy {3:e} ({4:f3}x exact)\n",
+      exact.objective, exact.provenOptimal ? "proven optimal" : "not proven",
+      exact.nodes, greedy.objective,
+      exact.objective > 0 ? greedy.objective / exact.objective : 1.0);
   if (profile.gradientVariance) {
     double ratio = predicted / *profile.gradientVariance;
     os << llvm::formatv("predicted compression variance {0:e}, gradient "
@@ -259,15 +258,14 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
       llvm::sort(top, [&](const Entry *a, const Entry *b) {
         return contribution(a) > contribution(b);
       });
-      InFlightDiagnostic w = emitWarning(graph.forward.getLoc())
-                             << llvm::formatv(
-                                    "act: predicted compression variance "
-                                    "{0:e} is {1:f1}% of the gradient "
-                                    "variance {2:e} (GACT's limit: 10%); most "
-                                    "from",
-                                    predicted, 100 * ratio,
-                                    *profile.gradientVariance)
-                                    .str();
+      InFlightDiagnostic w =
+          emitWarning(graph.forward.getLoc())
+          << llvm::formatv("act: predicted compression variance "
+                           "{0:e} is {1:f1}% of the gradient "
+                           "variance {2:e} (GACT's limit: 10%); most "
+                           "from",
+                           predicted, 100 * ratio, *profile.gradientVariance)
+                 .str();
       for (size_t i = 0; i < top.size() && i < 3; ++i)
         w << (i ? ", " : " ") << "tensor " << top[i]->saved->id << " ("
           << top[i]->chosen << " bits, "
@@ -284,9 +282,8 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
                         predicted);
   }
   if (!reportFile.empty())
-    writeReport(graph, entries, exact, greedy,
-                totalBudget,
-                predicted, profile.gradientVariance);
+    writeReport(graph, entries, exact, greedy, totalBudget, predicted,
+                profile.gradientVariance);
 
   // Place the encodings.
   MLIRContext *ctx = &getContext();
@@ -311,15 +308,15 @@ void AllocateBitsPass::writeReport(TrainingGraph &graph,
                                    std::optional<double> gradientVariance) {
   json::Array tensors;
   for (const Entry &e : entries)
-    tensors.push_back(json::Object{
-        {"id", e.saved->id},
-        {"elements", e.elements},
-        {"sensitivity", e.measured ? json::Value(e.sensitivity)
-                                   : json::Value(nullptr)},
-        {"sign_only", e.signOnly},
-        {"bits", int64_t(e.chosen)},
-        {"bits_exact", int64_t(e.exact)},
-        {"bits_greedy", int64_t(e.greedy)}});
+    tensors.push_back(
+        json::Object{{"id", e.saved->id},
+                     {"elements", e.elements},
+                     {"sensitivity", e.measured ? json::Value(e.sensitivity)
+                                                : json::Value(nullptr)},
+                     {"sign_only", e.signOnly},
+                     {"bits", int64_t(e.chosen)},
+                     {"bits_exact", int64_t(e.exact)},
+                     {"bits_greedy", int64_t(e.greedy)}});
   json::Object root{
       {"version", 1},
       {"function", graph.forward.getSymName()},

@@ -1,4 +1,4 @@
-//===- EarlyDealloc.cpp - free buffers right after their last use ----------===//
+//===- EarlyDealloc.cpp - free buffers right after their last use ---------===//
 
 #include "act/Dialect/Act/Transforms/Passes.h"
 
@@ -13,12 +13,10 @@ using namespace mlir;
 
 namespace {
 
-struct EarlyDeallocPass
-    : act::impl::ActEarlyDeallocPassBase<EarlyDeallocPass> {
+struct EarlyDeallocPass : act::impl::ActEarlyDeallocPassBase<EarlyDeallocPass> {
   void runOnOperation() override {
     SmallVector<memref::DeallocOp> deallocs;
-    getOperation().walk(
-        [&](memref::DeallocOp op) { deallocs.push_back(op); });
+    getOperation().walk([&](memref::DeallocOp op) { deallocs.push_back(op); });
     if (deallocs.empty())
       return;
     BufferViewFlowAnalysis aliases(getOperation());

@@ -1,4 +1,4 @@
-//===- InsertEncodeDecode.cpp - encode saved activations -------------------===//
+//===- InsertEncodeDecode.cpp - encode saved activations ------------------===//
 //
 // Places an act.encode right after the last forward use of every saved value
 // and an act.decode right before its first backward use (Gist's delayed
@@ -90,7 +90,6 @@ void InsertEncodeDecodePass::runOnOperation() {
     return markAllAnalysesPreserved();
 
   for (TrainingGraph &graph : *graphs)
-    insertEncodings(graph, [&](const SavedValue &saved) {
-      return chooseEncoding(saved);
-    });
+    insertEncodings(
+        graph, [&](const SavedValue &saved) { return chooseEncoding(saved); });
 }

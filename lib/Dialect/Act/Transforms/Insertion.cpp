@@ -143,9 +143,9 @@ public:
     for (auto [use, p] : tests)
       byPredicate[unsigned(p)].push_back(use);
     for (auto &[p, uses] : byPredicate) {
-      auto type = EncodedType::get(
-          ctx, saved.getTensorType(),
-          MaskEncodingAttr::get(ctx, MaskPredicate(p)));
+      auto type =
+          EncodedType::get(ctx, saved.getTensorType(),
+                           MaskEncodingAttr::get(ctx, MaskPredicate(p)));
       EncodeOp encode = createEncode(builder, saved, type);
       Value stored = encode;
       Block *body = &graph.forward.getBody().front();
@@ -201,8 +201,9 @@ public:
     // Both signatures follow the encoded values across the boundary.
     for (func::FuncOp func : {graph.forward, graph.backward}) {
       Block &body = func.getBody().front();
-      func.setFunctionType(FunctionType::get(
-          ctx, body.getArgumentTypes(), body.getTerminator()->getOperandTypes()));
+      func.setFunctionType(
+          FunctionType::get(ctx, body.getArgumentTypes(),
+                            body.getTerminator()->getOperandTypes()));
     }
   }
 
@@ -244,7 +245,8 @@ private:
       Value seedsArg = getSeeds();
       builder.setInsertionPointToStart(seedsArg.getParentBlock());
       Value index = arith::ConstantIndexOp::create(builder, loc, saved.id);
-      seed = tensor::ExtractOp::create(builder, loc, seedsArg, ValueRange{index});
+      seed =
+          tensor::ExtractOp::create(builder, loc, seedsArg, ValueRange{index});
     }
     auto encode =
         EncodeOp::create(builder, loc, type, saved.value, saved.id, seed);

@@ -1,4 +1,4 @@
-//===- MemoryReport.cpp - saved-activation and peak-memory report ----------===//
+//===- MemoryReport.cpp - saved-activation and peak-memory report ---------===//
 //
 // Per training graph: the saved values with their sizes before and after
 // encoding, totals, and the static peak-memory estimate with and without the
@@ -150,16 +150,15 @@ void printTable(const GraphReport &report, raw_ostream &os) {
                         row.status, row.encoding, row.location);
   os << llvm::formatv("saved activations: {0} values, {1} -> {2} bytes "
                       "({3:F2}x)",
-                      report.values, report.savedBefore,
-                      report.savedAfter,
+                      report.values, report.savedBefore, report.savedAfter,
                       ratio(report.savedBefore, report.savedAfter));
   if (report.unknownSizes)
     os << ", " << report.unknownSizes << " of unknown size";
   os << "\n";
-  os << llvm::formatv("peak memory estimate: {0} -> {1} bytes ({2:F2}x)",
-                      report.peakBefore.peakBytes, report.peakAfter.peakBytes,
-                      ratio(report.peakBefore.peakBytes,
-                            report.peakAfter.peakBytes));
+  os << llvm::formatv(
+      "peak memory estimate: {0} -> {1} bytes ({2:F2}x)",
+      report.peakBefore.peakBytes, report.peakAfter.peakBytes,
+      ratio(report.peakBefore.peakBytes, report.peakAfter.peakBytes));
   if (report.peakAfter.unknownBuffers)
     os << ", " << report.peakAfter.unknownBuffers
        << " buffers of unknown size not counted";
@@ -226,8 +225,7 @@ void writeJson(ArrayRef<GraphReport> reports, raw_ostream &os) {
   os << "\n";
 }
 
-struct MemoryReportPass
-    : act::impl::ActMemoryReportPassBase<MemoryReportPass> {
+struct MemoryReportPass : act::impl::ActMemoryReportPassBase<MemoryReportPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -245,8 +243,7 @@ struct MemoryReportPass
             printTable(report, os);
         })))
       return signalPassFailure();
-    if (!jsonFile.empty() &&
-        failed(write(jsonFile, [&](raw_ostream &os) {
+    if (!jsonFile.empty() && failed(write(jsonFile, [&](raw_ostream &os) {
           writeJson(reports, os);
         })))
       return signalPassFailure();

@@ -1,4 +1,4 @@
-//===- Memory.h - allocation accounting ------------------------*- C++ -*-===//
+//===- Memory.h - allocation accounting -------------------------*- C++ -*-===//
 //
 // Code lowered with `finalize-memref-to-llvm{use-generic-functions=1}`
 // allocates through _mlir_memref_to_llvm_alloc / _aligned_alloc / _free. The

@@ -1,4 +1,4 @@
-//===- Npy.h - NumPy .npy files -----------------------------------*- C++ -*-===//
+//===- Npy.h - NumPy .npy files ---------------------------------*- C++ -*-===//
 //
 // Reads and writes version 1.0 .npy files (little-endian, C order) of the
 // element types act-run exchanges: f32, f64, i64, i32, bool.

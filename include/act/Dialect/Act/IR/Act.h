@@ -1,4 +1,4 @@
-//===- Act.h - act dialect ---------------------------------------*- C++ -*-===//
+//===- Act.h - act dialect --------------------------------------*- C++ -*-===//
 //
 // The act dialect: its encodings (attributes), the encoded type and the
 // encode/decode operations.

@@ -1,4 +1,4 @@
-//===- Passes.h - act passes -------------------------------------*- C++ -*-===//
+//===- Passes.h - act passes ------------------------------------*- C++ -*-===//
 
 #ifndef ACT_DIALECT_ACT_TRANSFORMS_PASSES_H
 #define ACT_DIALECT_ACT_TRANSFORMS_PASSES_H

@@ -1,9 +1,12 @@
-"""A small builder of textual MLIR on tensors (linalg, tensor, arith, math).
+"""act's builder of textual MLIR on tensors (linalg, tensor, arith, math).
 
-MLIR's Python bindings are not packaged on Debian, so the exporter writes
-text that act-opt parses. Every value is a ranked tensor with a static shape;
-`V` carries its SSA name, shape and element type. Element-wise work and
-reductions are `linalg.generic` ops whose bodies are built by `Body`.
+MLIR's Python bindings are not packaged on Debian, so act writes text that
+act-opt parses: the PyTorch exporter (export.py, aten.py), the example graphs
+(examples/graphgen.py) and the compile-time benchmark's graphs
+(bench/compile_time/gen_graph.py). Every value is a ranked tensor; `V`
+carries its SSA name, shape (None for a dynamic dim, printed `?`) and element
+type. Element-wise work and reductions are `linalg.generic` ops whose bodies
+are built by `Body`; a `Graph` collects one function body, `func` wraps it.
 """
 
 import math
@@ -12,10 +15,11 @@ FLOAT = "f32"
 
 
 class V:
-    """An SSA value: its name, static shape and element type."""
+    """An SSA value: its name, shape (None for a dynamic dim) and element type."""
 
     def __init__(self, name, shape, dtype=FLOAT):
-        self.name, self.shape, self.dtype = name, tuple(int(d) for d in shape), dtype
+        self.name, self.dtype = name, dtype
+        self.shape = tuple(None if d is None else int(d) for d in shape)
 
     @property
     def type(self):
@@ -27,7 +31,8 @@ class V:
 
     @property
     def numel(self):
-        return math.prod(self.shape)
+        """The element count; None if a dim is dynamic."""
+        return None if None in self.shape else math.prod(self.shape)
 
     def __repr__(self):
         return f"{self.name}: {self.type}"
@@ -36,7 +41,12 @@ class V:
 def ttype(shape, dtype=FLOAT):
     if not shape:
         return f"tensor<{dtype}>"
-    return f"tensor<{'x'.join(str(d) for d in shape)}x{dtype}>"
+    return f"tensor<{'x'.join('?' if d is None else str(d) for d in shape)}x{dtype}>"
+
+
+def groups_text(groups):
+    """A reassociation, e.g. [[0, 1], [2]]."""
+    return "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
 
 
 def amap(rank, results):
@@ -66,15 +76,20 @@ def scalar_literal(value, dtype):
 
 
 class Body:
-    """Scalar code inside a linalg.generic region."""
+    """Scalar code inside a linalg.generic region (or, given the graph's own
+    lines, at the function's top level: Graph.scalars)."""
 
-    def __init__(self, graph):
-        self.g, self.lines = graph, []
+    def __init__(self, graph, lines=None):
+        self.g, self.lines = graph, [] if lines is None else lines
+
+    def line(self, hint, text):
+        """Appends `%r = text` with a fresh %r named after `hint`; returns %r."""
+        r = self.g.fresh(hint)
+        self.lines.append(f"{r} = {text}")
+        return r
 
     def op(self, name, *args, ty=FLOAT):
-        r = self.g.fresh("t")
-        self.lines.append(f"{r} = {name} {', '.join(args)} : {ty}")
-        return r
+        return self.line("t", f"{name} {', '.join(args)} : {ty}")
 
     def c(self, value, dtype=FLOAT):
         return self.g.const(value, dtype)
@@ -93,32 +108,29 @@ class Body:
     def rsqrt(self, a): return self.op("math.rsqrt", a)
 
     def cmpf(self, pred, a, b):
-        r = self.g.fresh("p")
-        self.lines.append(f"{r} = arith.cmpf {pred}, {a}, {b} : f32")
-        return r
+        return self.line("p", f"arith.cmpf {pred}, {a}, {b} : f32")
 
     def cmpi(self, pred, a, b, ty):
-        r = self.g.fresh("p")
-        self.lines.append(f"{r} = arith.cmpi {pred}, {a}, {b} : {ty}")
-        return r
+        return self.line("p", f"arith.cmpi {pred}, {a}, {b} : {ty}")
 
     def select(self, p, a, b, ty=FLOAT):
-        r = self.g.fresh("t")
-        self.lines.append(f"{r} = arith.select {p}, {a}, {b} : {ty}")
-        return r
+        return self.line("t", f"arith.select {p}, {a}, {b} : {ty}")
 
     def index(self, dim):
-        r = self.g.fresh("i")
-        self.lines.append(f"{r} = linalg.index {dim} : index")
-        return r
+        return self.line("i", f"linalg.index {dim} : index")
+
+    def cast(self, op, a, src, dst):
+        return self.line("t", f"{op} {a} : {src} to {dst}")
 
     def index_cast(self, a, ty):
-        r = self.g.fresh("t")
-        self.lines.append(f"{r} = arith.index_cast {a} : index to {ty}")
-        return r
+        return self.cast("arith.index_cast", a, "index", ty)
 
     def andi(self, a, b):
         return self.op("arith.andi", a, b, ty="i1")
+
+    def addi(self, a, b, ty="index"): return self.op("arith.addi", a, b, ty=ty)
+    def muli(self, a, b, ty="index"): return self.op("arith.muli", a, b, ty=ty)
+    def remui(self, a, b, ty="index"): return self.op("arith.remui", a, b, ty=ty)
 
 
 class Graph:
@@ -144,6 +156,14 @@ class Graph:
     def emit(self, line):
         self.lines.append(line)
 
+    def arg(self, hint, shape, dtype=FLOAT):
+        """A function argument named after `hint` (pass it to func)."""
+        return V(self.fresh(hint), shape, dtype)
+
+    def scalars(self):
+        """A Body whose ops go straight into the function body."""
+        return Body(self, self.lines)
+
     def const(self, value, dtype=FLOAT):
         key = (scalar_literal(value, dtype), dtype)
         if key not in self.consts:
@@ -155,16 +175,30 @@ class Graph:
     def index_const(self, value):
         return self.const(value, "index")
 
+    def dim(self, x, i, hint="dim"):
+        """The size of dim i of x (tensor.dim), an index."""
+        c = self.index_const(i)
+        r = self.fresh(hint)
+        self.emit(f"{r} = tensor.dim {x.name}, {c} : {x.type}")
+        return r
+
     # -- tensors ------------------------------------------------------------
 
-    def empty(self, shape, dtype=FLOAT, hint="empty"):
+    def empty(self, shape, dtype=FLOAT, hint="empty", sizes=None):
+        """sizes: per dim, the (V, dim) whose size a dynamic dim takes."""
+        dyn = []
+        for i, d in enumerate(shape):
+            if d is None:
+                if not sizes or sizes[i] is None:
+                    raise ValueError(f"dynamic dim {i} of {ttype(shape, dtype)} has no size")
+                dyn.append(self.dim(*sizes[i]))
         r = self.fresh(hint)
-        self.emit(f"{r} = tensor.empty() : {ttype(shape, dtype)}")
+        self.emit(f"{r} = tensor.empty({', '.join(dyn)}) : {ttype(shape, dtype)}")
         return V(r, shape, dtype)
 
-    def fill(self, shape, value, dtype=FLOAT, hint="fill"):
+    def fill(self, shape, value, dtype=FLOAT, hint="fill", sizes=None):
         c = self.const(value, dtype)
-        e = self.empty(shape, dtype)
+        e = self.empty(shape, dtype, sizes=sizes)
         r = self.fresh(hint)
         self.emit(f"{r} = linalg.fill ins({c} : {dtype}) outs({e.name} : {e.type}) -> {e.type}")
         return V(r, shape, dtype)
@@ -173,12 +207,17 @@ class Graph:
                 out_exprs=None, init=None, hint="generic"):
         """inputs: list of (V, index expressions over d0..). body(b, *ins,
         out) returns the scalar to yield. Loops: `iterators` (default: all
-        parallel over the output)."""
+        parallel over the output). A dynamic output dim takes its size from
+        an input indexed by the same loop."""
         rank = len(iterators) if iterators else len(out_shape)
         iterators = iterators or ["parallel"] * rank
         out_exprs = out_exprs if out_exprs is not None else dims(len(out_shape))
         if init is None:
-            init = self.empty(out_shape, out_dtype)
+            sizes = None
+            if None in out_shape:
+                sizes = [next(((v, j) for v, exprs in inputs for j, x in enumerate(exprs)
+                               if x == e and v.shape[j] is None), None) for e in out_exprs]
+            init = self.empty(out_shape, out_dtype, sizes=sizes)
         maps = [amap(rank, e) for _, e in inputs] + [amap(rank, out_exprs)]
         b = Body(self)
         args = [self.fresh("a") for _ in inputs]
@@ -224,25 +263,28 @@ class Graph:
         return [V(f"{r}#{k}", s, d) for k, (s, d) in enumerate(zip(out_shapes, out_dtypes))]
 
     def ew(self, inputs, fn, shape=None, out_dtype=FLOAT, hint="ew"):
-        """Element-wise with NumPy broadcasting: inputs are V or Python
-        numbers (constants); fn(b, *scalars) returns the result scalar."""
-        tensors = [x for x in inputs if isinstance(x, V)]
+        """Element-wise with NumPy broadcasting: inputs are V, Python numbers
+        (constants) or (V, output dims) pairs placing the V's dims at those
+        dims of the result; fn(b, *scalars) returns the result scalar."""
+        tensors = [x if isinstance(x, tuple) else (x, None)
+                   for x in inputs if isinstance(x, (V, tuple))]
         if shape is None:
-            shape = broadcast_shape([t.shape for t in tensors])
+            shape = broadcast_shape([t.shape for t, _ in tensors], [p for _, p in tensors])
         rank = len(shape)
         ins, order = [], []
         for x in inputs:
-            if isinstance(x, V):
-                off = rank - x.rank
-                exprs = ["0" if (d == 1 and shape[off + i] != 1) else f"d{off + i}"
-                         for i, d in enumerate(x.shape)]
+            if isinstance(x, (V, tuple)):
+                x, places = x if isinstance(x, tuple) else (x, None)
+                places = places if places is not None else range(rank - x.rank, rank)
+                exprs = ["0" if (d == 1 and shape[k] != 1) else f"d{k}"
+                         for d, k in zip(x.shape, places)]
                 order.append(len(ins))
                 ins.append((x, exprs))
             else:
                 order.append(x)
 
         def body(b, *args):
-            scalars = [args[o] if isinstance(x, V) else b.c(x)
+            scalars = [args[o] if isinstance(x, (V, tuple)) else b.c(x)
                        for x, o in zip(inputs, order)]
             return fn(b, *scalars)
         return self.generic(shape, ins, body, out_dtype=out_dtype, hint=hint)
@@ -252,7 +294,8 @@ class Graph:
         axes = sorted(a % x.rank for a in axes) if x.rank else []
         keep = [i for i in range(x.rank) if i not in axes]
         out_shape = tuple(x.shape[i] for i in keep)
-        init = self.fill(out_shape, 0.0 if kind == "add" else -math.inf)
+        init = self.fill(out_shape, 0.0 if kind == "add" else -math.inf,
+                         sizes=[(x, i) for i in keep])
         its = ["reduction" if i in axes else "parallel" for i in range(x.rank)]
         fn = (lambda b, a, o: b.add(a, o)) if kind == "add" else (lambda b, a, o: b.max(a, o))
         r = self.generic(out_shape, [(x, dims(x.rank))], fn, iterators=its,
@@ -261,58 +304,69 @@ class Graph:
             r = self.reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
         return r
 
-    def _contraction(self, op, a, b, shape, hint):
-        acc = self.fill(shape, 0.0)
+    def _contraction(self, op, a, b, shape, hint, sizes):
+        acc = self.fill(shape, 0.0, sizes=sizes)
         r = self.fresh(hint)
         self.emit(f"{r} = linalg.{op} ins({a.name}, {b.name} : {a.type}, {b.type}) "
                   f"outs({acc.name} : {acc.type}) -> {acc.type}")
         return V(r, shape)
 
     def matmul(self, a, b, hint="mm"):
-        return self._contraction("matmul", a, b, (a.shape[0], b.shape[1]), hint)
+        return self._contraction("matmul", a, b, (a.shape[0], b.shape[1]), hint,
+                                 [(a, 0), (b, 1)])
 
     def batch_matmul(self, a, b, hint="bmm"):
-        return self._contraction("batch_matmul", a, b, (a.shape[0], a.shape[1], b.shape[2]), hint)
+        return self._contraction("batch_matmul", a, b, (a.shape[0], a.shape[1], b.shape[2]),
+                                 hint, [(a, 0), (a, 1), (b, 2)])
 
     def transpose(self, a, perm, hint="transpose"):
         perm = [p % a.rank for p in perm]
         if perm == list(range(a.rank)):
             return a
         shape = tuple(a.shape[p] for p in perm)
-        init = self.empty(shape, a.dtype)
+        init = self.empty(shape, a.dtype, sizes=[(a, p) for p in perm])
         r = self.fresh(hint)
         self.emit(f"{r} = linalg.transpose ins({a.name} : {a.type}) outs({init.name} : {init.type}) "
                   f"permutation = [{', '.join(map(str, perm))}]")
         return V(r, shape, a.dtype)
 
+    def collapse_shape(self, x, groups, hint="view"):
+        """Merges each group of adjacent dims of x (groups: [[0, 1], [2]])."""
+        shape = tuple(None if any(x.shape[i] is None for i in g)
+                      else math.prod(x.shape[i] for i in g) for g in groups)
+        r = self.fresh(hint)
+        out = V(r, shape, x.dtype)
+        self.emit(f"{r} = tensor.collapse_shape {x.name} {groups_text(groups)} : "
+                  f"{x.type} into {out.type}")
+        return out
+
+    def expand_shape(self, x, groups, shape, hint="view"):
+        """Splits dim i of x into the dims groups[i] of the static `shape`."""
+        if None in shape:
+            raise ValueError("expand_shape: dynamic output dims are not supported")
+        r = self.fresh(hint)
+        out = V(r, shape, x.dtype)
+        self.emit(f"{r} = tensor.expand_shape {x.name} {groups_text(groups)} output_shape "
+                  f"[{', '.join(map(str, shape))}] : {x.type} into {out.type}")
+        return out
+
     def reshape(self, x, shape, hint="view"):
-        """Row-major reshape through collapse_shape/expand_shape (views after
-        bufferization)."""
+        """Row-major reshape of a static x through one dim (collapse_shape,
+        expand_shape: views after bufferization)."""
         shape = tuple(int(d) for d in shape)
         if shape == x.shape:
             return x
         assert math.prod(shape) == x.numel, (x.shape, shape)
         flat = x
         if x.rank > 1:
-            r = self.fresh(hint)
-            groups = "[[" + ", ".join(map(str, range(x.rank))) + "]]"
-            flat = V(r, (x.numel,), x.dtype)
-            self.emit(f"{r} = tensor.collapse_shape {x.name} {groups} : {x.type} into {flat.type}")
+            flat = self.collapse_shape(x, [list(range(x.rank))], hint)
         elif x.rank == 0:
-            r = self.fresh(hint)
-            flat = V(r, (1,), x.dtype)
-            self.emit(f"{r} = tensor.expand_shape {x.name} [] output_shape [1] : {x.type} into {flat.type}")
+            flat = self.expand_shape(x, [], (1,), hint)
         if len(shape) == 1:
             return flat
-        r = self.fresh(hint)
-        out = V(r, shape, x.dtype)
         if len(shape) == 0:
-            self.emit(f"{r} = tensor.collapse_shape {flat.name} [] : {flat.type} into {out.type}")
-        else:
-            groups = "[[" + ", ".join(map(str, range(len(shape)))) + "]]"
-            self.emit(f"{r} = tensor.expand_shape {flat.name} {groups} output_shape "
-                      f"[{', '.join(map(str, shape))}] : {flat.type} into {out.type}")
-        return out
+            return self.collapse_shape(flat, [], hint)
+        return self.expand_shape(flat, [list(range(len(shape)))], shape, hint)
 
     def extract_slice(self, x, offsets, sizes, strides=None, hint="slice"):
         strides = strides or [1] * x.rank
@@ -359,12 +413,15 @@ class Graph:
         return V(r, shape)
 
 
-def broadcast_shape(shapes):
-    rank = max((len(s) for s in shapes), default=0)
+def broadcast_shape(shapes, places=None):
+    """NumPy's broadcast of `shapes`; places[k], where given, lists the
+    result dims that shape k's dims sit at (instead of the trailing ones)."""
+    places = places or [None] * len(shapes)
+    rank = max([len(s) for s, p in zip(shapes, places) if p is None]
+               + [max(p) + 1 for p in places if p], default=0)
     out = [1] * rank
-    for s in shapes:
-        for i, d in enumerate(s):
-            j = rank - len(s) + i
+    for s, p in zip(shapes, places):
+        for d, j in zip(s, p if p is not None else range(rank - len(s), rank)):
             if d != 1:
                 if out[j] not in (1, d):
                     raise ValueError(f"shapes {shapes} do not broadcast")

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "act/Analysis/TrainingGraph.h"
+#include "act/Dialect/Act/IR/ActStorage.h"
 
 #include "act/Dialect/Act/IR/Act.h"
 
@@ -56,8 +57,12 @@ std::optional<int64_t> mlir::act::getTensorBytes(RankedTensorType type) {
     bits = element.getIntOrFloatBitWidth();
   else
     return std::nullopt;
-  // Memory holds every element in whole bytes (i1 too).
-  return type.getNumElements() * ((bits + 7) / 8);
+  // Memory holds every element in whole bytes (i1 too); shapes too large to
+  // size are of unknown size (their bytes would overflow).
+  std::optional<int64_t> n = getSizedElementCount(type.getShape());
+  if (!n)
+    return std::nullopt;
+  return *n * ((bits + 7) / 8);
 }
 
 bool TrainingGraph::isForward(Operation *op) const {

@@ -8,9 +8,13 @@
 #include "act/runtime/Sensitivity.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/EquivalenceClasses.h"
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include <unistd.h>
 
@@ -25,6 +29,87 @@ static llvm::Error fail(const std::string &message) {
 //===----------------------------------------------------------------------===//
 // Step
 //===----------------------------------------------------------------------===//
+
+/// The dynamic dimensions of `func`'s arguments that its ops require to be
+/// equal, as groups of (argument, dimension): linalg ops tie their
+/// operands' dimensions through their loops, element-wise ops tie their
+/// operands and results, tensor.empty ties a size to the tensor.dim it
+/// reads.
+static std::vector<std::vector<std::pair<unsigned, unsigned>>>
+findEqualDynamicDims(func::FuncOp func) {
+  using Node = std::pair<const void *, int64_t>;
+  llvm::EquivalenceClasses<Node> classes;
+  auto node = [](Value v, int64_t dim) {
+    return Node(v.getAsOpaquePointer(), dim);
+  };
+  auto isDynamic = [](Value v, int64_t dim) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && dim < type.getRank() && type.isDynamicDim(dim);
+  };
+  func.walk([&](Operation *op) {
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+      for (OpOperand &operand : op->getOpOperands()) {
+        if (!isa<RankedTensorType>(operand.get().getType()))
+          continue;
+        AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
+        for (auto [i, expr] : llvm::enumerate(map.getResults()))
+          if (auto d = dyn_cast<AffineDimExpr>(expr);
+              d && isDynamic(operand.get(), i))
+            classes.unionSets(node(operand.get(), i),
+                              Node(op, d.getPosition()));
+      }
+      for (OpResult result : op->getResults())
+        for (int64_t i = 0,
+                     e = cast<RankedTensorType>(result.getType()).getRank();
+             i < e; ++i)
+          if (isDynamic(result, i))
+            classes.unionSets(
+                node(result, i),
+                node(
+                    linalgOp.getDpsInitOperand(result.getResultNumber())->get(),
+                    i));
+      return;
+    }
+    if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
+      for (auto [i, size] : llvm::enumerate(empty.getMixedSizes()))
+        if (auto value = dyn_cast<Value>(size))
+          if (auto dim = value.getDefiningOp<tensor::DimOp>())
+            if (std::optional<int64_t> index = dim.getConstantIndex())
+              classes.unionSets(node(empty.getResult(), i),
+                                node(dim.getSource(), *index));
+      return;
+    }
+    if (op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1) {
+      Value result = op->getResult(0);
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type)
+        return;
+      for (Value operand : op->getOperands()) {
+        auto operandType = dyn_cast<RankedTensorType>(operand.getType());
+        if (!operandType || operandType.getRank() != type.getRank())
+          continue;
+        for (int64_t i = 0; i < type.getRank(); ++i)
+          if (isDynamic(operand, i) && isDynamic(result, i))
+            classes.unionSets(node(operand, i), node(result, i));
+      }
+    }
+  });
+  std::map<Node, std::vector<std::pair<unsigned, unsigned>>> groups;
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type)
+      continue;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        groups[classes.getOrInsertLeaderValue(node(arg, i))].push_back(
+            {arg.getArgNumber(), unsigned(i)});
+  }
+  std::vector<std::vector<std::pair<unsigned, unsigned>>> result;
+  for (auto &[leader, members] : groups)
+    if (members.size() > 1)
+      result.push_back(members);
+  return result;
+}
 
 llvm::Expected<std::unique_ptr<Step>>
 Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
@@ -79,6 +164,8 @@ Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
                                   unsigned(quant.getBits())});
   });
 
+  step->equalDims = findEqualDynamicDims(forwardFunc);
+
   std::vector<std::string> names = {step->forwardName};
   if (!step->backwardName.empty())
     names.push_back(step->backwardName);
@@ -97,6 +184,25 @@ Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
 }
 
 llvm::Expected<StepOutputs> Step::run(llvm::ArrayRef<HostTensor> args) {
+  // Dynamic sizes the step's ops need equal are equal (7 rows of inputs and
+  // 9 of labels used to run and report a wrong loss).
+  for (const auto &group : equalDims) {
+    auto size = [&](std::pair<unsigned, unsigned> at) -> int64_t {
+      if (at.first >= args.size() ||
+          at.second >= args[at.first].getShape().size())
+        return -1;
+      return args[at.first].getShape()[at.second];
+    };
+    for (const auto &member : group)
+      if (size(member) != size(group.front()))
+        return fail("argument " + std::to_string(group.front().first) +
+                    " dimension " + std::to_string(group.front().second) +
+                    " (size " + std::to_string(size(group.front())) +
+                    ") and argument " + std::to_string(member.first) +
+                    " dimension " + std::to_string(member.second) + " (size " +
+                    std::to_string(size(member)) +
+                    ") must agree: the step's ops use them together");
+  }
   StepOutputs result;
   rt::resetPeak();
   int64_t base = rt::getMemoryStats().liveBytes;
@@ -199,15 +305,14 @@ llvm::Expected<HostTensor> mlir::act::makeRandomArgument(const ValueSpec &spec,
     else
       bytes *= uint64_t(size);
   }
-  uint64_t memory = uint64_t(sysconf(_SC_PHYS_PAGES)) *
-                    uint64_t(sysconf(_SC_PAGE_SIZE));
+  uint64_t memory =
+      uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGE_SIZE));
   if (overflow || bytes > memory)
-    return fail("a random argument of shape " + formatShape(shape) +
-                " would need " +
-                (overflow ? std::string("more than 2^63")
-                          : std::to_string(bytes)) +
-                " bytes, more than this machine's " + std::to_string(memory) +
-                " bytes of memory");
+    return fail(
+        "a random argument of shape " + formatShape(shape) + " would need " +
+        (overflow ? std::string("more than 2^63") : std::to_string(bytes)) +
+        " bytes, more than this machine's " + std::to_string(memory) +
+        " bytes of memory");
   HostTensor value = HostTensor::allocate(spec.kind, shape, spec.isTensor);
   std::normal_distribution<float> normal(0.0f, 0.5f);
   std::uniform_int_distribution<int> ints(-2, 2);

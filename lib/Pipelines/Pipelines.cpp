@@ -19,6 +19,17 @@
 #include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <memory>
+
+extern "C" {
+void LLVMInitializeNVPTXTargetInfo();
+void LLVMInitializeNVPTXTargetMC();
+}
 
 using namespace mlir;
 
@@ -105,8 +116,88 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+LogicalResult mlir::act::verifyGPUTarget(llvm::StringRef chip,
+                                         llvm::StringRef features,
+                                         std::string &error) {
+  static bool initialized = [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTargetMC();
+    return true;
+  }();
+  (void)initialized;
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  std::string lookupError;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!target) {
+    error = "this LLVM has no NVPTX back end: " + lookupError;
+    return failure();
+  }
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (!info || !info->isCPUStringValid(chip)) {
+    error = "unknown NVIDIA chip '" + chip.str() + "' (e.g. sm_80, sm_90)";
+    return failure();
+  }
+  llvm::SmallVector<llvm::StringRef> parts;
+  features.split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef feature : parts) {
+    llvm::StringRef name = feature.trim();
+    if (!name.consume_front("+") && !name.consume_front("-")) {
+      error = "feature '" + feature.str() + "' does not start with + or -";
+      return failure();
+    }
+    if (!llvm::any_of(info->getAllProcessorFeatures(),
+                      [&](const llvm::SubtargetFeatureKV &kv) {
+                        return name == kv.Key;
+                      })) {
+      error = "unknown PTX feature '" + name.str() + "' (e.g. +ptx80)";
+      return failure();
+    }
+  }
+  return success();
+}
+
+namespace {
+/// The first pass of act-gpu-pipeline: its target options are checked once,
+/// before any IR is compiled for them.
+struct CheckGPUTargetPass
+    : PassWrapper<CheckGPUTargetPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckGPUTargetPass)
+  CheckGPUTargetPass(std::string chip, std::string features)
+      : chip(std::move(chip)), features(std::move(features)) {}
+  StringRef getArgument() const override { return "act-check-gpu-target"; }
+  StringRef getDescription() const override {
+    return "Check act-gpu-pipeline's chip and features";
+  }
+  LogicalResult initialize(MLIRContext *context) override {
+    std::string error;
+    if (failed(act::verifyGPUTarget(chip, features, error)))
+      return emitError(UnknownLoc::get(context))
+             << "act-gpu-pipeline: " << error;
+    return success();
+  }
+  void runOnOperation() override {}
+  std::string chip, features;
+};
+} // namespace
+
+static const char *getCompilationTarget(act::GPUBinaryFormat format) {
+  switch (format) {
+  case act::GPUBinaryFormat::Isa:
+    return "isa";
+  case act::GPUBinaryFormat::Bin:
+    return "bin";
+  case act::GPUBinaryFormat::Fatbin:
+    return "fatbin";
+  }
+  llvm_unreachable("unknown GPU binary format");
+}
+
 void mlir::act::buildGPUPipeline(OpPassManager &pm,
                                  const GPUPipelineOptions &options) {
+  pm.addPass(
+      std::make_unique<CheckGPUTargetPass>(options.chip, options.features));
   buildBufferizedLoops(pm, options.resultsToOutParams, act::LoweringTarget::GPU,
                        options.blockSize);
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
@@ -160,7 +251,7 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
   pm.addPass(createGpuToLLVMConversionPass());
   GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = options.format;
+  binary.compilationTarget = getCompilationTarget(options.format);
   pm.addPass(createGpuModuleToBinaryPass(binary));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createCanonicalizerPass());

@@ -181,7 +181,7 @@ bool act::rt::readNpy(const std::string &path, NpyArray &array,
     error = "'" + path + "': unterminated header";
     return false;
   }
-  HeaderParser parser{header};
+  HeaderParser parser{header, 0, ""};
   std::string descr;
   bool fortran = false, haveDescr = false, haveOrder = false, haveShape = false;
   std::vector<int64_t> shape;
@@ -209,8 +209,9 @@ bool act::rt::readNpy(const std::string &path, NpyArray &array,
   }
   if (ok && (!haveDescr || !haveOrder || !haveShape))
     ok = parser.fail(std::string("missing '") +
-                     (!haveDescr ? "descr" : !haveOrder ? "fortran_order"
-                                                        : "shape") +
+                     (!haveDescr   ? "descr"
+                      : !haveOrder ? "fortran_order"
+                                   : "shape") +
                      "'");
   if (!ok) {
     error = "'" + path + "': malformed header: " + parser.error;
@@ -234,29 +235,21 @@ bool act::rt::readNpy(const std::string &path, NpyArray &array,
   result.shape = shape;
   uint64_t bytes = result.elementBytes();
   uint64_t available = uint64_t(fileSize) - dataStart;
+  bool overflow = false;
   if (hasZeroDimension(shape))
     bytes = 0;
-  for (int64_t d : shape) {
-    if (bytes == 0)
-      break;
-    if (bytes > available / uint64_t(d)) {
-      bytes = UINT64_MAX;
-      break;
-    }
-    bytes *= uint64_t(d);
-  }
-  if (bytes != available) {
-    std::string claimed =
-        bytes == UINT64_MAX ? "more than " + std::to_string(available)
-                            : std::to_string(bytes);
-    error = "'" + path + "': the header's shape and dtype need " + claimed +
+  for (int64_t d : shape)
+    overflow |= __builtin_mul_overflow(bytes, uint64_t(d), &bytes);
+  if (overflow || bytes != available) {
+    error = "'" + path + "': the header's shape and dtype need " +
+            (overflow ? std::string("more than 2^64") : std::to_string(bytes)) +
             " bytes of data, the file holds " + std::to_string(available);
     return false;
   }
   result.data.resize(size_t(bytes));
   if (bytes && !in.read(result.data.data(), std::streamsize(bytes))) {
-    error = "'" + path + "': expected " + std::to_string(bytes) +
-            " bytes of data";
+    error =
+        "'" + path + "': expected " + std::to_string(bytes) + " bytes of data";
     return false;
   }
   array = std::move(result);

@@ -148,8 +148,10 @@ float miniDecode(uint32_t code, MiniFloat f) {
   return floatOf(sign | magnitude);
 }
 
+/// Finite magnitudes above `limit` saturate to it; NaN and the infinities
+/// stay themselves (an f16 or bf16 tensor's encoding is bitwise lossless).
 float clampTo(float x, float limit) {
-  if (std::isnan(x))
+  if (std::isnan(x) || std::isinf(x))
     return x;
   return std::max(std::min(x, limit), -limit);
 }

@@ -82,8 +82,8 @@ static std::string writeRaw(const char *name, std::string header,
   if (major == 1)
     bytes += std::string{char(header.size() & 0xff), char(header.size() >> 8)};
   else
-    bytes += std::string{char(header.size() & 0xff), char(header.size() >> 8),
-                         0, 0};
+    bytes +=
+        std::string{char(header.size() & 0xff), char(header.size() >> 8), 0, 0};
   bytes += header + std::string(dataBytes, '\0');
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
@@ -104,7 +104,7 @@ TEST(Npy, ClaimsAreCheckedAgainstTheFile) {
                                "{'descr': '<f4', 'fortran_order': False, "
                                "'shape': (2147483648, 64), }",
                                512))
-                .find("need more than 512 bytes of data, the file holds 512"),
+                .find("need 549755813888 bytes of data, the file holds 512"),
             std::string::npos);
   EXPECT_NE(readError(writeRaw("act_npy_overflow.npy",
                                "{'descr': '<f4', 'fortran_order': False, "

@@ -77,9 +77,14 @@ TEST(Float, F16MatchesHardwareAndClamps) {
     else
       EXPECT_EQ(std::fabs(r), 65504.0f);
   }
+  // Infinities stay infinities (f16 and bf16 are lossless on their own
+  // tensors, specials included); finite values beyond 65504 saturate.
   EXPECT_EQ(
       decodeFloat(encodeFloat(INFINITY, FloatFormat::F16), FloatFormat::F16),
-      65504.0f);
+      INFINITY);
+  EXPECT_EQ(encodeFloat(-INFINITY, FloatFormat::F16), 0xFC00u);
+  EXPECT_EQ(decodeFloat(encodeFloat(1e30f, FloatFormat::F16), FloatFormat::F16),
+            65504.0f);
   EXPECT_TRUE(std::isnan(
       decodeFloat(encodeFloat(NAN, FloatFormat::F16), FloatFormat::F16)));
 }
@@ -98,7 +103,12 @@ TEST(Float, BF16RoundsToNearestEven) {
       decodeFloat(encodeFloat(NAN, FloatFormat::BF16), FloatFormat::BF16)));
   EXPECT_EQ(
       decodeFloat(encodeFloat(INFINITY, FloatFormat::BF16), FloatFormat::BF16),
-      std::numeric_limits<float>::max() * 0 + 0x1.fep127f);
+      INFINITY);
+  EXPECT_EQ(encodeFloat(-INFINITY, FloatFormat::BF16), 0xFF80u);
+  EXPECT_EQ(decodeFloat(encodeFloat(std::numeric_limits<float>::max(),
+                                    FloatFormat::BF16),
+                        FloatFormat::BF16),
+            0x1.fep127f);
 }
 
 TEST(Float, Fp8KnownValues) {

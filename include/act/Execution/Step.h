@@ -101,6 +101,8 @@ private:
   unsigned numOutputs = 0, lossIndex = 0;
   std::optional<unsigned> seedsIndex;
   std::vector<StochasticTensor> stochastic;
+  /// Groups of (argument, dimension) whose dynamic sizes must agree.
+  std::vector<std::vector<std::pair<unsigned, unsigned>>> equalDims;
 };
 
 /// How random arguments are drawn.

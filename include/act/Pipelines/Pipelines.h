@@ -27,6 +27,9 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::init(false)};
 };
 
+/// What act-gpu-pipeline embeds for each gpu.module.
+enum class GPUBinaryFormat { Isa, Bin, Fatbin };
+
 struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("NVIDIA target, e.g. sm_80, sm_90"),
@@ -34,11 +37,15 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("PTX features, e.g. +ptx80"),
                                llvm::cl::init("+ptx80")};
-  Option<std::string> format{
-      *this, "format",
-      llvm::cl::desc("isa (PTX text, needs no toolkit), bin or fatbin "
-                     "(ptxas on PATH)"),
-      llvm::cl::init("isa")};
+  Option<GPUBinaryFormat> format{
+      *this, "format", llvm::cl::desc("what the kernels are embedded as"),
+      llvm::cl::values(
+          clEnumValN(GPUBinaryFormat::Isa, "isa",
+                     "PTX text (needs no toolkit)"),
+          clEnumValN(GPUBinaryFormat::Bin, "bin", "cubin (ptxas on PATH)"),
+          clEnumValN(GPUBinaryFormat::Fatbin, "fatbin",
+                     "fatbin (ptxas and fatbinary on PATH)")),
+      llvm::cl::init(GPUBinaryFormat::Isa)};
   Option<std::string> libdevice{
       *this, "libdevice",
       llvm::cl::desc("NVIDIA libdevice bitcode linked into the kernels "
@@ -70,6 +77,13 @@ void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options);
 /// kernels, embedded as PTX (or cubin) for `chip`: the same bufferized loops
 /// as the CPU pipeline, mapped to GPU blocks and threads.
 void buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options);
+
+/// Checks that `chip` and `features` name an NVIDIA architecture and PTX
+/// features LLVM's NVPTX back end knows, before anything is compiled for
+/// them (instruction selection aborts on an unknown chip).
+llvm::LogicalResult verifyGPUTarget(llvm::StringRef chip,
+                                    llvm::StringRef features,
+                                    std::string &error);
 
 /// Registers act-cpu-pipeline and act-gpu-pipeline.
 void registerPipelines();

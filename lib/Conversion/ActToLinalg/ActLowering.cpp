@@ -351,6 +351,18 @@ Value mlir::act::unflatten(OpBuilder &b, Location loc, Value flat,
     sizes.push_back(ShapedType::isDynamic(d)
                         ? OpFoldResult(dynamicSizes[next++])
                         : OpFoldResult(b.getIndexAttr(d)));
+  if (type.getNumDynamicDims() > 1) {
+    // An expand_shape whose one group has several dynamic sizes crashes
+    // upstream's expand-strided-metadata (LLVM 22): reshape by a shape
+    // tensor instead, which bufferizes to memref.reshape.
+    SmallVector<Value> shape;
+    for (OpFoldResult size : sizes)
+      shape.push_back(isa<Value>(size)
+                          ? cast<Value>(size)
+                          : indexConst(b, loc, *getConstantIntValue(size)));
+    Value shapeTensor = tensor::FromElementsOp::create(b, loc, shape);
+    return tensor::ReshapeOp::create(b, loc, shapedType, flat, shapeTensor);
+  }
   return tensor::ExpandShapeOp::create(b, loc, shapedType, flat,
                                        collapseAll(type.getRank()), sizes);
 }

@@ -336,7 +336,8 @@ SmallVector<Value> EncodingModel<FloatEncodingAttr>::buildEncode(
     Value v = toF32(nb, nl, x);
     if (mini)
       return buildMiniFloatEncode(nb, nl, v, *mini);
-    // Clamp to the largest finite value (NaN passes through), then round
+    // Saturate finite magnitudes at the largest finite value (NaN and the
+    // infinities pass through), then round
     // to nearest even: f16 through the platform's truncation; bf16 on
     // the bits (u + 0x7fff + lsb) >> 16, which keeps f32 subnormals
     // (LLVM's CPU lowering of the bf16 truncation flushes them) and so
@@ -348,11 +349,19 @@ SmallVector<Value> EncodingModel<FloatEncodingAttr>::buildEncode(
     Value limit = arith::ConstantFloatOp::create(nb, nl, nb.getF32Type(), max);
     Value negLimit = arith::NegFOp::create(nb, nl, limit);
     // Ordered compares and selects (not minimumf/maximumf, which x86
-    // cannot vectorize): NaN compares false and passes through.
-    Value above =
-        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, v, limit);
-    Value below =
-        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OLT, v, negLimit);
+    // cannot vectorize): NaN compares false and passes through, and so do
+    // the infinities (finite magnitudes beyond the format saturate).
+    Value inf = arith::ConstantFloatOp::create(
+        nb, nl, nb.getF32Type(), APFloat::getInf(APFloat::IEEEsingle()));
+    Value negInf = arith::NegFOp::create(nb, nl, inf);
+    Value above = arith::AndIOp::create(
+        nb, nl,
+        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, v, limit),
+        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OLT, v, inf));
+    Value below = arith::AndIOp::create(
+        nb, nl,
+        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OLT, v, negLimit),
+        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, v, negInf));
     v = arith::SelectOp::create(
         nb, nl, above, limit,
         arith::SelectOp::create(nb, nl, below, negLimit, v));
@@ -470,7 +479,6 @@ Value EncodingModel<MaskEncodingAttr>::buildDecode(
     Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
     RankedTensorType decodedType, ValueRange dynamicSizes,
     const LoweringOptions &options) const {
-  auto encoding = cast<MaskEncodingAttr>(attr);
   return buildPackedDecode(
       b, loc, storage[0], {1, 32}, options, decodedType, dynamicSizes, Value(),
       0, [&](OpBuilder &nb, Location nl, Value code, ValueRange) -> Value {

@@ -44,9 +44,18 @@ private:
 } // namespace
 
 LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
+  Location loc = UnknownLoc::get(context);
+  for (int64_t id : llvm::concat<int64_t>(includeIds, excludeIds))
+    if (id < 0)
+      return emitError(loc, "act-insert-encode-decode: saved-value ids are "
+                            "not negative, got ")
+             << id;
   include.insert(includeIds.begin(), includeIds.end());
   exclude.insert(excludeIds.begin(), excludeIds.end());
-  Location loc = UnknownLoc::get(context);
+  if (minBytes < 0)
+    return emitError(loc, "act-insert-encode-decode: min-bytes must not be "
+                          "negative, got ")
+           << int64_t(minBytes);
   Attribute attr = parseAttribute(encoding, context);
   if (!attr)
     return emitError(loc, "act-insert-encode-decode: cannot parse encoding '")
@@ -89,6 +98,24 @@ void InsertEncodeDecodePass::runOnOperation() {
   if (policy == EncodingPolicy::None)
     return markAllAnalysesPreserved();
 
+  // An id that names no saved value is likely a mistake the user must hear
+  // about (include=999 used to encode nothing without a word); a warning, as
+  // one option may serve several modules (-split-input-file).
+  for (int64_t id : llvm::concat<const int64_t>(include, exclude)) {
+    bool found = llvm::any_of(*graphs, [&](const TrainingGraph &graph) {
+      return llvm::any_of(
+          graph.saved, [&](const SavedValue &saved) { return saved.id == id; });
+    });
+    if (!found) {
+      int64_t count = 0;
+      for (const TrainingGraph &graph : *graphs)
+        count += int64_t(graph.saved.size());
+      emitWarning(getOperation().getLoc(), "act-insert-encode-decode: no "
+                                           "saved value has id ")
+          << id << " (the module's training graphs save " << count
+          << " values, ids 0.." << count - 1 << ")";
+    }
+  }
   for (TrainingGraph &graph : *graphs)
     insertEncodings(
         graph, [&](const SavedValue &saved) { return chooseEncoding(saved); });

@@ -53,13 +53,17 @@ def Act_EncodingAttrInterface : AttrInterface<"EncodingAttrInterface"> {
       "bool", "isStochastic">,
   ];
   let extraSharedClassDeclaration = [{
-    /// Storage of a whole tensor; std::nullopt when its shape is not static.
+    /// Storage of a whole tensor; std::nullopt when its shape is not static
+    /// or too large to size (act::kMaxSizedElements).
     std::optional<::mlir::act::StorageLayout>
     getStorageLayout(::mlir::RankedTensorType type) const {
       if (!type.hasStaticShape())
         return std::nullopt;
-      return $_attr.getStorageLayout(type.getNumElements(),
-                                     type.getElementType());
+      std::optional<int64_t> n =
+          ::mlir::act::getSizedElementCount(type.getShape());
+      if (!n)
+        return std::nullopt;
+      return $_attr.getStorageLayout(*n, type.getElementType());
     }
   }];
 }

@@ -8,9 +8,34 @@
 #ifndef ACT_DIALECT_ACT_IR_ACTSTORAGE_H
 #define ACT_DIALECT_ACT_IR_ACTSTORAGE_H
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/CheckedArithmetic.h"
+
 #include <cstdint>
+#include <optional>
 
 namespace mlir::act {
+
+/// The largest element count act sizes (2^50: a petabyte of f32). Larger
+/// static shapes exist only on paper; their byte counts would overflow
+/// 64-bit arithmetic, so reports treat them as of unknown size.
+constexpr int64_t kMaxSizedElements = int64_t(1) << 50;
+
+/// The element count of a static `shape`, or std::nullopt when it exceeds
+/// kMaxSizedElements (checked, never overflowing).
+inline std::optional<int64_t>
+getSizedElementCount(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    std::optional<int64_t> product = llvm::checkedMul(n, d);
+    if (!product || *product > kMaxSizedElements)
+      return std::nullopt;
+    n = *product;
+  }
+  return n;
+}
 
 /// Exact storage of an encoded tensor, in bytes.
 struct StorageLayout {

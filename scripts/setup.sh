@@ -5,7 +5,8 @@
 #   scripts/setup.sh            install what is missing, configure, build
 #   ACT_SKIP_BUILD=1 scripts/setup.sh   install only
 #
-# Environment: ACT_BUILD_DIR (default: build), ACT_JOBS (default: nproc).
+# Environment: ACT_BUILD_DIR (default: build), ACT_JOBS (default: nproc),
+# ACT_CMAKE_ARGS (more configure arguments, used by a new build directory).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +16,7 @@ jobs=${ACT_JOBS:-$(nproc)}
 pkgs=(
   cmake ninja-build g++ git python3 googletest libgtest-dev
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 clang-format-22
+  libclang-rt-22-dev
   python3-numpy python3-pytest
   python3-torch python3-torchvision python3-matplotlib
 )
@@ -38,6 +40,7 @@ if [ ! -f "$build_dir/build.ninja" ]; then
     -DCMAKE_BUILD_TYPE=Release \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    ${ACT_CMAKE_ARGS:-}
 fi
 cmake --build "$build_dir" -j "$jobs"

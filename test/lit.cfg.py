@@ -23,12 +23,24 @@ config.substitutions.append(("%act_bin", os.path.join(config.act_obj_root, "bin"
 # Variables captured by FileCheck do not leak across CHECK-LABELs.
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
-llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "ASAN_OPTIONS",
+                                     "UBSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [os.path.join(config.act_obj_root, "bin"), config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["act-opt", "act-run", "llvm-readelf"], tool_dirs)
+
+# scripts/test.sh --sanitize: act is built with ASan, so its plugin cannot
+# load into the stock (uninstrumented) mlir-opt.
+if getattr(config, "act_sanitize", False):
+    config.available_features.add("asan")
+
+# The fuzzers (fuzz/), where libFuzzer was available to build them.
+fuzzers = ["act-fuzz-npy", "act-fuzz-profile", "act-fuzz-encoding"]
+if all(os.path.exists(os.path.join(config.act_obj_root, "bin", f)) for f in fuzzers):
+    config.available_features.add("libfuzzer")
+    llvm_config.add_tool_substitutions(fuzzers, tool_dirs)
 # The stock mlir-opt of the LLVM install, by full path, for plugin tests.
 config.substitutions.append(
     ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))

@@ -461,10 +461,27 @@ mlir::act::analyzeTrainingGraphs(ModuleOp module) {
     graphs.push_back(std::move(*graph));
   }
 
+  // Steps in nested modules are not analyzed: say so rather than ignore
+  // them silently.
+  for (auto nested : module.getOps<ModuleOp>())
+    if (!nested.getOps<func::FuncOp>().empty())
+      nested.emitWarning("act: functions in a nested module are not "
+                         "analyzed; act's passes work on the top-level "
+                         "module's training steps");
+
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal() || !func.isPublic() ||
         func->hasAttr(kBackwardAttrName) || backwards.contains(func))
       continue;
+    // A function called from within the module is a helper, not a step:
+    // act would change its signature (act.seeds) under its callers.
+    if (!isOnlyReferencedBy(func, module, nullptr)) {
+      func.emitWarning("act: @")
+          << func.getSymName()
+          << " is called from within the module, so it is not treated as a "
+             "training step (make it private to silence this)";
+      continue;
+    }
     FailureOr<TrainingGraph> graph = builder.buildJoint(func);
     if (failed(graph))
       return failure();

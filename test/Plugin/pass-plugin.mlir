@@ -1,5 +1,7 @@
 // The stock mlir-opt runs act's passes from the plugin (reached through
 // --pass-pipeline / -p, not as --act-* flags).
+// The ASan build's plugin needs the sanitizer runtime the stock tool lacks.
+// UNSUPPORTED: asan
 // RUN: %mlir_opt --load-dialect-plugin=%act_libs/ActPlugin%shlibext \
 // RUN:   --load-pass-plugin=%act_libs/ActPlugin%shlibext \
 // RUN:   -p 'builtin.module(act-insert-encode-decode{encoding=#act.float<format=bf16>})' %s | FileCheck %s

@@ -605,10 +605,13 @@ static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
 }
 
 /// The groups of `elements` (1-D, a multiple of `group` long unless
-/// `valid` is set, then zero-padded to one) as rows, and their statistics.
+/// `valid` is set, then zero-padded to one) as rows, and their statistics;
+/// `vectorize` marks them as small static kernels (a chunk's), never the
+/// rest of a tensor, whose whole-tensor vectors would grow compile time
+/// with the element count.
 static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
                             Value valid, const GroupStats &stats,
-                            const LoweringOptions &options,
+                            const LoweringOptions &options, bool vectorize,
                             SmallVectorImpl<Value> &perGroup, Value &metaRows) {
   IndexMath ix{b, loc};
   auto type = cast<RankedTensorType>(elements.getType());
@@ -637,7 +640,7 @@ static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
                          metaRows);
     return;
   }
-  stats.build(b, loc, view, valid, perGroup, metaRows);
+  stats.build(b, loc, view, valid, vectorize, perGroup, metaRows);
 }
 
 Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
@@ -698,7 +701,8 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
       SmallVector<Value> perGroup;
       chunkMeta = slice(b, loc, forall.getRegionIterArgs()[1], metaAt,
                         ix.c(chunk / stats->group));
-      buildGroupStats(b, loc, x, Value(), *stats, options, perGroup, chunkMeta);
+      buildGroupStats(b, loc, x, Value(), *stats, options, /*vectorize=*/true,
+                      perGroup, chunkMeta);
       for (int64_t g = 0; g < chunk / stats->group; ++g) {
         auto &row = groupScalars.emplace_back();
         for (Value t : perGroup)
@@ -752,7 +756,8 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
     SmallVector<Value> perGroup;
     Value restMeta;
     if (stats)
-      buildGroupStats(b, loc, x, rest, *stats, options, perGroup, restMeta);
+      buildGroupStats(b, loc, x, rest, *stats, options, /*vectorize=*/false,
+                      perGroup, restMeta);
     Value words = ix.ceilDiv(rest, perWord);
     Value init = emptyRows(b, loc, words, {}, i32);
     Value firstTile = ix.div(start, tile);

@@ -112,10 +112,11 @@ static Value quantScale(OpBuilder &b, Location loc, Value mn, Value mx,
 /// Per-group minimum and maximum of `rows` (tensor<k x group x T>) over
 /// its first `valid` elements (all when null): the values the codes read,
 /// (min, (2^bits - 1) / (max - min), or 0 for a constant group), and the
-/// stored rows (min, (max - min) / (2^bits - 1)).
+/// stored rows (min, (max - min) / (2^bits - 1)); `vectorize` marks the
+/// ops for act-vectorize (a chunk's small static kernels).
 static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
-                            int64_t levels, SmallVectorImpl<Value> &perGroup,
-                            Value &metaRows) {
+                            int64_t levels, bool vectorize,
+                            SmallVectorImpl<Value> &perGroup, Value &metaRows) {
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
   auto rowsType = cast<RankedTensorType>(rows.getType());
@@ -158,7 +159,8 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
         }
         linalg::YieldOp::create(nb, nl, ValueRange{mn, mx});
       });
-  stats->setAttr(kVectorizeAttr, b.getUnitAttr());
+  if (vectorize)
+    stats->setAttr(kVectorizeAttr, b.getUnitAttr());
   Value mn = stats.getResult(0), mx = stats.getResult(1);
 
   auto one = AffineMap::getMultiDimIdentityMap(1, ctx);
@@ -170,7 +172,8 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
         linalg::YieldOp::create(nb, nl,
                                 quantInverse(nb, nl, args[0], args[1], levels));
       });
-  inverseOp->setAttr(kVectorizeAttr, b.getUnitAttr());
+  if (vectorize)
+    inverseOp->setAttr(kVectorizeAttr, b.getUnitAttr());
   perGroup.assign({mn, inverseOp.getResult(0)});
 
   auto metaType = RankedTensorType::get({rowsType.getDimSize(0), 2}, f32);
@@ -191,7 +194,8 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
             nb, nl,
             ValueRange{arith::SelectOp::create(nb, nl, first, args[0], scale)});
       });
-  metaOp->setAttr(kVectorizeAttr, b.getUnitAttr());
+  if (vectorize)
+    metaOp->setAttr(kVectorizeAttr, b.getUnitAttr());
   metaRows = metaOp.getResult(0);
 }
 
@@ -204,9 +208,10 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
   GroupStats stats{
       encoding.getGroup(),
       2,
-      [&](OpBuilder &nb, Location nl, Value rows, Value valid,
+      [&](OpBuilder &nb, Location nl, Value rows, Value valid, bool vectorize,
           SmallVectorImpl<Value> &perGroup, Value &metaRows) {
-        buildQuantStats(nb, nl, rows, valid, levels, perGroup, metaRows);
+        buildQuantStats(nb, nl, rows, valid, levels, vectorize, perGroup,
+                        metaRows);
       },
       {arith::AtomicRMWKind::minnumf, arith::AtomicRMWKind::maxnumf},
       /*perGroupValues=*/2,

@@ -83,12 +83,15 @@ struct PackedFormat {
 /// `valid` elements (an index; null when all are real) count, and returns
 /// one tensor<k x f32> per value the codes read (`perGroup`) and the rows
 /// stored as metadata (tensor<k x m x f32>), written into `metaRows` when it
-/// is set on entry (a destination), else into a new tensor.
+/// is set on entry (a destination), else into a new tensor. With
+/// `vectorize`, its linalg ops are small static kernels to mark with
+/// kVectorizeAttr.
 struct GroupStats {
   int64_t group;
   int64_t metaColumns;
   std::function<void(OpBuilder &, Location, Value rows, Value valid,
-                     SmallVectorImpl<Value> &perGroup, Value &metaRows)>
+                     bool vectorize, SmallVectorImpl<Value> &perGroup,
+                     Value &metaRows)>
       build;
   /// The same on scalars, for the GPU kernels: each group's elements (as
   /// f32) are combined with `reductions` (arith's minnumf, maxnumf, addf,

@@ -46,8 +46,10 @@ LogicalResult
 QuantEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           unsigned bits, int64_t group, Rounding rounding) {
   if (bits != 1 && bits != 2 && bits != 4 && bits != 8)
+    // A negative literal wraps around the unsigned parameter: print it as
+    // written (bits = -1, not 4294967295).
     return emitError() << "#act.quant bits must be one of 1, 2, 4, 8; got "
-                       << bits;
+                       << static_cast<int32_t>(bits);
   if (group <= 0)
     return emitError() << "#act.quant group size must be positive; got "
                        << group;

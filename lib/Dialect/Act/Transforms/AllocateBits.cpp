@@ -184,20 +184,37 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
       int64_t(std::floor(averageBits * double(totalElements)));
   int64_t budget = totalBudget;
   std::vector<BitAllocationItem> items;
+  int64_t fixedBits = 0, fixedTensors = 0;
   for (const Entry &e : entries) {
-    if (e.measured)
+    if (e.measured) {
       items.push_back({e.sensitivity, e.elements});
-    else
+    } else {
       budget -= int64_t(e.chosen) * e.elements;
+      fixedBits += int64_t(e.chosen) * e.elements;
+      ++fixedTensors;
+    }
   }
   BitAllocation exact = allocateBitsExact(items, choices, budget);
   BitAllocation greedy = allocateBitsGreedy(items, choices, budget);
-  if (!exact.feasible)
-    return emitError(graph.forward.getLoc(),
-                     "act-allocate-bits: average-bits = ")
-           << double(averageBits) << " cannot be met: every tensor at "
+  if (!exact.feasible) {
+    // Say what takes the budget: the tensors whose bits are fixed (masks,
+    // tensors the profile lacks at default-bits) come first.
+    InFlightDiagnostic diag =
+        emitError(graph.forward.getLoc(), "act-allocate-bits: average-bits = ")
+        << double(averageBits) << " cannot be met: ";
+    if (fixedTensors)
+      diag << fixedTensors << " tensor(s) with fixed bits (masks, or not in "
+           << "the profile at default-bits = " << unsigned(defaultBits)
+           << ") take " << fixedBits << " of the " << totalBudget
+           << " bits, and the " << items.size() << " measured tensor(s) at "
+           << *std::min_element(choices.begin(), choices.end())
+           << " bit(s) need more than the rest";
+    else
+      diag << "every tensor at "
            << *std::min_element(choices.begin(), choices.end())
            << " bit(s) already needs more";
+    return diag;
+  }
   if (!exact.provenOptimal)
     emitWarning(graph.forward.getLoc(), "act-allocate-bits: the exact search "
                                         "stopped after ")

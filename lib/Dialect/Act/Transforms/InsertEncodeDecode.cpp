@@ -69,8 +69,10 @@ LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
   auto probe = RankedTensorType::get({1}, Float32Type::get(context));
   if (uniform.getDecodedType(probe) != probe)
     return emitError(loc, "act-insert-encode-decode: ")
-           << attr << " decodes to " << uniform.getDecodedType(probe)
-           << ", not to the value; the uniform policy needs a value encoding";
+           << attr << " decodes to "
+           << uniform.getDecodedType(probe).getElementType()
+           << " elements (a predicate of the value, for any tensor), not to "
+              "the value; the uniform policy needs a value encoding";
   return success();
 }
 

@@ -362,6 +362,17 @@ def main(argv=None):
     except (ExportError, ValueError) as e:
         print(f"act.export: error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:
+        print(f"act.export: error: cannot write the export to '{a.output_dir}': "
+              f"{e.strerror or e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # Never a traceback: say what failed, and where.
+        if os.environ.get("ACT_EXPORT_TRACEBACK"):
+            raise
+        print(f"act.export: error: tracing '{a.model}' failed with "
+              f"{type(e).__name__}: {e} (ACT_EXPORT_TRACEBACK=1 shows where)",
+              file=sys.stderr)
+        return 1
     print(f"act.export: {m['model']} (batch {a.batch}, seed {a.seed}): {m['parameters']} parameters, "
           f"{m['saved']['aot_autograd_values']} saved values")
     print(f"  joint: {m['files']['joint']}\n  split: {m['files']['split']}")

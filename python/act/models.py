@@ -99,15 +99,36 @@ def load(spec, batch, seed):
         if not os.path.exists(path):
             raise ValueError(f"model file '{path}' does not exist")
         mod_spec = importlib.util.spec_from_file_location("act_user_model", path)
+        if mod_spec is None:
+            raise ValueError(f"'{path}' is not a Python file")
         mod = importlib.util.module_from_spec(mod_spec)
-        mod_spec.loader.exec_module(mod)
+        try:
+            mod_spec.loader.exec_module(mod)
+        except Exception as e:
+            raise ValueError(f"'{path}' raised {type(e).__name__} when imported: {e}") from None
         if not hasattr(mod, factory):
             raise ValueError(f"'{path}' defines no '{factory}'")
         fn = getattr(mod, factory)
-        made = fn(batch) if inspect.signature(fn).parameters else fn()
+        try:
+            made = fn(batch) if inspect.signature(fn).parameters else fn()
+        except Exception as e:
+            raise ValueError(f"the factory '{factory}' in '{path}' raised "
+                             f"{type(e).__name__}: {e}") from None
         name = factory
     else:
         raise ValueError(f"unknown model '{spec}' (one of {', '.join(MODELS)}, or file.py:factory)")
     if not isinstance(made, tuple) or len(made) not in (3, 4) or not isinstance(made[0], nn.Module):
         raise ValueError(f"'{spec}' must give (module, inputs, targets[, loss_fn])")
+    module, inputs, targets = made[:3]
+    if not isinstance(inputs, torch.Tensor) or not isinstance(targets, torch.Tensor):
+        raise ValueError(f"'{spec}': inputs and targets must be tensors, got "
+                         f"{type(inputs).__name__} and {type(targets).__name__}")
+    if not any(p.requires_grad for p in module.parameters()):
+        raise ValueError(f"'{spec}': the module has no trainable parameters, so a "
+                         f"training step has nothing to compute")
+    for what, t in (("module parameter", next(module.parameters())), ("input", inputs)):
+        if t.is_floating_point() and t.dtype != torch.float32:
+            raise ValueError(f"'{spec}': a {what} is {t.dtype}; the exporter traces "
+                             f"float32 models (call .float() on the module and inputs; "
+                             f"act encodes activations in narrower formats itself)")
     return Workload(name, *made)

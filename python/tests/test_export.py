@@ -135,3 +135,53 @@ def test_export_is_deterministic(tmp_path):
         texts.append([(out / f).read_text().split("\n", 1)[1]
                       for f in ("cnn.mlir", "cnn_split.mlir")])
     assert texts[0] == texts[1]
+
+
+# Failures a user meets are one `act.export: error:` line and exit 1, never a
+# traceback (each of these was a raw traceback before).
+BAD_MODELS = {
+    "raises": ("def make(batch):\n    raise RuntimeError('no data here')\n",
+               "the factory 'make' in '{path}' raised RuntimeError: no data here"),
+    "import": ("import nosuchmodule_act\ndef make(batch):\n    pass\n",
+               "raised ModuleNotFoundError when imported"),
+    "noparams": ("def make(batch):\n    return nn.ReLU(), torch.randn(batch, 4), "
+                 "torch.randint(0, 3, (batch,))\n",
+                 "the module has no trainable parameters"),
+    "f16": ("def make(batch):\n    return nn.Linear(4, 3).half(), torch.randn(batch, 4).half(), "
+            "torch.randint(0, 3, (batch,))\n",
+            "is torch.float16; the exporter traces float32 models"),
+    "notensor": ("def make(batch):\n    return nn.Linear(4, 3), [1, 2], torch.zeros(batch)\n",
+                 "inputs and targets must be tensors, got list and Tensor"),
+    "tupleout": ("class Two(nn.Module):\n"
+                 "    def __init__(self):\n"
+                 "        super().__init__(); self.l = nn.Linear(4, 3)\n"
+                 "    def forward(self, x):\n"
+                 "        y = self.l(x)\n"
+                 "        return y, y\n"
+                 "def make(batch):\n"
+                 "    return Two(), torch.randn(batch, 4), torch.randint(0, 3, (batch,))\n",
+                 "act.export: error:"),
+    "badtarget": ("def make(batch):\n    return nn.Linear(4, 3), torch.randn(batch, 4), "
+                  "torch.full((batch,), 7)\n",
+                  "act.export: error:"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_MODELS))
+def test_failures_are_one_error_line(tmp_path, capsys, case):
+    source, message = BAD_MODELS[case]
+    path = tmp_path / f"{case}.py"
+    path.write_text("import torch, torch.nn as nn\n" + source)
+    assert main([f"{path}:make", "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.startswith("act.export: error:"), err
+    assert message.format(path=path) in err, err
+
+
+def test_bad_output_directory(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    assert main(["mlp", "--batch", "2", "-o", str(blocker / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("act.export: error: cannot write the export to"), err

@@ -1,4 +1,4 @@
-//===- EncodingFuzzer.cpp - libFuzzer target: encoding attributes ----------===//
+//===- EncodingFuzzer.cpp - libFuzzer target: encoding attributes ---------===//
 //
 // Any text: parsed as an attribute with act's dialect loaded. An encoding
 // that parses verified, so its storage arithmetic and type checks must hold
@@ -44,9 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         std::abort();
     }
   auto type = RankedTensorType::get({3, ShapedType::kDynamic, 5}, f32);
-  (void)encoding.verifyTensorType(type, [&] {
-    return emitError(UnknownLoc::get(context));
-  });
+  (void)encoding.verifyTensorType(
+      type, [&] { return emitError(UnknownLoc::get(context)); });
   (void)encoding.getDecodedType(type);
   (void)encoding.isLossless(f32);
   return 0;

@@ -20,8 +20,7 @@ namespace act::fuzz {
 /// A file holding `size` bytes of `data` for as long as it lives.
 class FuzzFile {
 public:
-  FuzzFile(const uint8_t *data, size_t size)
-      : fd(memfd_create("act-fuzz", 0)) {
+  FuzzFile(const uint8_t *data, size_t size) : fd(memfd_create("act-fuzz", 0)) {
     if (fd >= 0 && size)
       (void)!write(fd, data, size);
   }

@@ -1,4 +1,4 @@
-//===- NpyFuzzer.cpp - libFuzzer target: the .npy reader -------------------===//
+//===- NpyFuzzer.cpp - libFuzzer target: the .npy reader ------------------===//
 //
 // Any bytes: readNpy either fails with a message or returns an array whose
 // data is exactly what its shape and dtype say, never crashes, never
@@ -24,8 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   if (array.data.size() > size ||
-      array.data.size() !=
-          size_t(array.numElements()) * array.elementBytes())
+      array.data.size() != size_t(array.numElements()) * array.elementBytes())
     std::abort();
   return 0;
 }

@@ -1,4 +1,4 @@
-//===- ProfileFuzzer.cpp - libFuzzer target: the profile reader ------------===//
+//===- ProfileFuzzer.cpp - libFuzzer target: the profile reader -----------===//
 //
 // Any bytes: readProfile either fails with a message or returns a profile
 // whose fields it validated; it never crashes, however deep or large the

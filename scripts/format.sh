@@ -12,7 +12,7 @@ if ! command -v "$clang_format" > /dev/null; then
   echo "format: $clang_format not found (scripts/setup.sh installs it)" >&2
   exit 2
 fi
-mapfile -t files < <(git ls-files '*.cpp' '*.h' | grep -v '^build/')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.h')
 if [ "${1:-}" = --check ]; then
   bad=()
   for f in "${files[@]}"; do
@@ -24,7 +24,7 @@ if [ "${1:-}" = --check ]; then
     exit 1
   fi
   # File banners (//===- name - what ---===//) are exactly 80 columns.
-  banners=$(git ls-files '*.cpp' '*.h' '*.td' | xargs awk \
+  banners=$(git ls-files --cached --others --exclude-standard '*.cpp' '*.h' '*.td' | xargs awk \
     'FNR == 1 && /^\/\/===-/ && (length != 80 || !/===\/\/$/) {print "  " FILENAME}')
   if [ -n "$banners" ]; then
     echo "format: file banners not 80 columns wide:" >&2

@@ -3,6 +3,7 @@
 #include "act/Pipelines/Pipelines.h"
 
 #include "act/Conversion/Passes.h"
+#include "act/Dialect/Act/IR/Act.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -177,7 +178,36 @@ struct CheckGPUTargetPass
              << "act-gpu-pipeline: " << error;
     return success();
   }
-  void runOnOperation() override {}
+  /// Element types the NVVM lowering handles: f16, bf16, f32, f64 and
+  /// integers. Others (the 8-bit and smaller floats) failed deep in the
+  /// translation to LLVM IR with no location; here they are an error at the
+  /// op that uses them.
+  static bool isSupportedOnGpu(Type type) {
+    if (auto shaped = dyn_cast<ShapedType>(type))
+      type = shaped.getElementType();
+    if (auto encoded = dyn_cast<act::EncodedType>(type))
+      type = encoded.getTensorType().getElementType();
+    if (auto floatType = dyn_cast<FloatType>(type))
+      return floatType.isF16() || floatType.isBF16() || floatType.isF32() ||
+             floatType.isF64();
+    return true;
+  }
+  void runOnOperation() override {
+    WalkResult result = getOperation().walk([](Operation *op) {
+      for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
+                                                op->getResultTypes()))
+        if (!isSupportedOnGpu(type)) {
+          op->emitError("act-gpu-pipeline: ")
+              << type
+              << " is not supported on the GPU target (elements: f16, bf16, "
+                 "f32, f64, integers)";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
   std::string chip, features;
 };
 } // namespace

@@ -266,19 +266,31 @@ void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
   meta.assign(2 * groups, 0.0f);
   std::vector<float> inverse(groups);
   for (int64_t g = 0; g < groups; ++g) {
+    // Finite elements only; a group without any quantizes as 0.
     float mn = std::numeric_limits<float>::infinity(), mx = -mn;
-    for (int64_t i = g * p.group; i < std::min(n, (g + 1) * p.group); ++i) {
-      mn = std::min(mn, x[i]);
-      mx = std::max(mx, x[i]);
-    }
+    for (int64_t i = g * p.group; i < std::min(n, (g + 1) * p.group); ++i)
+      if (std::isfinite(x[i])) {
+        mn = std::min(mn, x[i]);
+        mx = std::max(mx, x[i]);
+      }
+    if (!(mn <= mx))
+      mn = mx = 0.0f;
     float range = mx - mn;
+    // Extremes more than the largest float apart: the step from halves.
+    bool overflow = std::isinf(range);
+    float half = mx * 0.5f - mn * 0.5f;
     meta[2 * g] = mn;
-    meta[2 * g + 1] = range / levels;
-    inverse[g] = range > 0.0f ? levels / range : 0.0f;
+    meta[2 * g + 1] = overflow ? std::min(half / (levels * 0.5f),
+                                          std::numeric_limits<float>::max())
+                               : range / levels;
+    float inv = overflow ? (levels * 0.5f) / half : levels / range;
+    inverse[g] = range > 0.0f ? inv : 0.0f;
   }
   words = pack(n, p.bits, 32 / p.bits, false, [&](int64_t i) {
     float diff = x[i] - meta[2 * (i / p.group)];
     float y = diff * inverse[i / p.group];
+    if (std::isnan(y)) // a NaN element, or an infinity in a constant group
+      y = 0.0f;
     float offset = 0.5f;
     if (p.stochastic) {
       uint32_t r = philox(i, n, 32 / p.bits, p.seed, p.id) >> 8;
@@ -294,8 +306,10 @@ void act::rt::decodeQuant(const uint32_t *words, const float *meta, int64_t n,
                           const QuantParams &p, float *out) {
   for (int64_t i = 0; i < n; ++i) {
     float q = float(unpack(words, i, n, p.bits, 32 / p.bits));
-    float scaled = q * meta[2 * (i / p.group) + 1];
-    out[i] = meta[2 * (i / p.group)] + scaled;
+    float mn = meta[2 * (i / p.group)], scale = meta[2 * (i / p.group) + 1];
+    float scaled = q * scale;
+    out[i] = std::isinf(scaled) ? (mn * 0.5f + q * (scale * 0.5f)) * 2.0f
+                                : mn + scaled;
   }
 }
 

@@ -23,3 +23,4 @@ func.func @double(%x: tensor<1024xf32>) -> tensor<1024xf32> {
   } -> tensor<1024xf32>
   return %y : tensor<1024xf32>
 }
+

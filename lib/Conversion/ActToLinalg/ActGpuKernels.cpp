@@ -303,7 +303,7 @@ void mlir::act::detail::buildGpuPackedEncode(
       for (const auto &lanes : x)
         for (int64_t l = gi * lanesPerGroup; l < (gi + 1) * lanesPerGroup; ++l)
           for (Value e : lanes[l]) {
-            Value v = toF32(b, loc, e);
+            Value v = countedElement(b, loc, kind, toF32(b, loc, e));
             acc = acc ? arith::getReductionOp(kind, b, loc, acc, v) : v;
           }
       part.push_back(acc);

@@ -531,7 +531,8 @@ static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
         }
         SmallVector<Value> next;
         for (auto [kind, acc] : llvm::zip(kinds, args.drop_front())) {
-          Value v = arith::getReductionOp(kind, nb, nl, acc, x);
+          Value v = arith::getReductionOp(kind, nb, nl, acc,
+                                          countedElement(nb, nl, kind, x));
           next.push_back(
               real ? arith::SelectOp::create(nb, nl, real, v, acc).getResult()
                    : v);

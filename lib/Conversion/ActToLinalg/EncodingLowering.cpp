@@ -21,6 +21,7 @@
 #include "mlir/IR/DialectRegistry.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::act;
@@ -89,6 +90,32 @@ void EncodingModel<QuantEncodingAttr>::getStorageTypes(
       {staticWords(type, encoding.getGroup()), 2}, Float32Type::get(ctx)));
 }
 
+/// The range of a group's finite elements: a group without any (min +inf,
+/// max -inf) quantizes as the constant 0.
+static std::pair<Value, Value> finiteRange(OpBuilder &b, Location loc, Value mn,
+                                           Value mx) {
+  Value some = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, mn, mx);
+  Value zero = f32Const(b, loc, 0.0f);
+  return {arith::SelectOp::create(b, loc, some, mn, zero),
+          arith::SelectOp::create(b, loc, some, mx, zero)};
+}
+
+/// True where `mx - mn` overflows (finite extremes more than the largest
+/// float apart): the step is then computed from halves.
+static Value rangeOverflows(OpBuilder &b, Location loc, Value range) {
+  Value inf = arith::ConstantFloatOp::create(
+      b, loc, b.getF32Type(), APFloat::getInf(APFloat::IEEEsingle()));
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                               math::AbsFOp::create(b, loc, range), inf);
+}
+
+/// mx / 2 - mn / 2, which never overflows.
+static Value halfRange(OpBuilder &b, Location loc, Value mn, Value mx) {
+  Value half = f32Const(b, loc, 0.5f);
+  return arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, mx, half),
+                               arith::MulFOp::create(b, loc, mn, half));
+}
+
 /// The codes' inverse step of a group with minimum `mn` and maximum `mx`:
 /// levels / (mx - mn), or 0 for a constant group.
 static Value quantInverse(OpBuilder &b, Location loc, Value mn, Value mx,
@@ -99,14 +126,28 @@ static Value quantInverse(OpBuilder &b, Location loc, Value mn, Value mx,
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, range, zero);
   Value inv =
       arith::DivFOp::create(b, loc, f32Const(b, loc, float(levels)), range);
+  Value invHalves =
+      arith::DivFOp::create(b, loc, f32Const(b, loc, float(levels) * 0.5f),
+                            halfRange(b, loc, mn, mx));
+  inv = arith::SelectOp::create(b, loc, rangeOverflows(b, loc, range),
+                                invHalves, inv);
   return arith::SelectOp::create(b, loc, positive, inv, zero);
 }
 
-/// The stored step: (mx - mn) / levels.
+/// The stored step: (mx - mn) / levels (from halves when the range
+/// overflows; at 1 bit such a step saturates at the largest float).
 static Value quantScale(OpBuilder &b, Location loc, Value mn, Value mx,
                         int64_t levels) {
-  return arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, mx, mn),
-                               f32Const(b, loc, float(levels)));
+  Value range = arith::SubFOp::create(b, loc, mx, mn);
+  Value scale =
+      arith::DivFOp::create(b, loc, range, f32Const(b, loc, float(levels)));
+  Value fromHalves = arith::MinimumFOp::create(
+      b, loc,
+      arith::DivFOp::create(b, loc, halfRange(b, loc, mn, mx),
+                            f32Const(b, loc, float(levels) * 0.5f)),
+      f32Const(b, loc, std::numeric_limits<float>::max()));
+  return arith::SelectOp::create(b, loc, rangeOverflows(b, loc, range),
+                                 fromHalves, scale);
 }
 
 /// Per-group minimum and maximum of `rows` (tensor<k x group x T>) over
@@ -138,12 +179,20 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
       {utils::IteratorType::parallel, utils::IteratorType::reduction},
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         Value x = toF32(nb, nl, args[0]);
-        // minnum/maxnum without NaNs (a group with a NaN is undefined):
-        // plain vector min/max on every target.
+        // Finite elements only (infinities and NaN take the identity), so
+        // minnum/maxnum never see a NaN: plain vector min/max everywhere.
         auto nnan = arith::FastMathFlagsAttr::get(nb.getContext(),
                                                   arith::FastMathFlags::nnan);
-        Value mn = arith::MinNumFOp::create(nb, nl, args[1], x, nnan);
-        Value mx = arith::MaxNumFOp::create(nb, nl, args[2], x, nnan);
+        Value mn = arith::MinNumFOp::create(
+            nb, nl, args[1],
+            act::detail::countedElement(nb, nl, arith::AtomicRMWKind::minnumf,
+                                        x),
+            nnan);
+        Value mx = arith::MaxNumFOp::create(
+            nb, nl, args[2],
+            act::detail::countedElement(nb, nl, arith::AtomicRMWKind::maxnumf,
+                                        x),
+            nnan);
         if (valid) {
           // Padding elements do not count.
           Value i = arith::AddIOp::create(
@@ -165,16 +214,18 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
 
   auto one = AffineMap::getMultiDimIdentityMap(1, ctx);
   auto inverseOp = linalg::GenericOp::create(
-      b, loc, statType, ValueRange{mn, mx},
-      ValueRange{tensor::EmptyOp::create(b, loc, statType, dyn)},
-      {one, one, one}, {utils::IteratorType::parallel},
+      b, loc, TypeRange{statType, statType}, ValueRange{mn, mx},
+      ValueRange{tensor::EmptyOp::create(b, loc, statType, dyn),
+                 tensor::EmptyOp::create(b, loc, statType, dyn)},
+      {one, one, one, one}, {utils::IteratorType::parallel},
       [&](OpBuilder &nb, Location nl, ValueRange args) {
-        linalg::YieldOp::create(nb, nl,
-                                quantInverse(nb, nl, args[0], args[1], levels));
+        auto [lo, hi] = finiteRange(nb, nl, args[0], args[1]);
+        linalg::YieldOp::create(
+            nb, nl, ValueRange{lo, quantInverse(nb, nl, lo, hi, levels)});
       });
   if (vectorize)
     inverseOp->setAttr(kVectorizeAttr, b.getUnitAttr());
-  perGroup.assign({mn, inverseOp.getResult(0)});
+  perGroup.assign({inverseOp.getResult(0), inverseOp.getResult(1)});
 
   auto metaType = RankedTensorType::get({rowsType.getDimSize(0), 2}, f32);
   Value metaInit =
@@ -185,14 +236,15 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
       {row, row, AffineMap::getMultiDimIdentityMap(2, ctx)},
       {utils::IteratorType::parallel, utils::IteratorType::parallel},
       [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value scale = quantScale(nb, nl, args[0], args[1], levels);
+        auto [lo, hi] = finiteRange(nb, nl, args[0], args[1]);
+        Value scale = quantScale(nb, nl, lo, hi, levels);
         Value first =
             arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
                                   linalg::IndexOp::create(nb, nl, 1),
                                   arith::ConstantIndexOp::create(nb, nl, 0));
         linalg::YieldOp::create(
             nb, nl,
-            ValueRange{arith::SelectOp::create(nb, nl, first, args[0], scale)});
+            ValueRange{arith::SelectOp::create(nb, nl, first, lo, scale)});
       });
   if (vectorize)
     metaOp->setAttr(kVectorizeAttr, b.getUnitAttr());
@@ -217,7 +269,7 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
       /*perGroupValues=*/2,
       [&](OpBuilder &nb, Location nl, ValueRange minMax,
           SmallVectorImpl<Value> &perGroup, SmallVectorImpl<Value> &metaRow) {
-        Value mn = minMax[0], mx = minMax[1];
+        auto [mn, mx] = finiteRange(nb, nl, minMax[0], minMax[1]);
         perGroup.assign({mn, quantInverse(nb, nl, mn, mx, levels)});
         metaRow.assign({mn, quantScale(nb, nl, mn, mx, levels)});
       }};
@@ -241,6 +293,11 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
         Value y = arith::MulFOp::create(
             nb, nl, arith::SubFOp::create(nb, nl, toF32(nb, nl, x), mn),
             inverse);
+        // A NaN element (or an infinity in a constant group: inf * 0) gets
+        // code 0; infinities saturate to 0 or 2^bits - 1 below.
+        Value isNan =
+            arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UNO, y, y);
+        y = arith::SelectOp::create(nb, nl, isNan, zero, y);
         Value offset;
         if (random) {
           // u in [0, 1) from the top 24 bits of the Philox word.
@@ -255,7 +312,7 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
         }
         Value q = math::FloorOp::create(
             nb, nl, arith::AddFOp::create(nb, nl, y, offset));
-        // No NaN here unless the group holds one (undefined codes).
+        // No NaN here (replaced above).
         auto nnan = arith::FastMathFlagsAttr::get(nb.getContext(),
                                                   arith::FastMathFlags::nnan);
         q = arith::MinNumFOp::create(
@@ -282,8 +339,19 @@ Value EncodingModel<QuantEncodingAttr>::buildDecode(
       [&](OpBuilder &nb, Location nl, Value code, ValueRange row) {
         // code < 2^bits: the signed conversion is exact and cheaper on x86.
         Value q = arith::SIToFPOp::create(nb, nl, nb.getF32Type(), code);
-        Value x = arith::AddFOp::create(
-            nb, nl, row[0], arith::MulFOp::create(nb, nl, q, row[1]));
+        Value scaled = arith::MulFOp::create(nb, nl, q, row[1]);
+        Value x = arith::AddFOp::create(nb, nl, row[0], scaled);
+        // A group whose range overflows: min + q * step from halves.
+        Value half = f32Const(nb, nl, 0.5f);
+        Value fromHalves = arith::MulFOp::create(
+            nb, nl,
+            arith::AddFOp::create(
+                nb, nl, arith::MulFOp::create(nb, nl, row[0], half),
+                arith::MulFOp::create(
+                    nb, nl, q, arith::MulFOp::create(nb, nl, row[1], half))),
+            f32Const(nb, nl, 2.0f));
+        x = arith::SelectOp::create(nb, nl, rangeOverflows(nb, nl, scaled),
+                                    fromHalves, x);
         return fromF32(nb, nl, x, elementType);
       });
 }

@@ -12,6 +12,7 @@
 #include "act/Conversion/ActToLinalg/ActLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -118,6 +119,20 @@ inline bool isGpu(const LoweringOptions &options) {
 
 /// f32 view of a float element (extended or truncated).
 Value toF32(OpBuilder &b, Location loc, Value x);
+
+/// What element `x` (f32) contributes to a group statistic of `kind`:
+/// itself when finite, else the reduction's identity. Group statistics
+/// count finite elements only, so one infinity or NaN cannot poison the
+/// group (docs/Encodings.md).
+inline Value countedElement(OpBuilder &b, Location loc,
+                            arith::AtomicRMWKind kind, Value x) {
+  Value inf = arith::ConstantFloatOp::create(
+      b, loc, b.getF32Type(), APFloat::getInf(APFloat::IEEEsingle()));
+  Value finite = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE,
+                                       math::AbsFOp::create(b, loc, x), inf);
+  return arith::SelectOp::create(
+      b, loc, finite, x, arith::getIdentityValue(kind, b.getF32Type(), b, loc));
+}
 
 /// GPU kernels (ActGpuKernels.cpp). Each takes tensors, launches a
 /// gpu.launch over buffers of them (bufferization.to_buffer read_only) and

@@ -420,3 +420,64 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
 }
 
 } // namespace
+
+// Quantization of groups holding infinities, NaN or finite extremes whose
+// range overflows (docs/Encodings.md): statistics count finite elements
+// only, the step comes from halves when max - min overflows, infinities
+// saturate, NaN elements get code 0, a group without finite elements
+// decodes to 0. One extreme element used to turn its whole group into NaN.
+// Every target against the reference, bit for bit, and no NaN anywhere.
+TEST_F(LoweringTest, QuantGroupsWithSpecialsAndExtremeRanges) {
+  const int64_t group = 256, n = 5 * group + 100;
+  std::vector<float> x = data(n, 77, false);
+  x[3] = INFINITY;      // group 0: +inf
+  x[group + 1] = 3e38f; // group 1: range overflows
+  x[group + 2] = -3e38f;
+  x[2 * group + 5] = NAN; // group 2: a NaN
+  x[2 * group + 6] = -INFINITY;
+  std::fill(x.begin() + 3 * group, x.begin() + 4 * group, INFINITY); // group 3
+  x[3 * group + 7] = NAN;
+  x[4 * group + 9] = -3.4e38f; // group 4: 1-bit extreme
+  x[4 * group + 10] = 3.4e38f;
+  JitTarget emulated;
+  emulated.emulateGpuKernels = true;
+  for (const JitTarget &target : {JitTarget(), emulated})
+    for (unsigned bits : {1u, 2u, 4u, 8u})
+      for (bool stochastic : {true, false}) {
+        std::string attr = quantAttr(bits, group, stochastic);
+        SCOPED_TRACE(attr + (target.emulateGpuKernels ? " gpu-emulated" : ""));
+        auto jit = compileCodec(n, attr, "f32", target);
+        ASSERT_TRUE(jit);
+        checkQuant(*jit, x, bits, group, stochastic, 0xfeedLL + bits);
+        std::vector<HostTensor> outs;
+        std::string error;
+        ASSERT_TRUE(
+            callJit(*jit, {tensor(x), scalar(0xfeedLL + bits)}, outs, error))
+            << error;
+        std::vector<float> decoded = values<float>(outs[2]);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_FALSE(std::isnan(decoded[i])) << "element " << i;
+        // Group 0: +inf saturates at the group's finite maximum, and the
+        // finite neighbours are within a step of themselves.
+        float mx = -INFINITY, mn = INFINITY;
+        for (int64_t i = 0; i < group; ++i)
+          if (std::isfinite(x[i])) {
+            mx = std::max(mx, x[i]);
+            mn = std::min(mn, x[i]);
+          }
+        float step = (mx - mn) / float((1u << bits) - 1);
+        EXPECT_EQ(decoded[3], mx);
+        for (int64_t i = 0; i < group; ++i)
+          if (i != 3)
+            EXPECT_LE(std::fabs(decoded[i] - x[i]), step * 1.0001f) << i;
+        // Group 1: the extremes decode finite, near themselves (2+ bits).
+        EXPECT_TRUE(std::isfinite(decoded[group + 1]));
+        if (bits > 1) {
+          EXPECT_NEAR(decoded[group + 1] / 3e38f, 1.0f, 1e-5f);
+          EXPECT_NEAR(decoded[group + 2] / -3e38f, 1.0f, 1e-5f);
+        }
+        // Group 3: no finite element but NaN: everything decodes to 0.
+        for (int64_t i = 3 * group; i < 4 * group; ++i)
+          EXPECT_EQ(decoded[i], 0.0f) << i;
+      }
+}

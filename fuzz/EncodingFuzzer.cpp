@@ -16,19 +16,25 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include <cstdlib>
+#include <memory>
 
 using namespace mlir;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static MLIRContext *context = [] {
+  // One context for many inputs (creating one per input would dominate),
+  // renewed every 20,000: a context keeps every attribute and type it ever
+  // uniqued, so a single one grows without bound over millions of inputs.
+  static std::unique_ptr<MLIRContext> owner;
+  static unsigned uses = 0;
+  if (!owner || ++uses % 20000 == 0) {
     DialectRegistry registry;
     act::registerAllDialects(registry);
-    auto *ctx = new MLIRContext(registry);
-    ctx->loadAllAvailableDialects();
+    owner = std::make_unique<MLIRContext>(registry);
+    owner->loadAllAvailableDialects();
     // Parse errors are the expected outcome of most inputs.
-    ctx->getDiagEngine().registerHandler([](Diagnostic &) {});
-    return ctx;
-  }();
+    owner->getDiagEngine().registerHandler([](Diagnostic &) {});
+  }
+  MLIRContext *context = owner.get();
   std::string text(reinterpret_cast<const char *>(data), size);
   Attribute attr = parseAttribute(text, context);
   auto encoding = dyn_cast_or_null<act::EncodingAttrInterface>(attr);

@@ -6,6 +6,14 @@
 // the element count.
 // RUN: act-opt %s -convert-act-to-linalg | FileCheck %s --implicit-check-not=act.vectorize
 // CHECK-LABEL: func.func @codec
+// Chunks of many groups are unrolled group by group: at 1 bit, group 48
+// (chunks of lcm(48, 512) = 1536 elements, 32 groups) takes the per-word
+// path too, as do groups of 16 (32 per chunk of 512).
+// RUN: sed 's/group = 1>/group = 48>/; s/bits = 4/bits = 1/' %s | act-opt -convert-act-to-linalg | FileCheck %s --implicit-check-not=act.vectorize
+// RUN: sed 's/group = 1>/group = 16>/; s/bits = 4/bits = 1/' %s | act-opt -convert-act-to-linalg | FileCheck %s --implicit-check-not=act.vectorize
+// ... while 4-bit groups of 48 (8 per chunk of 384) stay chunked.
+// RUN: sed 's/group = 1>/group = 48>/' %s | act-opt -convert-act-to-linalg | FileCheck %s --check-prefix=CHUNKED
+// CHUNKED: act.vectorize
 // RUN: act-opt %s -act-cpu-pipeline -o %t.small.mlir
 // RUN: sed 's/4099/4099000/g' %s | act-opt -act-cpu-pipeline -o %t.large.mlir
 // RUN: %python -c "import os, sys; a, b = (os.path.getsize(f) for f in sys.argv[1:]); print(a, b); assert a < 200000 and b < 1.1 * a, (a, b)" %t.small.mlir %t.large.mlir

@@ -144,8 +144,8 @@ def main():
             print(f"finding {case}: {name} {' '.join(passes)}: exit {rc}")
         else:
             counts["ok" if rc == 0 else "diagnostic"] += 1
-    os.remove(os.path.join(args.output, "case.mlir")) if os.path.exists(
-        os.path.join(args.output, "case.mlir")) else None
+    if os.path.exists(path := os.path.join(args.output, "case.mlir")):
+        os.remove(path)
     total = sum(counts.values())
     print(f"mutate: {total} cases in {time.time() - start:.0f} s: "
           f"{counts['ok']} ran, {counts['diagnostic']} clean diagnostics, "

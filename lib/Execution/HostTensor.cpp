@@ -4,6 +4,8 @@
 
 #include "act/runtime/Npy.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -74,6 +76,8 @@ HostTensor HostTensor::allocate(ElementKind kind, llvm::ArrayRef<int64_t> shape,
   // 64-byte aligned, as the compiled code's own allocations.
   size_t bytes = (std::max<size_t>(t.byteSize(), 1) + 63) / 64 * 64;
   void *data = std::aligned_alloc(64, bytes);
+  if (!data)
+    llvm::report_bad_alloc_error("act: cannot allocate a host tensor");
   std::memset(data, 0, bytes);
   t.bytes = static_cast<char *>(data);
   t.owner = std::shared_ptr<void>(data, std::free);

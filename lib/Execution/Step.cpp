@@ -410,16 +410,12 @@ llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
                 step.getForwardName().str());
   if (batches.empty())
     return fail("no mini-batch to estimate sensitivities on");
-  std::vector<rt::SensitivityEstimator::Tensor> tensors;
-  for (const StochasticTensor &t : stochastic)
-    tensors.push_back({t.id, t.elements, t.bits});
+  std::vector<StochasticTensor> tensors(stochastic.begin(), stochastic.end());
   rt::SensitivityEstimator estimator(tensors);
   unsigned seeds = *step.getSeedsIndex();
   size_t total = batches.size() * (tensors.size() + 1), done = 0;
   auto runAt = [&](std::vector<HostTensor> &args, size_t batch,
                    int64_t redrawId) -> llvm::Expected<std::vector<double>> {
-    // Each run gets its own seeds tensor (the arguments may be shared).
-    args[seeds] = args[seeds].clone();
     Step::setSeeds(args[seeds], stepSeed, batch, redrawId);
     auto outs = step.run(args);
     if (!outs)
@@ -429,6 +425,8 @@ llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
     return flattenGradient(outs->values, step.getLossIndex());
   };
   for (auto [b, args] : llvm::enumerate(batches)) {
+    // The batch's own seeds tensor (the arguments may be shared).
+    args[seeds] = args[seeds].clone();
     auto base = runAt(args, b, -1);
     if (!base)
       return base.takeError();

@@ -90,17 +90,15 @@ int main(int argc, char **argv) {
         return c->getName() == name;
       });
     };
+    // The pass list (one flag per registered pass, upstream's included) is
+    // hidden too: --help shows act's passes instead (ActPassesHelp).
     bool hide =
         (libraryOptions.contains(option) && !inCategory("Generic Options")) ||
-        inCategory("Remark Options");
+        inCategory("Remark Options") ||
+        option->HelpStr == "Compiler passes to run";
     if (hide && option->getOptionHiddenFlag() == cl::NotHidden)
       option->setHiddenFlag(cl::Hidden);
   }
-  // The pass list (one flag per registered pass, upstream's included) is
-  // the registered passes' own option; --help shows act's instead.
-  for (auto &entry : cl::getRegisteredOptions())
-    if (entry.second->HelpStr == "Compiler passes to run")
-      entry.second->setHiddenFlag(cl::Hidden);
   static ActPassesHelp passesHelp;
 
   auto [inputFile, outputFile] = parseCLIOptions(argc, argv, helpHeader);

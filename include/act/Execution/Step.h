@@ -19,6 +19,7 @@
 #include "act/Analysis/Profile.h"
 #include "act/Execution/HostTensor.h"
 #include "act/Execution/Jit.h"
+#include "act/runtime/Sensitivity.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/FunctionExtras.h"
@@ -44,12 +45,8 @@ struct StepOutputs {
 };
 
 /// A stochastically encoded tensor of a step (a candidate for GACT's
-/// sensitivity estimate).
-struct StochasticTensor {
-  int64_t id;
-  int64_t elements;
-  unsigned bits;
-};
+/// sensitivity estimate): its id, element count and bits.
+using StochasticTensor = ::act::rt::SensitivityEstimator::Tensor;
 
 class Step {
 public:

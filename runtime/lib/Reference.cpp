@@ -258,6 +258,9 @@ void act::rt::decodeFloats(const uint32_t *words, int64_t n, FloatFormat format,
 // Quantization
 //===----------------------------------------------------------------------===//
 
+/// 1 - 2^-20: shortens the step of a group whose range overflows.
+static constexpr float kOverflowStepFactor = 1.0f - 0x1p-20f;
+
 void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
                           std::vector<uint32_t> &words,
                           std::vector<float> &meta) {
@@ -280,8 +283,11 @@ void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
     bool overflow = std::isinf(range);
     float half = mx * 0.5f - mn * 0.5f;
     meta[2 * g] = mn;
+    // Shortened by 2^-20 of itself so that fma(levels, step, mn) stays at
+    // or below mx rather than rounding past the largest float.
     meta[2 * g + 1] = overflow ? std::min(half / (levels * 0.5f),
-                                          std::numeric_limits<float>::max())
+                                          std::numeric_limits<float>::max()) *
+                                     kOverflowStepFactor
                                : range / levels;
     float inv = overflow ? (levels * 0.5f) / half : levels / range;
     inverse[g] = range > 0.0f ? inv : 0.0f;
@@ -307,9 +313,7 @@ void act::rt::decodeQuant(const uint32_t *words, const float *meta, int64_t n,
   for (int64_t i = 0; i < n; ++i) {
     float q = float(unpack(words, i, n, p.bits, 32 / p.bits));
     float mn = meta[2 * (i / p.group)], scale = meta[2 * (i / p.group) + 1];
-    float scaled = q * scale;
-    out[i] = std::isinf(scaled) ? (mn * 0.5f + q * (scale * 0.5f)) * 2.0f
-                                : mn + scaled;
+    out[i] = std::fma(q, scale, mn); // one rounding, never overflows
   }
 }
 

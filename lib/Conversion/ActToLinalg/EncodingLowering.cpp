@@ -134,18 +134,28 @@ static Value quantInverse(OpBuilder &b, Location loc, Value mn, Value mx,
   return arith::SelectOp::create(b, loc, positive, inv, zero);
 }
 
-/// The stored step: (mx - mn) / levels (from halves when the range
-/// overflows; at 1 bit such a step saturates at the largest float).
+/// 1 - 2^-20: shortens the step of a group whose range overflows (the
+/// reference's kOverflowStepFactor; LoweringTest checks they agree bit for
+/// bit).
+static constexpr float kOverflowStepFactor = 1.0f - 0x1p-20f;
+
+/// The stored step: (mx - mn) / levels. When the range overflows it comes
+/// from halves (at 1 bit saturated at the largest float) and is shortened by
+/// 2^-20 of itself, so that the decode's `fma(levels, step, mn)` stays at or
+/// below the group's maximum instead of rounding past the largest float.
 static Value quantScale(OpBuilder &b, Location loc, Value mn, Value mx,
                         int64_t levels) {
   Value range = arith::SubFOp::create(b, loc, mx, mn);
   Value scale =
       arith::DivFOp::create(b, loc, range, f32Const(b, loc, float(levels)));
-  Value fromHalves = arith::MinimumFOp::create(
+  Value fromHalves = arith::MulFOp::create(
       b, loc,
-      arith::DivFOp::create(b, loc, halfRange(b, loc, mn, mx),
-                            f32Const(b, loc, float(levels) * 0.5f)),
-      f32Const(b, loc, std::numeric_limits<float>::max()));
+      arith::MinimumFOp::create(
+          b, loc,
+          arith::DivFOp::create(b, loc, halfRange(b, loc, mn, mx),
+                                f32Const(b, loc, float(levels) * 0.5f)),
+          f32Const(b, loc, std::numeric_limits<float>::max())),
+      f32Const(b, loc, kOverflowStepFactor));
   return arith::SelectOp::create(b, loc, rangeOverflows(b, loc, range),
                                  fromHalves, scale);
 }
@@ -339,19 +349,10 @@ Value EncodingModel<QuantEncodingAttr>::buildDecode(
       [&](OpBuilder &nb, Location nl, Value code, ValueRange row) {
         // code < 2^bits: the signed conversion is exact and cheaper on x86.
         Value q = arith::SIToFPOp::create(nb, nl, nb.getF32Type(), code);
-        Value scaled = arith::MulFOp::create(nb, nl, q, row[1]);
-        Value x = arith::AddFOp::create(nb, nl, row[0], scaled);
-        // A group whose range overflows: min + q * step from halves.
-        Value half = f32Const(nb, nl, 0.5f);
-        Value fromHalves = arith::MulFOp::create(
-            nb, nl,
-            arith::AddFOp::create(
-                nb, nl, arith::MulFOp::create(nb, nl, row[0], half),
-                arith::MulFOp::create(
-                    nb, nl, q, arith::MulFOp::create(nb, nl, row[1], half))),
-            f32Const(nb, nl, 2.0f));
-        x = arith::SelectOp::create(nb, nl, rangeOverflows(nb, nl, scaled),
-                                    fromHalves, x);
+        // One rounding: q * step never overflows on its own way to the
+        // result (groups whose range overflows decode finite, see
+        // quantScale).
+        Value x = math::FmaOp::create(nb, nl, q, row[1], row[0]);
         return fromF32(nb, nl, x, elementType);
       });
 }

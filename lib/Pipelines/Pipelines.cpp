@@ -5,6 +5,7 @@
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/IR/Act.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/OptionLoc.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
@@ -173,9 +174,15 @@ struct CheckGPUTargetPass
   }
   LogicalResult initialize(MLIRContext *context) override {
     std::string error;
-    if (failed(act::verifyGPUTarget(chip, features, error)))
-      return emitError(UnknownLoc::get(context))
+    if (failed(act::verifyGPUTarget(chip, features, error))) {
+      // The chip alone decides whether the chip or the features are wrong.
+      std::string chipError;
+      StringRef option =
+          failed(act::verifyGPUTarget(chip, "", chipError)) ? "chip"
+                                                             : "features";
+      return emitError(act::getOptionLoc(context, "act-gpu-pipeline", option))
              << "act-gpu-pipeline: " << error;
+    }
     return success();
   }
   /// Element types the NVVM lowering handles: f16, bf16, f32, f64 and

@@ -33,7 +33,10 @@ def require(cond, node, what):
 
 
 def meta_shape(node):
+    """The shape PyTorch says `node` (its first output) has."""
     tm = node.meta.get("tensor_meta")
+    if tm is not None and not hasattr(tm, "shape"):
+        tm = tm[0]  # a multi-output op
     return tuple(tm.shape) if tm is not None else None
 
 
@@ -98,12 +101,16 @@ def _gelu_cdf(b, x):
 
 @lowering("aten.gelu.default")
 def gelu(g, node, x, approximate="none"):
+    if approximate == "tanh":
+        return gelu_tanh(g, node, x)
     require(approximate == "none", node, f"approximate='{approximate}'")
     return g.ew([x], lambda b, u: b.mul(u, _gelu_cdf(b, u)), hint=node.name)
 
 
 @lowering("aten.gelu_backward.default")
 def gelu_backward(g, node, grad, x, approximate="none"):
+    if approximate == "tanh":
+        return gelu_tanh_backward(g, node, grad, x)
     require(approximate == "none", node, f"approximate='{approximate}'")
 
     def body(b, d, u):
@@ -166,7 +173,7 @@ def expand(g, node, x, sizes, implicit=False):
     shape = tuple(x.shape[i - off] if (s == -1) else s for i, s in enumerate(sizes))
     if shape == x.shape:
         return x
-    return g.ew([x], lambda b, u: u, shape=shape, hint=node.name)
+    return g.ew([x], lambda b, u: u, shape=shape, out_dtype=x.dtype, hint=node.name)
 
 
 @lowering("aten.split.Tensor")
@@ -248,6 +255,21 @@ def bmm(g, node, a, b):
     return g.batch_matmul(a, b, hint=node.name)
 
 
+@lowering("aten.baddbmm.default")
+def baddbmm(g, node, bias, a, b, beta=1, alpha=1):
+    prod = g.batch_matmul(a, b)
+
+    def body(bb, p, c):
+        if alpha != 1:
+            p = bb.mul(p, bb.c(alpha))
+        if beta == 0:
+            return p
+        if beta != 1:
+            c = bb.mul(c, bb.c(beta))
+        return bb.add(p, c)
+    return g.ew([prod, bias], body, hint=node.name)
+
+
 @lowering("aten.addmm.default")
 def addmm(g, node, bias, a, b, beta=1, alpha=1):
     prod = g.matmul(a, b)
@@ -264,18 +286,32 @@ def addmm(g, node, bias, a, b, beta=1, alpha=1):
 def _conv_args(node, stride, padding, dilation, transposed, output_padding, groups, w):
     require(w.rank == 4, node, f"a {w.rank - 2}-d convolution (only 2-d)")
     require(not transposed, node, "a transposed convolution")
-    require(groups == 1, node, f"groups={groups}")
-    require(all(d == 1 for d in dilation), node, f"dilation={list(dilation)}")
-    return list(stride), list(padding)
+    return list(stride), list(padding), list(dilation)
 
 
 @lowering("aten.convolution.default")
 def convolution(g, node, x, w, bias, stride, padding, dilation, transposed,
                 output_padding, groups):
-    stride, padding = _conv_args(node, stride, padding, dilation, transposed,
-                                 output_padding, groups, w)
+    """linalg.conv_2d_nchw_fchw of the padded input (any stride and
+    dilation); grouped: a generic whose channel index is (f floordiv F/G) *
+    C/G + c."""
+    stride, padding, dilation = _conv_args(node, stride, padding, dilation, transposed,
+                                           output_padding, groups, w)
     xp = g.pad(x, [0, 0] + padding, [0, 0] + padding, hint=node.name + "_pad")
-    y = g.conv2d(xp, w, stride, hint=node.name)
+    if groups == 1:
+        y = g.conv2d(xp, w, stride, dilation, hint=node.name)
+    else:
+        n, _, h, wd = xp.shape
+        f, cg, k0, k1 = w.shape
+        fg = f // groups
+        (s0, s1), (d0, d1) = stride, dilation
+        shape = (n, f, (h - d0 * (k0 - 1) - 1) // s0 + 1, (wd - d1 * (k1 - 1) - 1) // s1 + 1)
+        y = g.generic(shape, [(xp, ["d0", f"(d1 floordiv {fg}) * {cg} + d4",
+                                    f"d2 * {s0} + d5 * {d0}", f"d3 * {s1} + d6 * {d1}"]),
+                              (w, ["d1", "d4", "d5", "d6"])],
+                      lambda b, u, v, o: b.add(o, b.mul(u, v)),
+                      iterators=["parallel"] * 4 + ["reduction"] * 3, out_exprs=dims(4),
+                      init=g.fill(shape, 0.0), hint=node.name)
     if bias is not None:
         y = g.ew([y, g.reshape(bias, (bias.shape[0], 1, 1))], lambda b, u, c: b.add(u, c),
                  hint=node.name)
@@ -286,33 +322,41 @@ def convolution(g, node, x, w, bias, stride, padding, dilation, transposed,
 def convolution_backward(g, node, grad, x, w, bias_sizes, stride, padding, dilation,
                          transposed, output_padding, groups, output_mask):
     """grad_input: the correlation of the stride-dilated, padded gradient
-    with the weight read backwards; grad_weight: the correlation of the
-    padded input with the gradient; grad_bias: the gradient summed."""
-    (s0, s1), (p0, p1) = _conv_args(node, stride, padding, dilation, transposed,
-                                    output_padding, groups, w)
+    with the weight read backwards (over the output channels of the input
+    channel's group); grad_weight: the correlation of the padded input with
+    the gradient; grad_bias: the gradient summed."""
+    (s0, s1), (p0, p1), (e0, e1) = _conv_args(node, stride, padding, dilation, transposed,
+                                              output_padding, groups, w)
     n, c, h, wd = x.shape
-    f, _, k0, k1 = w.shape
+    f, cg, k0, k1 = w.shape
+    fg = f // groups
     _, _, oh, ow = grad.shape
     gi = gw = gb = None
     if output_mask[0]:
-        lh = max(h + p0 + k0 - 1, (k0 - 1) + (oh - 1) * s0 + 1)
-        lw = max(wd + p1 + k1 - 1, (k1 - 1) + (ow - 1) * s1 + 1)
+        r0, r1 = (k0 - 1) * e0, (k1 - 1) * e1
+        lh = max(h + p0 + r0, r0 + (oh - 1) * s0 + 1)
+        lw = max(wd + p1 + r1, r1 + (ow - 1) * s1 + 1)
         zeros = g.fill((n, f, lh, lw), 0.0)
-        gp = g.insert_slice(grad, zeros, [0, 0, k0 - 1, k1 - 1], [1, 1, s0, s1],
+        gp = g.insert_slice(grad, zeros, [0, 0, r0, r1], [1, 1, s0, s1],
                             hint=node.name + "_dilated")
         init = g.fill((n, c, h, wd), 0.0)
-        gi = g.generic((n, c, h, wd),
-                       [(gp, ["d0", "d4", f"d2 - d5 + {p0 + k0 - 1}", f"d3 - d6 + {p1 + k1 - 1}"]),
-                        (w, ["d4", "d1", "d5", "d6"])],
-                       lambda b, u, v, o: b.add(o, b.mul(u, v)),
+        fexpr = f"(d1 floordiv {cg}) * {fg} + d4" if groups > 1 else "d4"
+        cexpr = f"d1 mod {cg}" if groups > 1 else "d1"
+        ins = [(gp, ["d0", fexpr, f"d2 - d5 * {e0} + {p0 + r0}", f"d3 - d6 * {e1} + {p1 + r1}"]),
+               (w, [fexpr, cexpr, "d5", "d6"])]
+        if groups > 1:  # the range of d4 (output channels of one group)
+            ins.append((g.empty((fg,)), ["d4"]))
+        gi = g.generic((n, c, h, wd), ins,
+                       lambda b, u, v, *o: b.add(o[-1], b.mul(u, v)),
                        iterators=["parallel"] * 4 + ["reduction"] * 3,
                        out_exprs=dims(4), init=init, hint=node.name + "_input")
     if output_mask[1]:
         xp = g.pad(x, [0, 0, p0, p1], [0, 0, p0, p1], hint=node.name + "_pad")
         init = g.fill(w.shape, 0.0)
+        cexpr = f"(d0 floordiv {fg}) * {cg} + d1" if groups > 1 else "d1"
         gw = g.generic(w.shape,
                        [(grad, ["d4", "d0", "d5", "d6"]),
-                        (xp, ["d4", "d1", f"d5 * {s0} + d2", f"d6 * {s1} + d3"])],
+                        (xp, ["d4", cexpr, f"d5 * {s0} + d2 * {e0}", f"d6 * {s1} + d3 * {e1}"])],
                        lambda b, u, v, o: b.add(o, b.mul(u, v)),
                        iterators=["parallel"] * 4 + ["reduction"] * 3,
                        out_exprs=dims(4), init=init, hint=node.name + "_weight")
@@ -328,8 +372,18 @@ def _pool_args(node, kernel, stride, padding, dilation, ceil_mode):
     stride = list(stride or kernel) * (2 // len(stride or kernel))
     padding = list(padding) * (2 // len(padding))
     require(all(d == 1 for d in dilation), node, f"dilation={list(dilation)}")
-    require(not ceil_mode, node, "ceil_mode=True")
+    require(not ceil_mode or "max_pool" in str(node.target), node, "ceil_mode=True")
     return kernel, stride, padding
+
+
+def _pool_size(n, k, s, p, ceil_mode):
+    """ATen's pooling_output_shape (dilation 1): with ceil_mode the last
+    window may run past the end, but must start inside the input or its
+    left padding."""
+    out = (n + 2 * p - k + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
 
 
 def _index_expr(b, dim, scale, offset):
@@ -348,8 +402,10 @@ def max_pool2d(g, node, x, kernel, stride=(), padding=(0,), dilation=(1,), ceil_
     (ATen's order); padding reads -inf."""
     (k0, k1), (s0, s1), (p0, p1) = _pool_args(node, kernel, stride, padding, dilation, ceil_mode)
     n, c, h, w = x.shape
-    oh, ow = (h + 2 * p0 - k0) // s0 + 1, (w + 2 * p1 - k1) // s1 + 1
-    xp = g.pad(x, [0, 0, p0, p1], [0, 0, p0, p1], value=-math.inf, hint=node.name + "_pad")
+    oh, ow = _pool_size(h, k0, s0, p0, ceil_mode), _pool_size(w, k1, s1, p1, ceil_mode)
+    e0, e1 = max(0, (oh - 1) * s0 + k0 - h - 2 * p0), max(0, (ow - 1) * s1 + k1 - w - 2 * p1)
+    xp = g.pad(x, [0, 0, p0, p1], [0, 0, p0 + e0, p1 + e1], value=-math.inf,
+               hint=node.name + "_pad")
     window = g.empty((k0, k1))
     best = g.fill((n, c, oh, ow), -math.inf)
     arg = g.fill((n, c, oh, ow), 0, "i64")
@@ -408,6 +464,7 @@ def _moments(g, x, axes, bshape, eps, hint):
     sq = g.ew([x, mean], lambda b, u, m: b.mul(b.sub(u, m), b.sub(u, m)))
     var = g.ew([g.reduce(sq, axes)], lambda b, s: b.div(s, b.c(count)))
     rstd = g.ew([var], lambda b, v: b.rsqrt(b.add(v, b.c(eps))), hint=hint + "_rstd")
+    g.last_variance = var
     return mean, g.reshape(rstd, bshape), count
 
 
@@ -478,12 +535,29 @@ def _bn_shapes(x):
 
 @lowering("aten.native_batch_norm.default")
 def native_batch_norm(g, node, x, w, bias, running_mean, running_var, training, momentum, eps):
-    require(training and running_mean is None and running_var is None, node,
-            "batch norm with running statistics (export with track_running_stats=False)")
+    """Training mode: the batch's statistics; running statistics, when the
+    module tracks them, are updated as ATen does ((1 - momentum) * running +
+    momentum * batch, the variance unbiased) and become results of the step
+    (g.buffer_updates, by argument name)."""
+    require(training, node, "batch norm in eval mode (export the model in train mode)")
     axes, bshape = _bn_shapes(x)
-    mean, rstd, _ = _moments(g, x, axes, bshape, eps, node.name)
+    mean, rstd, count = _moments(g, x, axes, bshape, eps, node.name)
     out = _affine_out(g, x, mean, rstd, w, bias, bshape, node.name)
-    return out, g.reshape(mean, (x.shape[1],)), g.reshape(rstd, (x.shape[1],))
+    mean1 = g.reshape(mean, (x.shape[1],))
+    rstd1 = g.reshape(rstd, (x.shape[1],))
+    if running_mean is not None and running_var is not None:
+        m = float(momentum)
+        unbias = count / max(count - 1.0, 1.0)
+        updates = g.__dict__.setdefault("buffer_updates", {})
+        updates[running_mean.name] = g.ew(
+            [running_mean, mean1], lambda b, r, u: b.add(b.mul(r, b.c(1.0 - m)), b.mul(u, b.c(m))),
+            hint=node.name + "_running_mean")
+        var = g.reshape(g.last_variance, (x.shape[1],))
+        updates[running_var.name] = g.ew(
+            [running_var, var],
+            lambda b, r, u: b.add(b.mul(r, b.c(1.0 - m)), b.mul(b.c(m * unbias), u)),
+            hint=node.name + "_running_var")
+    return out, mean1, rstd1
 
 
 @lowering("aten.native_batch_norm_backward.default")
@@ -574,3 +648,875 @@ def nll_loss_backward(g, node, grad, x, target, weight, reduction, ignore_index,
         hit = b.andi(b.cmpi("eq", c, t, "i64"), b.cmpi("ne", t, b.c(ignore_index, "i64"), "i64"))
         return b.select(hit, b.neg(s), b.c(0.0))
     return g.generic(x.shape, [(target, ["d0"]), (scale, sexprs)], body, hint=node.name)
+
+
+# == The closed core set beyond the ops above ==================================
+# What PyTorch's decompositions (act.export.DECOMPOSITIONS) leave: typed
+# element-wise ops with broadcasting and type promotion, factories, views and
+# indexing, pooling and grouped/dilated convolution. See docs/Exporter.md.
+
+FLOAT_TYPES = ("f32", "f64", "f16", "bf16")
+
+
+def node_dtype(node):
+    """The MLIR element type PyTorch says `node` (its first output) has."""
+    from .export import mlir_dtype
+    tm = node.meta.get("tensor_meta")
+    if tm is not None and not hasattr(tm, "dtype"):
+        tm = tm[0]  # a multi-output op
+    return mlir_dtype(tm.dtype) if tm is not None else "f32"
+
+
+def convert(b, x, src, dst):
+    """Scalar x of type src as type dst (PyTorch's conversion rules)."""
+    if src == dst:
+        return x
+    sf, df = src in FLOAT_TYPES, dst in FLOAT_TYPES
+    if sf and df:
+        return b.cast("arith.extf" if dst == "f64" else "arith.truncf", x, src, dst)
+    if df:
+        return b.cast("arith.uitofp" if src == "i1" else "arith.sitofp", x, src, dst)
+    if dst == "i1":
+        return b.cmpf("une", x, b.c(0.0, src)) if sf else b.cmpi("ne", x, b.c(0, src), src)
+    if sf:
+        return b.cast("arith.fptosi", x, src, dst)
+    wide = {"i1": 1, "i8": 8, "i32": 32, "i64": 64}
+    if wide[src] < wide[dst]:
+        return b.cast("arith.extui" if src == "i1" else "arith.extsi", x, src, dst)
+    return b.cast("arith.trunci", x, src, dst)
+
+
+_FLOAT_OPS = {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf", "div": "arith.divf",
+              "max": "arith.maximumf", "min": "arith.minimumf", "pow": "math.powf",
+              "rem": "arith.remf", "atan2": "math.atan2"}
+_INT_OPS = {"add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli", "div": "arith.divsi",
+            "max": "arith.maxsi", "min": "arith.minsi", "rem": "arith.remsi",
+            "and": "arith.andi", "or": "arith.ori", "xor": "arith.xori"}
+_BOOL_OPS = {"add": "arith.ori", "mul": "arith.andi", "max": "arith.ori", "min": "arith.andi",
+             "and": "arith.andi", "or": "arith.ori", "xor": "arith.xori"}
+_CMP = {"eq": ("oeq", "eq"), "ne": ("une", "ne"), "gt": ("ogt", "sgt"), "ge": ("oge", "sge"),
+        "lt": ("olt", "slt"), "le": ("ole", "sle")}
+
+
+def arith(b, op, x, y, dtype):
+    if dtype in FLOAT_TYPES:
+        table = _FLOAT_OPS
+    else:
+        table = _BOOL_OPS if dtype == "i1" else _INT_OPS
+    if op not in table:
+        raise UnsupportedError(f"'{op}' on {dtype} elements")
+    if op == "pow" and dtype in FLOAT_TYPES:
+        return _pow(b, x, y, dtype)
+    return b.op(table[op], x, y, ty=dtype)
+
+
+def _pow(b, x, y, dtype):
+    return b.op("math.powf", x, y, ty=dtype)
+
+
+def compare(b, op, x, y, dtype):
+    fp, ip = _CMP[op]
+    if dtype in FLOAT_TYPES:
+        return b.line("p", f"arith.cmpf {fp}, {x}, {y} : {dtype}")
+    return b.cmpi(ip, x, y, dtype)
+
+
+def _operand_dtype(x):
+    if isinstance(x, V):
+        return x.dtype
+    if isinstance(x, bool):
+        return "i1"
+    return "i64" if isinstance(x, int) else "f32"
+
+
+def promote(*operands):
+    """PyTorch's result type for tensors and Python scalars: tensors decide
+    unless a scalar is of a higher kind (bool < int < float)."""
+    kind = {"i1": 0, "i32": 1, "i64": 1, "f32": 2, "f16": 2, "bf16": 2, "f64": 2}
+    tensors = [x.dtype for x in operands if isinstance(x, V)]
+    best = max(tensors, key=lambda d: kind[d]) if tensors else "f32"
+    for x in operands:
+        if not isinstance(x, V) and x is not None and kind[_operand_dtype(x)] > kind[best]:
+            best = "f32" if _operand_dtype(x) == "f32" else "i64"
+    if "f32" in tensors and kind[best] == 2:
+        best = "f32"
+    return best
+
+
+def typed_ew(g, node, operands, fn, compute, out):
+    """Element-wise over tensors and Python scalars: each operand converted
+    to `compute`, fn(b, *scalars) yields an `out` scalar."""
+    tensors = [x for x in operands if isinstance(x, V)]
+
+    def body(b, *args):
+        it = iter(args)
+        scalars = [convert(b, next(it), x.dtype, compute) if isinstance(x, V)
+                   else b.c(x, compute) for x in operands]
+        return fn(b, *scalars)
+    if not tensors:
+        raise UnsupportedError(f"{node.target}: no tensor operand (node '{node.name}')")
+    return g.ew(tensors, body, out_dtype=out, hint=node.name)
+
+
+def _binary_typed(op):
+    def lower(g, node, a, b, alpha=1):
+        out = node_dtype(node)
+        compute = out if op != "div" or out in FLOAT_TYPES else promote(a, b)
+
+        def fn(bb, x, y):
+            if alpha != 1:
+                y = arith(bb, "mul", y, bb.c(alpha, compute), compute)
+            return arith(bb, op, x, y, compute)
+        return typed_ew(g, node, [a, b], fn, compute, out)
+    return lower
+
+
+for _op in ("add", "sub", "mul", "div"):
+    for _v in ("Tensor", "Scalar"):
+        LOWERINGS[f"aten.{_op}.{_v}"] = _binary_typed(_op)
+for _name, _op in (("maximum", "max"), ("minimum", "min"), ("pow", "pow"),
+                   ("bitwise_and", "and"), ("bitwise_or", "or"), ("bitwise_xor", "xor"),
+                   ("logical_and", "and"), ("logical_or", "or"), ("logical_xor", "xor"),
+                   ("remainder", "rem"), ("fmod", "rem"), ("atan2", "atan2")):
+    for _v in ("Tensor", "Scalar", "Tensor_Scalar", "Tensor_Tensor", "default"):
+        LOWERINGS[f"aten.{_name}.{_v}"] = _binary_typed(_op)
+
+
+@lowering("aten.pow.Scalar")
+def pow_scalar(g, node, base, x):
+    out = node_dtype(node)
+    return typed_ew(g, node, [x], lambda b, u: arith(b, "pow", b.c(base, out), u, out), out, out)
+
+
+def _compare(op):
+    def lower(g, node, a, b):
+        compute = promote(a, b)
+        return typed_ew(g, node, [a, b], lambda bb, x, y: compare(bb, op, x, y, compute),
+                        compute, "i1")
+    return lower
+
+
+for _op in _CMP:
+    for _v in ("Tensor", "Scalar"):
+        LOWERINGS[f"aten.{_op}.{_v}"] = _compare(_op)
+
+
+@lowering("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther",
+          "aten.where.Scalar")
+def where(g, node, cond, a, b):
+    out = node_dtype(node)
+
+    def body(bb, c, *xs):
+        it = iter(xs)
+        x, y = [convert(bb, next(it), v.dtype, out) if isinstance(v, V) else bb.c(v, out)
+                for v in (a, b)]
+        return bb.select(c, x, y, ty=out)
+    return g.ew([cond] + [v for v in (a, b) if isinstance(v, V)], body, out_dtype=out,
+                hint=node.name)
+
+
+@lowering("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+def masked_fill(g, node, x, mask, value):
+    return where(g, node, mask, value, x)
+
+
+_UNARY_FLOAT = {
+    "neg": lambda b, x, t: b.op("arith.negf", x, ty=t),
+    "exp": lambda b, x, t: b.op("math.exp", x, ty=t),
+    "log": lambda b, x, t: b.op("math.log", x, ty=t),
+    "log1p": lambda b, x, t: b.op("math.log1p", x, ty=t),
+    "expm1": lambda b, x, t: b.op("math.expm1", x, ty=t),
+    "tanh": lambda b, x, t: b.op("math.tanh", x, ty=t),
+    "sqrt": lambda b, x, t: b.op("math.sqrt", x, ty=t),
+    "rsqrt": lambda b, x, t: b.op("math.rsqrt", x, ty=t),
+    "abs": lambda b, x, t: b.op("math.absf", x, ty=t),
+    "erf": lambda b, x, t: b.op("math.erf", x, ty=t),
+    "sin": lambda b, x, t: b.op("math.sin", x, ty=t),
+    "cos": lambda b, x, t: b.op("math.cos", x, ty=t),
+    "floor": lambda b, x, t: b.op("math.floor", x, ty=t),
+    "ceil": lambda b, x, t: b.op("math.ceil", x, ty=t),
+    "round": lambda b, x, t: b.op("math.roundeven", x, ty=t),
+    "trunc": lambda b, x, t: b.op("math.trunc", x, ty=t),
+    "reciprocal": lambda b, x, t: b.op("arith.divf", b.c(1.0, t), x, ty=t),
+    "relu": lambda b, x, t: b.op("arith.maximumf", x, b.c(0.0, t), ty=t),
+    "sigmoid": lambda b, x, t: b.op("arith.divf", b.c(1.0, t), b.op(
+        "arith.addf", b.c(1.0, t), b.op("math.exp", b.op("arith.negf", x, ty=t), ty=t), ty=t),
+        ty=t),
+    "sign": lambda b, x, t: b.select(b.cmpf("ogt", x, b.c(0.0)), b.c(1.0), b.select(
+        b.cmpf("olt", x, b.c(0.0)), b.c(-1.0), b.c(0.0))),
+}
+
+
+def _unary_typed(name):
+    def lower(g, node, x):
+        out = node_dtype(node)
+        if out not in FLOAT_TYPES:
+            if name == "neg":
+                return typed_ew(g, node, [x], lambda b, u: b.op("arith.subi", b.c(0, out), u,
+                                                                  ty=out), out, out)
+            if name == "abs":
+                return typed_ew(g, node, [x], lambda b, u: b.op(
+                    "math.absi", u, ty=out), out, out)
+            if name == "relu":
+                return typed_ew(g, node, [x], lambda b, u: b.op(
+                    "arith.maxsi", u, b.c(0, out), ty=out), out, out)
+            raise UnsupportedError(f"{node.target} on {out} elements (node '{node.name}')")
+        return typed_ew(g, node, [x], lambda b, u: _UNARY_FLOAT[name](b, u, out), out, out)
+    return lower
+
+
+for _name in _UNARY_FLOAT:
+    LOWERINGS[f"aten.{_name}.default"] = _unary_typed(_name)
+
+
+@lowering("aten.logical_not.default", "aten.bitwise_not.default")
+def logical_not(g, node, x):
+    out = node_dtype(node)
+    if out == "i1" or str(node.target).startswith("aten.logical"):
+        return typed_ew(g, node, [x], lambda b, u: b.op("arith.xori", u, b.c(True, "i1"),
+                                                         ty="i1"), "i1", "i1")
+    return typed_ew(g, node, [x], lambda b, u: b.op("arith.xori", u, b.c(-1, out), ty=out),
+                    out, out)
+
+
+def _clamp_body(lo, hi, t):
+    def fn(b, x):
+        if lo is not None:
+            x = arith(b, "max", x, b.c(lo, t), t)
+        if hi is not None:
+            x = arith(b, "min", x, b.c(hi, t), t)
+        return x
+    return fn
+
+
+@lowering("aten.clamp.default")
+def clamp(g, node, x, lo=None, hi=None):
+    out = node_dtype(node)
+    return typed_ew(g, node, [x], _clamp_body(lo, hi, out), out, out)
+
+
+@lowering("aten.clamp_min.default")
+def clamp_min(g, node, x, lo):
+    return clamp(g, node, x, lo, None)
+
+
+@lowering("aten.clamp_max.default")
+def clamp_max(g, node, x, hi):
+    return clamp(g, node, x, None, hi)
+
+
+@lowering("aten.hardtanh.default")
+def hardtanh(g, node, x, lo=-1.0, hi=1.0):
+    return clamp(g, node, x, lo, hi)
+
+
+@lowering("aten.leaky_relu.default")
+def leaky_relu(g, node, x, slope=0.01):
+    return g.ew([x], lambda b, u: b.select(b.cmpf("ogt", u, b.c(0.0)), u,
+                                           b.mul(u, b.c(slope))), hint=node.name)
+
+
+def _softplus(b, u, beta, threshold):
+    bu = b.mul(u, b.c(beta))
+    soft = b.div(b.op("math.log1p", b.exp(bu)), b.c(beta))
+    return b.select(b.cmpf("ogt", bu, b.c(threshold)), u, soft)
+
+
+@lowering("aten.softplus.default")
+def softplus(g, node, x, beta=1, threshold=20):
+    return g.ew([x], lambda b, u: _softplus(b, u, beta, threshold), hint=node.name)
+
+
+@lowering("aten.mish.default")
+def mish(g, node, x):
+    return g.ew([x], lambda b, u: b.mul(u, b.tanh(_softplus(b, u, 1.0, 20.0))), hint=node.name)
+
+
+@lowering("aten.mish_backward.default")
+def mish_backward(g, node, grad, x):
+    def body(b, d, u):
+        sp = _softplus(b, u, 1.0, 20.0)
+        t = b.tanh(sp)
+        sig = b.div(b.c(1.0), b.add(b.c(1.0), b.exp(b.neg(u))))
+        return b.mul(d, b.add(t, b.mul(u, b.mul(sig, b.sub(b.c(1.0), b.mul(t, t))))))
+    return g.ew([grad, x], body, hint=node.name)
+
+
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _gelu_tanh_inner(b, u):
+    cube = b.mul(b.mul(u, u), u)
+    return b.mul(b.c(SQRT_2_OVER_PI), b.add(u, b.mul(b.c(0.044715), cube)))
+
+
+def gelu_tanh(g, node, x):
+    return g.ew([x], lambda b, u: b.mul(b.mul(b.c(0.5), u),
+                                        b.add(b.c(1.0), b.tanh(_gelu_tanh_inner(b, u)))),
+                hint=node.name)
+
+
+def gelu_tanh_backward(g, node, grad, x):
+    """ATen's derivative of 0.5 x (1 + tanh(k (x + 0.044715 x^3)))."""
+    def body(b, d, u):
+        t = b.tanh(_gelu_tanh_inner(b, u))
+        dinner = b.mul(b.c(SQRT_2_OVER_PI),
+                       b.add(b.c(1.0), b.mul(b.c(3 * 0.044715), b.mul(u, u))))
+        left = b.mul(b.c(0.5), b.add(b.c(1.0), t))
+        right = b.mul(b.mul(b.c(0.5), u), b.mul(b.sub(b.c(1.0), b.mul(t, t)), dinner))
+        return b.mul(d, b.add(left, right))
+    return g.ew([grad, x], body, hint=node.name)
+
+
+@lowering("aten._to_copy.default")
+def to_copy(g, node, x, dtype=None, **kwargs):
+    out = node_dtype(node)
+    return typed_ew(g, node, [x], lambda b, u: u, out, out) if out != x.dtype else x
+
+
+# -- factories ----------------------------------------------------------------
+
+def _factory(g, node, value):
+    shape = meta_shape(node)
+    return g.fill(shape, value, node_dtype(node), hint=node.name)
+
+
+@lowering("aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default",
+          "aten.zero.default",
+          "aten.empty_like.default", "aten.empty.memory_format", "aten.new_empty.default",
+          "aten.empty_strided.default", "aten.new_empty_strided.default")
+def zeros(g, node, *args, **kwargs):
+    # empty_*: PyTorch leaves the contents undefined; act defines them as 0.
+    return _factory(g, node, 0)
+
+
+@lowering("aten.ones.default", "aten.ones_like.default", "aten.new_ones.default")
+def ones(g, node, *args, **kwargs):
+    return _factory(g, node, 1)
+
+
+@lowering("aten.full.default", "aten.new_full.default")
+def full(g, node, *args, **kwargs):
+    value = args[-1] if str(node.target) == "aten.full.default" else args[2]
+    return _factory(g, node, value)
+
+
+@lowering("aten.fill.Tensor")
+def fill_tensor(g, node, x, value):
+    return g.ew([(value, [])], lambda b, u: convert(b, u, value.dtype, node_dtype(node)),
+                shape=x.shape, out_dtype=node_dtype(node), hint=node.name)
+
+
+@lowering("aten.full_like.default", "aten.fill.Scalar")
+def full_like(g, node, x, value, **kwargs):
+    return _factory(g, node, value)
+
+
+@lowering("aten.scalar_tensor.default")
+def scalar_tensor(g, node, value, **kwargs):
+    return _factory(g, node, value)
+
+
+@lowering("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+def arange(g, node, *args, **kwargs):
+    nums = [a for a in args if isinstance(a, (int, float))]
+    start, step = (0, 1)
+    if len(nums) >= 2:
+        start = nums[0]
+    if len(nums) >= 3:
+        step = nums[2]
+    out = node_dtype(node)
+    (n,) = meta_shape(node)
+
+    def body(b, o):
+        i = b.cast("arith.index_cast", b.index(0), "index", "i64")
+        i = convert(b, i, "i64", out)
+        return arith(b, "add", b.c(start, out), arith(b, "mul", i, b.c(step, out), out), out)
+    return g.generic((n,), [], body, out_dtype=out, hint=node.name)
+
+
+def _tri(upper):
+    def lower(g, node, x, diagonal=0):
+        r, c = x.rank - 2, x.rank - 1
+
+        def body(b, u, o):
+            i = b.cast("arith.index_cast", b.index(r), "index", "i64")
+            j = b.cast("arith.index_cast", b.index(c), "index", "i64")
+            diff = b.op("arith.subi", j, i, ty="i64")
+            keep = b.cmpi("sge" if upper else "sle", diff, b.c(diagonal, "i64"), "i64")
+            return b.select(keep, u, b.c(0, x.dtype), ty=x.dtype)
+        return g.generic(x.shape, [(x, dims(x.rank))], body, out_dtype=x.dtype, hint=node.name)
+    return lower
+
+
+LOWERINGS["aten.triu.default"] = _tri(True)
+LOWERINGS["aten.tril.default"] = _tri(False)
+
+
+# -- views, slicing, indexing -------------------------------------------------
+
+@lowering("aten.roll.default")
+def roll(g, node, x, shifts, dims_=()):
+    """out[.., i, ..] = x[.., (i - shift) mod n, ..] along each rolled dim."""
+    require(len(dims_) == len(shifts), node, "roll without dims")
+    exprs = [f"d{k}" for k in range(x.rank)]
+    for shift, d in zip(shifts, dims_):
+        d %= x.rank
+        n = x.shape[d]
+        exprs[d] = f"(d{d} + {(-shift) % n}) mod {n}"
+    return g.generic(x.shape, [(x, exprs)], lambda b, u, o: u, out_dtype=x.dtype,
+                     hint=node.name)
+
+
+@lowering("aten.constant_pad_nd.default")
+def constant_pad_nd(g, node, x, pad, value=0):
+    """pad: (low, high) pairs from the last dim backwards; negative ones
+    crop."""
+    low, high = [0] * x.rank, [0] * x.rank
+    for k in range(len(pad) // 2):
+        low[x.rank - 1 - k], high[x.rank - 1 - k] = pad[2 * k], pad[2 * k + 1]
+    crop_lo = [max(0, -v) for v in low]
+    crop_hi = [max(0, -v) for v in high]
+    if any(crop_lo) or any(crop_hi):
+        x = g.extract_slice(x, crop_lo, [d - a - b for d, a, b in zip(x.shape, crop_lo, crop_hi)])
+    return g.pad(x, [max(0, v) for v in low], [max(0, v) for v in high], value=value,
+                 hint=node.name)
+
+
+@lowering("aten.select.int")
+def select(g, node, x, dim, index):
+    dim %= x.rank
+    index %= x.shape[dim]
+    offsets = [index if i == dim else 0 for i in range(x.rank)]
+    sizes = [1 if i == dim else d for i, d in enumerate(x.shape)]
+    s = g.extract_slice(x, offsets, sizes, hint=node.name)
+    return g.reshape(s, meta_shape(node), hint=node.name)
+
+
+LOWERINGS["aten.unsafe_split.Tensor"] = split
+
+
+@lowering("aten.split_with_sizes.default", "aten.unsafe_split_with_sizes.default")
+def split_with_sizes(g, node, x, sizes, dim=0):
+    dim %= x.rank
+    out, start = [], 0
+    for n in sizes:
+        offsets = [start if i == dim else 0 for i in range(x.rank)]
+        shape = [n if i == dim else d for i, d in enumerate(x.shape)]
+        out.append(g.extract_slice(x, offsets, shape, hint=node.name))
+        start += n
+    return tuple(out)
+
+
+@lowering("aten.unbind.int")
+def unbind(g, node, x, dim=0):
+    dim %= x.rank
+    shape = tuple(d for i, d in enumerate(x.shape) if i != dim)
+    out = []
+    for k in range(x.shape[dim]):
+        offsets = [k if i == dim else 0 for i in range(x.rank)]
+        sizes = [1 if i == dim else d for i, d in enumerate(x.shape)]
+        out.append(g.reshape(g.extract_slice(x, offsets, sizes, hint=node.name), shape))
+    return tuple(out)
+
+
+@lowering("aten.stack.default")
+def stack(g, node, tensors, dim=0):
+    rank = tensors[0].rank + 1
+    dim %= rank
+    shape = list(tensors[0].shape)
+    shape.insert(dim, 1)
+    return cat(g, node, [g.reshape(t, tuple(shape)) for t in tensors], dim)
+
+
+@lowering("aten.squeeze.dims", "aten.view_as.default", "aten.narrow.default")
+def reshape_to_meta(g, node, x, *args):
+    if str(node.target) == "aten.narrow.default":
+        dim, start, length = args
+        return slice_(g, node, x, dim, start, start + length)
+    return g.reshape(x, meta_shape(node), hint=node.name)
+
+
+def _contiguous_strides(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return list(reversed(strides))
+
+
+# Ops whose result shares its operand's storage (PyTorch views).
+STORAGE_VIEWS = {
+    "aten.slice.Tensor", "aten.select.int", "aten.transpose.int", "aten.permute.default",
+    "aten.t.default", "aten.view.default", "aten._unsafe_view.default",
+    "aten._reshape_alias.default", "aten.unsqueeze.default", "aten.squeeze.dim",
+    "aten.squeeze.dims", "aten.squeeze.default", "aten.expand.default", "aten.alias.default",
+    "aten.as_strided.default", "aten.detach.default", "aten.narrow.default",
+}
+STORAGE_SPLITS = {"aten.split.Tensor", "aten.split_with_sizes.default", "aten.unbind.int",
+                  "aten.unsafe_split.Tensor"}
+
+
+def storage_root(node):
+    """The node whose result owns the storage `node` views."""
+    import operator
+    while node.op == "call_function":
+        if str(node.target) in STORAGE_VIEWS:
+            node = node.args[0]
+        elif node.target is operator.getitem and str(node.args[0].target) in STORAGE_SPLITS:
+            node = node.args[0].args[0]
+        else:
+            break
+    return node
+
+
+@lowering("aten.as_strided.default")
+def as_strided(g, node, x, size, stride, offset=0):
+    """Element i reads storage[offset + sum(i_k * stride_k)] (offset and
+    strides are absolute in the storage the operand views). The storage is
+    that of the operand's root (through view ops: slices, transposes,
+    reshapes, splits), permuted into the order of the root's strides, which
+    must be dense: a contiguous tensor or a transpose of one (PyTorch's
+    layout, from the trace's metadata). The decompositions emit it for views
+    of such tensors."""
+    base = node.args[0]
+    tm = base.meta.get("tensor_meta")
+    if tm is not None and storage_root(base) is base and not offset \
+            and list(size) == list(x.shape) and list(stride) == list(tm.stride):
+        return x  # the operand itself, which owns its storage
+    root = storage_root(base)
+    rtm = root.meta.get("tensor_meta")
+    value = getattr(g, "value_of", lambda n: None)(root)
+    require(rtm is not None and isinstance(value, V), node,
+            "as_strided of a tensor without layout metadata")
+    rstride = list(rtm.stride)
+    perm = sorted(range(value.rank), key=lambda k: (-rstride[k], k))
+    dense = _contiguous_strides([value.shape[k] for k in perm]) == [rstride[k] for k in perm]
+    require(dense, node, f"as_strided of a view of a tensor with strides {rstride} (not a "
+                         f"permutation of a dense layout)")
+    storage = g.reshape(g.transpose(value, perm), (value.numel,))
+    expr = " + ".join([f"d{k} * {s}" for k, s in enumerate(stride)] + [str(offset or 0)])
+    return g.generic(tuple(size), [(storage, [expr])], lambda b, u, o: u, out_dtype=x.dtype,
+                     hint=node.name)
+
+
+@lowering("aten.as_strided_scatter.default")
+def as_strided_scatter(g, node, x, src, size, stride, offset=0):
+    """x (contiguous) with storage[offset + sum(i_k * stride_k)] = src[i]:
+    every element of x looks through src's positions (a reduction), so it
+    is quadratic; refused beyond 2^24 pairs."""
+    tm = node.args[0].meta.get("tensor_meta")
+    require(tm is not None and list(tm.stride) == _contiguous_strides(list(x.shape))
+            and storage_root(node.args[0]) is node.args[0], node,
+            "as_strided_scatter into a view")
+    require(x.numel * src.numel <= 1 << 24, node,
+            f"as_strided_scatter of {src.numel} into {x.numel} elements (quadratic here)")
+    flat = g.reshape(x, (x.numel,))
+    r = src.rank
+    target = " + ".join([f"d{1 + k} * {s}" for k, s in enumerate(stride)] + [str(offset or 0)])
+
+    def body(b, u, o):
+        j = b.index(0)
+        t = b.line("t", f"affine.apply affine_map<({', '.join(f'd{k}' for k in range(r + 1))}) -> "
+                        f"({target})>({', '.join(b.index(k) for k in range(r + 1))})")
+        return b.select(b.cmpi("eq", j, t, "index"), u, o, ty=x.dtype)
+    out = g.generic((x.numel,), [(src, [f"d{1 + k}" for k in range(r)])], body,
+                    out_dtype=x.dtype, iterators=["parallel"] + ["reduction"] * r,
+                    out_exprs=["d0"], init=flat, hint=node.name)
+    return g.reshape(out, x.shape)
+
+
+@lowering("aten.index_select.default")
+def index_select(g, node, x, dim, index):
+    dim %= x.rank
+    out_shape = meta_shape(node)
+    return _gather_dim(g, node, x, dim, index, out_shape)
+
+
+def _gather_dim(g, node, x, dim, index, out_shape):
+    """out[..., i, ...] = x[..., index[i], ...] along dim (index 1-D)."""
+    n = x.shape[dim]
+
+    def body(b, idx, o):
+        k = b.cast("arith.index_cast", idx, index.dtype, "index")
+        neg = b.cmpi("slt", k, b.c(0, "index"), "index")
+        k = b.select(neg, b.op("arith.addi", k, b.c(n, "index"), ty="index"), k, ty="index")
+        ivs = [b.index(i) for i in range(len(out_shape))]
+        ivs[dim] = k
+        return b.line("t", f"tensor.extract {x.name}[{', '.join(ivs)}] : {x.type}")
+    return g.generic(tuple(out_shape), [(index, [f"d{dim}"])], body, out_dtype=x.dtype,
+                     hint=node.name)
+
+
+@lowering("aten.embedding.default")
+def embedding(g, node, weight, indices, padding_idx=-1, *args):
+    flat = g.reshape(indices, (indices.numel,))
+    rows = _gather_dim(g, node, weight, 0, flat, (indices.numel, weight.shape[1]))
+    return g.reshape(rows, meta_shape(node), hint=node.name)
+
+
+@lowering("aten.index.Tensor")
+def index(g, node, x, indices):
+    """x[i0, i1, ...] with index tensors (None for ':') that broadcast
+    together; the indexed dims are adjacent or the first (PyTorch's rule:
+    the result's indexed block sits where the first index was, if adjacent)."""
+    pos = [k for k, i in enumerate(indices) if i is not None]
+    require(pos == list(range(pos[0], pos[-1] + 1)), node, "non-adjacent index tensors")
+    from .mlir import broadcast_shape
+    ishape = broadcast_shape([indices[k].shape for k in pos])
+    out_shape = meta_shape(node)
+    lead = pos[0]
+    r = len(ishape)
+
+    def body(b, *args):
+        idx = args[:-1]
+        ivs = []
+        for d in range(x.rank):
+            if d < lead:
+                ivs.append(b.index(d))
+            elif d in pos:
+                t = indices[d]
+                k = b.cast("arith.index_cast", idx[pos.index(d)], t.dtype, "index")
+                neg = b.cmpi("slt", k, b.c(0, "index"), "index")
+                ivs.append(b.select(neg, b.op("arith.addi", k, b.c(x.shape[d], "index"),
+                                              ty="index"), k, ty="index"))
+            else:
+                ivs.append(b.index(d - len(pos) + r))
+        return b.line("t", f"tensor.extract {x.name}[{', '.join(ivs)}] : {x.type}")
+    ins = []
+    for k in pos:
+        t = indices[k]
+        exprs = ["0" if (dd == 1 and ishape[j] != 1) else f"d{lead + j}"
+                 for dd, j in zip(t.shape, range(r - t.rank, r))]
+        ins.append((t, exprs))
+    return g.generic(tuple(out_shape), ins, body, out_dtype=x.dtype, hint=node.name)
+
+
+@lowering("aten.index_put.default", "aten._index_put_impl.default")
+def index_put(g, node, x, indices, values, accumulate=False, *args):
+    """x with x[indices] = values (or += with accumulate): every element of x
+    looks through all index positions (a reduction over them), so repeated
+    indices accumulate in a fixed order."""
+    pos = [k for k, i in enumerate(indices) if i is not None]
+    require(pos == list(range(len(pos))), node, "index tensors after a ':'")
+    from .mlir import broadcast_shape
+    ishape = broadcast_shape([indices[k].shape for k in pos])
+    r, p = len(ishape), len(pos)
+    tail = x.rank - p
+    vshape = tuple(ishape) + tuple(x.shape[p:])
+    vals = g.ew([values], lambda b, u: u, shape=vshape, out_dtype=values.dtype) \
+        if values.shape != vshape else values
+    # loops: x's dims (parallel), then the index positions (reduction)
+    rank = x.rank + r
+    ins = []
+    for k in pos:
+        t = indices[k]
+        ins.append((t, ["0" if (dd == 1 and ishape[j] != 1) else f"d{x.rank + j}"
+                        for dd, j in zip(t.shape, range(r - t.rank, r))]))
+    ins.append((vals, [f"d{x.rank + j}" for j in range(r)] + [f"d{p + j}" for j in range(tail)]))
+    acc = x if accumulate else None
+
+    def body(b, *args):
+        idx, v, o = args[:p], args[p], args[p + 1]
+        hit = None
+        for j, k in enumerate(pos):
+            t = indices[k]
+            i = b.cast("arith.index_cast", b.index(k), "index", t.dtype)
+            h = b.cmpi("eq", i, idx[j], t.dtype)
+            hit = h if hit is None else b.andi(hit, h)
+        if accumulate:
+            return b.select(hit, arith(b, "add", o, v, x.dtype), o, ty=x.dtype)
+        return b.select(hit, v, o, ty=x.dtype)
+    init = acc if acc is not None else x
+    return g.generic(x.shape, ins, body, out_dtype=x.dtype,
+                     iterators=["parallel"] * x.rank + ["reduction"] * r,
+                     out_exprs=dims(x.rank), init=init, hint=node.name)
+
+
+@lowering("aten.slice_scatter.default")
+def slice_scatter(g, node, x, src, dim=0, start=None, end=None, step=1):
+    dim %= x.rank
+    n = x.shape[dim]
+    start = 0 if start is None else (start + n if start < 0 else min(start, n))
+    offsets = [start if i == dim else 0 for i in range(x.rank)]
+    strides = [step if i == dim else 1 for i in range(x.rank)]
+    if src.numel == 0:
+        return x
+    return g.insert_slice(src, x, offsets, strides, hint=node.name)
+
+
+@lowering("aten.select_scatter.default")
+def select_scatter(g, node, x, src, dim, index):
+    dim %= x.rank
+    index %= x.shape[dim]
+    shape = list(x.shape)
+    shape[dim] = 1
+    return g.insert_slice(g.reshape(src, tuple(shape)), x,
+                          [index if i == dim else 0 for i in range(x.rank)], hint=node.name)
+
+
+@lowering("aten.gather.default")
+def gather(g, node, x, dim, index, sparse_grad=False):
+    dim %= x.rank
+
+    def body(b, idx, o):
+        ivs = [b.index(i) for i in range(x.rank)]
+        ivs[dim] = b.cast("arith.index_cast", idx, index.dtype, "index")
+        return b.line("t", f"tensor.extract {x.name}[{', '.join(ivs)}] : {x.type}")
+    return g.generic(index.shape, [(index, dims(index.rank))], body, out_dtype=x.dtype,
+                     hint=node.name)
+
+
+@lowering("aten.scatter_add.default")
+def scatter_add(g, node, x, dim, index, src):
+    """x[.., index[i], ..] += src[i]: each element of x reduces over index's
+    positions along dim."""
+    dim %= x.rank
+    rank = x.rank + 1
+    # loops: x's dims, then j over index's dim `dim`
+    iexprs = [f"d{x.rank}" if k == dim else f"d{k}" for k in range(x.rank)]
+
+    def body(b, idx, s, o):
+        i = b.cast("arith.index_cast", b.index(dim), "index", index.dtype)
+        return b.select(b.cmpi("eq", i, idx, index.dtype), arith(b, "add", o, s, x.dtype), o,
+                        ty=x.dtype)
+    require(index.shape == src.shape and all(
+        index.shape[k] == x.shape[k] for k in range(x.rank) if k != dim), node,
+        "index and src shapes other than x's (but along dim)")
+    return g.generic(x.shape, [(index, iexprs), (src, iexprs)], body, out_dtype=x.dtype,
+                     iterators=["parallel"] * x.rank + ["reduction"], out_exprs=dims(x.rank),
+                     init=x, hint=node.name)
+
+
+# -- reductions beyond sum and mean ---------------------------------------------
+
+@lowering("aten.amax.default")
+def amax(g, node, x, axes=(), keepdim=False):
+    axes = list(range(x.rank)) if not axes else list(axes)
+    return g.reduce(x, axes, keepdim, kind="max", hint=node.name)
+
+
+@lowering("aten.amin.default")
+def amin(g, node, x, axes=(), keepdim=False):
+    neg = g.ew([x], lambda b, u: b.neg(u))
+    m = g.reduce(neg, list(range(x.rank)) if not axes else list(axes), keepdim, kind="max")
+    return g.ew([m], lambda b, u: b.neg(u), hint=node.name)
+
+
+# -- pooling ------------------------------------------------------------------
+
+def _adaptive_bounds(n_in, n_out, i):
+    return (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+
+
+def _adaptive_weights(g, h, w, oh, ow):
+    """A (oh, ow, h, w) f32 tensor: 1/count where input (h, w) is in output
+    (i, j)'s window (PyTorch's start = floor(i h / oh), end = ceil((i+1) h /
+    oh)), else 0; built from index arithmetic, no constants."""
+    def body(b, o):
+        i, j, y, x = (b.index(k) for k in range(4))
+
+        def inside(idx, out_i, n_in, n_out):
+            lo = b.line("t", f"affine.apply affine_map<(d0) -> ((d0 * {n_in}) floordiv {n_out})>"
+                             f"({out_i})")
+            hi = b.line("t", f"affine.apply affine_map<(d0) -> ((d0 * {n_in} + {n_in} + "
+                             f"{n_out} - 1) floordiv {n_out})>({out_i})")
+            return (b.andi(b.cmpi("sge", idx, lo, "index"), b.cmpi("slt", idx, hi, "index")),
+                    b.op("arith.subi", hi, lo, ty="index"))
+        in_r, nr = inside(y, i, h, oh)
+        in_c, nc = inside(x, j, w, ow)
+        count = b.cast("arith.index_cast", b.op("arith.muli", nr, nc, ty="index"), "index", "i64")
+        inv = b.div(b.c(1.0), b.cast("arith.sitofp", count, "i64", "f32"))
+        return b.select(b.andi(in_r, in_c), inv, b.c(0.0))
+    return g.generic((oh, ow, h, w), [], body, hint="adaptive_weights")
+
+
+@lowering("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default")
+def adaptive_avg_pool2d(g, node, x, size):
+    n, c, h, w = x.shape[-4:] if x.rank == 4 else (1,) + x.shape
+    oh, ow = size
+    if (oh, ow) == (1, 1):
+        s = g.reduce(x, [x.rank - 2, x.rank - 1], keepdim=True)
+        return g.ew([s], lambda b, u: b.div(u, b.c(float(h * w))), hint=node.name)
+    wts = _adaptive_weights(g, h, w, oh, ow)
+    shape = x.shape[:-2] + (oh, ow)
+    lead = x.rank - 2
+    init = g.fill(shape, 0.0)
+    ld = [f"d{k}" for k in range(lead)]
+    return g.generic(shape, [(x, ld + [f"d{lead + 2}", f"d{lead + 3}"]),
+                             (wts, [f"d{lead}", f"d{lead + 1}", f"d{lead + 2}", f"d{lead + 3}"])],
+                     lambda b, u, v, o: b.add(o, b.mul(u, v)),
+                     iterators=["parallel"] * (lead + 2) + ["reduction"] * 2,
+                     out_exprs=dims(lead + 2), init=init, hint=node.name)
+
+
+@lowering("aten._adaptive_avg_pool2d_backward.default")
+def adaptive_avg_pool2d_backward(g, node, grad, x):
+    h, w = x.shape[-2:]
+    oh, ow = grad.shape[-2:]
+    lead = x.rank - 2
+    if (oh, ow) == (1, 1):
+        return g.ew([(grad, list(range(x.rank)))],
+                    lambda b, u: b.div(u, b.c(float(h * w))), shape=x.shape, hint=node.name)
+    wts = _adaptive_weights(g, h, w, oh, ow)
+    init = g.fill(x.shape, 0.0)
+    ld = [f"d{k}" for k in range(lead)]
+    return g.generic(x.shape, [(grad, ld + [f"d{lead + 2}", f"d{lead + 3}"]),
+                               (wts, [f"d{lead + 2}", f"d{lead + 3}", f"d{lead}", f"d{lead + 1}"])],
+                     lambda b, u, v, o: b.add(o, b.mul(u, v)),
+                     iterators=["parallel"] * (lead + 2) + ["reduction"] * 2,
+                     out_exprs=dims(lead + 2), init=init, hint=node.name)
+
+
+@lowering("aten.avg_pool2d.default")
+def avg_pool2d(g, node, x, kernel, stride=(), padding=(0,), ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    (k0, k1), (s0, s1), (p0, p1) = _pool_args(node, kernel, stride, padding, (1,), ceil_mode)
+    require(count_include_pad or (p0 == 0 and p1 == 0), node, "count_include_pad=False with padding")
+    n, c, h, w = x.shape
+    oh, ow = (h + 2 * p0 - k0) // s0 + 1, (w + 2 * p1 - k1) // s1 + 1
+    div = float(divisor_override or k0 * k1)
+    xp = g.pad(x, [0, 0, p0, p1], [0, 0, p0, p1], hint=node.name + "_pad")
+    window = g.empty((k0, k1))
+    init = g.fill((n, c, oh, ow), 0.0)
+    s = g.generic((n, c, oh, ow), [(xp, ["d0", "d1", f"d2 * {s0} + d4", f"d3 * {s1} + d5"]),
+                                   (window, ["d4", "d5"])],
+                  lambda b, u, _w, o: b.add(o, u), iterators=["parallel"] * 4 + ["reduction"] * 2,
+                  out_exprs=dims(4), init=init)
+    return g.ew([s], lambda b, u: b.div(u, b.c(div)), hint=node.name)
+
+
+@lowering("aten.avg_pool2d_backward.default")
+def avg_pool2d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode,
+                        count_include_pad, divisor_override):
+    (k0, k1), (s0, s1), (p0, p1) = _pool_args(node, kernel, stride, padding, (1,), ceil_mode)
+    n, c, h, w = x.shape
+    _, _, oh, ow = grad.shape
+    div = float(divisor_override or k0 * k1)
+    # d(input)[h] = sum over windows covering h: scatter through the padded
+    # input's shape, then crop.
+    hp, wp = h + 2 * p0, w + 2 * p1
+    window = g.empty((k0, k1))
+    init = g.fill((n, c, hp, wp), 0.0)
+    c0, c1 = -(-k0 // s0), -(-k1 // s1)
+    low = [0, 0, c0 - 1, c1 - 1]
+    high = [0, 0, max(0, (hp - 1) // s0 - (oh - 1)), max(0, (wp - 1) // s1 - (ow - 1))]
+    gp = g.pad(grad, low, high)
+    window = g.empty((c0, c1))
+    rows = f"d2 floordiv {s0} - d4 + {c0 - 1}"
+    cols = f"d3 floordiv {s1} - d5 + {c1 - 1}"
+
+    def body(b, d, _w, o):
+        # window (d2 floordiv s - d4) covers d2 if d2 - start < k
+        r0 = b.line("t", f"affine.apply affine_map<(d0, d1) -> (d0 - (d0 floordiv {s0} - d1) * {s0})>"
+                         f"({b.index(2)}, {b.index(4)})")
+        r1 = b.line("t", f"affine.apply affine_map<(d0, d1) -> (d0 - (d0 floordiv {s1} - d1) * {s1})>"
+                         f"({b.index(3)}, {b.index(5)})")
+        ok = b.andi(b.cmpi("slt", r0, b.c(k0, "index"), "index"),
+                    b.cmpi("slt", r1, b.c(k1, "index"), "index"))
+        return b.add(o, b.select(ok, d, b.c(0.0)))
+    full = g.generic((n, c, hp, wp), [(gp, ["d0", "d1", rows, cols]), (window, ["d4", "d5"])],
+                     body, iterators=["parallel"] * 4 + ["reduction"] * 2, out_exprs=dims(4),
+                     init=init)
+    crop = g.extract_slice(full, [0, 0, p0, p1], [n, c, h, w])
+    return g.ew([crop], lambda b, u: b.div(u, b.c(div)), hint=node.name)

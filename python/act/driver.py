@@ -24,11 +24,15 @@ def tool(name):
     return path
 
 
-def run(name, *args, progress=False):
+def run(name, *args, progress=False, timeout=None):
     """Runs an act tool; `progress` lets its stderr through (act-run's
     progress lines) instead of capturing it."""
-    r = subprocess.run([tool(name), *map(str, args)], stdout=subprocess.PIPE,
-                       stderr=None if progress else subprocess.PIPE, text=True)
+    try:
+        r = subprocess.run([tool(name), *map(str, args)], stdout=subprocess.PIPE,
+                           stderr=None if progress else subprocess.PIPE, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ToolError(f"{name} took more than {timeout:g} s") from None
     if r.returncode != 0:
         raise ToolError(f"{name} {' '.join(map(str, args))} failed:\n{r.stdout}{r.stderr or ''}")
     return r
@@ -46,10 +50,11 @@ def memory_report(src, json_path):
         return json.load(f)
 
 
-def step(mlir, inputs, out_dir, num_results, *extra):
+def step(mlir, inputs, out_dir, num_results, *extra, timeout=None):
     """Runs one step with act-run; returns (results, peak bytes, ms)."""
     os.makedirs(out_dir, exist_ok=True)
-    r = run("act-run", mlir, "--inputs=" + ",".join(inputs), f"--output-dir={out_dir}", *extra)
+    r = run("act-run", mlir, "--inputs=" + ",".join(inputs), f"--output-dir={out_dir}", *extra,
+            timeout=timeout)
     peak = int(re.search(r"memory: peak (\d+) bytes", r.stdout).group(1))
     ms = float(re.search(r"time: median ([0-9.]+) ms", r.stdout).group(1))
     results = [np.load(os.path.join(out_dir, f"result_{i}.npy")) for i in range(num_results)]

@@ -24,6 +24,7 @@ as eager PyTorch would hold the argument itself.
 """
 
 import argparse
+import contextlib
 import copy
 import json
 import operator
@@ -48,6 +49,97 @@ VIEW_OPS = {
 
 DTYPES = {torch.float32: "f32", torch.int64: "i64", torch.int32: "i32", torch.bool: "i1"}
 
+# Ops act lowers itself (act.aten) although PyTorch has a decomposition for
+# them: ATen's own kernels' formulas, fewer and larger ops, or a decomposition
+# into views (as_strided) that value semantics cannot express.
+OWN_LOWERINGS = {
+    "_log_softmax", "_log_softmax_backward_data", "_softmax", "_softmax_backward_data",
+    "nll_loss_forward", "nll_loss_backward", "native_batch_norm",
+    "native_batch_norm_backward", "native_layer_norm_backward", "gelu_backward",
+    "tanh_backward", "sigmoid_backward", "threshold_backward", "addmm", "slice",
+    "split", "split_with_sizes", "_reshape_alias", "_unsafe_view", "detach", "_to_copy",
+    "_adaptive_avg_pool2d",
+}
+
+# Constant tensors captured by tracing with at most this many elements are
+# arith.constants of the step; larger ones are arguments (.npy files).
+MAX_INLINE_CONSTANT = 64
+
+
+def decompositions():
+    """PyTorch's own decompositions (torch._decomp, aten to aten; not the
+    torch._refs ones, which go down to prims and strided views), less the
+    ops act lowers itself: what reaches act.aten is the closed set of
+    docs/Exporter.md."""
+    from torch._decomp import decomposition_table
+    return {op: fn for op, fn in decomposition_table.items()
+            if getattr(fn, "__module__", "") == "torch._decomp.decompositions"
+            and op.name().split("::")[-1] not in OWN_LOWERINGS}
+
+
+@contextlib.contextmanager
+def without_random_ops(counter=None):
+    """Dropout (torch.nn.functional's dropout family, also inside
+    nn.MultiheadAttention and nn.TransformerEncoderLayer) and torchvision's
+    stochastic depth as the identity: act has no random ops in the graph
+    yet. Counts the calls that would have been random in counter[0]."""
+    import torch.nn.functional as F
+    counter = counter if counter is not None else [0]
+    patched = []
+
+    def identity(fn_name, p_index, training_index, default_training):
+        def fn(x, *args, **kwargs):
+            p = kwargs.get("p", args[p_index - 1] if len(args) >= p_index else 0.5)
+            training = kwargs.get("training", args[training_index - 1]
+                                  if len(args) >= training_index else default_training)
+            if training and p > 0:
+                counter[0] += 1
+            return x
+        return fn
+    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                 "feature_alpha_dropout"):
+        if hasattr(F, name):
+            patched.append((F, name, getattr(F, name)))
+            setattr(F, name, identity(name, 1, 2, True))
+    try:
+        import torchvision.ops  # noqa: F401 (the package shadows its module's name)
+        sd = sys.modules["torchvision.ops.stochastic_depth"]
+        patched.append((sd, "stochastic_depth", sd.stochastic_depth))
+        sd.stochastic_depth = identity("stochastic_depth", 1, 3, True)
+    except ImportError:
+        pass
+    try:
+        yield counter
+    finally:
+        for owner, name, fn in reversed(patched):
+            setattr(owner, name, fn)
+
+
+@contextlib.contextmanager
+def substituted(module, tensors):
+    """The module with its parameters and buffers replaced by `tensors`
+    (name -> tensor) while tracing. Unlike stateless.functional_call in
+    torch 1.13 this also refreshes nn.LSTM/GRU/RNN's cached flat weights, which
+    otherwise enter the graph as constants without gradients."""
+    saved = []
+    for name, t in tensors.items():
+        owner, _, attr = name.rpartition(".")
+        m = module.get_submodule(owner) if owner else module
+        table = m._parameters if attr in m._parameters else m._buffers
+        saved.append((table, attr, table[attr]))
+        table[attr] = t
+    rnns = [(m, m._flat_weights) for m in module.modules() if isinstance(m, torch.nn.RNNBase)]
+    for m, _ in rnns:
+        m._flat_weights = [getattr(m, n) if hasattr(m, n) else None
+                           for n in m._flat_weights_names]
+    try:
+        yield module
+    finally:
+        for table, attr, old in reversed(saved):
+            table[attr] = old
+        for m, flat in rnns:
+            m._flat_weights = flat
+
 
 class ExportError(Exception):
     pass
@@ -68,13 +160,20 @@ class Traced:
         self.param_names = [n for n, p in module.named_parameters() if p.requires_grad]
         params = dict(module.named_parameters())
         self.params = [params[n] for n in self.param_names]
-        self.args = [p.detach() for p in self.params] + [workload.inputs, workload.targets]
-        names = self.param_names
+        # Buffers (BatchNorm's running statistics, masks, positional tables)
+        # are arguments of the step; running statistics come back updated.
+        self.buffer_names = [n for n, _ in module.named_buffers()]
+        buffers = dict(module.named_buffers())
+        self.buffers = [buffers[n] for n in self.buffer_names]
+        for n, b in zip(self.buffer_names, self.buffers):
+            if b.dtype not in DTYPES:
+                raise ExportError(f"buffer '{n}' has dtype {b.dtype}, which act does not support")
+        names = self.param_names + self.buffer_names
         graphs = {}
 
         def step(*args):
-            p = dict(zip(names, args[:len(names)]))
-            out = torch.nn.utils.stateless.functional_call(module, p, (args[len(names)],))
+            with substituted(module, dict(zip(names, args[:len(names)]))):
+                out = module(args[len(names)])
             return workload.loss_fn(out, args[len(names) + 1])
 
         def keep(kind):
@@ -87,20 +186,40 @@ class Traced:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fn = aot_function(step, keep("forward"), keep("backward"),
-                              partition_fn=default_partition)
+                              partition_fn=default_partition, decompositions=decompositions())
             primals = [p.detach().requires_grad_(True) for p in self.params]
-            loss = fn(*primals, workload.inputs, workload.targets)
-            if loss.dim() != 0:
-                raise ExportError(f"the loss of '{workload.name}' has shape "
-                                  f"{list(loss.shape)}; a scalar is expected")
+            # Dropout is random: traced as the identity (act has no random
+            # ops in the graph yet), counted in the manifest.
+            with without_random_ops() as self.random_ops_off:
+                loss = fn(*primals, *[b.clone() for b in self.buffers], workload.inputs,
+                          workload.targets)
+            if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+                what = (f"has shape {list(loss.shape)}" if isinstance(loss, torch.Tensor)
+                        else f"is a {type(loss).__name__}")
+                raise ExportError(f"the loss of '{workload.name}' {what}; a scalar tensor is "
+                                  f"expected (return one tensor from the model, or give a "
+                                  f"loss_fn that reduces its outputs to a scalar)")
             loss.backward()
         self.forward, self.backward = graphs["forward"], graphs["backward"]
+        # Constant tensors the trace captured: small ones are arith.constants
+        # of the step, large ones arguments (written with the inputs).
+        self.constants = {}
         for gm in (self.forward, self.backward):
             for n in gm.graph.nodes:
                 if n.op == "get_attr":
-                    raise ExportError(f"the traced graph reads the module attribute "
-                                      f"'{n.target}' (a buffer or constant tensor), which the "
-                                      f"exporter does not support")
+                    value = getattr(gm, n.target)
+                    if not isinstance(value, torch.Tensor) or value.dtype not in DTYPES:
+                        raise ExportError(f"the traced graph reads '{n.target}', a "
+                                          f"{getattr(value, 'dtype', type(value).__name__)} "
+                                          f"constant act does not support")
+                    self.constants.setdefault(n.target, value.detach().clone())
+        self.large_constants = [k for k, v in self.constants.items()
+                                if v.numel() > MAX_INLINE_CONSTANT]
+        self.args = ([p.detach() for p in self.params] + [b.detach().clone() for b in self.buffers]
+                     + [self.constants[k] for k in self.large_constants]
+                     + [workload.inputs, workload.targets])
+        self.arg_names = (self.param_names + ["buffer_" + n for n in self.buffer_names]
+                          + ["const_" + k for k in self.large_constants] + ["inputs", "targets"])
         fw_out = self._output(self.forward)
         self.loss_node, self.saved = fw_out[0], list(fw_out[1:])
         bw_ph = [n for n in self.backward.graph.nodes if n.op == "placeholder"]
@@ -116,7 +235,6 @@ class Traced:
         pairs = sorted(zip(self.saved, self.bw_saved), key=lambda p: order[p[0]])
         self.saved = [s for s, _ in pairs]
         self.bw_saved = [b for _, b in pairs]
-
     @staticmethod
     def _output(gm):
         return [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
@@ -141,7 +259,8 @@ class Traced:
         def run(dtype):
             module = copy.deepcopy(w.module).to(dtype)
             x = w.inputs.to(dtype) if w.inputs.is_floating_point() else w.inputs
-            loss = w.loss_fn(module(x), w.targets)
+            with without_random_ops():
+                loss = w.loss_fn(module(x), w.targets)
             params = dict(module.named_parameters())
             grads = torch.autograd.grad(loss, [params[n] for n in self.param_names])
             return loss.detach(), [g.detach() for g in grads]
@@ -154,7 +273,9 @@ class Traced:
     def hooked_saved_bytes(self):
         """Bytes autograd saves for backward in eager mode, counted with
         saved_tensors_hooks: each storage once, parameters excluded."""
-        param_ptrs = {p.storage().data_ptr() for p in self.params}
+        w = self.workload
+        module = copy.deepcopy(w.module)
+        param_ptrs = {p.storage().data_ptr() for p in module.parameters()}
         seen = {}
 
         def pack(t):
@@ -162,9 +283,8 @@ class Traced:
             if st.data_ptr() not in param_ptrs and st.size() > 0:
                 seen[st.data_ptr()] = st.size() * t.element_size()
             return t
-        w = self.workload
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            loss = w.loss_fn(w.module(w.inputs), w.targets)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), without_random_ops():
+            loss = w.loss_fn(module(w.inputs), w.targets)
         del loss
         return sum(seen.values())
 
@@ -172,13 +292,16 @@ class Traced:
 class Lowerer:
     """Lowers FX nodes into a Graph; env maps nodes to values."""
 
-    def __init__(self, graph, where):
+    def __init__(self, graph, where, constants=None):
         self.g, self.where, self.env = graph, where, {}
+        self.constants = constants or {}
 
     def run(self, nodes):
         for n in nodes:
             if n.op == "call_function":
                 self.env[n] = self.lower(n)
+            elif n.op == "get_attr" and n not in self.env:
+                self.env[n] = self.constants[n.target](self.g)
 
     def lower(self, n):
         if n.target is operator.getitem:
@@ -192,6 +315,7 @@ class Lowerer:
                               f"graph, operand shapes {shapes}")
         args = map_arg(n.args, lambda a: self.env[a])
         kwargs = map_arg(n.kwargs, lambda a: self.env[a])
+        self.g.value_of = self.env.get  # for lowerings that read a view's storage
         try:
             result = fn(self.g, n, *args, **kwargs)
         except aten.UnsupportedError as e:
@@ -209,8 +333,32 @@ class Exporter:
         self.name = traced.workload.name
 
     def _arguments(self, g):
-        names = ["p_" + n for n in self.t.param_names] + ["inputs", "targets"]
-        return [V(g.fresh(nm), a.shape, mlir_dtype(a.dtype)) for nm, a in zip(names, self.t.args)]
+        names = ["p_" + n for n in self.t.param_names] + \
+            ["b_" + n.replace(".", "_") for n in self.t.buffer_names] + \
+            ["c_" + n for n in self.t.large_constants] + ["inputs", "targets"]
+        args = [V(g.fresh(nm), a.shape, mlir_dtype(a.dtype)) for nm, a in zip(names, self.t.args)]
+        # Constants: large ones read their argument, small ones are inlined.
+        first = len(self.t.params) + len(self.t.buffers)
+        by_name = dict(zip(self.t.large_constants, args[first:]))
+        self.constants = {}
+        for k, value in self.t.constants.items():
+            if k in by_name:
+                self.constants[k] = (lambda arg: lambda gr: arg)(by_name[k])
+            else:
+                self.constants[k] = (lambda v: lambda gr: dense_constant(gr, v, k))(value)
+        return args
+
+    def _buffer_updates(self, g, args):
+        """The new values of the buffers the step updates (BatchNorm's running
+        statistics), in buffer order: [(buffer index, V)]."""
+        nparams = len(self.t.params)
+        updates = getattr(g, "buffer_updates", {})
+        out = []
+        for i in range(len(self.t.buffers)):
+            name = args[nparams + i].name
+            if name in updates:
+                out.append((i, updates[name]))
+        return out
 
     def _saved_in_backward(self, low, fw_env, bw_args=None):
         """Binds the backward graph's saved placeholders: views of arguments
@@ -219,7 +367,7 @@ class Exporter:
             chain = self.t.view_chain(s)
             value = bw_args[i] if bw_args is not None else fw_env[chain[0] if chain else s]
             if chain:
-                replay = Lowerer(low.g, "backward")
+                replay = Lowerer(low.g, "backward", self.constants)
                 replay.env[chain[0]] = value
                 replay.run(chain[1])
                 value = replay.env[chain[1][-1]] if chain[1] else value
@@ -237,18 +385,19 @@ class Exporter:
         (graph, arguments, forward lowerer)."""
         g = Graph()
         args = self._arguments(g)
-        fw = Lowerer(g, "forward")
+        fw = Lowerer(g, "forward", self.constants)
         fw.env.update(zip(self.t.fw_placeholders, args))
         fw.run(self.t.forward.graph.nodes)
         return g, args, fw
 
     def joint(self):
         g, args, fw = self._forward()
-        bw = Lowerer(g, "backward")
+        self.updated = self._buffer_updates(g, args)
+        bw = Lowerer(g, "backward", self.constants)
         self._saved_in_backward(bw, fw.env)
         bw.env[self.t.bw_tangents[0]] = g.fill((), 1.0, hint="tangent")
         bw.run(self.t.backward.graph.nodes)
-        results = [fw.env[self.t.loss_node]] + self._gradients(bw)
+        results = [fw.env[self.t.loss_node]] + self._gradients(bw) + [v for _, v in self.updated]
         return func(f"{self.name}_step", args, results, g.lines, result_attrs={0: "act.loss"})
 
     def split(self):
@@ -257,13 +406,15 @@ class Exporter:
         for s in self.t.saved:
             chain = self.t.view_chain(s)
             saved.append(fw.env[chain[0] if chain else s])
-        fwd = func(f"{self.name}_forward", args, [fw.env[self.t.loss_node]] + saved, g.lines,
+        updated = [v for _, v in self._buffer_updates(g, args)]
+        fwd = func(f"{self.name}_forward", args, [fw.env[self.t.loss_node]] + updated + saved,
+                   g.lines,
                    attrs=f"act.backward = @{self.name}_backward, act.num_saved = {len(saved)} : i64",
                    result_attrs={0: "act.loss"})
         g = Graph()
         bargs = [V(g.fresh(f"saved{i}"), v.shape, v.dtype) for i, v in enumerate(saved)]
         tangent = V(g.fresh("tangent"), (), "f32")
-        bw = Lowerer(g, "backward")
+        bw = Lowerer(g, "backward", self.constants)
         self._saved_in_backward(bw, None, bargs)
         bw.env[self.t.bw_tangents[0]] = tangent
         bw.run(self.t.backward.graph.nodes)
@@ -282,6 +433,17 @@ class Exporter:
                 if index >= nparams:
                     roots.add(index)
         return sum(self.t.args[i].numel() * self.t.args[i].element_size() for i in roots)
+
+
+def dense_constant(g, value, name):
+    """A constant tensor captured by tracing, as an arith.constant."""
+    from .mlir import scalar_literal, ttype
+    dtype = mlir_dtype(value.dtype)
+    flat = [scalar_literal(x, dtype) for x in value.flatten().tolist()]
+    shape = tuple(value.shape)
+    r = g.fresh("const_" + name)
+    g.emit(f"{r} = arith.constant dense<[{', '.join(flat)}]> : {ttype((len(flat),), dtype)}")
+    return g.reshape(V(r, (len(flat),), dtype), shape, hint="const")
 
 
 def header(name, form, args):
@@ -308,11 +470,11 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
     ref_dir = os.path.join(out_dir, f"{name}_reference")
     os.makedirs(in_dir, exist_ok=True)
     os.makedirs(ref_dir, exist_ok=True)
-    arg_names = traced.param_names + ["inputs", "targets"]
+    arg_names = traced.arg_names
     inputs = []
     for i, (nm, a) in enumerate(zip(arg_names, traced.args)):
         path = os.path.join(in_dir, f"{i:03d}_{nm}.npy")
-        np.save(path, a.detach().numpy())
+        np.save(path, a.detach().cpu().numpy())
         inputs.append(path)
     extra = []
     for k in range(1, batches):
@@ -336,6 +498,14 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
         "reference": {"loss": float(loss), "dir": ref_dir, "dtype": "f64",
                       "f32_autograd_max_rel_error": max(f32_error, default=0.0)},
         "parameters": len(traced.params),
+        "buffers": [{"name": n, "shape": list(b.shape), "dtype": mlir_dtype(b.dtype)}
+                    for n, b in zip(traced.buffer_names, traced.buffers)],
+        # Results after the gradients (joint form), or after the loss (split
+        # forward): the new values of these buffers, in this order.
+        "updated_buffers": [traced.buffer_names[i] for i, _ in ex.updated],
+        "constants": {"inlined": len(traced.constants) - len(traced.large_constants),
+                      "arguments": traced.large_constants},
+        "random_ops_traced_as_identity": traced.random_ops_off[0],
         "saved": {"aot_autograd_values": len(traced.saved),
                   "hooks_bytes": traced.hooked_saved_bytes(),
                   "argument_bytes": ex.saved_argument_bytes()},
@@ -375,6 +545,9 @@ def main(argv=None):
         return 1
     print(f"act.export: {m['model']} (batch {a.batch}, seed {a.seed}): {m['parameters']} parameters, "
           f"{m['saved']['aot_autograd_values']} saved values")
+    if m["random_ops_traced_as_identity"]:
+        print(f"  note: {m['random_ops_traced_as_identity']} dropout/stochastic-depth call(s) "
+              f"traced as the identity (act has no random ops in the graph yet)")
     print(f"  joint: {m['files']['joint']}\n  split: {m['files']['split']}")
     print(f"  inputs: {len(m['inputs'])} .npy files in {os.path.dirname(m['inputs'][0])} "
           f"(manifest {os.path.join(a.output_dir, m['model'] + '.json')})")

@@ -71,7 +71,7 @@ def scalar_literal(value, dtype):
             return "0x7FC00000"
         return f"{value:.9e}"
     if dtype == "i1":
-        return "true" if value else "false"
+        return "1" if value else "0"  # `true : i1` does not parse
     return str(int(value))
 
 
@@ -399,14 +399,16 @@ class Graph:
         self.emit(f"}} : {x.type} to {out.type}")
         return out
 
-    def conv2d(self, x, w, strides, hint="conv"):
+    def conv2d(self, x, w, strides, dilations=(1, 1), hint="conv"):
         """NCHW x FCHW correlation of an already padded input."""
         n, _, h, wd = x.shape
         f, _, kh, kw = w.shape
-        shape = (n, f, (h - kh) // strides[0] + 1, (wd - kw) // strides[1] + 1)
+        shape = (n, f, (h - dilations[0] * (kh - 1) - 1) // strides[0] + 1,
+                 (wd - dilations[1] * (kw - 1) - 1) // strides[1] + 1)
         acc = self.fill(shape, 0.0)
         r = self.fresh(hint)
-        self.emit(f"{r} = linalg.conv_2d_nchw_fchw {{dilations = dense<1> : tensor<2xi64>, "
+        self.emit(f"{r} = linalg.conv_2d_nchw_fchw {{dilations = dense<[{dilations[0]}, "
+                  f"{dilations[1]}]> : tensor<2xi64>, "
                   f"strides = dense<[{strides[0]}, {strides[1]}]> : tensor<2xi64>}} "
                   f"ins({x.name}, {w.name} : {x.type}, {w.type}) outs({acc.name} : {acc.type}) "
                   f"-> {acc.type}")

@@ -92,7 +92,12 @@ MODELS = {"mlp": mlp, "cnn": cnn, "resnet18": resnet18, "transformer": transform
 def load(spec, batch, seed):
     """A named model or `file.py:factory`, built under torch.manual_seed(seed)."""
     torch.manual_seed(seed)
-    if spec in MODELS:
+    if spec.startswith("zoo."):
+        from .zoo import ZOO
+        if spec[4:] not in ZOO:
+            raise ValueError(f"unknown zoo model '{spec[4:]}' (one of {', '.join(ZOO)})")
+        name, made = spec[4:], ZOO[spec[4:]](batch)
+    elif spec in MODELS:
         name, made = spec, MODELS[spec](batch)
     elif ":" in spec:
         path, factory = spec.rsplit(":", 1)

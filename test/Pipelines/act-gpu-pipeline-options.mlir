@@ -2,9 +2,9 @@
 // chip used to abort in instruction selection, an unknown format printed an
 // error and exited 0 with output written.
 // RUN: not act-opt %s -act-gpu-pipeline="chip=sm_9999" -o %t.out 2>&1 | FileCheck %s --check-prefix=CHIP
-// CHIP: error: act-gpu-pipeline: unknown NVIDIA chip 'sm_9999' (e.g. sm_80, sm_90)
+// CHIP: act-gpu-pipeline option 'chip':0:0: error: act-gpu-pipeline: unknown NVIDIA chip 'sm_9999' (e.g. sm_80, sm_90)
 // RUN: not act-opt %s -act-gpu-pipeline="features=+ptx999" -o %t.out 2>&1 | FileCheck %s --check-prefix=FEATURE
-// FEATURE: error: act-gpu-pipeline: unknown PTX feature 'ptx999' (e.g. +ptx80)
+// FEATURE: act-gpu-pipeline option 'features':0:0: error: act-gpu-pipeline: unknown PTX feature 'ptx999' (e.g. +ptx80)
 // RUN: not act-opt %s -act-gpu-pipeline="features=ptx80" -o %t.out 2>&1 | FileCheck %s --check-prefix=SIGN
 // SIGN: error: act-gpu-pipeline: feature 'ptx80' does not start with + or -
 // RUN: rm -f %t.fmt && not act-opt %s -act-gpu-pipeline="format=foo" -o %t.fmt 2>&1 | FileCheck %s --check-prefix=FORMAT

@@ -8,6 +8,7 @@
 
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/IR/Act.h"
+#include "act/Support/OptionLoc.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
@@ -143,7 +144,8 @@ struct ConvertActToLinalgPass
   LogicalResult initialize(MLIRContext *context) override {
     // A bad option is the command line's fault: said once, without the IR.
     if (gpuBlockSize <= 0 || gpuBlockSize % 32 != 0)
-      return emitError(UnknownLoc::get(context))
+      return emitError(getOptionLoc(context, "convert-act-to-linalg",
+                                    "gpu-block-size"))
              << "convert-act-to-linalg: gpu-block-size must be a positive "
                 "multiple of 32, got "
              << static_cast<int64_t>(gpuBlockSize);

@@ -47,7 +47,7 @@
 // CHECK:      %[[P:.*]] = tensor.insert_slice %[[RESTWORDS]] into %[[PAYLOAD]][96] [29] [1]
 // CHECK:      %[[M:.*]] = tensor.insert_slice %{{.*}} into %[[ROWS]][3, 0] [1, 2] [1, 1]
 // CHECK:      return %[[P]], %[[M]]
-// BADBLOCK: error: convert-act-to-linalg: gpu-block-size must be a positive multiple of 32, got 100
+// BADBLOCK: convert-act-to-linalg option 'gpu-block-size':0:0: error: convert-act-to-linalg: gpu-block-size must be a positive multiple of 32, got 100
 func.func @quant(%x: tensor<1000xf32>, %seed: i64) -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>> {
   %e = act.encode %x, id = 3, seed %seed : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>
   return %e : !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>

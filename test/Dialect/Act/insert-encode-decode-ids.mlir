@@ -3,9 +3,11 @@
 // RUN: act-opt %s -act-insert-encode-decode="include=999" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: warning: act-insert-encode-decode: no saved value has id 999 (the module's training graphs save 2 values, ids 0..1)
 // RUN: not act-opt %s -act-insert-encode-decode="include=-1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEGATIVE
-// NEGATIVE: error: act-insert-encode-decode: saved-value ids are not negative, got -1
+// NEGATIVE: act-insert-encode-decode option 'include':0:0: error: act-insert-encode-decode: saved-value ids are not negative, got -1
+// RUN: not act-opt %s -act-insert-encode-decode="exclude=-2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=EXCLUDE
+// EXCLUDE: act-insert-encode-decode option 'exclude':0:0: error: act-insert-encode-decode: saved-value ids are not negative, got -2
 // RUN: not act-opt %s -act-insert-encode-decode="min-bytes=-4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MINBYTES
-// MINBYTES: error: act-insert-encode-decode: min-bytes must not be negative, got -4
+// MINBYTES: act-insert-encode-decode option 'min-bytes':0:0: error: act-insert-encode-decode: min-bytes must not be negative, got -4
 // RUN: act-opt %s -act-insert-encode-decode="include=0 min-bytes=0" 2>&1 | FileCheck %s --check-prefix=OK --implicit-check-not=warning
 // OK: act.encode
 

@@ -11,6 +11,7 @@
 #include "act/Analysis/Profile.h"
 #include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/OptionLoc.h"
 #include "act/runtime/Sensitivity.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -65,26 +66,27 @@ static bool isAllowedBits(unsigned b) {
 /// The options are the command line's: checked once, before any IR is
 /// seen, so the pass never builds an encoding its verifier would reject.
 LogicalResult AllocateBitsPass::initialize(MLIRContext *context) {
-  auto error = [&] {
-    return emitError(UnknownLoc::get(context)) << "act-allocate-bits: ";
+  auto error = [&](StringRef option) {
+    return emitError(getOptionLoc(context, "act-allocate-bits", option))
+           << "act-allocate-bits: ";
   };
   if (profileFile.empty())
-    return error() << "give the sensitivity profile (profile=FILE, written "
+    return error("profile") << "give the sensitivity profile (profile=FILE, written "
                       "by act-run --sensitivity)";
   for (unsigned b : bitChoices)
     if (!isAllowedBits(b))
-      return error() << "bits " << b
+      return error("bits") << "bits " << b
                      << " is not one of 1, 2, 4, 8 (#act.quant) or 32 (f32)";
   if (!isAllowedBits(defaultBits))
-    return error() << "default-bits " << unsigned(defaultBits)
+    return error("default-bits") << "default-bits " << unsigned(defaultBits)
                    << " is not one of 1, 2, 4, 8, 32";
   if (!(averageBits > 0) || !std::isfinite(double(averageBits)))
-    return error() << "average-bits must be positive and finite, got "
+    return error("average-bits") << "average-bits must be positive and finite, got "
                    << double(averageBits);
   if (group <= 0)
-    return error() << "group must be positive, got " << int64_t(group);
+    return error("group") << "group must be positive, got " << int64_t(group);
   if (minBytes < 0)
-    return error() << "min-bytes must not be negative, got "
+    return error("min-bytes") << "min-bytes must not be negative, got "
                    << int64_t(minBytes);
   return success();
 }

@@ -9,6 +9,7 @@
 #include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/OptionLoc.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -44,31 +45,38 @@ private:
 } // namespace
 
 LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
-  Location loc = UnknownLoc::get(context);
-  for (int64_t id : llvm::concat<int64_t>(includeIds, excludeIds))
-    if (id < 0)
-      return emitError(loc, "act-insert-encode-decode: saved-value ids are "
-                            "not negative, got ")
-             << id;
+  auto loc = [&](StringRef option) {
+    return getOptionLoc(context, "act-insert-encode-decode", option);
+  };
+  for (auto [name, ids] :
+       {std::pair<StringRef, ArrayRef<int64_t>>{"include", includeIds},
+        {"exclude", excludeIds}})
+    for (int64_t id : ids)
+      if (id < 0)
+        return emitError(loc(name), "act-insert-encode-decode: saved-value "
+                                    "ids are not negative, got ")
+               << id;
   include.insert(includeIds.begin(), includeIds.end());
   exclude.insert(excludeIds.begin(), excludeIds.end());
   if (minBytes < 0)
-    return emitError(loc, "act-insert-encode-decode: min-bytes must not be "
+    return emitError(loc("min-bytes"),
+                     "act-insert-encode-decode: min-bytes must not be "
                           "negative, got ")
            << int64_t(minBytes);
   Attribute attr = parseAttribute(encoding, context);
   if (!attr)
-    return emitError(loc, "act-insert-encode-decode: cannot parse encoding '")
+    return emitError(loc("encoding"),
+                     "act-insert-encode-decode: cannot parse encoding '")
            << encoding << "'";
   uniform = dyn_cast<EncodingAttrInterface>(attr);
   if (!uniform)
-    return emitError(loc, "act-insert-encode-decode: ")
+    return emitError(loc("encoding"), "act-insert-encode-decode: ")
            << attr << " is not an act encoding";
   // The uniform policy replaces values by their decoded form, so the
   // encoding must decode to the value itself (a mask decodes to a predicate).
   auto probe = RankedTensorType::get({1}, Float32Type::get(context));
   if (uniform.getDecodedType(probe) != probe)
-    return emitError(loc, "act-insert-encode-decode: ")
+    return emitError(loc("encoding"), "act-insert-encode-decode: ")
            << attr << " decodes to "
            << uniform.getDecodedType(probe).getElementType()
            << " elements (a predicate of the value, for any tensor), not to "

@@ -1,0 +1,32 @@
+//===- OptionLoc.h - the location of a pass option --------------*- C++ -*-===//
+//
+// A pass option comes from the command line or a pipeline string, not from
+// the IR, so an error about it has no file:line:col in the input. It is
+// reported at a location whose "file" names the option as the user wrote it,
+// so diagnostics read "act-allocate-bits option 'group':0:0: error: ...",
+// never "<unknown>:0:". (A NameLoc would print as "<unknown>:0: error:
+// loc(...)" through the source manager's handler.)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_SUPPORT_OPTIONLOC_H
+#define ACT_SUPPORT_OPTIONLOC_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/Twine.h"
+
+namespace mlir::act {
+
+/// The location of option `option` of pass (or pipeline) `pass`.
+inline Location getOptionLoc(MLIRContext *context, llvm::StringRef pass,
+                             llvm::StringRef option) {
+  return FileLineColLoc::get(
+      StringAttr::get(context, llvm::Twine(pass) + " option '" + option + "'"),
+      0, 0);
+}
+
+} // namespace mlir::act
+
+#endif // ACT_SUPPORT_OPTIONLOC_H

@@ -177,9 +177,9 @@ struct CheckGPUTargetPass
     if (failed(act::verifyGPUTarget(chip, features, error))) {
       // The chip alone decides whether the chip or the features are wrong.
       std::string chipError;
-      StringRef option =
-          failed(act::verifyGPUTarget(chip, "", chipError)) ? "chip"
-                                                             : "features";
+      StringRef option = failed(act::verifyGPUTarget(chip, "", chipError))
+                             ? "chip"
+                             : "features";
       return emitError(act::getOptionLoc(context, "act-gpu-pipeline", option))
              << "act-gpu-pipeline: " << error;
     }

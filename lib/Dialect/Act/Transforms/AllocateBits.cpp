@@ -71,23 +71,26 @@ LogicalResult AllocateBitsPass::initialize(MLIRContext *context) {
            << "act-allocate-bits: ";
   };
   if (profileFile.empty())
-    return error("profile") << "give the sensitivity profile (profile=FILE, written "
-                      "by act-run --sensitivity)";
+    return error("profile")
+           << "give the sensitivity profile (profile=FILE, written "
+              "by act-run --sensitivity)";
   for (unsigned b : bitChoices)
     if (!isAllowedBits(b))
-      return error("bits") << "bits " << b
-                     << " is not one of 1, 2, 4, 8 (#act.quant) or 32 (f32)";
+      return error("bits")
+             << "bits " << b
+             << " is not one of 1, 2, 4, 8 (#act.quant) or 32 (f32)";
   if (!isAllowedBits(defaultBits))
     return error("default-bits") << "default-bits " << unsigned(defaultBits)
-                   << " is not one of 1, 2, 4, 8, 32";
+                                 << " is not one of 1, 2, 4, 8, 32";
   if (!(averageBits > 0) || !std::isfinite(double(averageBits)))
-    return error("average-bits") << "average-bits must be positive and finite, got "
-                   << double(averageBits);
+    return error("average-bits")
+           << "average-bits must be positive and finite, got "
+           << double(averageBits);
   if (group <= 0)
     return error("group") << "group must be positive, got " << int64_t(group);
   if (minBytes < 0)
-    return error("min-bytes") << "min-bytes must not be negative, got "
-                   << int64_t(minBytes);
+    return error("min-bytes")
+           << "min-bytes must not be negative, got " << int64_t(minBytes);
   return success();
 }
 

@@ -61,7 +61,7 @@ LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
   if (minBytes < 0)
     return emitError(loc("min-bytes"),
                      "act-insert-encode-decode: min-bytes must not be "
-                          "negative, got ")
+                     "negative, got ")
            << int64_t(minBytes);
   Attribute attr = parseAttribute(encoding, context);
   if (!attr)

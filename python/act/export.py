@@ -34,6 +34,7 @@ import warnings
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch.fx.node import map_arg
 
 from . import aten
@@ -145,6 +146,23 @@ class ExportError(Exception):
     pass
 
 
+def check_classification(out, targets, concrete=False):
+    """What the default loss (cross-entropy) needs, said before PyTorch
+    fails somewhere inside it."""
+    if not isinstance(out, torch.Tensor):
+        raise ExportError(f"the model returns a {type(out).__name__}, not a tensor of logits: "
+                          f"return the logits, or give the factory a fourth element, a "
+                          f"loss_fn(outputs, targets) that reduces the outputs to a scalar")
+    if out.dim() < 2:
+        raise ExportError(f"the model's output has shape {list(out.shape)}; cross-entropy "
+                          f"needs [N, classes, ...] logits (or give a loss_fn)")
+    if concrete and not targets.is_floating_point() and targets.numel() and (
+            int(targets.min()) < 0 or int(targets.max()) >= out.shape[1]):
+        raise ExportError(f"targets must be class indices in [0, {out.shape[1]}) for the "
+                          f"model's {out.shape[1]} outputs; found "
+                          f"{int(targets.min())}..{int(targets.max())}")
+
+
 def mlir_dtype(t):
     if t not in DTYPES:
         raise ExportError(f"tensors of dtype {t} are not supported")
@@ -174,13 +192,23 @@ class Traced:
         def step(*args):
             with substituted(module, dict(zip(names, args[:len(names)]))):
                 out = module(args[len(names)])
-            return workload.loss_fn(out, args[len(names) + 1])
+            targets = args[len(names) + 1]
+            if workload.loss_fn is F.cross_entropy:
+                check_classification(out, targets)
+            return workload.loss_fn(out, targets)
 
         def keep(kind):
             def compiler(gm, example_inputs):
                 graphs[kind] = gm
                 return gm
             return compiler
+
+        if workload.loss_fn is F.cross_entropy:
+            # The targets' range needs concrete values: one eager forward
+            # (on a copy: BatchNorm updates its running statistics).
+            with torch.no_grad(), without_random_ops():
+                check_classification(copy.deepcopy(module)(workload.inputs), workload.targets,
+                                     concrete=True)
 
         from functorch.compile import aot_function, default_partition
         with warnings.catch_warnings():
@@ -190,7 +218,7 @@ class Traced:
             primals = [p.detach().requires_grad_(True) for p in self.params]
             # Dropout is random: traced as the identity (act has no random
             # ops in the graph yet), counted in the manifest.
-            with without_random_ops() as self.random_ops_off:
+            with without_random_ops():
                 loss = fn(*primals, *[b.clone() for b in self.buffers], workload.inputs,
                           workload.targets)
             if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
@@ -259,11 +287,13 @@ class Traced:
         def run(dtype):
             module = copy.deepcopy(w.module).to(dtype)
             x = w.inputs.to(dtype) if w.inputs.is_floating_point() else w.inputs
-            with without_random_ops():
+            # Counts the random calls of one eager step (tracing runs twice).
+            with without_random_ops(self.random_ops_off if dtype == torch.float32 else None):
                 loss = w.loss_fn(module(x), w.targets)
             params = dict(module.named_parameters())
             grads = torch.autograd.grad(loss, [params[n] for n in self.param_names])
             return loss.detach(), [g.detach() for g in grads]
+        self.random_ops_off = [0]
         loss, grads = run(torch.float64)
         _, grads32 = run(torch.float32)
         f32_error = [float((a.double() - b).norm() / max(float(b.norm()), 1e-300))

@@ -46,6 +46,8 @@ def _vit(batch):
     from torchvision.models import VisionTransformer
     m = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
                           hidden_dim=32, mlp_dim=64, num_classes=10)
+    # torchvision zero-initializes the head: every other gradient would be 0.
+    nn.init.normal_(m.heads.head.weight, std=0.02)
     return (m,) + _images(batch)
 
 
@@ -259,6 +261,10 @@ def run_model(name, out_root, encodings, timeout):
     row["exports"] = "yes"
     row["export_s"] = time.time() - t0
     reference = driver.reference(m)
+    # A check is only as good as its gradients: count the exactly-zero ones
+    # (a zero-initialized head zeroes everything before it).
+    row["zero_gradients"] = sum(not np.any(r) for r in reference[1:1 + m["parameters"]])
+    row["parameters"] = m["parameters"]
     for enc in encodings:
         tag = {"none": "none", "#act.quant<bits=4>": "q4", "#act.float<format=bf16>": "bf16"}.get(
             enc, str(abs(hash(enc))))

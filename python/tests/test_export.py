@@ -160,10 +160,12 @@ BAD_MODELS = {
                  "        return y, y\n"
                  "def make(batch):\n"
                  "    return Two(), torch.randn(batch, 4), torch.randint(0, 3, (batch,))\n",
-                 "act.export: error:"),
+                 "the model returns a tuple, not a tensor of logits: return the logits, or "
+                 "give the factory a fourth element"),
     "badtarget": ("def make(batch):\n    return nn.Linear(4, 3), torch.randn(batch, 4), "
                   "torch.full((batch,), 7)\n",
-                  "act.export: error:"),
+                  "targets must be class indices in [0, 3) for the model's 3 outputs; "
+                  "found 7..7"),
 }
 
 

@@ -1,0 +1,129 @@
+"""Models written the way users write them, through the exporter and act:
+a representative subset of act.zoo (the full table: python3 -m act.zoo),
+BatchNorm's running statistics, buffers, dropout, the closed op set.
+
+Needs act-opt and act-run: ACT_BIN_DIR (lit sets it) or build/bin.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+from act import driver, zoo  # noqa: E402
+from act.export import export, main  # noqa: E402
+
+# Models that cover the ops the zoo needs and run in seconds: hand-written
+# blocks (grouped conv, SiLU, Hardswish, ReLU6, Mish, RMSNorm, tanh-GELU),
+# a GPT block (embedding, causal-mask buffer, masked_fill, pow/rsqrt), GRUCell
+# unrolled over x[:, t], nn.LSTM (flat weights), nn.MultiheadAttention with
+# masks, nn.TransformerEncoderLayer (dropout inside), a ViT and squeezenet
+# (ceil-mode max pooling, cat).
+SUBSET = ["blocks", "tiny_gpt", "gru_cell", "lstm", "multihead_attention",
+          "transformer_encoder_layer", "embedding", "vit", "squeezenet1_1"]
+
+
+@pytest.mark.parametrize("name", SUBSET)
+def test_zoo_model_matches_autograd(name, tmp_path):
+    row = zoo.run_model(name, str(tmp_path), ["none", "#act.quant<bits=4>"], timeout=600)
+    print(zoo._fmt_row(row))
+    assert row["exports"] == "yes", row["exports"]
+    assert row["zero_gradients"] <= row["parameters"] // 4, row  # a meaningful check
+    none = row["none"]
+    assert "error" not in none, none
+    assert none["grad_error"] <= zoo.BOUND and none["loss_error"] <= zoo.BOUND, none
+    q4 = row["q4"]
+    assert "error" not in q4, q4
+    # Small recurrent models save nothing above min-bytes: nothing to encode.
+    assert q4["saved_after"] <= none["saved_before"]
+    assert q4["loss_error"] <= 1e-4  # the forward is untouched
+
+
+class BNNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4, momentum=0.3)
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x):
+        return self.fc(F.adaptive_avg_pool2d(F.relu(self.bn(self.conv(x))), 1).flatten(1))
+
+
+def test_batchnorm_running_statistics_come_back_updated(tmp_path):
+    """The step returns the running statistics PyTorch's train-mode step
+    leaves in the module (momentum 0.3, unbiased variance)."""
+    model = tmp_path / "bn.py"
+    model.write_text("import torch, sys\nsys.path.insert(0, %r)\nfrom test_zoo import BNNet\n"
+                     "def make(batch):\n"
+                     "    return BNNet(), torch.randn(batch, 3, 6, 6), torch.randint(0, 5, (batch,))\n"
+                     % os.path.dirname(__file__))
+    assert main([f"{model}:make", "--batch", "4", "-o", str(tmp_path)]) == 0
+    m = json.load(open(tmp_path / "make.json"))
+    assert m["updated_buffers"] == ["bn.running_mean", "bn.running_var"]
+    nres = m["parameters"] + 1 + 2
+    results, _, _ = driver.step(m["files"]["joint"], m["inputs"], tmp_path / "run", nres)
+    loss, *rest = zoo.scaled_errors(results, driver.reference(m), m["parameters"])
+    assert loss <= 1e-5
+    torch.manual_seed(0)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bn", model)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    torch.manual_seed(0)
+    net, x, _ = mod.make(4)
+    net(x)
+    np.testing.assert_allclose(results[-2], net.bn.running_mean.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(results[-1], net.bn.running_var.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_is_traced_as_identity_and_said(tmp_path, capsys):
+    model = tmp_path / "drop.py"
+    model.write_text(
+        "import torch, torch.nn as nn\n"
+        "def make(batch):\n"
+        "    m = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 3))\n"
+        "    return m, torch.randn(batch, 6), torch.randint(0, 3, (batch,))\n")
+    assert main([f"{model}:make", "--batch", "3", "-o", str(tmp_path)]) == 0
+    assert "1 dropout/stochastic-depth call(s) traced as the identity" in capsys.readouterr().out
+    m = json.load(open(tmp_path / "make.json"))
+    results, _, _ = driver.step(m["files"]["joint"], m["inputs"], tmp_path / "run",
+                                m["parameters"] + 1)
+    _, grad, _ = zoo.scaled_errors(results, driver.reference(m), m["parameters"])
+    assert grad <= zoo.BOUND
+
+
+def test_scaled_error_reads_a_zero_gradient_as_correct():
+    """A gradient that is zero in theory (a bias feeding BatchNorm) has a
+    meaningless relative error; against the scale of all gradients it is
+    tiny."""
+    ref = [np.array(1.0), np.ones((4, 4)), np.zeros(4)]
+    got = [np.array(1.0), np.ones((4, 4)), np.full(4, 1e-9)]
+    assert driver.relative_errors(got, ref)[2] > 1e8
+    loss, grad, per = zoo.scaled_errors(got, ref, 2)
+    assert loss == 0 and grad < 1e-9 and per[1] < 1e-9
+
+
+def test_op_outside_the_set_names_op_node_and_shapes(tmp_path, capsys):
+    model = tmp_path / "cum.py"
+    model.write_text(
+        "import torch, torch.nn as nn\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__(); self.l = nn.Linear(4, 3)\n"
+        "    def forward(self, x):\n"
+        "        return self.l(torch.linalg.det(x.view(-1, 2, 2)).view(-1, 1).expand(-1, 4))\n"
+        "def make(batch):\n"
+        "    return M(), torch.randn(batch, 4), torch.randint(0, 3, (batch,))\n")
+    assert main([f"{model}:make", "--batch", "2", "-o", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("act.export: error: ") and err.count("\n") == 1, err
+    assert "node '" in err and "operand shapes [[" in err, err

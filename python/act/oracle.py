@@ -4,8 +4,11 @@ error against float64 autograd, for several encodings.
     python3 -m act.oracle [MODEL ...] [--batch N] [--encodings E;E;...] [-o DIR]
 
 Prints one row per (model, encoding): saved bytes (act's report, function
-arguments excluded), the measured peak of the step, and the largest relative
-L2 error over the loss and every gradient.
+arguments excluded), the measured peak of the step, the largest gradient
+error against the scale of all gradients (what decides whether a result is
+right: a gradient that is zero in theory, such as a bias feeding BatchNorm,
+has no meaningful error of its own) and the largest per-tensor relative L2
+error over the loss and every gradient.
 """
 
 import argparse
@@ -15,6 +18,7 @@ import tempfile
 
 from . import driver
 from .export import export
+from .zoo import scaled_errors
 
 DEFAULT_BATCH = {"mlp": 8, "cnn": 8, "transformer": 4, "resnet18": 8}
 DEFAULT_ENCODINGS = "none;#act.quant<bits=8>;#act.quant<bits=4>"
@@ -29,8 +33,10 @@ def evaluate(manifest, out, encoding):
     totals = report["graphs"][0]["totals"]
     results, peak, ms = driver.step(mlir, manifest["inputs"], os.path.join(out, tag),
                                     manifest["parameters"] + 1)
-    errors = driver.relative_errors(results, driver.reference(manifest))
-    return {"saved_before": totals["saved_bytes_before"], "saved_after": totals["saved_bytes_after"],
+    reference = driver.reference(manifest)
+    errors = driver.relative_errors(results, reference)
+    _, scaled, _ = scaled_errors(results, reference, manifest["parameters"])
+    return {"scaled_error": scaled,"saved_before": totals["saved_bytes_before"], "saved_after": totals["saved_bytes_after"],
             "peak": peak, "ms": ms, "max_error": max(errors), "loss_error": errors[0]}
 
 
@@ -43,7 +49,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     out_root = a.output_dir or tempfile.mkdtemp(prefix="act-oracle-")
     print(f"{'model':12} {'encoding':24} {'saved B':>10} {'encoded B':>10} {'ratio':>6} "
-          f"{'peak B':>10} {'max rel err':>11} {'step ms':>8}")
+          f"{'peak B':>10} {'err/scale':>10} {'max rel err':>11} {'step ms':>8}")
     for model in a.models:
         out = os.path.join(out_root, model)
         manifest = export(model, a.batch or DEFAULT_BATCH.get(model, 8), 0, out)
@@ -51,7 +57,8 @@ def main(argv=None):
             r = evaluate(manifest, out, enc)
             print(f"{model:12} {enc:24} {r['saved_before']:>10} {r['saved_after']:>10} "
                   f"{r['saved_before'] / r['saved_after']:>6.2f} {r['peak']:>10} "
-                  f"{r['max_error']:>11.2e} {r['ms']:>8.1f}", flush=True)
+                  f"{r['scaled_error']:>10.2e} {r['max_error']:>11.2e} {r['ms']:>8.1f}",
+                  flush=True)
     return 0
 
 

@@ -1520,3 +1520,227 @@ def avg_pool2d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode,
                      init=init)
     crop = g.extract_slice(full, [0, 0, p0, p1], [n, c, h, w])
     return g.ew([crop], lambda b, u: b.div(u, b.c(div)), hint=node.name)
+
+
+# -- more of the set: selection reductions, repeat, scatter, 1-d convolution,
+# nearest upsampling, adaptive max pooling ------------------------------------
+
+def _select_reduce(g, node, x, dim, keepdim, greater):
+    """(values, indices) of the first maximum (or minimum) along dim."""
+    dim %= x.rank
+    keep = [k for k in range(x.rank) if k != dim]
+    shape = tuple(x.shape[k] for k in keep)
+    best = g.fill(shape, -math.inf if greater else math.inf)
+    arg = g.fill(shape, 0, "i64")
+
+    def body(b, v, m, a):
+        better = b.cmpf("ogt" if greater else "olt", v, m)
+        i = b.index_cast(b.index(dim), "i64")
+        return [b.select(better, v, m), b.select(better, i, a, ty="i64")]
+    vals, idx = g.generic_multi(
+        [shape, shape], ["f32", "i64"], [(x, dims(x.rank))], body,
+        ["reduction" if k == dim else "parallel" for k in range(x.rank)],
+        [[f"d{k}" for k in keep]] * 2, [best, arg], hint=node.name)
+    if keepdim:
+        kshape = tuple(1 if k == dim else d for k, d in enumerate(x.shape))
+        vals, idx = g.reshape(vals, kshape), g.reshape(idx, kshape)
+    return vals, idx
+
+
+@lowering("aten.max.dim")
+def max_dim(g, node, x, dim, keepdim=False):
+    return _select_reduce(g, node, x, dim, keepdim, True)
+
+
+@lowering("aten.min.dim")
+def min_dim(g, node, x, dim, keepdim=False):
+    return _select_reduce(g, node, x, dim, keepdim, False)
+
+
+@lowering("aten.argmax.default")
+def argmax(g, node, x, dim=None, keepdim=False):
+    require(dim is not None, node, "argmax over all elements")
+    return _select_reduce(g, node, x, dim, keepdim, True)[1]
+
+
+@lowering("aten.argmin.default")
+def argmin(g, node, x, dim=None, keepdim=False):
+    require(dim is not None, node, "argmin over all elements")
+    return _select_reduce(g, node, x, dim, keepdim, False)[1]
+
+
+@lowering("aten.max.default")
+def max_all(g, node, x):
+    return g.reduce(x, list(range(x.rank)), kind="max", hint=node.name)
+
+
+@lowering("aten.scatter.src", "aten.scatter.value")
+def scatter(g, node, x, dim, index, src):
+    """x with x[.., index[i], ..] = src[i] along dim (for repeated indices
+    the last position wins; PyTorch leaves that undefined)."""
+    dim %= x.rank
+    iexprs = [f"d{x.rank}" if k == dim else f"d{k}" for k in range(x.rank)]
+    require(all(index.shape[k] == x.shape[k] for k in range(x.rank) if k != dim), node,
+            "an index smaller than x along other dims")
+    ins = [(index, iexprs)]
+    if isinstance(src, V):
+        ins.append((src, iexprs))
+
+    def body(b, idx, *rest):
+        o = rest[-1]
+        s = rest[0] if isinstance(src, V) else b.c(src, x.dtype)
+        i = b.cast("arith.index_cast", b.index(dim), "index", index.dtype)
+        return b.select(b.cmpi("eq", i, idx, index.dtype), s, o, ty=x.dtype)
+    return g.generic(x.shape, ins, body, out_dtype=x.dtype,
+                     iterators=["parallel"] * x.rank + ["reduction"], out_exprs=dims(x.rank),
+                     init=x, hint=node.name)
+
+
+@lowering("aten.repeat.default")
+def repeat(g, node, x, repeats):
+    """out[.., i, ..] = x[.., i mod n, ..]; leading repeats add dims."""
+    shape = meta_shape(node)
+    lead = len(repeats) - x.rank
+    exprs = [f"d{lead + k} mod {x.shape[k]}" if repeats[lead + k] != 1 else f"d{lead + k}"
+             for k in range(x.rank)]
+    return g.generic(shape, [(x, exprs)], lambda b, u, o: u, out_dtype=x.dtype, hint=node.name)
+
+
+def _as_2d(g, x):
+    return g.reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2]))
+
+
+_conv2d = LOWERINGS["aten.convolution.default"]
+_conv2d_backward = LOWERINGS["aten.convolution_backward.default"]
+
+
+@lowering("aten.convolution.default")
+def convolution_nd(g, node, x, w, bias, stride, padding, dilation, transposed,
+                   output_padding, groups):
+    """1-d convolutions run as 2-d ones over a height of 1."""
+    if w.rank != 3:
+        return _conv2d(g, node, x, w, bias, stride, padding, dilation, transposed,
+                       output_padding, groups)
+    y = _conv2d(g, node, _as_2d(g, x), _as_2d(g, w), bias, [1] + list(stride),
+                [0] + list(padding), [1] + list(dilation), transposed, output_padding, groups)
+    return g.reshape(y, (y.shape[0], y.shape[1], y.shape[3]))
+
+
+@lowering("aten.convolution_backward.default")
+def convolution_backward_nd(g, node, grad, x, w, bias_sizes, stride, padding, dilation,
+                            transposed, output_padding, groups, output_mask):
+    if w.rank != 3:
+        return _conv2d_backward(g, node, grad, x, w, bias_sizes, stride, padding, dilation,
+                                transposed, output_padding, groups, output_mask)
+    gi, gw, gb = _conv2d_backward(g, node, _as_2d(g, grad), _as_2d(g, x), _as_2d(g, w),
+                                  bias_sizes, [1] + list(stride), [0] + list(padding),
+                                  [1] + list(dilation), transposed, output_padding, groups,
+                                  output_mask)
+    return (g.reshape(gi, x.shape) if gi is not None else None,
+            g.reshape(gw, w.shape) if gw is not None else None, gb)
+
+
+def _nearest_factors(node, x, out_hw):
+    (h, w), (oh, ow) = x.shape[-2:], out_hw
+    require(oh % h == 0 and ow % w == 0, node,
+            f"nearest upsampling from {h}x{w} to {oh}x{ow} (only integer factors)")
+    return oh // h, ow // w
+
+
+@lowering("aten.upsample_nearest2d.vec", "aten.upsample_nearest2d.default")
+def upsample_nearest2d(g, node, x, *args):
+    shape = meta_shape(node)
+    f0, f1 = _nearest_factors(node, x, shape[-2:])
+    lead = [f"d{k}" for k in range(x.rank - 2)]
+    r = x.rank
+    return g.generic(shape, [(x, lead + [f"d{r - 2} floordiv {f0}", f"d{r - 1} floordiv {f1}"])],
+                     lambda b, u, o: u, out_dtype=x.dtype, hint=node.name)
+
+
+@lowering("aten.upsample_nearest2d_backward.vec", "aten.upsample_nearest2d_backward.default")
+def upsample_nearest2d_backward(g, node, grad, output_size, input_size, *args):
+    shape = tuple(input_size)
+    f0, f1 = grad.shape[-2] // shape[-2], grad.shape[-1] // shape[-1]
+    r = len(shape)
+    block = g.empty((f0, f1))
+    lead = [f"d{k}" for k in range(r - 2)]
+    return g.generic(shape, [(grad, lead + [f"d{r - 2} * {f0} + d{r}", f"d{r - 1} * {f1} + d{r + 1}"]),
+                             (block, [f"d{r}", f"d{r + 1}"])],
+                     lambda b, u, _w, o: b.add(o, u), iterators=["parallel"] * r + ["reduction"] * 2,
+                     out_exprs=dims(r), init=g.fill(shape, 0.0), hint=node.name)
+
+
+@lowering("aten.adaptive_max_pool2d.default")
+def adaptive_max_pool2d(g, node, x, size):
+    h, w = x.shape[-2:]
+    require(h % size[0] == 0 and w % size[1] == 0, node,
+            f"adaptive max pooling from {h}x{w} to {size[0]}x{size[1]} (only divisible sizes)")
+    k = [h // size[0], w // size[1]]
+    return max_pool2d(g, node, x, k, k, [0, 0], [1, 1], False)
+
+
+@lowering("aten.adaptive_max_pool2d_backward.default")
+def adaptive_max_pool2d_backward(g, node, grad, x, indices):
+    k = [x.shape[-2] // grad.shape[-2], x.shape[-1] // grad.shape[-1]]
+    return max_pool2d_backward(g, node, grad, x, k, k, [0, 0], [1, 1], False, indices)
+
+
+@lowering("aten.prelu.default", "aten._prelu_kernel.default")
+def prelu(g, node, x, w):
+    """x where x > 0, else w * x; w has one value or one per channel (dim 1)."""
+    wv = (w, [1]) if w.numel > 1 else (g.reshape(w, ()), [])
+    return g.ew([x, wv], lambda b, u, a: b.select(b.cmpf("ogt", u, b.c(0.0)), u, b.mul(a, u)),
+                shape=x.shape, hint=node.name)
+
+
+@lowering("aten.linalg_vector_norm.default")
+def linalg_vector_norm(g, node, x, ord=2, dim=None, keepdim=False, dtype=None):
+    axes = list(range(x.rank)) if dim is None or len(dim) == 0 else list(dim)
+    require(ord not in (math.inf, -math.inf, 0), node, f"ord={ord}")
+    p = float(ord)
+    powed = g.ew([x], lambda b, u: b.mul(u, u) if p == 2 else b.op(
+        "math.powf", b.op("math.absf", u), b.c(p)))
+    s = g.reduce(powed, axes, keepdim)
+    return g.ew([s], lambda b, u: b.sqrt(u) if p == 2 else b.op("math.powf", u, b.c(1.0 / p)),
+                hint=node.name)
+
+
+def _bilinear_matrix(n_in, output_size, align_corners, scale, axis):
+    """The (n_out, n_in) matrix of PyTorch's bilinear interpolation along one
+    axis, from PyTorch's own kernel on a basis (bilinear is separable and its
+    rows sum to 1)."""
+    import torch
+    basis = torch.eye(n_in).reshape(n_in, 1, n_in, 1) if axis == 0 else \
+        torch.eye(n_in).reshape(n_in, 1, 1, n_in)
+    size = None
+    if output_size is not None:
+        size = [output_size[0], 1] if axis == 0 else [1, output_size[1]]
+    scales = None
+    if scale is not None:
+        scales = [scale[0], 1.0] if axis == 0 else [1.0, scale[1]]
+    out = torch.ops.aten.upsample_bilinear2d.vec(basis, size, align_corners, scales)
+    m = out[:, 0, :, 0] if axis == 0 else out[:, 0, 0, :]
+    return m.t().contiguous()  # (n_out, n_in)
+
+
+@lowering("aten.upsample_bilinear2d_backward.vec")
+def upsample_bilinear2d_backward(g, node, grad, output_size, input_size, align_corners,
+                                 scale_factors):
+    """grad_input = Wh^T grad Ww, with PyTorch's interpolation matrices
+    (constants of the step), in two contractions."""
+    from .export import dense_constant
+    n, c, h, w = input_size
+    oh, ow = grad.shape[-2:]
+    size = output_size if output_size is not None else None
+    wh = dense_constant(g, _bilinear_matrix(h, size, align_corners, scale_factors, 0), "wh")
+    ww = dense_constant(g, _bilinear_matrix(w, size, align_corners, scale_factors, 1), "ww")
+    require(wh.shape == (oh, h) and ww.shape == (ow, w), node,
+            "bilinear sizes that do not match the gradient")
+    t = g.generic((n, c, h, ow), [(grad, ["d0", "d1", "d4", "d3"]), (wh, ["d4", "d2"])],
+                  lambda b, u, v, o: b.add(o, b.mul(u, v)),
+                  iterators=["parallel"] * 4 + ["reduction"], out_exprs=dims(4),
+                  init=g.fill((n, c, h, ow), 0.0))
+    return g.generic((n, c, h, w), [(t, ["d0", "d1", "d2", "d4"]), (ww, ["d4", "d3"])],
+                     lambda b, u, v, o: b.add(o, b.mul(u, v)),
+                     iterators=["parallel"] * 4 + ["reduction"], out_exprs=dims(4),
+                     init=g.fill((n, c, h, w), 0.0), hint=node.name)

@@ -236,6 +236,10 @@ class Traced:
             for n in gm.graph.nodes:
                 if n.op == "get_attr":
                     value = getattr(gm, n.target)
+                    if isinstance(value, torch.Tensor) and value.dtype == torch.float64:
+                        value = value.float()  # a Python float captured as a tensor
+                        n.meta["tensor_meta"] = n.meta["tensor_meta"]._replace(
+                            dtype=torch.float32) if "tensor_meta" in n.meta else None
                     if not isinstance(value, torch.Tensor) or value.dtype not in DTYPES:
                         raise ExportError(f"the traced graph reads '{n.target}', a "
                                           f"{getattr(value, 'dtype', type(value).__name__)} "
@@ -287,9 +291,10 @@ class Traced:
         def run(dtype):
             module = copy.deepcopy(w.module).to(dtype)
             x = w.inputs.to(dtype) if w.inputs.is_floating_point() else w.inputs
+            y = w.targets.to(dtype) if w.targets.is_floating_point() else w.targets
             # Counts the random calls of one eager step (tracing runs twice).
             with without_random_ops(self.random_ops_off if dtype == torch.float32 else None):
-                loss = w.loss_fn(module(x), w.targets)
+                loss = w.loss_fn(module(x), y)
             params = dict(module.named_parameters())
             grads = torch.autograd.grad(loss, [params[n] for n in self.param_names])
             return loss.detach(), [g.detach() for g in grads]

@@ -190,6 +190,106 @@ def _encoder(batch):
     return Enc(), torch.randn(batch, 6, 16), torch.randint(0, 10, (batch,))
 
 
+# Ordinary models of the kinds users write (norms, upsampling, einsum,
+# regression and multi-label losses, 1-d convolution, in-place ops).
+
+
+def _img(b, c=3, s=8, k=5): return torch.randn(b, c, s, s), torch.randint(0, k, (b,))
+
+class NormsPReLU(nn.Module):
+    """GroupNorm, InstanceNorm, ELU, BatchNorm1d, PReLU."""
+    def __init__(s):
+        super().__init__()
+        s.c = nn.Conv2d(3, 8, 3); s.gn = nn.GroupNorm(2, 8); s.inn = nn.InstanceNorm2d(8, affine=True)
+        s.fc = nn.Linear(8, 16); s.bn = nn.BatchNorm1d(16); s.pr = nn.PReLU(); s.out = nn.Linear(16, 5)
+    def forward(s, x):
+        x = F.elu(s.inn(s.gn(s.c(x))))
+        x = x.mean((2, 3))
+        return s.out(s.pr(s.bn(s.fc(x))))
+def _norms(b): return (NormsPReLU(),) + _img(b)
+
+class UpsampleCat(nn.Module):
+    """LayerNorm over channels-last, nearest upsampling, cat, chunk, F.normalize."""
+    def __init__(s):
+        super().__init__()
+        s.c1 = nn.Conv2d(3, 8, 3, padding=1); s.ln = nn.LayerNorm(8); s.c2 = nn.Conv2d(8, 8, 3, stride=2, padding=1); s.fc = nn.Linear(8 * 8 * 8, 5)
+    def forward(s, x):
+        y = s.c1(x)
+        y = s.ln(y.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        z = F.interpolate(s.c2(y), scale_factor=2, mode="nearest")
+        u, v = torch.cat([y, z], 1).chunk(2, dim=1)
+        w = F.normalize(u * torch.sigmoid(v), dim=1)
+        return s.fc(w.flatten(1))
+def _upsample(b): return (UpsampleCat(),) + _img(b)
+
+class EinsumMax(nn.Module):
+    """einsum attention, max over a dim, logsigmoid."""
+    def __init__(s):
+        super().__init__()
+        s.q = nn.Linear(8, 8); s.k = nn.Linear(8, 8); s.fc = nn.Linear(8, 5)
+    def forward(s, x):
+        q, k = s.q(x), s.k(x)
+        att = torch.einsum("bid,bjd->bij", q, k).softmax(-1)
+        y = att @ x
+        y = y.max(dim=1).values + F.logsigmoid(y).mean(1)
+        return s.fc(y)
+def _einsum(b): return EinsumMax(), torch.randn(b, 6, 8), torch.randint(0, 5, (b,))
+
+class Regression(nn.Module):
+    """Average pooling, bilinear upsampling, adaptive max pooling; MSE loss."""
+    def __init__(s):
+        super().__init__()
+        s.c = nn.Conv2d(3, 4, 3, padding=1); s.fc = nn.Linear(4 * 4, 2)
+    def forward(s, x):
+        x = F.avg_pool2d(F.relu(s.c(x)), 2)
+        x = F.interpolate(x, size=(6, 6), mode="bilinear", align_corners=False)
+        x = F.adaptive_max_pool2d(x, 2)
+        return s.fc(x.flatten(1))
+def _regression(b): return Regression(), torch.randn(b, 3, 8, 8), torch.randn(b, 2), F.mse_loss
+
+class Standardize(nn.Module):
+    """std, where, clamp; cross-entropy with label smoothing."""
+    def __init__(s):
+        super().__init__()
+        s.l1 = nn.Linear(10, 20); s.l2 = nn.Linear(20, 5)
+    def forward(s, x):
+        h = s.l1(x)
+        h = (h - h.mean(1, keepdim=True)) / (h.std(1, keepdim=True) + 1e-5)
+        h = torch.where(h > 0, h, 0.1 * h).clamp(-3, 3)
+        return s.l2(h)
+def _smoothing(b): return Standardize(), torch.randn(b, 10), torch.randint(0, 5, (b,)), lambda o, t: F.cross_entropy(o, t, label_smoothing=0.1)
+
+class Conv1d(nn.Module):
+    """Conv1d, GELU."""
+    def __init__(s):
+        super().__init__()
+        s.c = nn.Conv1d(4, 8, 3, padding=1); s.fc = nn.Linear(8 * 10, 5)
+    def forward(s, x):
+        return s.fc(F.gelu(s.c(x)).flatten(1))
+def _conv1d(b): return Conv1d(), torch.randn(b, 4, 10), torch.randint(0, 5, (b,))
+
+class MultiLabel(nn.Module):
+    """Multi-label logits; BCE-with-logits loss."""
+    def __init__(s):
+        super().__init__()
+        s.l = nn.Sequential(nn.Linear(6, 12), nn.Tanh(), nn.Linear(12, 4))
+    def forward(s, x): return s.l(x)
+def _multilabel(b): return MultiLabel(), torch.randn(b, 6), torch.randint(0, 2, (b, 4)).float(), F.binary_cross_entropy_with_logits
+
+class InPlace(nn.Module):
+    """In-place ops: add_, ReLU(inplace=True), x[:, 0] = 0."""
+    def __init__(s):
+        super().__init__()
+        s.l1 = nn.Linear(6, 12); s.l2 = nn.Linear(12, 4); s.r = nn.ReLU(inplace=True)
+    def forward(s, x):
+        h = s.l1(x).clone()
+        h.add_(1.0)
+        h = s.r(h)
+        h = h.clone(); h[:, 0] = 0.0
+        return s.l2(h)
+def _inplace(b): return InPlace(), torch.randn(b, 6), torch.randint(0, 4, (b,))
+
+
 ZOO = {
     # torchvision families (0.14), reduced width or resolution
     "resnet18": _tv("resnet18"),
@@ -223,6 +323,14 @@ ZOO = {
     "blocks": lambda batch: (Blocks(),) + _images(batch, 16),
     "tiny_gpt": lambda batch: (TinyGPT(), torch.randint(0, 32, (batch, 8)),
                                torch.randint(0, 32, (batch * 8,))),
+    "norms_prelu": _norms,
+    "upsample_cat": _upsample,
+    "einsum_max": _einsum,
+    "regression_mse": _regression,
+    "label_smoothing": _smoothing,
+    "conv1d": _conv1d,
+    "multilabel_bce": _multilabel,
+    "inplace": _inplace,
 }
 
 # Batch per model: BatchNorm over N x 1 x 1 values (the last stage of the

@@ -23,12 +23,14 @@ from act.export import export, main  # noqa: E402
 
 # Models that cover the ops the zoo needs and run in seconds: hand-written
 # blocks (grouped conv, SiLU, Hardswish, ReLU6, Mish, RMSNorm, tanh-GELU),
-# a GPT block (embedding, causal-mask buffer, masked_fill, pow/rsqrt), GRUCell
-# unrolled over x[:, t], nn.LSTM (flat weights), nn.MultiheadAttention with
-# masks, nn.TransformerEncoderLayer (dropout inside), a ViT and squeezenet
-# (ceil-mode max pooling, cat).
-SUBSET = ["blocks", "tiny_gpt", "gru_cell", "lstm", "multihead_attention",
-          "transformer_encoder_layer", "embedding", "vit", "squeezenet1_1"]
+# a GPT block (embedding, causal-mask buffer, masked_fill, pow/rsqrt),
+# nn.LSTM (flat weights), nn.MultiheadAttention with masks, ordinary models
+# (upsampling, cat/chunk, einsum, max over a dim, MSE regression, in-place
+# ops, GroupNorm/InstanceNorm/BatchNorm1d/PReLU), nn.TransformerEncoderLayer
+# (dropout inside) and squeezenet (ceil-mode max pooling, cat).
+SUBSET = ["blocks", "tiny_gpt", "lstm", "multihead_attention", "upsample_cat", "einsum_max",
+          "regression_mse", "inplace", "norms_prelu", "transformer_encoder_layer",
+          "squeezenet1_1"]
 
 
 @pytest.mark.parametrize("name", SUBSET)

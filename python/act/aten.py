@@ -284,9 +284,72 @@ def addmm(g, node, bias, a, b, beta=1, alpha=1):
 
 
 def _conv_args(node, stride, padding, dilation, transposed, output_padding, groups, w):
-    require(w.rank == 4, node, f"a {w.rank - 2}-d convolution (only 2-d)")
-    require(not transposed, node, "a transposed convolution")
+    require(w.rank == 4, node, f"a {w.rank - 2}-d convolution (only 1-d and 2-d)")
     return list(stride), list(padding), list(dilation)
+
+
+def _correlate(g, xp, w, shape, stride, dilation, groups, hint):
+    """y[n, f, i, j] = sum over the group's channels c and the window of
+    xp[n, (f floordiv F/G) * C/G + c, i * s + u * d, j * s + v * d] *
+    w[f, c, u, v], for an already padded xp and an output `shape`."""
+    f, cg, k0, k1 = w.shape
+    fg = f // groups
+    (s0, s1), (d0, d1) = stride, dilation
+    cexpr = f"(d1 floordiv {fg}) * {cg} + d4" if groups > 1 else "d4"
+    return g.generic(shape, [(xp, ["d0", cexpr, f"d2 * {s0} + d5 * {d0}", f"d3 * {s1} + d6 * {d1}"]),
+                             (w, ["d1", "d4", "d5", "d6"])],
+                     lambda b, u, v, o: b.add(o, b.mul(u, v)),
+                     iterators=["parallel"] * 4 + ["reduction"] * 3, out_exprs=dims(4),
+                     init=g.fill(shape, 0.0), hint=hint)
+
+
+def _input_gradient(g, grad, w, shape, stride, padding, dilation, groups, hint):
+    """The input gradient of a convolution with weight w (F, C/G, k) whose
+    output gradient is grad, for an input of `shape`: the correlation of
+    the stride-dilated, padded gradient with the weight read backwards, over
+    the output channels of the input channel's group. (Also the forward of
+    a transposed convolution.)"""
+    (s0, s1), (p0, p1), (e0, e1) = stride, padding, dilation
+    n, c, h, wd = shape
+    f, cg, k0, k1 = w.shape
+    fg = f // groups
+    oh, ow = grad.shape[2:]
+    r0, r1 = (k0 - 1) * e0, (k1 - 1) * e1
+    lh = max(h + p0 + r0, r0 + (oh - 1) * s0 + 1)
+    lw = max(wd + p1 + r1, r1 + (ow - 1) * s1 + 1)
+    gp = g.insert_slice(grad, g.fill((n, f, lh, lw), 0.0), [0, 0, r0, r1], [1, 1, s0, s1],
+                        hint=hint + "_dilated")
+    fexpr = f"(d1 floordiv {cg}) * {fg} + d4" if groups > 1 else "d4"
+    cexpr = f"d1 mod {cg}" if groups > 1 else "d1"
+    ins = [(gp, ["d0", fexpr, f"d2 - d5 * {e0} + {p0 + r0}", f"d3 - d6 * {e1} + {p1 + r1}"]),
+           (w, [fexpr, cexpr, "d5", "d6"])]
+    if groups > 1:  # the range of d4 (output channels of one group)
+        ins.append((g.empty((fg,)), ["d4"]))
+    return g.generic(tuple(shape), ins, lambda b, u, v, *o: b.add(o[-1], b.mul(u, v)),
+                     iterators=["parallel"] * 4 + ["reduction"] * 3,
+                     out_exprs=dims(4), init=g.fill(tuple(shape), 0.0), hint=hint)
+
+
+def _weight_gradient(g, grad, xp, wshape, stride, dilation, groups, hint):
+    """The weight gradient (wshape: F, C/G, k) of a convolution of the padded
+    input xp whose output gradient is grad."""
+    (s0, s1), (e0, e1) = stride, dilation
+    f, cg = wshape[0], wshape[1]
+    fg = f // groups
+    cexpr = f"(d0 floordiv {fg}) * {cg} + d1" if groups > 1 else "d1"
+    return g.generic(tuple(wshape),
+                     [(grad, ["d4", "d0", "d5", "d6"]),
+                      (xp, ["d4", cexpr, f"d5 * {s0} + d2 * {e0}", f"d6 * {s1} + d3 * {e1}"])],
+                     lambda b, u, v, o: b.add(o, b.mul(u, v)),
+                     iterators=["parallel"] * 4 + ["reduction"] * 3,
+                     out_exprs=dims(4), init=g.fill(tuple(wshape), 0.0), hint=hint)
+
+
+def _add_bias(g, y, bias, hint):
+    if bias is None:
+        return y
+    return g.ew([y, g.reshape(bias, (bias.shape[0], 1, 1))], lambda b, u, c: b.add(u, c),
+                hint=hint)
 
 
 @lowering("aten.convolution.default")
@@ -294,72 +357,54 @@ def convolution(g, node, x, w, bias, stride, padding, dilation, transposed,
                 output_padding, groups):
     """linalg.conv_2d_nchw_fchw of the padded input (any stride and
     dilation); grouped: a generic whose channel index is (f floordiv F/G) *
-    C/G + c."""
+    C/G + c. Transposed: the input gradient of the convolution it
+    transposes (weight Cin x Cout/G x k)."""
     stride, padding, dilation = _conv_args(node, stride, padding, dilation, transposed,
                                            output_padding, groups, w)
+    if transposed:
+        shape = meta_shape(node)
+        if len(shape) == 3:  # a 1-d one, run as 2-d over a height of 1
+            shape = (shape[0], shape[1], 1, shape[2])
+        y = _input_gradient(g, x, w, shape, stride, padding, dilation, groups, node.name)
+        return _add_bias(g, y, bias, node.name)
     xp = g.pad(x, [0, 0] + padding, [0, 0] + padding, hint=node.name + "_pad")
     if groups == 1:
         y = g.conv2d(xp, w, stride, dilation, hint=node.name)
     else:
         n, _, h, wd = xp.shape
-        f, cg, k0, k1 = w.shape
-        fg = f // groups
+        f, _, k0, k1 = w.shape
         (s0, s1), (d0, d1) = stride, dilation
         shape = (n, f, (h - d0 * (k0 - 1) - 1) // s0 + 1, (wd - d1 * (k1 - 1) - 1) // s1 + 1)
-        y = g.generic(shape, [(xp, ["d0", f"(d1 floordiv {fg}) * {cg} + d4",
-                                    f"d2 * {s0} + d5 * {d0}", f"d3 * {s1} + d6 * {d1}"]),
-                              (w, ["d1", "d4", "d5", "d6"])],
-                      lambda b, u, v, o: b.add(o, b.mul(u, v)),
-                      iterators=["parallel"] * 4 + ["reduction"] * 3, out_exprs=dims(4),
-                      init=g.fill(shape, 0.0), hint=node.name)
-    if bias is not None:
-        y = g.ew([y, g.reshape(bias, (bias.shape[0], 1, 1))], lambda b, u, c: b.add(u, c),
-                 hint=node.name)
-    return y
+        y = _correlate(g, xp, w, shape, stride, dilation, groups, node.name)
+    return _add_bias(g, y, bias, node.name)
 
 
 @lowering("aten.convolution_backward.default")
 def convolution_backward(g, node, grad, x, w, bias_sizes, stride, padding, dilation,
                          transposed, output_padding, groups, output_mask):
-    """grad_input: the correlation of the stride-dilated, padded gradient
-    with the weight read backwards (over the output channels of the input
-    channel's group); grad_weight: the correlation of the padded input with
-    the gradient; grad_bias: the gradient summed."""
-    (s0, s1), (p0, p1), (e0, e1) = _conv_args(node, stride, padding, dilation, transposed,
-                                              output_padding, groups, w)
-    n, c, h, wd = x.shape
-    f, cg, k0, k1 = w.shape
-    fg = f // groups
-    _, _, oh, ow = grad.shape
+    """Regular: the input gradient (_input_gradient), the weight gradient
+    (the correlation of the padded input with the gradient), the bias
+    gradient (the gradient summed). Transposed: the roles swap (the input
+    gradient is the correlation of the padded gradient with the weight)."""
+    stride, padding, dilation = _conv_args(node, stride, padding, dilation, transposed,
+                                           output_padding, groups, w)
+    (p0, p1) = padding
     gi = gw = gb = None
-    if output_mask[0]:
-        r0, r1 = (k0 - 1) * e0, (k1 - 1) * e1
-        lh = max(h + p0 + r0, r0 + (oh - 1) * s0 + 1)
-        lw = max(wd + p1 + r1, r1 + (ow - 1) * s1 + 1)
-        zeros = g.fill((n, f, lh, lw), 0.0)
-        gp = g.insert_slice(grad, zeros, [0, 0, r0, r1], [1, 1, s0, s1],
-                            hint=node.name + "_dilated")
-        init = g.fill((n, c, h, wd), 0.0)
-        fexpr = f"(d1 floordiv {cg}) * {fg} + d4" if groups > 1 else "d4"
-        cexpr = f"d1 mod {cg}" if groups > 1 else "d1"
-        ins = [(gp, ["d0", fexpr, f"d2 - d5 * {e0} + {p0 + r0}", f"d3 - d6 * {e1} + {p1 + r1}"]),
-               (w, [fexpr, cexpr, "d5", "d6"])]
-        if groups > 1:  # the range of d4 (output channels of one group)
-            ins.append((g.empty((fg,)), ["d4"]))
-        gi = g.generic((n, c, h, wd), ins,
-                       lambda b, u, v, *o: b.add(o[-1], b.mul(u, v)),
-                       iterators=["parallel"] * 4 + ["reduction"] * 3,
-                       out_exprs=dims(4), init=init, hint=node.name + "_input")
-    if output_mask[1]:
-        xp = g.pad(x, [0, 0, p0, p1], [0, 0, p0, p1], hint=node.name + "_pad")
-        init = g.fill(w.shape, 0.0)
-        cexpr = f"(d0 floordiv {fg}) * {cg} + d1" if groups > 1 else "d1"
-        gw = g.generic(w.shape,
-                       [(grad, ["d4", "d0", "d5", "d6"]),
-                        (xp, ["d4", cexpr, f"d5 * {s0} + d2 * {e0}", f"d6 * {s1} + d3 * {e1}"])],
-                       lambda b, u, v, o: b.add(o, b.mul(u, v)),
-                       iterators=["parallel"] * 4 + ["reduction"] * 3,
-                       out_exprs=dims(4), init=init, hint=node.name + "_weight")
+    if transposed:
+        gp = g.pad(grad, [0, 0, p0, p1], [0, 0, p0, p1], hint=node.name + "_pad")
+        if output_mask[0]:
+            gi = _correlate(g, gp, w, x.shape, stride, dilation, groups, node.name + "_input")
+        if output_mask[1]:
+            gw = _weight_gradient(g, x, gp, w.shape, stride, dilation, groups,
+                                  node.name + "_weight")
+    else:
+        if output_mask[0]:
+            gi = _input_gradient(g, grad, w, x.shape, stride, padding, dilation, groups,
+                                 node.name + "_input")
+        if output_mask[1]:
+            xp = g.pad(x, [0, 0, p0, p1], [0, 0, p0, p1], hint=node.name + "_pad")
+            gw = _weight_gradient(g, grad, xp, w.shape, stride, dilation, groups,
+                                  node.name + "_weight")
     if output_mask[2]:
         gb = g.reduce(grad, [0, 2, 3], hint=node.name + "_bias")
     return gi, gw, gb

@@ -290,6 +290,23 @@ class InPlace(nn.Module):
 def _inplace(b): return InPlace(), torch.randn(b, 6), torch.randint(0, 4, (b,))
 
 
+class EncoderDecoder(nn.Module):
+    """Strided convolutions down, transposed ones up (grouped, with output
+    padding), a ConvTranspose1d head: U-Net/GAN-style."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.up = nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)
+        self.grouped = nn.ConvTranspose2d(4, 4, 4, stride=2, padding=1, groups=2)
+        self.up1d = nn.ConvTranspose1d(4, 2, 3, stride=2)
+        self.fc = nn.Linear(2 * 33, 5)
+
+    def forward(self, x):
+        y = self.grouped(torch.relu(self.up(torch.relu(self.down(x)))))
+        return self.fc(self.up1d(y.mean(2)).flatten(1))
+
+
 ZOO = {
     # torchvision families (0.14), reduced width or resolution
     "resnet18": _tv("resnet18"),
@@ -331,6 +348,7 @@ ZOO = {
     "conv1d": _conv1d,
     "multilabel_bce": _multilabel,
     "inplace": _inplace,
+    "encoder_decoder": lambda batch: (EncoderDecoder(),) + _images(batch, 8, 5),
 }
 
 # Batch per model: BatchNorm over N x 1 x 1 values (the last stage of the

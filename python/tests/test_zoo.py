@@ -26,10 +26,12 @@ from act.export import export, main  # noqa: E402
 # a GPT block (embedding, causal-mask buffer, masked_fill, pow/rsqrt),
 # nn.LSTM (flat weights), nn.MultiheadAttention with masks, ordinary models
 # (upsampling, cat/chunk, einsum, max over a dim, MSE regression, in-place
-# ops, GroupNorm/InstanceNorm/BatchNorm1d/PReLU), nn.TransformerEncoderLayer
+# ops, GroupNorm/InstanceNorm/BatchNorm1d/PReLU, transposed convolutions),
+# nn.TransformerEncoderLayer
 # (dropout inside) and squeezenet (ceil-mode max pooling, cat).
 SUBSET = ["blocks", "tiny_gpt", "lstm", "multihead_attention", "upsample_cat", "einsum_max",
-          "regression_mse", "inplace", "norms_prelu", "transformer_encoder_layer",
+          "regression_mse", "inplace", "norms_prelu", "encoder_decoder",
+          "transformer_encoder_layer",
           "squeezenet1_1"]
 
 

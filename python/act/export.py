@@ -59,7 +59,7 @@ OWN_LOWERINGS = {
     "native_batch_norm_backward", "native_layer_norm_backward", "gelu_backward",
     "tanh_backward", "sigmoid_backward", "threshold_backward", "addmm", "slice",
     "split", "split_with_sizes", "_reshape_alias", "_unsafe_view", "detach", "_to_copy",
-    "_adaptive_avg_pool2d",
+    "_adaptive_avg_pool2d", "native_dropout",
 }
 
 # Constant tensors captured by tracing with at most this many elements are
@@ -78,39 +78,82 @@ def decompositions():
             and op.name().split("::")[-1] not in OWN_LOWERINGS}
 
 
+def philox_keep(seed, k, shape, p):
+    """The keep mask of the k-th dropout of a step with seed `seed` (the
+    lowering's Philox4x32-10 stream, act.aten.native_dropout), in NumPy."""
+    from .aten import DROPOUT_STREAM, PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1
+    M = np.uint64(0xFFFFFFFF)
+    n = int(np.prod(shape, dtype=np.int64))
+    i = np.arange(n, dtype=np.uint64)
+    c0, c1 = i & M, i >> np.uint64(32)
+    c2 = np.full(n, k, dtype=np.uint64)
+    c3 = np.full(n, DROPOUT_STREAM, dtype=np.uint64)
+    k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64((seed >> 32) & 0xFFFFFFFF)
+    for _ in range(10):
+        p0, p1 = np.uint64(PHILOX_M0) * c0, np.uint64(PHILOX_M1) * c2
+        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & M,
+                          (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & M)
+        k0, k1 = (k0 + np.uint64(PHILOX_W0)) & M, (k1 + np.uint64(PHILOX_W1)) & M
+    u = (c0 >> np.uint64(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+    return (u >= np.float32(p)).reshape(shape)
+
+
 @contextlib.contextmanager
-def without_random_ops(counter=None):
-    """Dropout (torch.nn.functional's dropout family, also inside
-    nn.MultiheadAttention and nn.TransformerEncoderLayer) and torchvision's
-    stochastic depth as the identity: act has no random ops in the graph
-    yet. Counts the calls that would have been random in counter[0]."""
+def random_ops(mode, seed=0, counts=None):
+    """How randomness is traced. F.dropout (also inside
+    nn.MultiheadAttention and nn.TransformerEncoderLayer) becomes
+    aten.native_dropout, which act lowers to a Philox mask from the step's
+    dropout seed (mode "trace"), or multiplies by that same mask computed in
+    NumPy (mode "reference", the float64 autograd the step is checked
+    against). Channel-wise and alpha dropout and torchvision's stochastic
+    depth are the identity in both (act has no lowering for them yet).
+    counts: {"dropout": n, "identity": m}, per eager step."""
     import torch.nn.functional as F
-    counter = counter if counter is not None else [0]
+    counts = counts if counts is not None else {}
+    counts.setdefault("dropout", 0)
+    counts.setdefault("identity", 0)
     patched = []
 
-    def identity(fn_name, p_index, training_index, default_training):
+    def arguments(args, kwargs, p_index, training_index):
+        p = kwargs.get("p", args[p_index - 1] if len(args) >= p_index else 0.5)
+        training = kwargs.get("training", args[training_index - 1]
+                              if len(args) >= training_index else True)
+        return p, training
+
+    def dropout(x, *args, **kwargs):
+        p, training = arguments(args, kwargs, 1, 2)
+        if not training or p == 0:
+            return x
+        k = counts["dropout"]
+        counts["dropout"] += 1
+        if mode == "trace":
+            return torch.ops.aten.native_dropout(x, p, True)[0]
+        keep = torch.from_numpy(philox_keep(seed, k, tuple(x.shape), p))
+        return x * keep.to(x.dtype) / (1.0 - p)
+
+    def identity(p_index, training_index):
         def fn(x, *args, **kwargs):
-            p = kwargs.get("p", args[p_index - 1] if len(args) >= p_index else 0.5)
-            training = kwargs.get("training", args[training_index - 1]
-                                  if len(args) >= training_index else default_training)
+            p, training = arguments(args, kwargs, p_index, training_index)
             if training and p > 0:
-                counter[0] += 1
+                counts["identity"] += 1
             return x
         return fn
-    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+    patched.append((F, "dropout", F.dropout))
+    F.dropout = dropout
+    for name in ("dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
                  "feature_alpha_dropout"):
         if hasattr(F, name):
             patched.append((F, name, getattr(F, name)))
-            setattr(F, name, identity(name, 1, 2, True))
+            setattr(F, name, identity(1, 2))
     try:
         import torchvision.ops  # noqa: F401 (the package shadows its module's name)
         sd = sys.modules["torchvision.ops.stochastic_depth"]
         patched.append((sd, "stochastic_depth", sd.stochastic_depth))
-        sd.stochastic_depth = identity("stochastic_depth", 1, 3, True)
+        sd.stochastic_depth = identity(1, 3)
     except ImportError:
         pass
     try:
-        yield counter
+        yield counts
     finally:
         for owner, name, fn in reversed(patched):
             setattr(owner, name, fn)
@@ -172,8 +215,9 @@ def mlir_dtype(t):
 class Traced:
     """The aten graphs of a workload and the values around them."""
 
-    def __init__(self, workload):
+    def __init__(self, workload, seed=0):
         self.workload = workload
+        self.seed = seed
         module = workload.module
         self.param_names = [n for n, p in module.named_parameters() if p.requires_grad]
         params = dict(module.named_parameters())
@@ -206,7 +250,7 @@ class Traced:
         if workload.loss_fn is F.cross_entropy:
             # The targets' range needs concrete values: one eager forward
             # (on a copy: BatchNorm updates its running statistics).
-            with torch.no_grad(), without_random_ops():
+            with torch.no_grad(), random_ops("reference", seed):
                 check_classification(copy.deepcopy(module)(workload.inputs), workload.targets,
                                      concrete=True)
 
@@ -216,9 +260,9 @@ class Traced:
             fn = aot_function(step, keep("forward"), keep("backward"),
                               partition_fn=default_partition, decompositions=decompositions())
             primals = [p.detach().requires_grad_(True) for p in self.params]
-            # Dropout is random: traced as the identity (act has no random
-            # ops in the graph yet), counted in the manifest.
-            with without_random_ops():
+            # Dropout becomes aten.native_dropout (a Philox mask from the
+            # step's dropout seed).
+            with random_ops("trace"):
                 loss = fn(*primals, *[b.clone() for b in self.buffers], workload.inputs,
                           workload.targets)
             if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
@@ -247,11 +291,17 @@ class Traced:
                     self.constants.setdefault(n.target, value.detach().clone())
         self.large_constants = [k for k, v in self.constants.items()
                                 if v.numel() > MAX_INLINE_CONSTANT]
+        # A step with dropout takes its seed (an i64 scalar) before the inputs.
+        self.has_dropout = any(
+            n.op == "call_function" and str(n.target) == "aten.native_dropout.default"
+            for n in self.forward.graph.nodes)
+        seed_arg = [torch.tensor(seed, dtype=torch.int64)] if self.has_dropout else []
         self.args = ([p.detach() for p in self.params] + [b.detach().clone() for b in self.buffers]
-                     + [self.constants[k] for k in self.large_constants]
+                     + [self.constants[k] for k in self.large_constants] + seed_arg
                      + [workload.inputs, workload.targets])
         self.arg_names = (self.param_names + ["buffer_" + n for n in self.buffer_names]
-                          + ["const_" + k for k in self.large_constants] + ["inputs", "targets"])
+                          + ["const_" + k for k in self.large_constants]
+                          + (["dropout_seed"] if self.has_dropout else []) + ["inputs", "targets"])
         fw_out = self._output(self.forward)
         self.loss_node, self.saved = fw_out[0], list(fw_out[1:])
         bw_ph = [n for n in self.backward.graph.nodes if n.op == "placeholder"]
@@ -293,12 +343,13 @@ class Traced:
             x = w.inputs.to(dtype) if w.inputs.is_floating_point() else w.inputs
             y = w.targets.to(dtype) if w.targets.is_floating_point() else w.targets
             # Counts the random calls of one eager step (tracing runs twice).
-            with without_random_ops(self.random_ops_off if dtype == torch.float32 else None):
+            with random_ops("reference", self.seed,
+                            self.random_counts if dtype == torch.float32 else None):
                 loss = w.loss_fn(module(x), y)
             params = dict(module.named_parameters())
             grads = torch.autograd.grad(loss, [params[n] for n in self.param_names])
             return loss.detach(), [g.detach() for g in grads]
-        self.random_ops_off = [0]
+        self.random_counts = {}
         loss, grads = run(torch.float64)
         _, grads32 = run(torch.float32)
         f32_error = [float((a.double() - b).norm() / max(float(b.norm()), 1e-300))
@@ -318,7 +369,8 @@ class Traced:
             if st.data_ptr() not in param_ptrs and st.size() > 0:
                 seen[st.data_ptr()] = st.size() * t.element_size()
             return t
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), without_random_ops():
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+                random_ops("reference", self.seed):
             loss = w.loss_fn(module(w.inputs), w.targets)
         del loss
         return sum(seen.values())
@@ -370,8 +422,11 @@ class Exporter:
     def _arguments(self, g):
         names = ["p_" + n for n in self.t.param_names] + \
             ["b_" + n.replace(".", "_") for n in self.t.buffer_names] + \
-            ["c_" + n for n in self.t.large_constants] + ["inputs", "targets"]
+            ["c_" + n for n in self.t.large_constants] + \
+            (["dropout_seed"] if self.t.has_dropout else []) + ["inputs", "targets"]
         args = [V(g.fresh(nm), a.shape, mlir_dtype(a.dtype)) for nm, a in zip(names, self.t.args)]
+        if self.t.has_dropout:
+            g.dropout_seed = args[-3]
         # Constants: large ones read their argument, small ones are inlined.
         first = len(self.t.params) + len(self.t.buffers)
         by_name = dict(zip(self.t.large_constants, args[first:]))
@@ -421,7 +476,10 @@ class Exporter:
         g = Graph()
         args = self._arguments(g)
         fw = Lowerer(g, "forward", self.constants)
-        fw.env.update(zip(self.t.fw_placeholders, args))
+        # The traced function's arguments: parameters, buffers, inputs,
+        # targets (constants and the dropout seed are the step's own).
+        nstate = len(self.t.params) + len(self.t.buffers)
+        fw.env.update(zip(self.t.fw_placeholders, args[:nstate] + args[-2:]))
         fw.run(self.t.forward.graph.nodes)
         return g, args, fw
 
@@ -467,7 +525,9 @@ class Exporter:
                 index = self.t.fw_placeholders.index(chain[0])
                 if index >= nparams:
                     roots.add(index)
-        return sum(self.t.args[i].numel() * self.t.args[i].element_size() for i in roots)
+        nstate = len(self.t.params) + len(self.t.buffers)
+        traced_args = self.t.args[:nstate] + self.t.args[-2:]  # the placeholders' values
+        return sum(traced_args[i].numel() * traced_args[i].element_size() for i in roots)
 
 
 def dense_constant(g, value, name):
@@ -491,7 +551,7 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
     batches > 1 adds mini-batches (inputs and targets only, drawn with seeds
     derived from `seed`) for act-run --batch-inputs."""
     workload = load(spec, batch, seed)
-    traced = Traced(workload)
+    traced = Traced(workload, seed)
     ex = Exporter(traced)
     name = workload.name
     os.makedirs(out_dir, exist_ok=True)
@@ -540,7 +600,8 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
         "updated_buffers": [traced.buffer_names[i] for i, _ in ex.updated],
         "constants": {"inlined": len(traced.constants) - len(traced.large_constants),
                       "arguments": traced.large_constants},
-        "random_ops_traced_as_identity": traced.random_ops_off[0],
+        "dropout_calls": traced.random_counts["dropout"],
+        "random_ops_traced_as_identity": traced.random_counts["identity"],
         "saved": {"aot_autograd_values": len(traced.saved),
                   "hooks_bytes": traced.hooked_saved_bytes(),
                   "argument_bytes": ex.saved_argument_bytes()},
@@ -580,9 +641,12 @@ def main(argv=None):
         return 1
     print(f"act.export: {m['model']} (batch {a.batch}, seed {a.seed}): {m['parameters']} parameters, "
           f"{m['saved']['aot_autograd_values']} saved values")
+    if m["dropout_calls"]:
+        print(f"  dropout: {m['dropout_calls']} call(s), masks from the step's dropout_seed "
+              f"argument (Philox4x32-10; this export's seed: {a.seed})")
     if m["random_ops_traced_as_identity"]:
-        print(f"  note: {m['random_ops_traced_as_identity']} dropout/stochastic-depth call(s) "
-              f"traced as the identity (act has no random ops in the graph yet)")
+        print(f"  note: {m['random_ops_traced_as_identity']} channel/alpha dropout or stochastic "
+              f"depth call(s) traced as the identity (act has no lowering for them yet)")
     print(f"  joint: {m['files']['joint']}\n  split: {m['files']['split']}")
     print(f"  inputs: {len(m['inputs'])} .npy files in {os.path.dirname(m['inputs'][0])} "
           f"(manifest {os.path.join(a.output_dir, m['model'] + '.json')})")

@@ -9,8 +9,9 @@ L2 norm of all gradients together, so that a gradient that is zero in theory
 does not read as a failure; bound 1e-4), the same with uniform 4-bit
 quantization and with bf16 of every saved activation; saved bytes and the
 measured peak without and with 4-bit. Models run at reduced width and
-resolution, in training mode; dropout and stochastic depth are traced as the
-identity (act has no random ops in the graph yet; the manifest counts them).
+resolution, in training mode; dropout masks come from the step's seed
+(Philox, the reference uses the same masks); stochastic depth is traced as
+the identity (the manifest counts it).
 The names are usable wherever the exporter takes a model (`zoo.NAME`).
 """
 

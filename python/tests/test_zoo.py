@@ -19,6 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 from act import driver, zoo  # noqa: E402
+from act import export as export_module  # noqa: E402
 from act.export import export, main  # noqa: E402
 
 # Models that cover the ops the zoo needs and run in seconds: hand-written
@@ -89,20 +90,36 @@ def test_batchnorm_running_statistics_come_back_updated(tmp_path):
     np.testing.assert_allclose(results[-1], net.bn.running_var.numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_dropout_is_traced_as_identity_and_said(tmp_path, capsys):
+def test_dropout_masks_come_from_the_steps_seed(tmp_path, capsys):
+    """F.dropout becomes aten.native_dropout, lowered to a Philox4x32-10
+    mask from the step's dropout_seed argument; the float64 reference uses
+    the same mask computed in NumPy (act.export.philox_keep), so the
+    gradients match; another seed gives another mask."""
     model = tmp_path / "drop.py"
     model.write_text(
         "import torch, torch.nn as nn\n"
         "def make(batch):\n"
-        "    m = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 3))\n"
+        "    m = nn.Sequential(nn.Linear(6, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 3))\n"
         "    return m, torch.randn(batch, 6), torch.randint(0, 3, (batch,))\n")
-    assert main([f"{model}:make", "--batch", "3", "-o", str(tmp_path)]) == 0
-    assert "1 dropout/stochastic-depth call(s) traced as the identity" in capsys.readouterr().out
+    assert main([f"{model}:make", "--batch", "3", "--seed", "7", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "dropout: 1 call(s), masks from the step's dropout_seed argument" in out, out
     m = json.load(open(tmp_path / "make.json"))
+    assert [a["name"] for a in m["arguments"]][-3:] == ["dropout_seed", "inputs", "targets"]
     results, _, _ = driver.step(m["files"]["joint"], m["inputs"], tmp_path / "run",
                                 m["parameters"] + 1)
-    _, grad, _ = zoo.scaled_errors(results, driver.reference(m), m["parameters"])
-    assert grad <= zoo.BOUND
+    loss, grad, _ = zoo.scaled_errors(results, driver.reference(m), m["parameters"])
+    assert loss <= 1e-5 and grad <= zoo.BOUND, (loss, grad)
+    seed_file = [f for f in m["inputs"] if "dropout_seed" in f][0]
+    assert int(np.load(seed_file)) == 7
+    np.save(seed_file, np.array(8, dtype=np.int64))
+    other, _, _ = driver.step(m["files"]["joint"], m["inputs"], tmp_path / "run8",
+                              m["parameters"] + 1)
+    assert float(other[0]) != float(results[0])
+    keep = export_module.philox_keep(7, 0, (100, 100), 0.5)
+    assert 0.47 < keep.mean() < 0.53
+    assert not np.array_equal(keep, export_module.philox_keep(8, 0, (100, 100), 0.5))
+    assert not np.array_equal(keep, export_module.philox_keep(7, 1, (100, 100), 0.5))
 
 
 def test_scaled_error_reads_a_zero_gradient_as_correct():

@@ -1,0 +1,9 @@
+"""act from Python: the exporter (act.export), the model zoo (act.zoo), the
+oracle and tuner, and act.compile (a compiled, compressed training step;
+act.training)."""
+
+
+def compile(*args, **kwargs):
+    """act.training.compile (imported on first use: it loads torch)."""
+    from .training import compile as compile_step
+    return compile_step(*args, **kwargs)

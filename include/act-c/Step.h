@@ -1,0 +1,103 @@
+/*===-- act-c/Step.h - compile a training step once, run it many times ---===*\
+|*                                                                            *|
+|* act's C API over the step engine (include/act/Execution/Step.h), in the    *|
+|* style of MLIR's C API: opaque handles passed by value, `...Create`/        *|
+|* `...Destroy` pairs, plain C types. It is what Python's act.compile loads   *|
+|* with ctypes (libActCAPI.so).                                               *|
+|*                                                                            *|
+|* A step is compiled once from MLIR (a joint or split training step, before  *|
+|* or after act's passes) and run many times on caller-owned buffers: the     *|
+|* arguments are read in place, never copied; the results belong to the run  *|
+|* handle until it is destroyed (no copy either). Errors cross as messages:   *|
+|* a function that can fail returns a null handle or a non-zero status and,   *|
+|* when `error` is not null, stores a message the caller frees with           *|
+|* actStringFree. Nothing here aborts on bad input.                           *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef ACT_C_STEP_H
+#define ACT_C_STEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ACT_CAPI_EXPORTED __attribute__((visibility("default")))
+
+/// A compiled step.
+typedef struct ActStep {
+  void *ptr;
+} ActStep;
+
+/// The results of one run of a step.
+typedef struct ActRun {
+  void *ptr;
+} ActRun;
+
+/// Element types (the engine's ElementKind, same order).
+typedef enum ActElementKind {
+  ActElementF32 = 0,
+  ActElementF64 = 1,
+  ActElementI64 = 2,
+  ActElementI32 = 3,
+  ActElementI16 = 4,
+  ActElementI8 = 5,
+  ActElementI1 = 6, /* one byte per element */
+} ActElementKind;
+
+/// A dense row-major tensor. Arguments: the caller's memory. Results: the
+/// run's memory. Shapes: -1 for a dynamic dimension of an argument's spec.
+typedef struct ActTensor {
+  ActElementKind kind;
+  intptr_t rank;
+  const int64_t *shape;
+  void *data;
+} ActTensor;
+
+/// Compiles the training step in the MLIR file `path` (or, `entry` not
+/// null, its function `entry` and the backward it names) for the CPU.
+ACT_CAPI_EXPORTED ActStep actStepCompileFile(const char *path,
+                                             const char *entry, char **error);
+/// The same from MLIR text (`length` bytes).
+ACT_CAPI_EXPORTED ActStep actStepCompileSource(const char *source,
+                                               size_t length, const char *entry,
+                                               char **error);
+ACT_CAPI_EXPORTED void actStepDestroy(ActStep step);
+
+/// The arguments a run takes from the caller (an act.seeds argument is not
+/// one: the run fills it from its step seed).
+ACT_CAPI_EXPORTED intptr_t actStepGetNumArguments(ActStep step);
+/// Argument `pos`'s kind, rank and shape (data null); non-zero if out of
+/// range. The shape stays valid while the step lives.
+ACT_CAPI_EXPORTED int actStepGetArgument(ActStep step, intptr_t pos,
+                                         ActTensor *spec);
+/// The position of the loss among a run's results.
+ACT_CAPI_EXPORTED intptr_t actStepGetLossIndex(ActStep step);
+/// Non-zero if the step has stochastic encodings (an act.seeds argument).
+ACT_CAPI_EXPORTED int actStepHasSeeds(ActStep step);
+
+/// Runs the step on `args` (numArgs of them, in actStepGetArgument's
+/// order); `stepSeed` seeds its stochastic encodings (DESIGN.md
+/// "Randomness": tensor id's seed is splitmix64(stepSeed + id)).
+ACT_CAPI_EXPORTED ActRun actStepRun(ActStep step, const ActTensor *args,
+                                    intptr_t numArgs, uint64_t stepSeed,
+                                    char **error);
+/// Joint form: the step's results; split form: the forward's outputs, then
+/// the backward's results.
+ACT_CAPI_EXPORTED intptr_t actRunGetNumResults(ActRun run);
+ACT_CAPI_EXPORTED int actRunGetResult(ActRun run, intptr_t pos,
+                                      ActTensor *result);
+/// The most bytes the run had allocated at once.
+ACT_CAPI_EXPORTED int64_t actRunGetPeakBytes(ActRun run);
+ACT_CAPI_EXPORTED void actRunDestroy(ActRun run);
+
+ACT_CAPI_EXPORTED void actStringFree(char *string);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACT_C_STEP_H */

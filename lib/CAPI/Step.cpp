@@ -1,0 +1,218 @@
+//===- Step.cpp - act's C API over the step engine ------------------------===//
+//
+// Handles own what the engine needs alive: the MLIRContext and module a step
+// was compiled from, the Step; a run owns its StepOutputs. Every failure is
+// a message (diagnostics with their locations, engine errors), never an
+// abort.
+//
+//===----------------------------------------------------------------------===//
+
+#include "act-c/Step.h"
+
+#include "act/Execution/Step.h"
+#include "act/InitAll.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <cstring>
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::act;
+
+namespace {
+struct StepHandle {
+  std::unique_ptr<MLIRContext> context;
+  OwningOpRef<ModuleOp> module;
+  std::unique_ptr<Step> step;
+  /// The caller's arguments: positions among the step's, and shapes (-1
+  /// for a dynamic dimension).
+  std::vector<unsigned> callerArgs;
+  std::vector<std::vector<int64_t>> callerShapes;
+};
+
+struct RunHandle {
+  StepOutputs outputs;
+};
+} // namespace
+
+static void setError(char **error, const std::string &message) {
+  if (!error)
+    return;
+  *error = static_cast<char *>(std::malloc(message.size() + 1));
+  if (*error)
+    std::memcpy(*error, message.c_str(), message.size() + 1);
+}
+
+static StepHandle *unwrap(ActStep step) {
+  return static_cast<StepHandle *>(step.ptr);
+}
+static RunHandle *unwrap(ActRun run) {
+  return static_cast<RunHandle *>(run.ptr);
+}
+
+static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                       const char *entry, char **error) {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  auto handle = std::make_unique<StepHandle>();
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  handle->context = std::make_unique<MLIRContext>(registry);
+  handle->context->loadAllAvailableDialects();
+  // Diagnostics (with their locations) become the error message.
+  std::string messages;
+  llvm::raw_string_ostream os(messages);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, handle->context.get(), os);
+  handle->module = parseSourceFile<ModuleOp>(sourceMgr, handle->context.get());
+  if (!handle->module) {
+    setError(error, messages.empty() ? "cannot parse the module" : messages);
+    return {nullptr};
+  }
+  auto step = Step::compile(*handle->module, entry ? entry : "", JitTarget());
+  if (!step) {
+    std::string message = llvm::toString(step.takeError());
+    setError(error, messages.empty() ? message : messages + message);
+    return {nullptr};
+  }
+  handle->step = std::move(*step);
+  for (auto [i, spec] : llvm::enumerate(handle->step->getArguments()))
+    if (!spec.isSeeds) {
+      handle->callerArgs.push_back(unsigned(i));
+      auto &shape = handle->callerShapes.emplace_back(spec.shape);
+      for (int64_t &d : shape)
+        d = ShapedType::isDynamic(d) ? -1 : d;
+    }
+  return {handle.release()};
+}
+
+ActStep actStepCompileFile(const char *path, const char *entry, char **error) {
+  std::string message;
+  auto file = openInputFile(path ? path : "", &message);
+  if (!file) {
+    setError(error, message);
+    return {nullptr};
+  }
+  return compile(std::move(file), entry, error);
+}
+
+ActStep actStepCompileSource(const char *source, size_t length,
+                             const char *entry, char **error) {
+  if (!source) {
+    setError(error, "no source");
+    return {nullptr};
+  }
+  return compile(llvm::MemoryBuffer::getMemBufferCopy(
+                     llvm::StringRef(source, length), "<source>"),
+                 entry, error);
+}
+
+void actStepDestroy(ActStep step) {
+  StepHandle *handle = unwrap(step);
+  if (!handle)
+    return;
+  // The step's code before the context that described it.
+  handle->step.reset();
+  handle->module = nullptr;
+  delete handle;
+}
+
+intptr_t actStepGetNumArguments(ActStep step) {
+  return unwrap(step) ? intptr_t(unwrap(step)->callerArgs.size()) : 0;
+}
+
+int actStepGetArgument(ActStep step, intptr_t pos, ActTensor *spec) {
+  StepHandle *handle = unwrap(step);
+  if (!handle || !spec || pos < 0 || pos >= intptr_t(handle->callerArgs.size()))
+    return 1;
+  const ValueSpec &value =
+      handle->step->getArguments()[handle->callerArgs[pos]];
+  spec->kind = ActElementKind(value.kind);
+  spec->rank = intptr_t(value.shape.size());
+  spec->shape = handle->callerShapes[pos].data();
+  spec->data = nullptr;
+  return 0;
+}
+
+intptr_t actStepGetLossIndex(ActStep step) {
+  return unwrap(step) ? intptr_t(unwrap(step)->step->getLossIndex()) : -1;
+}
+
+int actStepHasSeeds(ActStep step) {
+  return unwrap(step) && unwrap(step)->step->getSeedsIndex() ? 1 : 0;
+}
+
+ActRun actStepRun(ActStep step, const ActTensor *args, intptr_t numArgs,
+                  uint64_t stepSeed, char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, "no step");
+    return {nullptr};
+  }
+  if (numArgs != intptr_t(handle->callerArgs.size()) || (numArgs && !args)) {
+    setError(error, "the step takes " +
+                        std::to_string(handle->callerArgs.size()) +
+                        " arguments, got " + std::to_string(numArgs));
+    return {nullptr};
+  }
+  const auto &specs = handle->step->getArguments();
+  std::vector<HostTensor> values(specs.size());
+  for (intptr_t i = 0; i < numArgs; ++i) {
+    const ActTensor &a = args[i];
+    const ValueSpec &spec = specs[handle->callerArgs[i]];
+    if (a.rank < 0 || (a.rank && !a.shape) || int(a.kind) < 0 ||
+        int(a.kind) > int(ActElementI1)) {
+      setError(error, "argument " + std::to_string(i) + " is malformed");
+      return {nullptr};
+    }
+    values[handle->callerArgs[i]] = HostTensor::view(
+        ElementKind(a.kind), llvm::ArrayRef<int64_t>(a.shape, a.rank), a.data,
+        spec.isTensor);
+  }
+  if (std::optional<unsigned> seeds = handle->step->getSeedsIndex())
+    values[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
+  auto outputs = handle->step->run(values);
+  if (!outputs) {
+    setError(error, llvm::toString(outputs.takeError()));
+    return {nullptr};
+  }
+  auto run = std::make_unique<RunHandle>();
+  run->outputs = std::move(*outputs);
+  return {run.release()};
+}
+
+intptr_t actRunGetNumResults(ActRun run) {
+  return unwrap(run) ? intptr_t(unwrap(run)->outputs.values.size()) : 0;
+}
+
+int actRunGetResult(ActRun run, intptr_t pos, ActTensor *result) {
+  RunHandle *handle = unwrap(run);
+  if (!handle || !result || pos < 0 ||
+      pos >= intptr_t(handle->outputs.values.size()))
+    return 1;
+  const HostTensor &value = handle->outputs.values[pos];
+  result->kind = ActElementKind(value.getKind());
+  result->rank = intptr_t(value.getShape().size());
+  result->shape = value.getShape().data();
+  result->data = value.data();
+  return 0;
+}
+
+int64_t actRunGetPeakBytes(ActRun run) {
+  return unwrap(run) ? unwrap(run)->outputs.peakBytes : 0;
+}
+
+void actRunDestroy(ActRun run) { delete unwrap(run); }
+
+void actStringFree(char *string) { std::free(string); }

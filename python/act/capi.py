@@ -1,0 +1,169 @@
+"""ctypes binding of act's C API (include/act-c/Step.h, libActCAPI.so).
+
+    step = CompiledStep.from_file("step.mlir")        # or from_source(text)
+    run = step.run([np_or_torch_arrays...], seed=1)  # arguments read in place
+    run.results  # NumPy arrays viewing the run's memory (kept alive by them)
+
+The library comes from ACT_LIB_DIR, else the repository's build/lib. Errors
+raise ActError with act's message (diagnostics with locations included).
+"""
+
+import ctypes
+import os
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+KINDS = [np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.bool_]
+
+
+class ActError(Exception):
+    pass
+
+
+class _Handle(ctypes.Structure):
+    _fields_ = [("ptr", ctypes.c_void_p)]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("rank", ctypes.c_ssize_t),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
+
+
+_lib = None
+
+
+def library():
+    """libActCAPI.so, loaded once."""
+    global _lib
+    if _lib is None:
+        lib_dir = os.environ.get("ACT_LIB_DIR", os.path.join(ROOT, "build", "lib"))
+        path = os.path.join(lib_dir, "libActCAPI.so")
+        if not os.path.exists(path):
+            raise ActError(f"{path} not found: build act (scripts/setup.sh) or set ACT_LIB_DIR")
+        lib = ctypes.CDLL(path)
+        err = ctypes.POINTER(ctypes.c_char_p)
+        lib.actStepCompileFile.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                           ctypes.POINTER(ctypes.c_void_p)]
+        lib.actStepCompileFile.restype = _Handle
+        lib.actStepCompileSource.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                                             ctypes.POINTER(ctypes.c_void_p)]
+        lib.actStepCompileSource.restype = _Handle
+        lib.actStepDestroy.argtypes = [_Handle]
+        lib.actStepGetNumArguments.argtypes = [_Handle]
+        lib.actStepGetNumArguments.restype = ctypes.c_ssize_t
+        lib.actStepGetArgument.argtypes = [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]
+        lib.actStepGetLossIndex.argtypes = [_Handle]
+        lib.actStepGetLossIndex.restype = ctypes.c_ssize_t
+        lib.actStepHasSeeds.argtypes = [_Handle]
+        lib.actStepRun.argtypes = [_Handle, ctypes.POINTER(_Tensor), ctypes.c_ssize_t,
+                                   ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]
+        lib.actStepRun.restype = _Handle
+        lib.actRunGetNumResults.argtypes = [_Handle]
+        lib.actRunGetNumResults.restype = ctypes.c_ssize_t
+        lib.actRunGetResult.argtypes = [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]
+        lib.actRunGetPeakBytes.argtypes = [_Handle]
+        lib.actRunGetPeakBytes.restype = ctypes.c_int64
+        lib.actRunDestroy.argtypes = [_Handle]
+        lib.actStringFree.argtypes = [ctypes.c_void_p]
+        del err
+        _lib = lib
+    return _lib
+
+
+def _check(handle, error):
+    if not handle.ptr:
+        lib = library()
+        message = ctypes.string_at(error.value).decode() if error.value else "unknown error"
+        if error.value:
+            lib.actStringFree(error.value)
+        raise ActError(message.strip())
+    return handle
+
+
+class Run:
+    """The results of one run; its arrays view the run's memory, which
+    lives as long as any of them (or this object)."""
+
+    def __init__(self, handle):
+        self._handle = handle
+        lib = library()
+        self.peak_bytes = lib.actRunGetPeakBytes(handle)
+        self.results = []
+        for i in range(lib.actRunGetNumResults(handle)):
+            t = _Tensor()
+            lib.actRunGetResult(handle, i, ctypes.byref(t))
+            shape = tuple(t.shape[k] for k in range(t.rank))
+            dtype = np.dtype(KINDS[t.kind])
+            count = int(np.prod(shape, dtype=np.int64))
+            if count == 0 or not t.data:
+                self.results.append(np.zeros(shape, dtype))
+                continue
+            buf = (ctypes.c_byte * (count * dtype.itemsize)).from_address(t.data)
+            buf._run = self  # the memory lives while a view of it does
+            self.results.append(np.frombuffer(buf, dtype).reshape(shape))
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None and _lib is not None:
+            _lib.actRunDestroy(self._handle)
+            self._handle = None
+
+
+class CompiledStep:
+    """A training step compiled once by act (act-cpu-pipeline, JIT)."""
+
+    def __init__(self, handle):
+        self._handle = handle
+        lib = library()
+        self.arguments = []
+        for i in range(lib.actStepGetNumArguments(handle)):
+            t = _Tensor()
+            lib.actStepGetArgument(handle, i, ctypes.byref(t))
+            self.arguments.append((np.dtype(KINDS[t.kind]),
+                                   tuple(t.shape[k] for k in range(t.rank))))
+        self.loss_index = lib.actStepGetLossIndex(handle)
+        self.has_seeds = bool(lib.actStepHasSeeds(handle))
+
+    @classmethod
+    def from_file(cls, path, entry=None):
+        error = ctypes.c_void_p()
+        h = library().actStepCompileFile(str(path).encode(), entry.encode() if entry else None,
+                                         ctypes.byref(error))
+        return cls(_check(h, error))
+
+    @classmethod
+    def from_source(cls, text, entry=None):
+        data = text.encode()
+        error = ctypes.c_void_p()
+        h = library().actStepCompileSource(data, len(data), entry.encode() if entry else None,
+                                           ctypes.byref(error))
+        return cls(_check(h, error))
+
+    def run(self, args, seed=0):
+        """Runs the step on `args` (NumPy arrays or CPU torch tensors,
+        contiguous, of the arguments' dtypes: read in place)."""
+        if len(args) != len(self.arguments):
+            raise ActError(f"the step takes {len(self.arguments)} arguments, got {len(args)}")
+        tensors = (_Tensor * max(1, len(args)))()
+        keep = []
+        for i, (a, (dtype, _)) in enumerate(zip(args, self.arguments)):
+            if hasattr(a, "numpy"):  # a torch tensor: its memory, no copy
+                a = a.detach().numpy()
+            a = np.asarray(a)
+            if a.dtype != dtype:
+                raise ActError(f"argument {i} is {a.dtype}, the step takes {dtype}")
+            if not a.flags["C_CONTIGUOUS"]:
+                a = np.ascontiguousarray(a)
+            shape = (ctypes.c_int64 * max(1, a.ndim))(*a.shape)
+            keep.append((a, shape))
+            tensors[i] = _Tensor(KINDS.index(dtype.type), a.ndim, shape,
+                                 a.ctypes.data_as(ctypes.c_void_p))
+        error = ctypes.c_void_p()
+        h = library().actStepRun(self._handle, tensors, len(args), seed, ctypes.byref(error))
+        return Run(_check(h, error))
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None and _lib is not None:
+            _lib.actStepDestroy(self._handle)
+            self._handle = None

@@ -1,0 +1,111 @@
+"""act.compile: a compiled, compressed training step inside an ordinary
+PyTorch loop.
+
+    step = act.compile(model, loss_fn, example_inputs, example_targets,
+                       encoding="#act.quant<bits=4>")
+    for x, y in loader:
+        optimizer.zero_grad(set_to_none=True)
+        loss = step(x, y)          # forward + backward, saved activations encoded
+        optimizer.step()
+
+The step is exported (act.export: AOTAutograd with PyTorch's decompositions),
+act-insert-encode-decode inserts the encodings, and the C API
+(libActCAPI.so, act.capi) compiles it once. A call reads the parameters,
+buffers and batch in place, runs forward and backward, writes the gradients
+into the parameters' .grad (a view of the step's result, no copy, when .grad
+is None; added to it otherwise, as autograd accumulates), copies BatchNorm's
+updated running statistics into the module's buffers (and counts
+num_batches_tracked), and returns the loss. Every call draws new seeds for
+stochastic rounding and dropout. A batch of another shape (the last, partial
+one) is exported and compiled once more and cached by shape.
+"""
+
+import os
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import capi, driver
+from .export import Exporter, Traced, header
+from .models import Workload
+
+
+class Step:
+    def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None):
+        self.module, self.loss_fn = module, loss_fn
+        self.encoding = encoding
+        self.seed = seed
+        self.calls = 0
+        self.work_dir = work_dir or tempfile.mkdtemp(prefix="act-compile-")
+        self.compiled = {}  # (input shape, target shape) -> (CompiledStep, layout)
+        self.last_peak_bytes = 0
+
+    def _compile(self, inputs, targets):
+        key = (tuple(inputs.shape), str(inputs.dtype), tuple(targets.shape), str(targets.dtype))
+        if key in self.compiled:
+            return self.compiled[key]
+        name = f"step{len(self.compiled)}"
+        # Export on copies of the buffers: tracing must not move them.
+        saved = {n: b.detach().clone() for n, b in self.module.named_buffers()}
+        traced = Traced(Workload(name, self.module, inputs, targets, self.loss_fn), self.seed)
+        for n, b in self.module.named_buffers():
+            b.data.copy_(saved[n])
+        ex = Exporter(traced)
+        src = os.path.join(self.work_dir, f"{name}.mlir")
+        with open(src, "w") as f:
+            f.write(header(name, "joint", ["act.compile"]) + ex.joint())
+        options = "policy=none" if self.encoding in (None, "none") else f"encoding={self.encoding}"
+        mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"), options)
+        step = capi.CompiledStep.from_file(mlir)
+        params = dict(self.module.named_parameters())
+        buffers = dict(self.module.named_buffers())
+        layout = {
+            "params": [params[n] for n in traced.param_names],
+            "buffers": [buffers[n] for n in traced.buffer_names],
+            "constants": [traced.constants[k].numpy() for k in traced.large_constants],
+            "has_dropout": traced.has_dropout,
+            "updated": [buffers[traced.buffer_names[i]] for i, _ in ex.updated],
+        }
+        self.compiled[key] = (step, layout)
+        return self.compiled[key]
+
+    def __call__(self, inputs, targets):
+        inputs, targets = inputs.contiguous(), targets.contiguous()
+        step, layout = self._compile(inputs, targets)
+        self.calls += 1
+        call_seed = (self.seed * 1000003 + self.calls) & 0x7FFFFFFFFFFFFFFF
+        args = ([p.detach() for p in layout["params"]] + [b.detach() for b in layout["buffers"]]
+                + layout["constants"]
+                + ([np.array(call_seed, dtype=np.int64)] if layout["has_dropout"] else [])
+                + [inputs.detach(), targets.detach()])
+        run = step.run(args, seed=call_seed)
+        self.last_peak_bytes = run.peak_bytes
+        results = run.results
+        nparams = len(layout["params"])
+        for p, g in zip(layout["params"], results[1:1 + nparams]):
+            grad = torch.from_numpy(g)  # a view of the run's memory
+            if p.grad is None:
+                p.grad = grad
+            else:
+                p.grad.add_(grad)
+        for b, value in zip(layout["updated"], results[1 + nparams:]):
+            b.data.copy_(torch.from_numpy(value))
+        for m in self.module.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training \
+                    and m.num_batches_tracked is not None:
+                m.num_batches_tracked.add_(1)
+        return torch.tensor(float(results[step.loss_index]))
+
+
+def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
+            encoding=None, seed=0, work_dir=None):
+    """A compiled training step of `module` under `loss_fn` (see the module
+    docstring). encoding: an act encoding for every saved activation
+    (act-insert-encode-decode's uniform policy), or None for none. The
+    example batch, if given, compiles the step now."""
+    step = Step(module, loss_fn, encoding, seed, work_dir)
+    if example_inputs is not None and example_targets is not None:
+        step._compile(example_inputs.contiguous(), example_targets.contiguous())
+    return step

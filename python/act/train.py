@@ -62,7 +62,8 @@ def accuracy(model, x, y):
 def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None):
     """Trains `task` with act (encoding: an act encoding, "none" for act
     without encodings, or None for PyTorch eager); returns (test accuracy,
-    act's last measured step peak or None, median step seconds)."""
+    act's measured step peak or None, median step seconds, saved bytes
+    (before, after) or None)."""
     (xtr, ytr), (xte, yte) = digits()
     torch.manual_seed(seed)
     model = TASKS[task]()
@@ -90,8 +91,8 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None):
             times.append(time.perf_counter() - t)
             if log is not None:
                 log.append(float(loss))
-    return accuracy(model, xte, yte), (step.last_peak_bytes if step else None), \
-        statistics.median(times)
+    return accuracy(model, xte, yte), (step.peak_bytes if step else None), \
+        statistics.median(times), (step.saved_bytes if step else None)
 
 
 def main(argv=None):
@@ -108,20 +109,22 @@ def main(argv=None):
     seeds = [int(s) for s in a.seeds.split(",")]
     print(f"{a.task}: {a.epochs} epochs, batch {a.batch}, SGD lr {a.lr} momentum 0.9, "
           f"seeds {seeds}; test accuracy on 360 held-out digits")
-    print(f"| configuration | test accuracy (mean +- std) | act step peak B | step ms |")
-    print(f"|---|---|---|---|")
+    print("| configuration | test accuracy (mean +- std) | saved activations B | "
+          "act step peak B | step ms |")
+    print("|---|---|---|---|---|")
     for enc in [None] + a.encoding.split(";"):
-        accs, peaks, times = [], [], []
+        accs, peaks, times, saved = [], [], [], None
         for s in seeds:
-            acc, peak, t = train(a.task, enc, s, a.epochs, a.batch, a.lr)
+            acc, peak, t, saved = train(a.task, enc, s, a.epochs, a.batch, a.lr)
             accs.append(acc)
             peaks.append(peak)
             times.append(t)
         name = "PyTorch eager fp32" if enc is None else f"act {enc}"
         std = statistics.stdev(accs) if len(accs) > 1 else 0.0
         peak = f"{max(peaks):,}" if enc is not None else ""
-        print(f"| {name} | {100 * statistics.mean(accs):.2f} +- {100 * std:.2f} % | {peak} | "
-              f"{1000 * statistics.median(times):.2f} |", flush=True)
+        ratio = (f"{saved[1]:,} ({saved[0] / max(saved[1], 1):.1f}x smaller)" if saved else "")
+        print(f"| {name} | {100 * statistics.mean(accs):.2f} +- {100 * std:.2f} % | {ratio} | "
+              f"{peak} | {1000 * statistics.median(times):.2f} |", flush=True)
     return 0
 
 

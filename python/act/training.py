@@ -41,6 +41,8 @@ class Step:
         self.work_dir = work_dir or tempfile.mkdtemp(prefix="act-compile-")
         self.compiled = {}  # (input shape, target shape) -> (CompiledStep, layout)
         self.last_peak_bytes = 0
+        self.peak_bytes = 0  # the most any call's step had allocated at once
+        self.saved_bytes = None  # (before, after) encoding, act's memory report
 
     def _compile(self, inputs, targets):
         key = (tuple(inputs.shape), str(inputs.dtype), tuple(targets.shape), str(targets.dtype))
@@ -59,6 +61,10 @@ class Step:
         options = "policy=none" if self.encoding in (None, "none") else f"encoding={self.encoding}"
         mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"), options)
         step = capi.CompiledStep.from_file(mlir)
+        if self.saved_bytes is None:
+            report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
+            totals = report["graphs"][0]["totals"]
+            self.saved_bytes = (totals["saved_bytes_before"], totals["saved_bytes_after"])
         params = dict(self.module.named_parameters())
         buffers = dict(self.module.named_buffers())
         layout = {
@@ -82,6 +88,7 @@ class Step:
                 + [inputs.detach(), targets.detach()])
         run = step.run(args, seed=call_seed)
         self.last_peak_bytes = run.peak_bytes
+        self.peak_bytes = max(self.peak_bytes, run.peak_bytes)
         results = run.results
         nparams = len(layout["params"])
         for p, g in zip(layout["params"], results[1:1 + nparams]):

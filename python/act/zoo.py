@@ -43,6 +43,59 @@ def _tv(builder, size=32, **kwargs):
     return make
 
 
+def _family(build, size=64):
+    """A torchvision family at reduced depth and width (the same modules and
+    ops as the full models, a step small enough for act's loops)."""
+    def make(batch):
+        return (build(),) + _images(batch, size)
+    make.__doc__ = build.__doc__
+    return make
+
+
+def _resnext():
+    """ResNeXt: bottlenecks with grouped 3x3 convolutions (groups 8)."""
+    from torchvision.models.resnet import Bottleneck, ResNet
+    return ResNet(Bottleneck, [1, 1, 1, 1], groups=8, width_per_group=4, num_classes=10)
+
+
+def _wide_resnet():
+    """Wide ResNet: bottlenecks twice as wide."""
+    from torchvision.models.resnet import Bottleneck, ResNet
+    return ResNet(Bottleneck, [1, 1, 1, 1], width_per_group=128, num_classes=10)
+
+
+def _vgg_bn():
+    """VGG with BatchNorm: 3x3 conv-BN-ReLU stages, max pooling, the
+    7x7 adaptive pool and the three-layer classifier (reduced)."""
+    from torchvision.models.vgg import VGG, make_layers
+    m = VGG(make_layers([16, "M", 32, "M", 64, 64, "M"], batch_norm=True), num_classes=10)
+    m.classifier = nn.Sequential(nn.Linear(64 * 7 * 7, 64), nn.ReLU(True), nn.Dropout(),
+                                 nn.Linear(64, 64), nn.ReLU(True), nn.Dropout(), nn.Linear(64, 10))
+    return m
+
+
+def _densenet():
+    """DenseNet: dense blocks (concatenation), transitions with average
+    pooling."""
+    from torchvision.models.densenet import DenseNet
+    return DenseNet(growth_rate=8, block_config=(2, 2, 2, 2), num_init_features=16,
+                    num_classes=10)
+
+
+def _convnext():
+    """ConvNeXt: 7x7 depthwise convolutions, LayerNorm over channels-last,
+    layer scale."""
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    return ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)], num_classes=10)
+
+
+def _regnet():
+    """RegNetX: grouped bottlenecks from RegNet's width rule."""
+    from torchvision.models.regnet import BlockParams, RegNet
+    return RegNet(BlockParams.from_init_params(depth=4, w_0=16, w_a=8.0, w_m=2.0, group_width=8),
+                  num_classes=10, stem_width=16)
+
+
 def _vit(batch):
     from torchvision.models import VisionTransformer
     m = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
@@ -311,18 +364,18 @@ class EncoderDecoder(nn.Module):
 ZOO = {
     # torchvision families (0.14), reduced width or resolution
     "resnet18": _tv("resnet18"),
-    "resnext50_32x4d": _tv("resnext50_32x4d"),
-    "wide_resnet50_2": _tv("wide_resnet50_2"),
-    "vgg11_bn": _tv("vgg11_bn"),
+    "resnext": _family(_resnext),
+    "wide_resnet": _family(_wide_resnet),
+    "vgg_bn": _family(_vgg_bn),
     "squeezenet1_1": _tv("squeezenet1_1", size=64),
-    "densenet121": _tv("densenet121"),
+    "densenet": _family(_densenet),
     "mobilenet_v2": _tv("mobilenet_v2", size=64, width_mult=0.25),
     "mobilenet_v3_small": _tv("mobilenet_v3_small", size=64, width_mult=0.25),
     "mnasnet0_5": _tv("mnasnet0_5", size=64),
     "shufflenet_v2_x0_5": _tv("shufflenet_v2_x0_5", size=64),
     "efficientnet_b0": _tv("efficientnet_b0", size=64, width_mult=0.25),
-    "regnet_x_400mf": _tv("regnet_x_400mf"),
-    "convnext_tiny": _tv("convnext_tiny"),
+    "regnet_x": _family(_regnet),
+    "convnext": _family(_convnext),
     "googlenet": _tv("googlenet", size=64, aux_logits=False, init_weights=True),
     "inception_v3": _tv("inception_v3", size=75, aux_logits=False, init_weights=True),
     "alexnet": _tv("alexnet", size=64),
@@ -352,12 +405,12 @@ ZOO = {
     "encoder_decoder": lambda batch: (EncoderDecoder(),) + _images(batch, 8, 5),
 }
 
-# Batch per model: BatchNorm over N x 1 x 1 values (the last stage of the
-# 32x32 ResNets) is ill-conditioned at batch 2 (float32 autograd itself is
-# far from float64 there), so those run at 8.
-BATCH = {"resnet18": 8, "resnext50_32x4d": 8, "wide_resnet50_2": 8, "densenet121": 8,
-         "regnet_x_400mf": 8, "vgg11_bn": 8, "mobilenet_v2": 4, "mnasnet0_5": 4,
-         "efficientnet_b0": 4, "mobilenet_v3_small": 4, "shufflenet_v2_x0_5": 4}
+# Batch per model: BatchNorm over N x 1 x 1 values (the last stage of a
+# 32x32 ResNet) is ill-conditioned at batch 2 (float32 autograd itself is
+# far from float64 there), so those run at 8 or at 64x64; the reduced
+# families run at 64x64, batch 2.
+BATCH = {"resnet18": 8, "mobilenet_v2": 4, "mnasnet0_5": 4, "efficientnet_b0": 4,
+         "mobilenet_v3_small": 4, "shufflenet_v2_x0_5": 4}
 
 
 def scaled_errors(results, reference, parameters):

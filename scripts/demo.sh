@@ -37,4 +37,9 @@ ACT_BIN_DIR="$build_dir/bin" /usr/bin/python3 -m act.oracle cnn --batch 16 \
 echo
 echo "== act-tune: sensitivities measured by act-run, bits chosen by act-allocate-bits (average 4)"
 "$build_dir/bin/act-tune" "$tmp/torch/cnn.json" -o "$tmp/tune" 2>&1 | tail -8
+echo
+echo "== Training with act.compile in a PyTorch loop: sklearn's digits, MLP, 5 epochs,"
+echo "   PyTorch eager next to act without and with 4-bit activations"
+ACT_BIN_DIR="$build_dir/bin" ACT_LIB_DIR="$build_dir/lib" /usr/bin/python3 -m act.train \
+  digits-mlp --epochs 5 --seeds 0 --encoding "none;#act.quant<bits=4>"
 rm -rf "$tmp"

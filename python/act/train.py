@@ -71,8 +71,12 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None):
     step = None
     if encoding is not None:
         from . import compile as act_compile
-        step = act_compile(model, F.cross_entropy, xtr[:batch], ytr[:batch],
-                           encoding=None if encoding == "none" else encoding, seed=seed)
+        if encoding.startswith("average-bits="):
+            step = act_compile(model, F.cross_entropy, xtr[:batch], ytr[:batch], seed=seed,
+                               average_bits=float(encoding.split("=", 1)[1]))
+        else:
+            step = act_compile(model, F.cross_entropy, xtr[:batch], ytr[:batch],
+                               encoding=None if encoding == "none" else encoding, seed=seed)
     gen = torch.Generator().manual_seed(seed)
     times = []
     for epoch in range(epochs):
@@ -99,7 +103,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m act.train", description=__doc__.split("\n\n")[0])
     p.add_argument("task", choices=sorted(TASKS))
     p.add_argument("--encoding", default="none;#act.quant<bits=8>;#act.quant<bits=4>;"
-                   "#act.quant<bits=2>;#act.float<format=bf16>")
+                   "#act.quant<bits=2>;#act.float<format=bf16>;average-bits=2",
+                   help="';'-separated: none, an act encoding, or average-bits=B (GACT's "
+                        "allocation from measured sensitivities)")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--batch", type=int, default=64)

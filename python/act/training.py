@@ -33,9 +33,14 @@ from .models import Workload
 
 
 class Step:
-    def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None):
+    def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
+                 measure_bits=4):
+        if encoding is not None and average_bits is not None:
+            raise ValueError("give encoding= or average_bits=, not both")
         self.module, self.loss_fn = module, loss_fn
         self.encoding = encoding
+        self.average_bits, self.measure_bits = average_bits, measure_bits
+        self.allocation = None  # act-allocate-bits' report, with average_bits
         self.seed = seed
         self.calls = 0
         self.work_dir = work_dir or tempfile.mkdtemp(prefix="act-compile-")
@@ -58,13 +63,6 @@ class Step:
         src = os.path.join(self.work_dir, f"{name}.mlir")
         with open(src, "w") as f:
             f.write(header(name, "joint", ["act.compile"]) + ex.joint())
-        options = "policy=none" if self.encoding in (None, "none") else f"encoding={self.encoding}"
-        mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"), options)
-        step = capi.CompiledStep.from_file(mlir)
-        if self.saved_bytes is None:
-            report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
-            totals = report["graphs"][0]["totals"]
-            self.saved_bytes = (totals["saved_bytes_before"], totals["saved_bytes_after"])
         params = dict(self.module.named_parameters())
         buffers = dict(self.module.named_buffers())
         layout = {
@@ -74,19 +72,58 @@ class Step:
             "has_dropout": traced.has_dropout,
             "updated": [buffers[traced.buffer_names[i]] for i, _ in ex.updated],
         }
+        if self.average_bits is not None:
+            mlir = self._tune(name, src, self._arguments(layout, inputs, targets, self.seed))
+        else:
+            options = ("policy=none" if self.encoding in (None, "none")
+                       else f"encoding={self.encoding}")
+            mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"),
+                                 options)
+        step = capi.CompiledStep.from_file(mlir)
+        if self.saved_bytes is None:
+            report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
+            totals = report["graphs"][0]["totals"]
+            self.saved_bytes = (totals["saved_bytes_before"], totals["saved_bytes_after"])
         self.compiled[key] = (step, layout)
         return self.compiled[key]
+
+    def _tune(self, name, src, args):
+        """GACT's allocation for this graph: sensitivities measured by act-run
+        on this batch at measure_bits, bits chosen by act-allocate-bits for
+        the average budget (as act-tune does)."""
+        import json
+        paths = []
+        for i, a in enumerate(args):
+            path = os.path.join(self.work_dir, f"{name}_arg{i:03d}.npy")
+            np.save(path, np.asarray(a.detach().numpy() if hasattr(a, "detach") else a))
+            paths.append(path)
+        # The loss head (logits' bias, softmax, the loss) stays f32, as
+        # act-insert-encode-decode leaves it: measured, it gets bits too.
+        measured = driver.insert(src, os.path.join(self.work_dir, f"{name}_measure.mlir"),
+                                 f"encoding=#act.quant<bits={self.measure_bits}>")
+        profile = os.path.join(self.work_dir, f"{name}_profile.json")
+        driver.run("act-run", measured, "--inputs=" + ",".join(paths), f"--sensitivity={profile}")
+        tuned = os.path.join(self.work_dir, f"{name}_tuned.mlir")
+        report = os.path.join(self.work_dir, f"{name}_allocation.json")
+        driver.run("act-opt", src, f"-act-allocate-bits=profile={profile} "
+                   f"average-bits={self.average_bits} report={report}", "-o", tuned)
+        with open(report) as f:
+            self.allocation = json.load(f)
+        return tuned
+
+    @staticmethod
+    def _arguments(layout, inputs, targets, call_seed):
+        return ([p.detach() for p in layout["params"]] + [b.detach() for b in layout["buffers"]]
+                + layout["constants"]
+                + ([np.array(call_seed, dtype=np.int64)] if layout["has_dropout"] else [])
+                + [inputs.detach(), targets.detach()])
 
     def __call__(self, inputs, targets):
         inputs, targets = inputs.contiguous(), targets.contiguous()
         step, layout = self._compile(inputs, targets)
         self.calls += 1
         call_seed = (self.seed * 1000003 + self.calls) & 0x7FFFFFFFFFFFFFFF
-        args = ([p.detach() for p in layout["params"]] + [b.detach() for b in layout["buffers"]]
-                + layout["constants"]
-                + ([np.array(call_seed, dtype=np.int64)] if layout["has_dropout"] else [])
-                + [inputs.detach(), targets.detach()])
-        run = step.run(args, seed=call_seed)
+        run = step.run(self._arguments(layout, inputs, targets, call_seed), seed=call_seed)
         self.last_peak_bytes = run.peak_bytes
         self.peak_bytes = max(self.peak_bytes, run.peak_bytes)
         results = run.results
@@ -107,12 +144,15 @@ class Step:
 
 
 def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
-            encoding=None, seed=0, work_dir=None):
+            encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
-    (act-insert-encode-decode's uniform policy), or None for none. The
-    example batch, if given, compiles the step now."""
-    step = Step(module, loss_fn, encoding, seed, work_dir)
+    (act-insert-encode-decode's uniform policy), or None for none.
+    average_bits: instead, GACT's per-tensor bits for that average budget,
+    from sensitivities act-run measures on the first batch of each shape
+    (at measure_bits; act-allocate-bits; `step.allocation` is its report).
+    The example batch, if given, compiles the step now."""
+    step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits)
     if example_inputs is not None and example_targets is not None:
         step._compile(example_inputs.contiguous(), example_targets.contiguous())
     return step

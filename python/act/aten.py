@@ -1352,7 +1352,6 @@ def index_put(g, node, x, indices, values, accumulate=False, *args):
     vals = g.ew([values], lambda b, u: u, shape=vshape, out_dtype=values.dtype) \
         if values.shape != vshape else values
     # loops: x's dims (parallel), then the index positions (reduction)
-    rank = x.rank + r
     ins = []
     for k in pos:
         t = indices[k]
@@ -1417,7 +1416,6 @@ def scatter_add(g, node, x, dim, index, src):
     """x[.., index[i], ..] += src[i]: each element of x reduces over index's
     positions along dim."""
     dim %= x.rank
-    rank = x.rank + 1
     # loops: x's dims, then j over index's dim `dim`
     iexprs = [f"d{x.rank}" if k == dim else f"d{k}" for k in range(x.rank)]
 

@@ -43,7 +43,6 @@ def library():
         if not os.path.exists(path):
             raise ActError(f"{path} not found: build act (scripts/setup.sh) or set ACT_LIB_DIR")
         lib = ctypes.CDLL(path)
-        err = ctypes.POINTER(ctypes.c_char_p)
         lib.actStepCompileFile.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
                                            ctypes.POINTER(ctypes.c_void_p)]
         lib.actStepCompileFile.restype = _Handle
@@ -67,7 +66,6 @@ def library():
         lib.actRunGetPeakBytes.restype = ctypes.c_int64
         lib.actRunDestroy.argtypes = [_Handle]
         lib.actStringFree.argtypes = [ctypes.c_void_p]
-        del err
         _lib = lib
     return _lib
 

@@ -14,7 +14,6 @@ its median step time.
 """
 
 import argparse
-import copy
 import statistics
 import sys
 import time

@@ -178,15 +178,8 @@ def expand(g, node, x, sizes, implicit=False):
 
 @lowering("aten.split.Tensor")
 def split(g, node, x, size, dim=0):
-    dim %= x.rank
-    out, start = [], 0
-    while start < x.shape[dim]:
-        n = min(size, x.shape[dim] - start)
-        offsets = [start if i == dim else 0 for i in range(x.rank)]
-        sizes = [n if i == dim else d for i, d in enumerate(x.shape)]
-        out.append(g.extract_slice(x, offsets, sizes, hint=node.name))
-        start += n
-    return tuple(out)
+    n = x.shape[dim % x.rank]
+    return split_with_sizes(g, node, x, [min(size, n - s) for s in range(0, n, size)], dim)
 
 
 @lowering("aten.slice.Tensor")

@@ -31,6 +31,26 @@ class _Tensor(ctypes.Structure):
                 ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
 
 
+_ERROR = ctypes.POINTER(ctypes.c_void_p)
+# include/act-c/Step.h, function by function: (result, arguments).
+_SIGNATURES = {
+    "actStepCompileFile": (_Handle, [ctypes.c_char_p, ctypes.c_char_p, _ERROR]),
+    "actStepCompileSource": (_Handle, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                                       _ERROR]),
+    "actStepDestroy": (None, [_Handle]),
+    "actStepGetNumArguments": (ctypes.c_ssize_t, [_Handle]),
+    "actStepGetArgument": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
+    "actStepGetLossIndex": (ctypes.c_ssize_t, [_Handle]),
+    "actStepHasSeeds": (ctypes.c_int, [_Handle]),
+    "actStepRun": (_Handle, [_Handle, ctypes.POINTER(_Tensor), ctypes.c_ssize_t,
+                             ctypes.c_uint64, _ERROR]),
+    "actRunGetNumResults": (ctypes.c_ssize_t, [_Handle]),
+    "actRunGetResult": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
+    "actRunGetPeakBytes": (ctypes.c_int64, [_Handle]),
+    "actRunDestroy": (None, [_Handle]),
+    "actStringFree": (None, [ctypes.c_void_p]),
+}
+
 _lib = None
 
 
@@ -43,29 +63,9 @@ def library():
         if not os.path.exists(path):
             raise ActError(f"{path} not found: build act (scripts/setup.sh) or set ACT_LIB_DIR")
         lib = ctypes.CDLL(path)
-        lib.actStepCompileFile.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
-                                           ctypes.POINTER(ctypes.c_void_p)]
-        lib.actStepCompileFile.restype = _Handle
-        lib.actStepCompileSource.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
-                                             ctypes.POINTER(ctypes.c_void_p)]
-        lib.actStepCompileSource.restype = _Handle
-        lib.actStepDestroy.argtypes = [_Handle]
-        lib.actStepGetNumArguments.argtypes = [_Handle]
-        lib.actStepGetNumArguments.restype = ctypes.c_ssize_t
-        lib.actStepGetArgument.argtypes = [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]
-        lib.actStepGetLossIndex.argtypes = [_Handle]
-        lib.actStepGetLossIndex.restype = ctypes.c_ssize_t
-        lib.actStepHasSeeds.argtypes = [_Handle]
-        lib.actStepRun.argtypes = [_Handle, ctypes.POINTER(_Tensor), ctypes.c_ssize_t,
-                                   ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]
-        lib.actStepRun.restype = _Handle
-        lib.actRunGetNumResults.argtypes = [_Handle]
-        lib.actRunGetNumResults.restype = ctypes.c_ssize_t
-        lib.actRunGetResult.argtypes = [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]
-        lib.actRunGetPeakBytes.argtypes = [_Handle]
-        lib.actRunGetPeakBytes.restype = ctypes.c_int64
-        lib.actRunDestroy.argtypes = [_Handle]
-        lib.actStringFree.argtypes = [ctypes.c_void_p]
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = restype, argtypes
         _lib = lib
     return _lib
 

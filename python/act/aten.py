@@ -48,7 +48,7 @@ def resolve_sizes(sizes, numel):
     return tuple(sizes)
 
 
-# -- element-wise -------------------------------------------------------------
+# -- element-wise backward (f32; the forward ops are typed, below) ------------
 
 def _binary(fn):
     def lower(g, node, a, b, alpha=1):
@@ -59,32 +59,6 @@ def _binary(fn):
         return g.ew([a, b], body, hint=node.name)
     return lower
 
-
-LOWERINGS["aten.add.Tensor"] = _binary(lambda b, x, y: b.add(x, y))
-LOWERINGS["aten.add.Scalar"] = _binary(lambda b, x, y: b.add(x, y))
-LOWERINGS["aten.sub.Tensor"] = _binary(lambda b, x, y: b.sub(x, y))
-LOWERINGS["aten.sub.Scalar"] = _binary(lambda b, x, y: b.sub(x, y))
-LOWERINGS["aten.mul.Tensor"] = _binary(lambda b, x, y: b.mul(x, y))
-LOWERINGS["aten.mul.Scalar"] = _binary(lambda b, x, y: b.mul(x, y))
-LOWERINGS["aten.div.Tensor"] = _binary(lambda b, x, y: b.div(x, y))
-LOWERINGS["aten.div.Scalar"] = _binary(lambda b, x, y: b.div(x, y))
-
-
-def _unary(fn):
-    def lower(g, node, x):
-        return g.ew([x], fn, hint=node.name)
-    return lower
-
-
-LOWERINGS["aten.neg.default"] = _unary(lambda b, x: b.neg(x))
-LOWERINGS["aten.exp.default"] = _unary(lambda b, x: b.exp(x))
-LOWERINGS["aten.log.default"] = _unary(lambda b, x: b.log(x))
-LOWERINGS["aten.tanh.default"] = _unary(lambda b, x: b.tanh(x))
-LOWERINGS["aten.sqrt.default"] = _unary(lambda b, x: b.sqrt(x))
-LOWERINGS["aten.rsqrt.default"] = _unary(lambda b, x: b.rsqrt(x))
-LOWERINGS["aten.relu.default"] = _unary(lambda b, x: b.max(x, b.c(0.0)))
-LOWERINGS["aten.sigmoid.default"] = _unary(
-    lambda b, x: b.div(b.c(1.0), b.add(b.c(1.0), b.exp(b.neg(x)))))
 
 LOWERINGS["aten.tanh_backward.default"] = _binary(
     lambda b, d, y: b.mul(d, b.sub(b.c(1.0), b.mul(y, y))))
@@ -248,10 +222,9 @@ def bmm(g, node, a, b):
     return g.batch_matmul(a, b, hint=node.name)
 
 
-@lowering("aten.baddbmm.default")
-def baddbmm(g, node, bias, a, b, beta=1, alpha=1):
-    prod = g.batch_matmul(a, b)
-
+def _scaled_sum(g, node, prod, bias, beta, alpha):
+    """alpha * prod + beta * bias (bias ignored when beta is 0, as in
+    PyTorch)."""
     def body(bb, p, c):
         if alpha != 1:
             p = bb.mul(p, bb.c(alpha))
@@ -263,17 +236,14 @@ def baddbmm(g, node, bias, a, b, beta=1, alpha=1):
     return g.ew([prod, bias], body, hint=node.name)
 
 
+@lowering("aten.baddbmm.default")
+def baddbmm(g, node, bias, a, b, beta=1, alpha=1):
+    return _scaled_sum(g, node, g.batch_matmul(a, b), bias, beta, alpha)
+
+
 @lowering("aten.addmm.default")
 def addmm(g, node, bias, a, b, beta=1, alpha=1):
-    prod = g.matmul(a, b)
-
-    def body(bb, p, c):
-        if alpha != 1:
-            p = bb.mul(p, bb.c(alpha))
-        if beta != 1:
-            c = bb.mul(c, bb.c(beta))
-        return bb.add(p, c)
-    return g.ew([prod, bias], body, hint=node.name)
+    return _scaled_sum(g, node, g.matmul(a, b), bias, beta, alpha)
 
 
 def _conv_args(node, stride, padding, dilation, transposed, output_padding, groups, w):
@@ -338,6 +308,11 @@ def _weight_gradient(g, grad, xp, wshape, stride, dilation, groups, hint):
                      out_exprs=dims(4), init=g.fill(tuple(wshape), 0.0), hint=hint)
 
 
+def _as_2d(g, x):
+    """N x C x L as N x C x 1 x L."""
+    return g.reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2]))
+
+
 def _add_bias(g, y, bias, hint):
     if bias is None:
         return y
@@ -351,13 +326,19 @@ def convolution(g, node, x, w, bias, stride, padding, dilation, transposed,
     """linalg.conv_2d_nchw_fchw of the padded input (any stride and
     dilation); grouped: a generic whose channel index is (f floordiv F/G) *
     C/G + c. Transposed: the input gradient of the convolution it
-    transposes (weight Cin x Cout/G x k)."""
+    transposes (weight Cin x Cout/G x k). 1-d: 2-d over a height of 1."""
+    if w.rank == 3:
+        y = convolution(g, node, _as_2d(g, x), _as_2d(g, w), bias, [1] + list(stride),
+                        [0] + list(padding), [1] + list(dilation), transposed,
+                        [0] + list(output_padding), groups)
+        return g.reshape(y, (y.shape[0], y.shape[1], y.shape[3]))
     stride, padding, dilation = _conv_args(node, stride, padding, dilation, transposed,
                                            output_padding, groups, w)
     if transposed:
-        shape = meta_shape(node)
-        if len(shape) == 3:  # a 1-d one, run as 2-d over a height of 1
-            shape = (shape[0], shape[1], 1, shape[2])
+        n, _, h, wd = x.shape
+        shape = (n, w.shape[1] * groups) + tuple(
+            (i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in zip(
+                (h, wd), stride, padding, dilation, w.shape[2:], output_padding))
         y = _input_gradient(g, x, w, shape, stride, padding, dilation, groups, node.name)
         return _add_bias(g, y, bias, node.name)
     xp = g.pad(x, [0, 0] + padding, [0, 0] + padding, hint=node.name + "_pad")
@@ -378,7 +359,15 @@ def convolution_backward(g, node, grad, x, w, bias_sizes, stride, padding, dilat
     """Regular: the input gradient (_input_gradient), the weight gradient
     (the correlation of the padded input with the gradient), the bias
     gradient (the gradient summed). Transposed: the roles swap (the input
-    gradient is the correlation of the padded gradient with the weight)."""
+    gradient is the correlation of the padded gradient with the weight).
+    1-d: 2-d over a height of 1."""
+    if w.rank == 3:
+        gi, gw, gb = convolution_backward(
+            g, node, _as_2d(g, grad), _as_2d(g, x), _as_2d(g, w), bias_sizes,
+            [1] + list(stride), [0] + list(padding), [1] + list(dilation), transposed,
+            [0] + list(output_padding), groups, output_mask)
+        return (g.reshape(gi, x.shape) if gi is not None else None,
+                g.reshape(gw, w.shape) if gw is not None else None, gb)
     stride, padding, dilation = _conv_args(node, stride, padding, dilation, transposed,
                                            output_padding, groups, w)
     (p0, p1) = padding
@@ -743,13 +732,7 @@ def arith(b, op, x, y, dtype):
         table = _BOOL_OPS if dtype == "i1" else _INT_OPS
     if op not in table:
         raise UnsupportedError(f"'{op}' on {dtype} elements")
-    if op == "pow" and dtype in FLOAT_TYPES:
-        return _pow(b, x, y, dtype)
     return b.op(table[op], x, y, ty=dtype)
-
-
-def _pow(b, x, y, dtype):
-    return b.op("math.powf", x, y, ty=dtype)
 
 
 def compare(b, op, x, y, dtype):
@@ -1558,8 +1541,8 @@ def avg_pool2d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode,
     return g.ew([crop], lambda b, u: b.div(u, b.c(div)), hint=node.name)
 
 
-# -- more of the set: selection reductions, repeat, scatter, 1-d convolution,
-# nearest upsampling, adaptive max pooling ------------------------------------
+# -- more of the set: selection reductions, repeat, scatter, nearest
+# upsampling, adaptive max pooling ------------------------------------
 
 def _select_reduce(g, node, x, dim, keepdim, greater):
     """(values, indices) of the first maximum (or minimum) along dim."""
@@ -1640,40 +1623,6 @@ def repeat(g, node, x, repeats):
     exprs = [f"d{lead + k} mod {x.shape[k]}" if repeats[lead + k] != 1 else f"d{lead + k}"
              for k in range(x.rank)]
     return g.generic(shape, [(x, exprs)], lambda b, u, o: u, out_dtype=x.dtype, hint=node.name)
-
-
-def _as_2d(g, x):
-    return g.reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2]))
-
-
-_conv2d = LOWERINGS["aten.convolution.default"]
-_conv2d_backward = LOWERINGS["aten.convolution_backward.default"]
-
-
-@lowering("aten.convolution.default")
-def convolution_nd(g, node, x, w, bias, stride, padding, dilation, transposed,
-                   output_padding, groups):
-    """1-d convolutions run as 2-d ones over a height of 1."""
-    if w.rank != 3:
-        return _conv2d(g, node, x, w, bias, stride, padding, dilation, transposed,
-                       output_padding, groups)
-    y = _conv2d(g, node, _as_2d(g, x), _as_2d(g, w), bias, [1] + list(stride),
-                [0] + list(padding), [1] + list(dilation), transposed, output_padding, groups)
-    return g.reshape(y, (y.shape[0], y.shape[1], y.shape[3]))
-
-
-@lowering("aten.convolution_backward.default")
-def convolution_backward_nd(g, node, grad, x, w, bias_sizes, stride, padding, dilation,
-                            transposed, output_padding, groups, output_mask):
-    if w.rank != 3:
-        return _conv2d_backward(g, node, grad, x, w, bias_sizes, stride, padding, dilation,
-                                transposed, output_padding, groups, output_mask)
-    gi, gw, gb = _conv2d_backward(g, node, _as_2d(g, grad), _as_2d(g, x), _as_2d(g, w),
-                                  bias_sizes, [1] + list(stride), [0] + list(padding),
-                                  [1] + list(dilation), transposed, output_padding, groups,
-                                  output_mask)
-    return (g.reshape(gi, x.shape) if gi is not None else None,
-            g.reshape(gw, w.shape) if gw is not None else None, gb)
 
 
 def _nearest_factors(node, x, out_hw):

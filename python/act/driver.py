@@ -72,6 +72,19 @@ def relative_errors(got, want):
     return errors
 
 
+def scaled_errors(results, reference, parameters):
+    """(loss relative error, largest gradient error over the norm of all
+    gradients, per gradient the same): what decides whether a step is
+    right, where a gradient that is zero in theory (a bias feeding
+    BatchNorm) has no meaningful relative error of its own."""
+    loss = abs(float(results[0]) - float(reference[0])) / max(abs(float(reference[0])), 1e-30)
+    scale = float(np.sqrt(sum(float(np.sum(np.square(r.astype(np.float64))))
+                                for r in reference[1:1 + parameters])))
+    per = [float(np.linalg.norm(a.astype(np.float64) - b)) / max(scale, 1e-30)
+           for a, b in zip(results[1:1 + parameters], reference[1:1 + parameters])]
+    return loss, max(per, default=0.0), per
+
+
 def reference(manifest):
     """The exporter's float64 autograd loss and gradients."""
     d = manifest["reference"]["dir"]

@@ -302,6 +302,11 @@ class Traced:
         self.arg_names = (self.param_names + ["buffer_" + n for n in self.buffer_names]
                           + ["const_" + k for k in self.large_constants]
                           + (["dropout_seed"] if self.has_dropout else []) + ["inputs", "targets"])
+        # The positions among args of the traced function's arguments (its
+        # placeholders): parameters, buffers, inputs, targets; constants and
+        # the dropout seed are the step's own.
+        nstate = len(self.params) + len(self.buffers)
+        self.placeholder_args = list(range(nstate)) + [len(self.args) - 2, len(self.args) - 1]
         fw_out = self._output(self.forward)
         self.loss_node, self.saved = fw_out[0], list(fw_out[1:])
         bw_ph = [n for n in self.backward.graph.nodes if n.op == "placeholder"]
@@ -420,13 +425,12 @@ class Exporter:
         self.name = traced.workload.name
 
     def _arguments(self, g):
-        names = ["p_" + n for n in self.t.param_names] + \
-            ["b_" + n.replace(".", "_") for n in self.t.buffer_names] + \
-            ["c_" + n for n in self.t.large_constants] + \
-            (["dropout_seed"] if self.t.has_dropout else []) + ["inputs", "targets"]
+        # SSA names after the arguments' names (parameters prefixed p_).
+        nparams = len(self.t.params)
+        names = ["p_" + n for n in self.t.param_names] + self.t.arg_names[nparams:]
         args = [V(g.fresh(nm), a.shape, mlir_dtype(a.dtype)) for nm, a in zip(names, self.t.args)]
         if self.t.has_dropout:
-            g.dropout_seed = args[-3]
+            g.dropout_seed = args[self.t.arg_names.index("dropout_seed")]
         # Constants: large ones read their argument, small ones are inlined.
         first = len(self.t.params) + len(self.t.buffers)
         by_name = dict(zip(self.t.large_constants, args[first:]))
@@ -476,10 +480,7 @@ class Exporter:
         g = Graph()
         args = self._arguments(g)
         fw = Lowerer(g, "forward", self.constants)
-        # The traced function's arguments: parameters, buffers, inputs,
-        # targets (constants and the dropout seed are the step's own).
-        nstate = len(self.t.params) + len(self.t.buffers)
-        fw.env.update(zip(self.t.fw_placeholders, args[:nstate] + args[-2:]))
+        fw.env.update(zip(self.t.fw_placeholders, [args[i] for i in self.t.placeholder_args]))
         fw.run(self.t.forward.graph.nodes)
         return g, args, fw
 
@@ -524,10 +525,8 @@ class Exporter:
             if chain:
                 index = self.t.fw_placeholders.index(chain[0])
                 if index >= nparams:
-                    roots.add(index)
-        nstate = len(self.t.params) + len(self.t.buffers)
-        traced_args = self.t.args[:nstate] + self.t.args[-2:]  # the placeholders' values
-        return sum(traced_args[i].numel() * traced_args[i].element_size() for i in roots)
+                    roots.add(self.t.placeholder_args[index])
+        return sum(self.t.args[i].numel() * self.t.args[i].element_size() for i in roots)
 
 
 def dense_constant(g, value, name):

@@ -18,7 +18,6 @@ import tempfile
 
 from . import driver
 from .export import export
-from .zoo import scaled_errors
 
 DEFAULT_BATCH = {"mlp": 8, "cnn": 8, "transformer": 4, "resnet18": 8}
 DEFAULT_ENCODINGS = "none;#act.quant<bits=8>;#act.quant<bits=4>"
@@ -35,7 +34,7 @@ def evaluate(manifest, out, encoding):
                                     manifest["parameters"] + 1)
     reference = driver.reference(manifest)
     errors = driver.relative_errors(results, reference)
-    _, scaled, _ = scaled_errors(results, reference, manifest["parameters"])
+    _, scaled, _ = driver.scaled_errors(results, reference, manifest["parameters"])
     return {"scaled_error": scaled,"saved_before": totals["saved_bytes_before"], "saved_after": totals["saved_bytes_after"],
             "peak": peak, "ms": ms, "max_error": max(errors), "loss_error": errors[0]}
 

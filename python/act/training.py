@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from . import capi, driver
 from .export import Exporter, Traced, header
 from .models import Workload
+from .tune import allocate, measure
 
 
 class Step:
@@ -48,17 +49,17 @@ class Step:
         self.last_peak_bytes = 0
         self.peak_bytes = 0  # the most any call's step had allocated at once
         self.saved_bytes = None  # (before, after) encoding, act's memory report
+        self.batch_norms = [m for m in module.modules()
+                            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+                            and m.num_batches_tracked is not None]
 
     def _compile(self, inputs, targets):
         key = (tuple(inputs.shape), str(inputs.dtype), tuple(targets.shape), str(targets.dtype))
         if key in self.compiled:
             return self.compiled[key]
         name = f"step{len(self.compiled)}"
-        # Export on copies of the buffers: tracing must not move them.
-        saved = {n: b.detach().clone() for n, b in self.module.named_buffers()}
+        # Tracing leaves the module's buffers alone (it substitutes copies).
         traced = Traced(Workload(name, self.module, inputs, targets, self.loss_fn), self.seed)
-        for n, b in self.module.named_buffers():
-            b.data.copy_(saved[n])
         ex = Exporter(traced)
         src = os.path.join(self.work_dir, f"{name}.mlir")
         with open(src, "w") as f:
@@ -88,27 +89,21 @@ class Step:
         return self.compiled[key]
 
     def _tune(self, name, src, args):
-        """GACT's allocation for this graph: sensitivities measured by act-run
-        on this batch at measure_bits, bits chosen by act-allocate-bits for
-        the average budget (as act-tune does)."""
-        import json
+        """GACT's allocation for this graph, as act-tune makes it: sensitivities
+        measured by act-run on this batch at measure_bits, bits chosen by
+        act-allocate-bits for the average budget. The loss head (logits'
+        bias, softmax, the loss) stays f32: measured into the budget, it got
+        4 bits and a bias training does not survive (docs/Training.md)."""
         paths = []
         for i, a in enumerate(args):
             path = os.path.join(self.work_dir, f"{name}_arg{i:03d}.npy")
             np.save(path, np.asarray(a.detach().numpy() if hasattr(a, "detach") else a))
             paths.append(path)
-        # The loss head (logits' bias, softmax, the loss) stays f32, as
-        # act-insert-encode-decode leaves it: measured, it gets bits too.
-        measured = driver.insert(src, os.path.join(self.work_dir, f"{name}_measure.mlir"),
-                                 f"encoding=#act.quant<bits={self.measure_bits}>")
         profile = os.path.join(self.work_dir, f"{name}_profile.json")
-        driver.run("act-run", measured, "--inputs=" + ",".join(paths), f"--sensitivity={profile}")
+        measure(src, paths, [], profile, self.measure_bits)
         tuned = os.path.join(self.work_dir, f"{name}_tuned.mlir")
-        report = os.path.join(self.work_dir, f"{name}_allocation.json")
-        driver.run("act-opt", src, f"-act-allocate-bits=profile={profile} "
-                   f"average-bits={self.average_bits} report={report}", "-o", tuned)
-        with open(report) as f:
-            self.allocation = json.load(f)
+        _, self.allocation = allocate(src, profile, self.average_bits, tuned,
+                                      os.path.join(self.work_dir, f"{name}_allocation.json"))
         return tuned
 
     @staticmethod
@@ -136,9 +131,8 @@ class Step:
                 p.grad.add_(grad)
         for b, value in zip(layout["updated"], results[1 + nparams:]):
             b.data.copy_(torch.from_numpy(value))
-        for m in self.module.modules():
-            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training \
-                    and m.num_batches_tracked is not None:
+        for m in self.batch_norms:
+            if m.training:
                 m.num_batches_tracked.add_(1)
         return torch.tensor(float(results[step.loss_index]))
 

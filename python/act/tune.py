@@ -65,6 +65,31 @@ def plot(profile, allocation, path, title):
     plt.close(fig)
 
 
+def measure(joint, inputs, batches, profile_path, measure_bits=4, min_bytes=1024,
+             loss_head=False, progress=False):
+    """GACT's sensitivities of the joint step `joint`: compiled with a
+    uniform stochastic #act.quant<bits = measure_bits> (and the loss head,
+    with loss_head), measured by act-run --sensitivity on the mini-batch
+    `inputs` (.npy paths) and the extra `batches` into profile_path. Returns
+    act-run's report."""
+    measured = driver.insert(joint, os.path.splitext(profile_path)[0] + "_measure.mlir",
+                             f"encoding=#act.quant<bits={measure_bits}> "
+                             f"encode-loss-head={int(loss_head)} min-bytes={min_bytes}")
+    args = [measured, "--inputs=" + ",".join(inputs), f"--sensitivity={profile_path}"]
+    args += [f"--batch-inputs={','.join(b)}" for b in batches]
+    return driver.run("act-run", *args, progress=progress).stdout.rstrip()
+
+
+def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", min_bytes=1024):
+    """act-allocate-bits on `joint` for the average budget, written to
+    `mlir`; returns (its table, the report's JSON)."""
+    r = driver.run("act-opt", joint, "-act-allocate-bits=" + " ".join([
+        f"profile={profile_path}", f"average-bits={average_bits}",
+        f"solver={solver}", f"report={report}", f"min-bytes={min_bytes}"]), "-o", mlir)
+    with open(report) as f:
+        return r.stderr.rstrip(), json.load(f)
+
+
 def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_bytes=1024,
          quiet=False):
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
@@ -72,15 +97,10 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
     joint = manifest["files"]["joint"]
     model = manifest["model"]
 
-    # 1. compile with a uniform stochastic quantizer to measure with.
-    measured = driver.insert(joint, os.path.join(out, "measure.mlir"),
-                             f"encoding=#act.quant<bits={measure_bits}> encode-loss-head=1 "
-                             f"min-bytes={min_bytes}")
-    # 2. estimate.
+    # 1.-2. compile with a uniform stochastic quantizer and estimate.
     profile_path = os.path.join(out, "profile.json")
-    args = [measured, "--inputs=" + ",".join(manifest["inputs"]), f"--sensitivity={profile_path}"]
-    args += [f"--batch-inputs={','.join(b)}" for b in manifest.get("batches", [])]
-    say(driver.run("act-run", *args, progress=not quiet).stdout.rstrip())
+    say(measure(joint, manifest["inputs"], manifest.get("batches", []), profile_path,
+                measure_bits, min_bytes, loss_head=True, progress=not quiet))
     with open(profile_path) as f:
         profile = json.load(f)
 
@@ -88,14 +108,12 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
     results = {}
     for solver in ("exact", "greedy"):
         mlir = os.path.join(out, "tuned.mlir" if solver == "exact" else "tuned_greedy.mlir")
-        report = os.path.join(out, f"allocation_{solver}.json")
-        r = driver.run("act-opt", joint, "-act-allocate-bits=" + " ".join([
-            f"profile={profile_path}", f"average-bits={average_bits}",
-            f"solver={solver}", f"report={report}", f"min-bytes={min_bytes}"]), "-o", mlir)
+        table, allocation = allocate(joint, profile_path, average_bits, mlir,
+                                     os.path.join(out, f"allocation_{solver}.json"), solver,
+                                     min_bytes)
         if solver == "exact":
-            say(r.stderr.rstrip())
-        with open(report) as f:
-            results[solver] = {"mlir": mlir, "allocation": json.load(f)}
+            say(table)
+        results[solver] = {"mlir": mlir, "allocation": allocation}
     allocation = results["exact"]["allocation"]
 
     # The uniform allocation of the same budget over the same tensors.

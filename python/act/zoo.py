@@ -413,17 +413,6 @@ BATCH = {"resnet18": 8, "mobilenet_v2": 4, "mnasnet0_5": 4, "efficientnet_b0": 4
          "mobilenet_v3_small": 4, "shufflenet_v2_x0_5": 4}
 
 
-def scaled_errors(results, reference, parameters):
-    """(loss relative error, largest gradient error over the norm of all
-    gradients, per gradient the same)."""
-    loss = abs(float(results[0]) - float(reference[0])) / max(abs(float(reference[0])), 1e-30)
-    scale = math.sqrt(sum(float(np.sum(np.square(r.astype(np.float64))))
-                          for r in reference[1:1 + parameters]))
-    per = [float(np.linalg.norm(a.astype(np.float64) - b)) / max(scale, 1e-30)
-           for a, b in zip(results[1:1 + parameters], reference[1:1 + parameters])]
-    return loss, max(per, default=0.0), per
-
-
 def run_model(name, out_root, encodings, timeout):
     from . import driver
     from .export import ExportError, export
@@ -458,7 +447,7 @@ def run_model(name, out_root, encodings, timeout):
         except Exception as e:  # noqa: BLE001
             row[tag] = {"error": str(e).strip().splitlines()[-1][:200]}
             continue
-        loss_err, grad_err, _ = scaled_errors(results, reference, m["parameters"])
+        loss_err, grad_err, _ = driver.scaled_errors(results, reference, m["parameters"])
         row[tag] = {"loss_error": loss_err, "grad_error": grad_err, "peak": peak, "ms": ms,
                     "saved_before": totals["saved_bytes_before"],
                     "saved_after": totals["saved_bytes_after"]}

@@ -94,6 +94,11 @@ ACT_CAPI_EXPORTED int actRunGetResult(ActRun run, intptr_t pos,
 ACT_CAPI_EXPORTED int64_t actRunGetPeakBytes(ActRun run);
 ACT_CAPI_EXPORTED void actRunDestroy(ActRun run);
 
+/// The threads the compute kernels (matmuls, convolutions) use from now on;
+/// n <= 0: every core. Encodings give the same bits on any count.
+ACT_CAPI_EXPORTED void actSetNumThreads(int n);
+ACT_CAPI_EXPORTED int actGetNumThreads(void);
+
 ACT_CAPI_EXPORTED void actStringFree(char *string);
 
 #ifdef __cplusplus

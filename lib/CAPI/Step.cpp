@@ -11,6 +11,7 @@
 
 #include "act/Execution/Step.h"
 #include "act/InitAll.h"
+#include "act/runtime/Kernels.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -216,3 +217,7 @@ int64_t actRunGetPeakBytes(ActRun run) {
 void actRunDestroy(ActRun run) { delete unwrap(run); }
 
 void actStringFree(char *string) { std::free(string); }
+
+void actSetNumThreads(int n) { ::act::rt::setThreads(n); }
+
+int actGetNumThreads(void) { return ::act::rt::getThreads(); }

@@ -6,6 +6,7 @@
 #include "act/Conversion/Passes.h"
 #include "act/Pipelines/Pipelines.h"
 #include "act/runtime/Cuda.h"
+#include "act/runtime/Kernels.h"
 #include "act/runtime/Memory.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -186,6 +187,8 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     const ::act::rt::HookSymbol *hooks = ::act::rt::getAllocationHooks(count);
     add(hooks, count);
     hooks = ::act::rt::getCudaHooks(count);
+    add(hooks, count);
+    hooks = ::act::rt::getKernelHooks(count);
     add(hooks, count);
     return map;
   });

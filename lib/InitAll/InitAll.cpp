@@ -21,6 +21,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
@@ -61,6 +62,8 @@ void mlir::act::registerAllDialects(DialectRegistry &registry) {
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  // Tiling of linalg ops (act-vectorize tiles generics before vectorizing).
+  linalg::registerTilingInterfaceExternalModels(registry);
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   vector::registerBufferizableOpInterfaceExternalModels(registry);
@@ -81,10 +84,15 @@ void mlir::act::registerActPassesAndPipelines() {
 }
 
 llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
-  static const llvm::StringRef names[] = {
-      "act-insert-encode-decode", "act-allocate-bits",     "act-memory-report",
-      "act-early-dealloc",        "convert-act-to-linalg", "act-vectorize",
-      "act-cpu-pipeline",         "act-gpu-pipeline"};
+  static const llvm::StringRef names[] = {"act-insert-encode-decode",
+                                          "act-allocate-bits",
+                                          "act-memory-report",
+                                          "act-early-dealloc",
+                                          "convert-act-to-linalg",
+                                          "act-vectorize",
+                                          "convert-linalg-to-act-kernels",
+                                          "act-cpu-pipeline",
+                                          "act-gpu-pipeline"};
   return names;
 }
 

@@ -48,9 +48,15 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // Elementwise arith/math on tensors become linalg.generic, which bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
-  if (vectorize) {
-    // The lowering's per-chunk kernels as vector code.
-    pm.addNestedPass<func::FuncOp>(act::createActVectorizePass());
+  if (target != act::LoweringTarget::GPU) {
+    // The lowering's per-chunk kernels and the graph's elementwise ops and
+    // reductions as vector code (16 lanes: an AVX-512 register of f32, two
+    // of AVX2). The emulated GPU kernels run beside the same vector code,
+    // so their steps match the CPU's bit for bit.
+    act::ActVectorizePassOptions vectorizeOptions;
+    vectorizeOptions.width = 16;
+    pm.addNestedPass<func::FuncOp>(
+        act::createActVectorizePass(vectorizeOptions));
     pm.addPass(createCanonicalizerPass());
   }
 
@@ -89,6 +95,10 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
                            ? act::LoweringTarget::GPUEmulated
                            : act::LoweringTarget::CPU);
 
+  // Contractions and convolutions call the runtime's kernels; the rest
+  // (elementwise chains, reductions, the encodings) become loops.
+  if (options.kernels)
+    pm.addPass(act::createConvertLinalgToActKernelsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // n-D vector transfers as unrolled 1-D ones, which become plain loads and
   // stores.

@@ -254,24 +254,17 @@ def _conv_args(node, stride, padding, dilation, transposed, output_padding, grou
 def _correlate(g, xp, w, shape, stride, dilation, groups, hint):
     """y[n, f, i, j] = sum over the group's channels c and the window of
     xp[n, (f floordiv F/G) * C/G + c, i * s + u * d, j * s + v * d] *
-    w[f, c, u, v], for an already padded xp and an output `shape`."""
-    f, cg, k0, k1 = w.shape
-    fg = f // groups
-    (s0, s1), (d0, d1) = stride, dilation
-    cexpr = f"(d1 floordiv {fg}) * {cg} + d4" if groups > 1 else "d4"
-    return g.generic(shape, [(xp, ["d0", cexpr, f"d2 * {s0} + d5 * {d0}", f"d3 * {s1} + d6 * {d1}"]),
-                             (w, ["d1", "d4", "d5", "d6"])],
-                     lambda b, u, v, o: b.add(o, b.mul(u, v)),
-                     iterators=["parallel"] * 4 + ["reduction"] * 3, out_exprs=dims(4),
-                     init=g.fill(shape, 0.0), hint=hint)
+    w[f, c, u, v], for an already padded xp and an output `shape`: a linalg
+    named convolution (mlir.Graph.conv2d)."""
+    return g.conv2d(xp, w, stride, dilation, groups, shape, hint=hint)
 
 
 def _input_gradient(g, grad, w, shape, stride, padding, dilation, groups, hint):
     """The input gradient of a convolution with weight w (F, C/G, k) whose
-    output gradient is grad, for an input of `shape`: the correlation of
-    the stride-dilated, padded gradient with the weight read backwards, over
-    the output channels of the input channel's group. (Also the forward of
-    a transposed convolution.)"""
+    output gradient is grad, for an input of `shape`: the correlation (stride
+    1, the convolution's dilation) of the stride-dilated, padded gradient
+    with the weight read backwards and with its two channel dims swapped
+    within each group. (Also the forward of a transposed convolution.)"""
     (s0, s1), (p0, p1), (e0, e1) = stride, padding, dilation
     n, c, h, wd = shape
     f, cg, k0, k1 = w.shape
@@ -282,30 +275,37 @@ def _input_gradient(g, grad, w, shape, stride, padding, dilation, groups, hint):
     lw = max(wd + p1 + r1, r1 + (ow - 1) * s1 + 1)
     gp = g.insert_slice(grad, g.fill((n, f, lh, lw), 0.0), [0, 0, r0, r1], [1, 1, s0, s1],
                         hint=hint + "_dilated")
-    fexpr = f"(d1 floordiv {cg}) * {fg} + d4" if groups > 1 else "d4"
-    cexpr = f"d1 mod {cg}" if groups > 1 else "d1"
-    ins = [(gp, ["d0", fexpr, f"d2 - d5 * {e0} + {p0 + r0}", f"d3 - d6 * {e1} + {p1 + r1}"]),
-           (w, [fexpr, cexpr, "d5", "d6"])]
-    if groups > 1:  # the range of d4 (output channels of one group)
-        ins.append((g.empty((fg,)), ["d4"]))
-    return g.generic(tuple(shape), ins, lambda b, u, v, *o: b.add(o[-1], b.mul(u, v)),
-                     iterators=["parallel"] * 4 + ["reduction"] * 3,
-                     out_exprs=dims(4), init=g.fill(tuple(shape), 0.0), hint=hint)
+    gp = g.extract_slice(gp, [0, 0, p0, p1], [n, f, h + r0, wd + r1], hint=hint + "_window")
+    # flipped[g * C/G + c, f, u, v] = w[g * F/G + f, c, k0 - 1 - u, k1 - 1 - v]
+    fexpr = f"(d0 floordiv {cg}) * {fg} + d1" if groups > 1 else "d1"
+    cexpr = f"d0 mod {cg}" if groups > 1 else "d0"
+    flipped = g.generic((c, fg, k0, k1), [(w, [fexpr, cexpr, f"{k0 - 1} - d2", f"{k1 - 1} - d3"])],
+                        lambda b, u, o: u, hint=hint + "_flipped")
+    return g.conv2d(gp, flipped, (1, 1), (e0, e1), groups, tuple(shape), hint=hint)
 
 
 def _weight_gradient(g, grad, xp, wshape, stride, dilation, groups, hint):
     """The weight gradient (wshape: F, C/G, k) of a convolution of the padded
-    input xp whose output gradient is grad."""
+    input xp whose output gradient is grad: gw[f, c, u, v] = sum over n, i, j
+    of grad[n, f, i, j] * xp[n, (f floordiv F/G) * C/G + c, i * s + u * d,
+    j * s + v * d]. A convolution too, with the batch and channel dims
+    swapped: xp's channels (C/G, G x N) as its batch and channels, grad (F,
+    N) as its weight, the dilation as its stride and the stride as its
+    dilation."""
     (s0, s1), (e0, e1) = stride, dilation
-    f, cg = wshape[0], wshape[1]
-    fg = f // groups
-    cexpr = f"(d0 floordiv {fg}) * {cg} + d1" if groups > 1 else "d1"
-    return g.generic(tuple(wshape),
-                     [(grad, ["d4", "d0", "d5", "d6"]),
-                      (xp, ["d4", cexpr, f"d5 * {s0} + d2 * {e0}", f"d6 * {s1} + d3 * {e1}"])],
-                     lambda b, u, v, o: b.add(o, b.mul(u, v)),
-                     iterators=["parallel"] * 4 + ["reduction"] * 3,
-                     out_exprs=dims(4), init=g.fill(tuple(wshape), 0.0), hint=hint)
+    f, cg, k0, k1 = wshape
+    n, c = xp.shape[:2]
+    oh, ow = grad.shape[2:]
+    # Only the rows and columns some window reads.
+    eh, ew = (k0 - 1) * e0 + (oh - 1) * s0 + 1, (k1 - 1) * e1 + (ow - 1) * s1 + 1
+    x5 = g.expand_shape(xp, [[0], [1, 2], [3], [4]], (n, groups, cg) + xp.shape[2:],
+                        hint=hint + "_groups")
+    x5 = g.extract_slice(x5, [0] * 5, [n, groups, cg, eh, ew], hint=hint + "_window")
+    xt = g.collapse_shape(g.transpose(x5, [2, 1, 0, 3, 4], hint=hint + "_input_t"),
+                          [[0], [1, 2], [3], [4]], hint=hint + "_input_t")
+    gt = g.transpose(grad, [1, 0, 2, 3], hint=hint + "_grad_t")
+    out = g.conv2d(xt, gt, (e0, e1), (s0, s1), groups, (cg, f, k0, k1), hint=hint)
+    return g.transpose(out, [1, 0, 2, 3], hint=hint + "_t")
 
 
 def _as_2d(g, x):
@@ -342,14 +342,7 @@ def convolution(g, node, x, w, bias, stride, padding, dilation, transposed,
         y = _input_gradient(g, x, w, shape, stride, padding, dilation, groups, node.name)
         return _add_bias(g, y, bias, node.name)
     xp = g.pad(x, [0, 0] + padding, [0, 0] + padding, hint=node.name + "_pad")
-    if groups == 1:
-        y = g.conv2d(xp, w, stride, dilation, hint=node.name)
-    else:
-        n, _, h, wd = xp.shape
-        f, _, k0, k1 = w.shape
-        (s0, s1), (d0, d1) = stride, dilation
-        shape = (n, f, (h - d0 * (k0 - 1) - 1) // s0 + 1, (wd - d1 * (k1 - 1) - 1) // s1 + 1)
-        y = _correlate(g, xp, w, shape, stride, dilation, groups, node.name)
+    y = g.conv2d(xp, w, stride, dilation, groups, hint=node.name)
     return _add_bias(g, y, bias, node.name)
 
 
@@ -483,13 +476,29 @@ def max_pool2d_backward(g, node, grad, x, kernel, stride, padding, dilation, cei
 
 # -- normalization ------------------------------------------------------------
 
+def _mean_f64(g, x, axes, count):
+    """The mean of f32 x over axes, accumulated in f64 (ATen's CPU
+    statistics accumulate in double), rounded to f32 once."""
+    keep = [i for i in range(x.rank) if i not in axes]
+    out_shape = tuple(x.shape[i] for i in keep)
+    init = g.fill(out_shape, 0.0, dtype="f64", sizes=[(x, i) for i in keep])
+    its = ["reduction" if i in axes else "parallel" for i in range(x.rank)]
+    s = g.generic(out_shape, [(x, dims(x.rank))],
+                  lambda b, a, o: b.op("arith.addf", b.cast("arith.extf", a, "f32", "f64"), o,
+                                       ty="f64"),
+                  out_dtype="f64", iterators=its, out_exprs=[f"d{i}" for i in keep], init=init,
+                  hint="sum64")
+    return g.ew([s], lambda b, v: b.cast("arith.truncf", b.op("arith.divf", v, b.c(count, "f64"),
+                                                                ty="f64"), "f64", "f32"))
+
+
 def _moments(g, x, axes, bshape, eps, hint):
     """mean and 1/sqrt(biased var + eps) over axes, shaped bshape."""
     count = float(math.prod(x.shape[a] for a in axes))
-    mean = g.ew([g.reduce(x, axes)], lambda b, s: b.div(s, b.c(count)))
+    mean = _mean_f64(g, x, axes, count)
     mean = g.reshape(mean, bshape)
     sq = g.ew([x, mean], lambda b, u, m: b.mul(b.sub(u, m), b.sub(u, m)))
-    var = g.ew([g.reduce(sq, axes)], lambda b, s: b.div(s, b.c(count)))
+    var = _mean_f64(g, sq, axes, count)
     rstd = g.ew([var], lambda b, v: b.rsqrt(b.add(v, b.c(eps))), hint=hint + "_rstd")
     g.last_variance = var
     return mean, g.reshape(rstd, bshape), count

@@ -399,20 +399,35 @@ class Graph:
         self.emit(f"}} : {x.type} to {out.type}")
         return out
 
-    def conv2d(self, x, w, strides, dilations=(1, 1), hint="conv"):
-        """NCHW x FCHW correlation of an already padded input."""
-        n, _, h, wd = x.shape
-        f, _, kh, kw = w.shape
-        shape = (n, f, (h - dilations[0] * (kh - 1) - 1) // strides[0] + 1,
-                 (wd - dilations[1] * (kw - 1) - 1) // strides[1] + 1)
-        acc = self.fill(shape, 0.0)
+    def conv2d(self, x, w, strides, dilations=(1, 1), groups=1, shape=None, hint="conv"):
+        """NCHW x FCHW correlation of an already padded input: y[n, f, i, j]
+        = sum over the group's channels c and the window of x[n, (f floordiv
+        F/G) * C/G + c, i * s + u * d, j * s + v * d] * w[f, c, u, v].
+        linalg.conv_2d_nchw_fchw, or with groups linalg.conv_2d_ngchw_gfchw
+        over the channel dims split by group. `shape` (default: every window
+        that fits) may be smaller than what fits."""
+        n, c, h, wd = x.shape
+        f, cg, kh, kw = w.shape
+        shape = tuple(shape or (n, f, (h - dilations[0] * (kh - 1) - 1) // strides[0] + 1,
+                                (wd - dilations[1] * (kw - 1) - 1) // strides[1] + 1))
+        attrs = (f"{{dilations = dense<[{dilations[0]}, {dilations[1]}]> : tensor<2xi64>, "
+                 f"strides = dense<[{strides[0]}, {strides[1]}]> : tensor<2xi64>}}")
+        if groups == 1:
+            acc = self.fill(shape, 0.0)
+            r = self.fresh(hint)
+            self.emit(f"{r} = linalg.conv_2d_nchw_fchw {attrs} "
+                      f"ins({x.name}, {w.name} : {x.type}, {w.type}) outs({acc.name} : {acc.type}) "
+                      f"-> {acc.type}")
+            return V(r, shape)
+        xg = self.expand_shape(x, [[0], [1, 2], [3], [4]], (n, groups, c // groups, h, wd), hint)
+        wg = self.expand_shape(w, [[0, 1], [2], [3], [4]], (groups, f // groups, cg, kh, kw), hint)
+        gshape = (shape[0], groups, f // groups) + shape[2:]
+        acc = self.fill(gshape, 0.0)
         r = self.fresh(hint)
-        self.emit(f"{r} = linalg.conv_2d_nchw_fchw {{dilations = dense<[{dilations[0]}, "
-                  f"{dilations[1]}]> : tensor<2xi64>, "
-                  f"strides = dense<[{strides[0]}, {strides[1]}]> : tensor<2xi64>}} "
-                  f"ins({x.name}, {w.name} : {x.type}, {w.type}) outs({acc.name} : {acc.type}) "
+        self.emit(f"{r} = linalg.conv_2d_ngchw_gfchw {attrs} "
+                  f"ins({xg.name}, {wg.name} : {xg.type}, {wg.type}) outs({acc.name} : {acc.type}) "
                   f"-> {acc.type}")
-        return V(r, shape)
+        return self.collapse_shape(V(r, gshape), [[0], [1, 2], [3], [4]], hint)
 
 
 def broadcast_shape(shapes, places=None):

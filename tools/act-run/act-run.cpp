@@ -11,6 +11,7 @@
 
 #include "act/Execution/Step.h"
 #include "act/InitAll.h"
+#include "act/runtime/Kernels.h"
 #include "act/runtime/Memory.h"
 #include "act/runtime/Sensitivity.h"
 
@@ -226,9 +227,22 @@ int main(int argc, char **argv) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   // --help shows act-run's options, not LLVM's (--help-hidden has them).
+  // libLLVM registers a hidden --threads of its own (LTO); act-run's is the
+  // kernels' thread count, so LLVM's moves aside before act-run's exists.
+  if (cl::Option *llvmThreads = cl::getRegisteredOptions().lookup("threads"))
+    llvmThreads->setArgStr("llvm-threads");
+  static cl::opt<int> threads(
+      "threads", cl::init(0),
+      cl::desc("threads of the compute kernels (matmuls, convolutions); 0: "
+               "every core. Encodings give the same bits on any count"),
+      cl::cat(runCategory));
   cl::HideUnrelatedOptions({&runCategory, &measureCategory});
   cl::ParseCommandLineOptions(argc, argv,
                               "act-run: run a training step and measure it\n");
+  if (threads < 0)
+    return fail("--threads must be 0 (every core) or positive, not " +
+                llvm::Twine(int(threads)));
+  rt::setThreads(threads);
 
   DialectRegistry registry;
   registerAllDialects(registry);

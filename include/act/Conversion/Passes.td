@@ -83,6 +83,14 @@ def ActVectorizePass : Pass<"act-vectorize", "::mlir::func::FuncOp"> {
     `vector.multi_reduction` per group), so the CPU code does not depend on
     what LLVM's loop vectorizer makes of the scalar loops. Ops that do not
     meet the vectorizer's preconditions (dynamic shapes) stay as they are.
+    With `width` > 0 it also vectorizes the training graph's own static
+    `linalg.generic`s (elementwise ops, reductions): each is tiled with
+    `scf::tileUsingSCF` to 1 x ... x 1 x T along its innermost loop (T the
+    largest of width, width / 2, ... 4 dividing that loop; generics where an
+    operand reads the innermost loop other than contiguously, or with
+    non-permutation maps, stay scalar) and the tile vectorized with
+    `linalg::vectorize`. Their sums reduce in any order (`reassoc`): float32
+    reassociation, nothing more.
     Part of `act-cpu-pipeline`; runs on tensors, before bufferization.
 
     ```mlir
@@ -94,7 +102,52 @@ def ActVectorizePass : Pass<"act-vectorize", "::mlir::func::FuncOp"> {
     %w = vector.transfer_write %acc, %e[%c0] : vector<16xi32>, tensor<16xi32>
     ```
   }];
-  let dependentDialects = ["::mlir::vector::VectorDialect"];
+  let options = [
+    Option<"width", "width", "int64_t", /*default=*/"0",
+           "Also tile and vectorize the other static generics to this many "
+           "elements along their innermost loop (0: only the marked "
+           "kernels; act-cpu-pipeline uses 16)">,
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def ConvertLinalgToActKernelsPass
+    : Pass<"convert-linalg-to-act-kernels", "::mlir::ModuleOp"> {
+  let summary = "Call act's compute kernels for f32 matmuls and convolutions "
+                "on buffers";
+  let description = [{
+    Replaces `linalg.matmul`, `linalg.batch_matmul`,
+    `linalg.conv_2d_nchw_fchw` and `linalg.conv_2d_ngchw_gfchw` on f32
+    buffers by calls of the runtime's kernels (`act/runtime/Kernels.h`:
+    oneDNN's GEMM, convolutions as GEMMs over gathered windows, OpenMP
+    threads), with linalg's semantics (the result accumulates into the
+    output). Operands are cast to fully dynamic strided memrefs; the callee
+    is declared `llvm.emit_c_interface`, so it is reached as
+    `_mlir_ciface_act_kernel_<op>_f32` with descriptor pointers. A
+    convolution's strides and dilations follow as i64. Ops with
+    user-defined indexing maps, other element types, or fewer than
+    `min-macs` multiply-accumulates stay for `convert-linalg-to-loops`.
+    Part of `act-cpu-pipeline` (option `kernels`), after bufferization and
+    deallocation.
+    ```mlir
+    linalg.matmul ins(%a, %b : memref<64x256xf32>, memref<256x128xf32>)
+                  outs(%c : memref<64x128xf32>)
+    // becomes
+    %0 = memref.cast %a : memref<64x256xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+    ...
+    call @act_kernel_matmul_f32(%0, %1, %2) : (...) -> ()
+    ```
+  }];
+  let options = [
+    Option<"minMacs", "min-macs", "int64_t", /*default=*/"4096",
+           "Contractions with fewer multiply-accumulates stay loops (a "
+           "call's fixed cost)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
 }
 
 #endif // ACT_CONVERSION_PASSES_TD

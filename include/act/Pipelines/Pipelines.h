@@ -25,6 +25,12 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "run them on the CPU (convert-act-to-linalg{target="
                      "gpu-emulated}): checks the GPU kernels without a GPU"),
       llvm::cl::init(false)};
+  Option<bool> kernels{
+      *this, "kernels",
+      llvm::cl::desc("f32 matmuls and convolutions call act's compute "
+                     "kernels (convert-linalg-to-act-kernels: oneDNN GEMMs, "
+                     "threaded); false: loops"),
+      llvm::cl::init(true)};
 };
 
 /// What act-gpu-pipeline embeds for each gpu.module.

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/IR/PatternMatch.h"
@@ -29,6 +30,7 @@ struct ReductionCollector : RewriterBase::Listener {
 };
 
 struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<linalg::LinalgOp> marked;
     llvm::DenseSet<Operation *> existing;
@@ -64,13 +66,99 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
     // group, without NaN semantics: act's statistics are undefined for a
     // group holding a NaN (docs/Encodings.md), and LLVM expands a NaN-aware
     // reduce.fmin into a scalar chain instead of a shuffle tree.
+    if (failed(lowerNewReductions(existing, /*reassociate=*/false)))
+      return signalPassFailure();
+
+    if (width > 0 && failed(vectorizeGenerics(rewriter, existing)))
+      return signalPassFailure();
+  }
+
+  /// The tile along the innermost loop by which `op` is vectorized: the
+  /// largest of width, width / 2, ... 4 dividing the loop's size; 0 if op is
+  /// not a candidate. Candidates are static generics on tensors whose
+  /// indexing maps are projected permutations (broadcasts allowed) with the
+  /// innermost loop, where an operand reads it, as that operand's innermost
+  /// dimension: every vector access is contiguous.
+  int64_t getInnerTile(linalg::GenericOp op) const {
+    if (!op.hasPureTensorSemantics() || op.hasDynamicShape() ||
+        op.getNumLoops() == 0 || op->hasAttr(act::kVectorizeAttr))
+      return 0;
+    for (Type type : op->getOperandTypes()) {
+      Type element = getElementTypeOrSelf(type);
+      if (element.isInteger(1) || !(element.isIntOrIndexOrFloat()))
+        return 0;
+    }
+    unsigned last = op.getNumLoops() - 1;
+    for (AffineMap map : op.getIndexingMapsArray()) {
+      if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+        return 0;
+      for (unsigned r = 0; r < map.getNumResults(); ++r)
+        if (map.isFunctionOfDim(last) &&
+            map.getResult(r) == getAffineDimExpr(last, op.getContext()) &&
+            r + 1 != map.getNumResults())
+          return 0;
+    }
+    int64_t size = op.getStaticLoopRanges()[last];
+    for (int64_t tile = width; tile >= 4; tile /= 2)
+      if (size % tile == 0)
+        return tile;
+    return 0;
+  }
+
+  /// Tiles each candidate generic (getInnerTile) to 1 x ... x 1 x tile and
+  /// vectorizes the tile with upstream linalg::vectorize.
+  LogicalResult vectorizeGenerics(IRRewriter &rewriter,
+                                  llvm::DenseSet<Operation *> &existing) {
+    SmallVector<linalg::GenericOp> candidates;
+    getOperation().walk([&](linalg::GenericOp op) {
+      // (Without linalg's TilingInterface models registered, nothing is
+      // tiled.)
+      if (isa<TilingInterface>(op.getOperation()) && getInnerTile(op) &&
+          succeeded(linalg::vectorizeOpPrecondition(op)))
+        candidates.push_back(op);
+    });
+    for (linalg::GenericOp op : candidates) {
+      int64_t tile = getInnerTile(op);
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      SmallVector<OpFoldResult> sizes;
+      for (int64_t range : ranges)
+        sizes.push_back(rewriter.getIndexAttr(range == 1 ? 0 : 1));
+      sizes.back() = rewriter.getIndexAttr(tile == ranges.back() ? 0 : tile);
+      scf::SCFTilingOptions options;
+      options.setTileSizes(sizes);
+      rewriter.setInsertionPoint(op);
+      FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+          rewriter, cast<TilingInterface>(op.getOperation()), options);
+      if (failed(tiled))
+        return op.emitError("act-vectorize: tiling a static generic failed");
+      rewriter.replaceOp(op, tiled->replacements);
+      auto tiledOp = cast<linalg::LinalgOp>(tiled->tiledOps.back());
+      rewriter.setInsertionPoint(tiledOp);
+      FailureOr<linalg::VectorizationResult> result =
+          linalg::vectorize(rewriter, tiledOp);
+      if (failed(result))
+        return tiledOp->emitError(
+            "act-vectorize: a tile that meets the vectorizer's "
+            "preconditions failed to vectorize");
+      rewriter.replaceOp(tiledOp, result->replacements);
+    }
+    // Sums of a tile in any order (float32 reassociation, as any threaded
+    // or vectorized reduction).
+    return lowerNewReductions(existing, /*reassociate=*/true);
+  }
+
+  /// Lowers the vector.multi_reduction ops not in `existing` to one
+  /// vector.reduction per row (min/max without NaN semantics; sums and
+  /// products reassociable when `reassociate`) and adds them to `existing`.
+  LogicalResult lowerNewReductions(llvm::DenseSet<Operation *> &existing,
+                                   bool reassociate) {
     SmallVector<Operation *> reductions;
     getOperation().walk([&](vector::MultiDimReductionOp op) {
       if (!existing.contains(op))
         reductions.push_back(op);
     });
     if (reductions.empty())
-      return;
+      return success();
     RewritePatternSet patterns(&getContext());
     vector::populateVectorMultiReductionLoweringPatterns(
         patterns, vector::VectorMultiReductionLowering::InnerReduction);
@@ -79,13 +167,20 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
     config.setListener(&collector);
     if (failed(
             applyOpPatternsGreedily(reductions, std::move(patterns), config)))
-      return signalPassFailure();
+      return failure();
     for (vector::ReductionOp reduction : collector.created) {
+      existing.insert(reduction);
       vector::CombiningKind kind = reduction.getKind();
       if (kind == vector::CombiningKind::MINNUMF ||
           kind == vector::CombiningKind::MAXNUMF)
         reduction.setFastmath(arith::FastMathFlags::nnan);
+      else if (reassociate && (kind == vector::CombiningKind::ADD ||
+                               kind == vector::CombiningKind::MUL))
+        reduction.setFastmath(arith::FastMathFlags::reassoc);
     }
+    getOperation().walk(
+        [&](vector::MultiDimReductionOp op) { existing.insert(op); });
+    return success();
   }
 };
 } // namespace

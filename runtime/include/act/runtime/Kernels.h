@@ -1,0 +1,70 @@
+//===- Kernels.h - compute kernels the CPU pipeline calls -------*- C++ -*-===//
+//
+// The f32 contractions and convolutions of a training step, which
+// convert-linalg-to-act-kernels turns into calls: matrix products through
+// oneDNN's GEMM (dnnl_sgemm), convolutions as GEMMs over gathered windows
+// (im2col), threaded with OpenMP (libgomp, the runtime oneDNN uses).
+//
+// Each entry point has linalg's semantics: it accumulates into its output
+// (C += A B), reads operands of any strides (packing them first where the
+// GEMM needs unit strides), and leaves encodings alone.
+//
+// Threads: setThreads(n) for every kernel (and oneDNN); results of a kernel
+// depend on the thread count only through how oneDNN splits a GEMM's
+// reduction (float32 reassociation); act's encodings never depend on it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_RUNTIME_KERNELS_H
+#define ACT_RUNTIME_KERNELS_H
+
+#include "act/runtime/Memory.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace act::rt {
+
+/// A rank-N f32 memref descriptor, laid out as MLIR's (allocated, aligned,
+/// offset, sizes, strides).
+template <int N> struct MemRef {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[N];
+  int64_t strides[N];
+};
+
+/// The threads every kernel uses from now on (n <= 0: all cores).
+void setThreads(int n);
+/// The threads kernels use.
+int getThreads();
+
+/// out[n, g, f, i, j] += sum over c, u, v of
+///   in[n, g, c, i * stride0 + u * dilation0, j * stride1 + v * dilation1] *
+///   weight[g, f, c, u, v]
+/// on contiguous row-major arrays (linalg.conv_2d_ngchw_gfchw; G = 1 is
+/// linalg.conv_2d_nchw_fchw). Chooses a GEMM per image (im2col), a GEMM per
+/// output position (few positions, as in weight gradients) or direct loops
+/// (tiny reductions, as in depthwise convolutions).
+struct ConvShape {
+  int64_t n, g, c, h, w; // input
+  int64_t f, kh, kw;     // weight: g x f x c x kh x kw
+  int64_t oh, ow;        // output: n x g x f x oh x ow
+  int64_t stride[2], dilation[2];
+};
+void conv2d(const ConvShape &shape, const float *in, const float *weight,
+            float *out);
+
+/// C (m x n) += A (m x k) B (k x n), row-major with leading dimensions; A
+/// and B transposed when transA/transB.
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+          int64_t ldc);
+
+/// The _mlir_ciface_act_kernel_* entry points, for the JIT's symbol map.
+const HookSymbol *getKernelHooks(size_t &count);
+
+} // namespace act::rt
+
+#endif // ACT_RUNTIME_KERNELS_H

@@ -1,0 +1,413 @@
+//===- Kernels.cpp - compute kernels the CPU pipeline calls ---------------===//
+//
+// GEMMs are oneDNN's dnnl_sgemm (row-major, OpenMP-threaded, the library
+// PyTorch's CPU convolutions run on). A convolution becomes GEMMs over
+// gathered windows; scratch buffers come from the counted allocator, so
+// act-run's peak includes them (oneDNN's own GEMM packing buffers are not
+// counted).
+//
+// Parallel loops are OpenMP (libgomp, oneDNN's runtime): a kernel with as
+// many independent GEMMs as threads runs them side by side (a GEMM inside a
+// parallel region runs on its thread alone); otherwise the GEMMs run one
+// after the other, each on every thread.
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/runtime/Kernels.h"
+
+#include "oneapi/dnnl/dnnl.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+extern "C" {
+int omp_get_max_threads(void);
+int omp_get_num_procs(void);
+int omp_get_thread_num(void);
+void omp_set_num_threads(int);
+}
+
+using namespace act::rt;
+
+void act::rt::setThreads(int n) {
+  omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
+}
+
+int act::rt::getThreads() { return omp_get_max_threads(); }
+
+namespace {
+
+/// Scratch memory from the counted allocator, freed on scope exit.
+struct Scratch {
+  explicit Scratch(size_t floats)
+      : data(static_cast<float *>(_mlir_memref_to_llvm_aligned_alloc(
+            64, std::max<size_t>(floats, 1) * sizeof(float)))) {
+    if (!data)
+      std::abort();
+  }
+  ~Scratch() { _mlir_memref_to_llvm_free(data); }
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  float *data;
+};
+
+void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+           float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    if (beta == 0)
+      for (int64_t i = 0; i < m; ++i)
+        std::fill_n(c + i * ldc, n, 0.0f);
+    return;
+  }
+  dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a,
+             std::max<int64_t>(lda, 1), b, std::max<int64_t>(ldb, 1), beta, c,
+             std::max<int64_t>(ldc, 1));
+}
+
+/// Runs body(i) for i in [0, count): in parallel when there are enough
+/// iterations to give every thread one, else in sequence (each iteration's
+/// GEMM then uses every thread). body gets (i, thread).
+template <typename Body> void forEach(int64_t count, Body body) {
+  int threads = getThreads();
+  if (count >= threads && threads > 1) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i)
+      body(i, omp_get_thread_num());
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i)
+    body(i, 0);
+}
+
+/// Threads forEach gives `count` iterations.
+int threadsFor(int64_t count) {
+  int threads = getThreads();
+  return count >= threads && threads > 1 ? threads : 1;
+}
+
+void im2col(const ConvShape &s, const float *x, float *col) {
+  int64_t p = s.oh * s.ow;
+  for (int64_t c = 0; c < s.c; ++c)
+    for (int64_t u = 0; u < s.kh; ++u)
+      for (int64_t v = 0; v < s.kw; ++v) {
+        float *row = col + ((c * s.kh + u) * s.kw + v) * p;
+        for (int64_t i = 0; i < s.oh; ++i) {
+          const float *src =
+              x + (c * s.h + i * s.stride[0] + u * s.dilation[0]) * s.w +
+              v * s.dilation[1];
+          float *dst = row + i * s.ow;
+          if (s.stride[1] == 1)
+            std::memcpy(dst, src, s.ow * sizeof(float));
+          else
+            for (int64_t j = 0; j < s.ow; ++j)
+              dst[j] = src[j * s.stride[1]];
+        }
+      }
+}
+
+/// A GEMM per image and group: out[n, g] (F x P) += weight[g] (F x CKK) *
+/// im2col(in[n, g]) (CKK x P).
+void convPerImage(const ConvShape &s, const float *in, const float *wt,
+                  float *out) {
+  int64_t p = s.oh * s.ow, ckk = s.c * s.kh * s.kw;
+  bool pointwise = s.kh == 1 && s.kw == 1 && s.stride[0] == 1 &&
+                   s.stride[1] == 1 && s.oh == s.h && s.ow == s.w;
+  int64_t count = s.n * s.g;
+  Scratch col(pointwise ? 0 : size_t(threadsFor(count)) * ckk * p);
+  forEach(count, [&](int64_t idx, int thread) {
+    int64_t g = idx % s.g;
+    const float *x = in + idx * s.c * s.h * s.w;
+    const float *b = x;
+    if (!pointwise) {
+      float *buffer = col.data + thread * ckk * p;
+      im2col(s, x, buffer);
+      b = buffer;
+    }
+    sgemm(false, false, s.f, p, ckk, wt + g * s.f * ckk, ckk, b, p, 1.0f,
+          out + idx * s.f * p, p);
+  });
+}
+
+/// A GEMM per group and output position: T (N x F) = windows (N x CKK) *
+/// weight[g]^T, added to out[:, g, :, i, j]. For few output positions and
+/// many images (a weight gradient computed as a convolution).
+void convPerPosition(const ConvShape &s, const float *in, const float *wt,
+                     float *out) {
+  int64_t p = s.oh * s.ow, ckk = s.c * s.kh * s.kw, kk = s.kh * s.kw;
+  int64_t count = s.g * p;
+  int threads = threadsFor(count);
+  Scratch windows(size_t(threads) * s.n * ckk);
+  Scratch products(size_t(threads) * s.n * s.f);
+  forEach(count, [&](int64_t idx, int thread) {
+    int64_t g = idx / p, pos = idx % p, i = pos / s.ow, j = pos % s.ow;
+    float *a = windows.data + thread * s.n * ckk;
+    float *t = products.data + thread * s.n * s.f;
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t c = 0; c < s.c; ++c) {
+        const float *x = in + ((n * s.g + g) * s.c + c) * s.h * s.w +
+                         i * s.stride[0] * s.w + j * s.stride[1];
+        float *row = a + n * ckk + c * kk;
+        for (int64_t u = 0; u < s.kh; ++u) {
+          const float *src = x + u * s.dilation[0] * s.w;
+          float *dst = row + u * s.kw;
+          if (s.dilation[1] == 1)
+            std::memcpy(dst, src, s.kw * sizeof(float));
+          else
+            for (int64_t v = 0; v < s.kw; ++v)
+              dst[v] = src[v * s.dilation[1]];
+        }
+      }
+    sgemm(false, true, s.n, s.f, ckk, a, ckk, wt + g * s.f * ckk, ckk, 0.0f, t,
+          s.f);
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t f = 0; f < s.f; ++f)
+        out[((n * s.g + g) * s.f + f) * p + pos] += t[n * s.f + f];
+  });
+}
+
+/// Loops, for convolutions whose GEMMs would be degenerate (depthwise: one
+/// channel in and out per group).
+void convDirect(const ConvShape &s, const float *in, const float *wt,
+                float *out) {
+  int64_t p = s.oh * s.ow;
+  forEach(s.n * s.g * s.f, [&](int64_t idx, int) {
+    int64_t f = idx % s.f, ng = idx / s.f, g = ng % s.g;
+    float *o = out + idx * p;
+    for (int64_t c = 0; c < s.c; ++c) {
+      const float *x = in + (ng * s.c + c) * s.h * s.w;
+      const float *w = wt + ((g * s.f + f) * s.c + c) * s.kh * s.kw;
+      for (int64_t u = 0; u < s.kh; ++u)
+        for (int64_t v = 0; v < s.kw; ++v) {
+          float k = w[u * s.kw + v];
+          for (int64_t i = 0; i < s.oh; ++i) {
+            const float *src = x + (i * s.stride[0] + u * s.dilation[0]) * s.w +
+                               v * s.dilation[1];
+            float *dst = o + i * s.ow;
+            if (s.stride[1] == 1)
+              for (int64_t j = 0; j < s.ow; ++j)
+                dst[j] += k * src[j];
+            else
+              for (int64_t j = 0; j < s.ow; ++j)
+                dst[j] += k * src[j * s.stride[1]];
+          }
+        }
+    }
+  });
+}
+
+} // namespace
+
+void act::rt::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                   const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float *c, int64_t ldc) {
+  sgemm(transA, transB, m, n, k, a, lda, b, ldb, 1.0f, c, ldc);
+}
+
+void act::rt::conv2d(const ConvShape &s, const float *in, const float *weight,
+                     float *out) {
+  if (s.n == 0 || s.g == 0 || s.f == 0 || s.oh == 0 || s.ow == 0)
+    return;
+  int64_t p = s.oh * s.ow;
+  // The smaller dimension of each algorithm's GEMMs: the larger wins; both
+  // tiny means loops.
+  int64_t perImage = std::min(s.f, p), perPosition = std::min(s.n, s.f);
+  if (std::max(perImage, perPosition) < 4)
+    return convDirect(s, in, weight, out);
+  if (perPosition > perImage)
+    return convPerPosition(s, in, weight, out);
+  convPerImage(s, in, weight, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points on memref descriptors
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <int N> bool isRowMajor(const MemRef<N> &m) {
+  int64_t expected = 1;
+  for (int i = N - 1; i >= 0; --i) {
+    if (m.sizes[i] != 1 && m.strides[i] != expected)
+      return false;
+    expected *= m.sizes[i];
+  }
+  return true;
+}
+
+template <int N> int64_t numElements(const MemRef<N> &m) {
+  int64_t count = 1;
+  for (int i = 0; i < N; ++i)
+    count *= m.sizes[i];
+  return count;
+}
+
+/// Copies between a strided memref and a row-major array.
+template <int N>
+void copyStrided(const MemRef<N> &m, float *dense, bool toDense) {
+  int64_t count = numElements(m);
+  int64_t index[N] = {};
+  float *base = m.aligned + m.offset;
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t at = 0;
+    for (int i = 0; i < N; ++i)
+      at += index[i] * m.strides[i];
+    if (toDense)
+      dense[e] = base[at];
+    else
+      base[at] = dense[e];
+    for (int i = N - 1; i >= 0 && ++index[i] == m.sizes[i]; --i)
+      index[i] = 0;
+  }
+}
+
+/// A memref's elements as a row-major array: in place when they are laid
+/// out so, else a counted copy (written back by writeBack for outputs).
+template <int N> struct RowMajor {
+  explicit RowMajor(const MemRef<N> &m) : m(m) {
+    if (isRowMajor(m)) {
+      data = m.aligned + m.offset;
+      return;
+    }
+    copy = std::make_unique<Scratch>(numElements(m));
+    data = copy->data;
+    copyStrided(m, data, /*toDense=*/true);
+  }
+  void writeBack() {
+    if (copy)
+      copyStrided(m, data, /*toDense=*/false);
+  }
+  const MemRef<N> &m;
+  std::unique_ptr<Scratch> copy;
+  float *data;
+};
+
+/// A 2-d view (strides r, c) as a GEMM operand: row-major with leading
+/// dimension r, or transposed with leading dimension c; false if neither.
+bool asMatrix(int64_t rows, int64_t cols, int64_t r, int64_t c, bool &trans,
+              int64_t &ld) {
+  if (c == 1 || cols == 1) {
+    trans = false;
+    ld = rows == 1 ? cols : r;
+    return ld >= cols;
+  }
+  if (r == 1 || rows == 1) {
+    trans = true;
+    ld = cols == 1 ? rows : c;
+    return ld >= rows;
+  }
+  return false;
+}
+
+/// C (b x m x n) += A (b x m x k) B (b x k x n) for descriptors of any
+/// strides (b = 1 and batch strides 0 for linalg.matmul).
+void batchMatmul(int64_t batch, MemRef<3> a, MemRef<3> b, MemRef<3> c) {
+  int64_t m = c.sizes[1], n = c.sizes[2], k = a.sizes[2];
+  bool ta, tb, tc;
+  int64_t lda, ldb, ldc;
+  std::unique_ptr<RowMajor<3>> pa, pb, pc;
+  if (!asMatrix(m, k, a.strides[1], a.strides[2], ta, lda)) {
+    pa = std::make_unique<RowMajor<3>>(a);
+    a.aligned = pa->data, a.offset = 0;
+    a.strides[0] = m * k, a.strides[1] = k, a.strides[2] = 1;
+    ta = false, lda = k;
+  }
+  if (!asMatrix(k, n, b.strides[1], b.strides[2], tb, ldb)) {
+    pb = std::make_unique<RowMajor<3>>(b);
+    b.aligned = pb->data, b.offset = 0;
+    b.strides[0] = k * n, b.strides[1] = n, b.strides[2] = 1;
+    tb = false, ldb = n;
+  }
+  MemRef<3> original = c;
+  if (!asMatrix(m, n, c.strides[1], c.strides[2], tc, ldc) || tc) {
+    pc = std::make_unique<RowMajor<3>>(original);
+    c.aligned = pc->data, c.offset = 0;
+    c.strides[0] = m * n, c.strides[1] = n, c.strides[2] = 1;
+    ldc = n;
+  }
+  forEach(batch, [&](int64_t i, int) {
+    sgemm(ta, tb, m, n, k, a.aligned + a.offset + i * a.strides[0], lda,
+          b.aligned + b.offset + i * b.strides[0], ldb, 1.0f,
+          c.aligned + c.offset + i * c.strides[0], ldc);
+  });
+  if (pc)
+    pc->writeBack();
+}
+
+MemRef<3> withBatch(const MemRef<2> &m) {
+  return {m.allocated,
+          m.aligned,
+          m.offset,
+          {1, m.sizes[0], m.sizes[1]},
+          {0, m.strides[0], m.strides[1]}};
+}
+
+template <int N>
+void conv(MemRef<N> *in, MemRef<N> *weight, MemRef<N> *out, int64_t stride0,
+          int64_t stride1, int64_t dilation0, int64_t dilation1) {
+  // Rank 4: N C H W, F C KH KW, N F OH OW; rank 5: with G after N (input,
+  // output) or first (weight).
+  constexpr int o = N - 4;
+  ConvShape s;
+  s.n = in->sizes[0];
+  s.g = o ? in->sizes[1] : 1;
+  s.c = in->sizes[1 + o], s.h = in->sizes[2 + o], s.w = in->sizes[3 + o];
+  s.f = weight->sizes[o], s.kh = weight->sizes[2 + o];
+  s.kw = weight->sizes[3 + o];
+  s.oh = out->sizes[2 + o], s.ow = out->sizes[3 + o];
+  s.stride[0] = stride0, s.stride[1] = stride1;
+  s.dilation[0] = dilation0, s.dilation[1] = dilation1;
+  RowMajor<N> x(*in), w(*weight), y(*out);
+  conv2d(s, x.data, w.data, y.data);
+  y.writeBack();
+}
+
+} // namespace
+
+extern "C" {
+
+void _mlir_ciface_act_kernel_matmul_f32(MemRef<2> *a, MemRef<2> *b,
+                                        MemRef<2> *c) {
+  batchMatmul(1, withBatch(*a), withBatch(*b), withBatch(*c));
+}
+
+void _mlir_ciface_act_kernel_batch_matmul_f32(MemRef<3> *a, MemRef<3> *b,
+                                              MemRef<3> *c) {
+  batchMatmul(c->sizes[0], *a, *b, *c);
+}
+
+void _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(
+    MemRef<4> *in, MemRef<4> *weight, MemRef<4> *out, int64_t stride0,
+    int64_t stride1, int64_t dilation0, int64_t dilation1) {
+  conv(in, weight, out, stride0, stride1, dilation0, dilation1);
+}
+
+void _mlir_ciface_act_kernel_conv_2d_ngchw_gfchw_f32(
+    MemRef<5> *in, MemRef<5> *weight, MemRef<5> *out, int64_t stride0,
+    int64_t stride1, int64_t dilation0, int64_t dilation1) {
+  conv(in, weight, out, stride0, stride1, dilation0, dilation1);
+}
+
+} // extern "C"
+
+const HookSymbol *act::rt::getKernelHooks(size_t &count) {
+#define ACT_KERNEL(name)                                                       \
+  {                                                                            \
+    "_mlir_ciface_act_kernel_" #name,                                          \
+        reinterpret_cast<void *>(&_mlir_ciface_act_kernel_##name)              \
+  }
+  static const HookSymbol hooks[] = {
+      ACT_KERNEL(matmul_f32),
+      ACT_KERNEL(batch_matmul_f32),
+      ACT_KERNEL(conv_2d_nchw_fchw_f32),
+      ACT_KERNEL(conv_2d_ngchw_gfchw_f32),
+  };
+#undef ACT_KERNEL
+  count = sizeof(hooks) / sizeof(hooks[0]);
+  return hooks;
+}

@@ -1,0 +1,154 @@
+//===- KernelsTest.cpp - the compute kernels against plain loops ----------===//
+
+#include "act/runtime/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace act::rt;
+
+extern "C" {
+void _mlir_ciface_act_kernel_matmul_f32(MemRef<2> *, MemRef<2> *, MemRef<2> *);
+void _mlir_ciface_act_kernel_batch_matmul_f32(MemRef<3> *, MemRef<3> *,
+                                              MemRef<3> *);
+}
+
+namespace {
+
+std::vector<float> randomVector(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// The definition, in double.
+std::vector<double> referenceConv(const ConvShape &s,
+                                  const std::vector<float> &in,
+                                  const std::vector<float> &wt,
+                                  const std::vector<float> &init) {
+  std::vector<double> out(init.begin(), init.end());
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t g = 0; g < s.g; ++g)
+      for (int64_t f = 0; f < s.f; ++f)
+        for (int64_t i = 0; i < s.oh; ++i)
+          for (int64_t j = 0; j < s.ow; ++j) {
+            double acc = 0;
+            for (int64_t c = 0; c < s.c; ++c)
+              for (int64_t u = 0; u < s.kh; ++u)
+                for (int64_t v = 0; v < s.kw; ++v)
+                  acc += double(in[(((n * s.g + g) * s.c + c) * s.h +
+                                    i * s.stride[0] + u * s.dilation[0]) *
+                                       s.w +
+                                   j * s.stride[1] + v * s.dilation[1]]) *
+                         wt[(((g * s.f + f) * s.c + c) * s.kh + u) * s.kw + v];
+            out[(((n * s.g + g) * s.f + f) * s.oh + i) * s.ow + j] += acc;
+          }
+  return out;
+}
+
+void expectClose(const std::vector<float> &got, const std::vector<double> &want,
+                 double tolerance) {
+  ASSERT_EQ(got.size(), want.size());
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::abs(got[i] - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  EXPECT_LE(err, tolerance * std::max(scale, 1.0));
+}
+
+struct ConvCase {
+  const char *name;
+  ConvShape shape;
+};
+
+class ConvTest : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvTest, MatchesTheDefinitionOnAnyThreadCount) {
+  ConvShape s = GetParam().shape;
+  std::vector<float> in = randomVector(s.n * s.g * s.c * s.h * s.w, 1);
+  std::vector<float> wt = randomVector(s.g * s.f * s.c * s.kh * s.kw, 2);
+  // linalg accumulates into its output: start from a non-zero one.
+  std::vector<float> init = randomVector(s.n * s.g * s.f * s.oh * s.ow, 3);
+  std::vector<double> want = referenceConv(s, in, wt, init);
+  for (int threads : {1, 2, 3}) {
+    setThreads(threads);
+    std::vector<float> out = init;
+    conv2d(s, in.data(), wt.data(), out.data());
+    expectClose(out, want, 1e-5);
+  }
+  setThreads(0);
+}
+
+// n g c h w | f kh kw | oh ow | stride | dilation
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, ConvTest,
+    ::testing::Values(
+        // A GEMM per image (im2col); strided, dilated; 1x1 without a copy.
+        ConvCase{"PerImage", {2, 1, 3, 9, 9, 8, 3, 3, 7, 7, {1, 1}, {1, 1}}},
+        ConvCase{"Strided", {3, 1, 4, 11, 10, 6, 3, 2, 5, 5, {2, 2}, {1, 1}}},
+        ConvCase{"Dilated", {2, 1, 4, 10, 10, 5, 3, 3, 2, 6, {3, 1}, {2, 2}}},
+        ConvCase{"Pointwise", {2, 1, 8, 5, 6, 16, 1, 1, 5, 6, {1, 1}, {1, 1}}},
+        ConvCase{"Grouped", {2, 4, 3, 6, 6, 5, 3, 3, 4, 4, {1, 1}, {1, 1}}},
+        // A GEMM per output position (a weight gradient: 3x3 outputs of a
+        // large window).
+        ConvCase{"PerPosition",
+                 {16, 1, 8, 10, 10, 12, 8, 8, 3, 3, {1, 1}, {1, 1}}},
+        ConvCase{"PerPositionStrided",
+                 {16, 2, 4, 12, 12, 12, 5, 5, 3, 3, {2, 1}, {1, 2}}},
+        // Loops (depthwise: a channel per group).
+        ConvCase{"Depthwise", {2, 6, 1, 9, 9, 1, 3, 3, 4, 4, {2, 2}, {1, 1}}}),
+    [](const ::testing::TestParamInfo<ConvCase> &info) {
+      return std::string(info.param.name);
+    });
+
+/// A matmul through its entry point on strided and transposed views.
+TEST(KernelsTest, MatmulOnStridedAndTransposedViews) {
+  const int64_t m = 5, k = 7, n = 6;
+  std::vector<float> a = randomVector(m * k * 2, 4); // every other column
+  std::vector<float> b = randomVector(k * n, 5);     // stored n x k
+  std::vector<float> c = randomVector(m * n * 3, 6); // every third element
+  std::vector<double> want(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = c[(i * n + j) * 3];
+      for (int64_t l = 0; l < k; ++l)
+        acc += double(a[(i * k + l) * 2]) * b[j * k + l];
+      want[i * n + j] = acc;
+    }
+  MemRef<2> ma{a.data(), a.data(), 0, {m, k}, {2 * k, 2}};
+  MemRef<2> mb{b.data(), b.data(), 0, {k, n}, {1, k}};
+  MemRef<2> mc{c.data(), c.data(), 0, {m, n}, {3 * n, 3}};
+  _mlir_ciface_act_kernel_matmul_f32(&ma, &mb, &mc);
+  std::vector<float> got(m * n);
+  for (int64_t i = 0; i < m * n; ++i)
+    got[i] = c[i * 3];
+  expectClose(got, want, 1e-5);
+}
+
+TEST(KernelsTest, BatchMatmulMatchesLoops) {
+  const int64_t bs = 4, m = 3, k = 9, n = 17;
+  std::vector<float> a = randomVector(bs * m * k, 7);
+  std::vector<float> b = randomVector(bs * k * n, 8);
+  std::vector<float> c(bs * m * n, 0.5f);
+  std::vector<double> want(bs * m * n, 0.5);
+  for (int64_t q = 0; q < bs; ++q)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t l = 0; l < k; ++l)
+          want[(q * m + i) * n + j] +=
+              double(a[(q * m + i) * k + l]) * b[(q * k + l) * n + j];
+  MemRef<3> ma{a.data(), a.data(), 0, {bs, m, k}, {m * k, k, 1}};
+  MemRef<3> mb{b.data(), b.data(), 0, {bs, k, n}, {k * n, n, 1}};
+  MemRef<3> mc{c.data(), c.data(), 0, {bs, m, n}, {m * n, n, 1}};
+  _mlir_ciface_act_kernel_batch_matmul_f32(&ma, &mb, &mc);
+  expectClose(c, want, 1e-5);
+}
+
+} // namespace

@@ -1,0 +1,72 @@
+// RUN: act-opt %s -pass-pipeline='builtin.module(func.func(act-vectorize{width=16}))' | FileCheck %s
+// RUN: act-opt %s -pass-pipeline='builtin.module(func.func(act-vectorize))' | FileCheck %s --check-prefix=OFF
+
+// act-vectorize{width=16}: static generics become loops over 1 x ... x 16
+// tiles of vector code along their innermost loop.
+
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#chan = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+#perchan = affine_map<(d0, d1, d2, d3) -> (d1)>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+// Elementwise with a per-channel broadcast (batch norm's normalization).
+// CHECK-LABEL: func.func @normalize
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} step %c16
+// CHECK: vector.transfer_read {{.*}} vector<1x1x1x16xf32>
+// CHECK: arith.subf {{.*}} vector<1x1x1x16xf32>
+// CHECK: vector.transfer_write
+// CHECK-NOT: linalg.generic
+// OFF-LABEL: func.func @normalize
+// OFF: linalg.generic
+func.func @normalize(%x: tensor<4x8x6x32xf32>, %m: tensor<8x1x1xf32>) -> tensor<4x8x6x32xf32> {
+  %e = tensor.empty() : tensor<4x8x6x32xf32>
+  %r = linalg.generic {indexing_maps = [#id, #chan, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x, %m : tensor<4x8x6x32xf32>, tensor<8x1x1xf32>) outs(%e : tensor<4x8x6x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<4x8x6x32xf32>
+  return %r : tensor<4x8x6x32xf32>
+}
+
+// A sum over N, H, W per channel: each tile reduces in any order
+// (reassoc), which LLVM turns into a shuffle tree.
+// CHECK-LABEL: func.func @channel_sum
+// CHECK: scf.for {{.*}} step %c8
+// CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc> : vector<8xf32> into f32
+func.func @channel_sum(%x: tensor<4x8x6x24xf32>, %init: tensor<8xf32>) -> tensor<8xf32> {
+  %r = linalg.generic {indexing_maps = [#id, #perchan], iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+      ins(%x : tensor<4x8x6x24xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// Not contiguous along the innermost loop (a transposed read), or no tile
+// of at least 4 dividing it: left for the loops.
+// CHECK-LABEL: func.func @left_alone
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK-NOT: vector.
+func.func @left_alone(%x: tensor<32x32xf32>, %y: tensor<6x7xf32>) -> (tensor<32x32xf32>, tensor<6x7xf32>) {
+  %e = tensor.empty() : tensor<32x32xf32>
+  %r = linalg.generic {indexing_maps = [#t, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<32x32xf32>) outs(%e : tensor<32x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<32x32xf32>
+  %e2 = tensor.empty() : tensor<6x7xf32>
+  %s = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%y : tensor<6x7xf32>) outs(%e2 : tensor<6x7xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  } -> tensor<6x7xf32>
+  return %r, %s : tensor<32x32xf32>, tensor<6x7xf32>
+}

@@ -273,9 +273,13 @@ def _input_gradient(g, grad, w, shape, stride, padding, dilation, groups, hint):
     r0, r1 = (k0 - 1) * e0, (k1 - 1) * e1
     lh = max(h + p0 + r0, r0 + (oh - 1) * s0 + 1)
     lw = max(wd + p1 + r1, r1 + (ow - 1) * s1 + 1)
-    gp = g.insert_slice(grad, g.fill((n, f, lh, lw), 0.0), [0, 0, r0, r1], [1, 1, s0, s1],
-                        hint=hint + "_dilated")
-    gp = g.extract_slice(gp, [0, 0, p0, p1], [n, f, h + r0, wd + r1], hint=hint + "_window")
+    if p0 <= r0 and p1 <= r1:  # (padding within the kernel's reach: the usual case)
+        gp = g.insert_slice(grad, g.fill((n, f, h + r0, wd + r1), 0.0),
+                            [0, 0, r0 - p0, r1 - p1], [1, 1, s0, s1], hint=hint + "_dilated")
+    else:
+        gp = g.insert_slice(grad, g.fill((n, f, lh, lw), 0.0), [0, 0, r0, r1], [1, 1, s0, s1],
+                            hint=hint + "_dilated")
+        gp = g.extract_slice(gp, [0, 0, p0, p1], [n, f, h + r0, wd + r1], hint=hint + "_window")
     # flipped[g * C/G + c, f, u, v] = w[g * F/G + f, c, k0 - 1 - u, k1 - 1 - v]
     fexpr = f"(d0 floordiv {cg}) * {fg} + d1" if groups > 1 else "d1"
     cexpr = f"d0 mod {cg}" if groups > 1 else "d0"
@@ -298,11 +302,15 @@ def _weight_gradient(g, grad, xp, wshape, stride, dilation, groups, hint):
     oh, ow = grad.shape[2:]
     # Only the rows and columns some window reads.
     eh, ew = (k0 - 1) * e0 + (oh - 1) * s0 + 1, (k1 - 1) * e1 + (ow - 1) * s1 + 1
-    x5 = g.expand_shape(xp, [[0], [1, 2], [3], [4]], (n, groups, cg) + xp.shape[2:],
-                        hint=hint + "_groups")
-    x5 = g.extract_slice(x5, [0] * 5, [n, groups, cg, eh, ew], hint=hint + "_window")
-    xt = g.collapse_shape(g.transpose(x5, [2, 1, 0, 3, 4], hint=hint + "_input_t"),
-                          [[0], [1, 2], [3], [4]], hint=hint + "_input_t")
+    if (eh, ew) != tuple(xp.shape[2:]):
+        xp = g.extract_slice(xp, [0] * 4, [n, c, eh, ew], hint=hint + "_window")
+    if groups == 1:
+        xt = g.transpose(xp, [1, 0, 2, 3], hint=hint + "_input_t")
+    else:
+        x5 = g.expand_shape(xp, [[0], [1, 2], [3], [4]], (n, groups, cg, eh, ew),
+                            hint=hint + "_groups")
+        xt = g.collapse_shape(g.transpose(x5, [2, 1, 0, 3, 4], hint=hint + "_input_t"),
+                              [[0], [1, 2], [3], [4]], hint=hint + "_input_t")
     gt = g.transpose(grad, [1, 0, 2, 3], hint=hint + "_grad_t")
     out = g.conv2d(xt, gt, (e0, e1), (s0, s1), groups, (cg, f, k0, k1), hint=hint)
     return g.transpose(out, [1, 0, 2, 3], hint=hint + "_t")

@@ -91,22 +91,25 @@ int threadsFor(int64_t count) {
   return count >= threads && threads > 1 ? threads : 1;
 }
 
+/// in[n, g] (strided) gathered as the CKK x P matrix of its windows.
 void im2col(const ConvShape &s, const float *x, float *col) {
   int64_t p = s.oh * s.ow;
+  const int64_t *st = s.inStride;
+  int64_t step = s.stride[1] * st[4];
   for (int64_t c = 0; c < s.c; ++c)
     for (int64_t u = 0; u < s.kh; ++u)
       for (int64_t v = 0; v < s.kw; ++v) {
         float *row = col + ((c * s.kh + u) * s.kw + v) * p;
         for (int64_t i = 0; i < s.oh; ++i) {
-          const float *src =
-              x + (c * s.h + i * s.stride[0] + u * s.dilation[0]) * s.w +
-              v * s.dilation[1];
+          const float *src = x + c * st[2] +
+                             (i * s.stride[0] + u * s.dilation[0]) * st[3] +
+                             v * s.dilation[1] * st[4];
           float *dst = row + i * s.ow;
-          if (s.stride[1] == 1)
+          if (step == 1)
             std::memcpy(dst, src, s.ow * sizeof(float));
           else
             for (int64_t j = 0; j < s.ow; ++j)
-              dst[j] = src[j * s.stride[1]];
+              dst[j] = src[j * step];
         }
       }
 }
@@ -117,12 +120,14 @@ void convPerImage(const ConvShape &s, const float *in, const float *wt,
                   float *out) {
   int64_t p = s.oh * s.ow, ckk = s.c * s.kh * s.kw;
   bool pointwise = s.kh == 1 && s.kw == 1 && s.stride[0] == 1 &&
-                   s.stride[1] == 1 && s.oh == s.h && s.ow == s.w;
+                   s.stride[1] == 1 && s.oh == s.h && s.ow == s.w &&
+                   s.inStride[4] == 1 && s.inStride[3] == s.w &&
+                   s.inStride[2] == s.h * s.w;
   int64_t count = s.n * s.g;
   Scratch col(pointwise ? 0 : size_t(threadsFor(count)) * ckk * p);
   forEach(count, [&](int64_t idx, int thread) {
     int64_t g = idx % s.g;
-    const float *x = in + idx * s.c * s.h * s.w;
+    const float *x = in + idx / s.g * s.inStride[0] + g * s.inStride[1];
     const float *b = x;
     if (!pointwise) {
       float *buffer = col.data + thread * ckk * p;
@@ -148,19 +153,21 @@ void convPerPosition(const ConvShape &s, const float *in, const float *wt,
     int64_t g = idx / p, pos = idx % p, i = pos / s.ow, j = pos % s.ow;
     float *a = windows.data + thread * s.n * ckk;
     float *t = products.data + thread * s.n * s.f;
+    const int64_t *st = s.inStride;
+    int64_t step = s.dilation[1] * st[4];
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t c = 0; c < s.c; ++c) {
-        const float *x = in + ((n * s.g + g) * s.c + c) * s.h * s.w +
-                         i * s.stride[0] * s.w + j * s.stride[1];
+        const float *x = in + n * st[0] + g * st[1] + c * st[2] +
+                         i * s.stride[0] * st[3] + j * s.stride[1] * st[4];
         float *row = a + n * ckk + c * kk;
         for (int64_t u = 0; u < s.kh; ++u) {
-          const float *src = x + u * s.dilation[0] * s.w;
+          const float *src = x + u * s.dilation[0] * st[3];
           float *dst = row + u * s.kw;
-          if (s.dilation[1] == 1)
+          if (step == 1)
             std::memcpy(dst, src, s.kw * sizeof(float));
           else
             for (int64_t v = 0; v < s.kw; ++v)
-              dst[v] = src[v * s.dilation[1]];
+              dst[v] = src[v * step];
         }
       }
     sgemm(false, true, s.n, s.f, ckk, a, ckk, wt + g * s.f * ckk, ckk, 0.0f, t,
@@ -176,25 +183,28 @@ void convPerPosition(const ConvShape &s, const float *in, const float *wt,
 void convDirect(const ConvShape &s, const float *in, const float *wt,
                 float *out) {
   int64_t p = s.oh * s.ow;
+  const int64_t *st = s.inStride;
+  int64_t step = s.stride[1] * st[4];
   forEach(s.n * s.g * s.f, [&](int64_t idx, int) {
-    int64_t f = idx % s.f, ng = idx / s.f, g = ng % s.g;
+    int64_t f = idx % s.f, ng = idx / s.f, g = ng % s.g, n = ng / s.g;
     float *o = out + idx * p;
     for (int64_t c = 0; c < s.c; ++c) {
-      const float *x = in + (ng * s.c + c) * s.h * s.w;
+      const float *x = in + n * st[0] + g * st[1] + c * st[2];
       const float *w = wt + ((g * s.f + f) * s.c + c) * s.kh * s.kw;
       for (int64_t u = 0; u < s.kh; ++u)
         for (int64_t v = 0; v < s.kw; ++v) {
           float k = w[u * s.kw + v];
           for (int64_t i = 0; i < s.oh; ++i) {
-            const float *src = x + (i * s.stride[0] + u * s.dilation[0]) * s.w +
-                               v * s.dilation[1];
+            const float *src = x +
+                               (i * s.stride[0] + u * s.dilation[0]) * st[3] +
+                               v * s.dilation[1] * st[4];
             float *dst = o + i * s.ow;
-            if (s.stride[1] == 1)
+            if (step == 1)
               for (int64_t j = 0; j < s.ow; ++j)
                 dst[j] += k * src[j];
             else
               for (int64_t j = 0; j < s.ow; ++j)
-                dst[j] += k * src[j * s.stride[1]];
+                dst[j] += k * src[j * step];
           }
         }
     }
@@ -209,10 +219,17 @@ void act::rt::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   sgemm(transA, transB, m, n, k, a, lda, b, ldb, 1.0f, c, ldc);
 }
 
-void act::rt::conv2d(const ConvShape &s, const float *in, const float *weight,
-                     float *out) {
-  if (s.n == 0 || s.g == 0 || s.f == 0 || s.oh == 0 || s.ow == 0)
+void act::rt::conv2d(const ConvShape &shape, const float *in,
+                     const float *weight, float *out) {
+  if (shape.n == 0 || shape.g == 0 || shape.f == 0 || shape.oh == 0 ||
+      shape.ow == 0)
     return;
+  ConvShape s = shape;
+  if (!s.inStride[0] && !s.inStride[1] && !s.inStride[2] && !s.inStride[3] &&
+      !s.inStride[4]) {
+    s.inStride[4] = 1, s.inStride[3] = s.w, s.inStride[2] = s.h * s.w;
+    s.inStride[1] = s.c * s.h * s.w, s.inStride[0] = s.g * s.inStride[1];
+  }
   int64_t p = s.oh * s.ow;
   // The smaller dimension of each algorithm's GEMMs: the larger wins; both
   // tiny means loops.
@@ -361,9 +378,13 @@ void conv(MemRef<N> *in, MemRef<N> *weight, MemRef<N> *out, int64_t stride0,
   s.kw = weight->sizes[3 + o];
   s.oh = out->sizes[2 + o], s.ow = out->sizes[3 + o];
   s.stride[0] = stride0, s.stride[1] = stride1;
-  s.dilation[0] = dilation0, s.dilation[1] = dilation1;
-  RowMajor<N> x(*in), w(*weight), y(*out);
-  conv2d(s, x.data, w.data, y.data);
+  s.dilation[0] = dilation0,
+  s.dilation[1] = dilation1; // The input is read through its strides (rank 4:
+                             // no group stride).
+  for (int i = 0, d = 0; i < 5; ++i)
+    s.inStride[i] = i == 1 && !o ? 0 : in->strides[d++];
+  RowMajor<N> w(*weight), y(*out);
+  conv2d(s, in->aligned + in->offset, w.data, y.data);
   y.writeBack();
 }
 

@@ -108,6 +108,39 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
+/// Inputs read through their strides: a batch/channel-transposed view (how
+/// a weight gradient reads its input) and a window of a wider buffer, for
+/// each of the three algorithms.
+TEST(KernelsTest, StridedInputsAreReadInPlace) {
+  for (ConvShape s :
+       {ConvShape{2, 1, 3, 9, 9, 8, 3, 3, 7, 7, {1, 1}, {1, 1}},
+        ConvShape{16, 1, 8, 10, 10, 12, 8, 8, 3, 3, {1, 1}, {1, 1}},
+        ConvShape{2, 6, 1, 9, 9, 1, 3, 3, 4, 4, {2, 2}, {1, 1}}}) {
+    std::vector<float> wt = randomVector(s.g * s.f * s.c * s.kh * s.kw, 2);
+    std::vector<float> init = randomVector(s.n * s.g * s.f * s.oh * s.ow, 3);
+    // Stored as (c, g, n, h, w + 3): n and c swapped, rows padded.
+    int64_t wp = s.w + 3;
+    std::vector<float> stored = randomVector(s.c * s.g * s.n * s.h * wp, 4);
+    std::vector<float> dense(s.n * s.g * s.c * s.h * s.w);
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t g = 0; g < s.g; ++g)
+        for (int64_t c = 0; c < s.c; ++c)
+          for (int64_t y = 0; y < s.h; ++y)
+            for (int64_t x = 0; x < s.w; ++x)
+              dense[(((n * s.g + g) * s.c + c) * s.h + y) * s.w + x] =
+                  stored[(((c * s.g + g) * s.n + n) * s.h + y) * wp + x];
+    std::vector<double> want = referenceConv(s, dense, wt, init);
+    s.inStride[0] = s.h * wp;
+    s.inStride[1] = s.n * s.h * wp;
+    s.inStride[2] = s.g * s.n * s.h * wp;
+    s.inStride[3] = wp;
+    s.inStride[4] = 1;
+    std::vector<float> out = init;
+    conv2d(s, stored.data(), wt.data(), out.data());
+    expectClose(out, want, 1e-5);
+  }
+}
+
 /// A matmul through its entry point on strided and transposed views.
 TEST(KernelsTest, MatmulOnStridedAndTransposedViews) {
   const int64_t m = 5, k = 7, n = 6;

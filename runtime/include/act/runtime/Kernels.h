@@ -43,15 +43,19 @@ int getThreads();
 /// out[n, g, f, i, j] += sum over c, u, v of
 ///   in[n, g, c, i * stride0 + u * dilation0, j * stride1 + v * dilation1] *
 ///   weight[g, f, c, u, v]
-/// on contiguous row-major arrays (linalg.conv_2d_ngchw_gfchw; G = 1 is
+/// on row-major weight and output (linalg.conv_2d_ngchw_gfchw; G = 1 is
 /// linalg.conv_2d_nchw_fchw). Chooses a GEMM per image (im2col), a GEMM per
 /// output position (few positions, as in weight gradients) or direct loops
 /// (tiny reductions, as in depthwise convolutions).
+/// The input may be any strided view (inStride, in elements, for n, g, c,
+/// h, w; all zero: contiguous), as a transposed or windowed operand is: it is
+/// read in place, never packed.
 struct ConvShape {
   int64_t n, g, c, h, w; // input
   int64_t f, kh, kw;     // weight: g x f x c x kh x kw
   int64_t oh, ow;        // output: n x g x f x oh x ow
   int64_t stride[2], dilation[2];
+  int64_t inStride[5] = {0, 0, 0, 0, 0};
 };
 void conv2d(const ConvShape &shape, const float *in, const float *weight,
             float *out);

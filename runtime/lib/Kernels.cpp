@@ -178,6 +178,56 @@ void convPerPosition(const ConvShape &s, const float *in, const float *wt,
   });
 }
 
+/// A GEMM per group and input channel, accumulated over the channels: T (F
+/// x N P) += weight[g, :, c] (F x KK) * windows(c)^T (KK x N P), then added
+/// to out. For large kernels over few channels: a weight gradient computed
+/// as a convolution (its kernel is the output gradient's image, its channels
+/// the batch), the way im2col GEMMs compute weight gradients.
+void convPerChannel(const ConvShape &s, const float *in, const float *wt,
+                    float *out) {
+  int64_t p = s.oh * s.ow, kk = s.kh * s.kw, np = s.n * p;
+  int threads = threadsFor(s.c);
+  Scratch windows(size_t(threads) * np * kk);
+  Scratch sums(size_t(threads) * s.f * np);
+  const int64_t *st = s.inStride;
+  int64_t step = s.dilation[1] * st[4];
+  for (int64_t g = 0; g < s.g; ++g) {
+    std::fill_n(sums.data, size_t(threads) * s.f * np, 0.0f);
+    forEach(s.c, [&](int64_t c, int thread) {
+      // windows[(n, i, j), (u, v)] = in[n, g, c, i s0 + u d0, j s1 + v d1]
+      float *a = windows.data + thread * np * kk;
+      for (int64_t n = 0; n < s.n; ++n)
+        for (int64_t i = 0; i < s.oh; ++i)
+          for (int64_t j = 0; j < s.ow; ++j) {
+            const float *x = in + n * st[0] + g * st[1] + c * st[2] +
+                             i * s.stride[0] * st[3] + j * s.stride[1] * st[4];
+            float *row = a + ((n * s.oh + i) * s.ow + j) * kk;
+            for (int64_t u = 0; u < s.kh; ++u) {
+              const float *src = x + u * s.dilation[0] * st[3];
+              float *dst = row + u * s.kw;
+              if (step == 1)
+                std::memcpy(dst, src, s.kw * sizeof(float));
+              else
+                for (int64_t v = 0; v < s.kw; ++v)
+                  dst[v] = src[v * step];
+            }
+          }
+      sgemm(false, true, s.f, np, kk, wt + (g * s.f * s.c + c) * kk, s.c * kk,
+            a, kk, 1.0f, sums.data + thread * s.f * np, np);
+    });
+    for (int t = 1; t < threads; ++t)
+      for (int64_t e = 0; e < s.f * np; ++e)
+        sums.data[e] += sums.data[t * s.f * np + e];
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t f = 0; f < s.f; ++f) {
+        float *o = out + ((n * s.g + g) * s.f + f) * p;
+        const float *t = sums.data + f * np + n * p;
+        for (int64_t e = 0; e < p; ++e)
+          o[e] += t[e];
+      }
+  }
+}
+
 /// Loops, for convolutions whose GEMMs would be degenerate (depthwise: one
 /// channel in and out per group).
 void convDirect(const ConvShape &s, const float *in, const float *wt,
@@ -219,6 +269,23 @@ void act::rt::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   sgemm(transA, transB, m, n, k, a, lda, b, ldb, 1.0f, c, ldc);
 }
 
+ConvAlgorithm act::rt::chooseConvAlgorithm(const ConvShape &s) {
+  int64_t p = s.oh * s.ow, kk = s.kh * s.kw, ckk = s.c * kk;
+  struct Choice {
+    int64_t m, n, k;
+    ConvAlgorithm algorithm;
+    int64_t smallest() const { return std::min({m, n, k}); }
+  } choices[] = {{s.f, p, ckk, ConvAlgorithm::PerImage},
+                 {s.n, s.f, ckk, ConvAlgorithm::PerPosition},
+                 {s.f, s.n * p, kk, ConvAlgorithm::PerChannel}};
+  const Choice *best = &choices[0];
+  for (const Choice &c : choices)
+    if (c.smallest() > best->smallest() ||
+        (c.smallest() == best->smallest() && c.m * c.n > best->m * best->n))
+      best = &c;
+  return best->smallest() < 4 ? ConvAlgorithm::Direct : best->algorithm;
+}
+
 void act::rt::conv2d(const ConvShape &shape, const float *in,
                      const float *weight, float *out) {
   if (shape.n == 0 || shape.g == 0 || shape.f == 0 || shape.oh == 0 ||
@@ -233,12 +300,16 @@ void act::rt::conv2d(const ConvShape &shape, const float *in,
   int64_t p = s.oh * s.ow;
   // The smaller dimension of each algorithm's GEMMs: the larger wins; both
   // tiny means loops.
-  int64_t perImage = std::min(s.f, p), perPosition = std::min(s.n, s.f);
-  if (std::max(perImage, perPosition) < 4)
-    return convDirect(s, in, weight, out);
-  if (perPosition > perImage)
+  switch (chooseConvAlgorithm(s)) {
+  case ConvAlgorithm::PerImage:
+    return convPerImage(s, in, weight, out);
+  case ConvAlgorithm::PerPosition:
     return convPerPosition(s, in, weight, out);
-  convPerImage(s, in, weight, out);
+  case ConvAlgorithm::PerChannel:
+    return convPerChannel(s, in, weight, out);
+  case ConvAlgorithm::Direct:
+    return convDirect(s, in, weight, out);
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -388,9 +459,113 @@ void conv(MemRef<N> *in, MemRef<N> *weight, MemRef<N> *out, int64_t stride0,
   y.writeBack();
 }
 
+/// Element by element, for views of more than 8 dims after merging.
+void copyStridedSlow(int64_t rank, const int64_t *sizes, const float *src,
+                     const int64_t *srcStrides, float *dst,
+                     const int64_t *dstStrides) {
+  std::vector<int64_t> index(rank, 0);
+  for (;;) {
+    int64_t so = 0, dof = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      so += index[d] * srcStrides[d], dof += index[d] * dstStrides[d];
+    dst[dof] = src[so];
+    int64_t d = rank - 1;
+    while (d >= 0 && ++index[d] == sizes[d])
+      index[d--] = 0;
+    if (d < 0)
+      return;
+  }
+}
+
+/// An unranked memref: the rank and a pointer to a ranked descriptor.
+struct UnrankedMemRef {
+  int64_t rank;
+  void *descriptor;
+};
+
+/// The (aligned + offset, sizes, strides) of an unranked f32 memref.
+struct View {
+  explicit View(const UnrankedMemRef &m) : rank(m.rank) {
+    auto *words = static_cast<int64_t *>(m.descriptor);
+    data = reinterpret_cast<float *>(words[1]) + words[2];
+    sizes = words + 3;
+    strides = words + 3 + rank;
+  }
+  int64_t rank;
+  float *data;
+  const int64_t *sizes, *strides;
+};
+
 } // namespace
 
+void act::rt::copy(int64_t rank, const int64_t *sizes, const float *src,
+                   const int64_t *srcStrides, float *dst,
+                   const int64_t *dstStrides) {
+  // Dims of size 1 dropped, then adjacent dims merged where both views step
+  // through them as one (a reversed 3x3 window is 9 elements of stride -1).
+  int64_t size[8], ss[8], ds[8];
+  int n = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (sizes[d] == 0)
+      return;
+    if (sizes[d] == 1)
+      continue;
+    if (n > 0 && ss[n - 1] == sizes[d] * srcStrides[d] &&
+        ds[n - 1] == sizes[d] * dstStrides[d]) {
+      size[n - 1] *= sizes[d], ss[n - 1] = srcStrides[d];
+      ds[n - 1] = dstStrides[d];
+      continue;
+    }
+    if (n == 8)
+      return copyStridedSlow(rank, sizes, src, srcStrides, dst, dstStrides);
+    size[n] = sizes[d], ss[n] = srcStrides[d], ds[n] = dstStrides[d], ++n;
+  }
+  if (n == 0) {
+    *dst = *src;
+    return;
+  }
+  int64_t inner = size[n - 1], si = ss[n - 1], di = ds[n - 1];
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < n; ++d)
+    rows *= size[d];
+  // Rows in chunks (one per thread when there are many), each walked with
+  // an odometer.
+  int64_t chunks = rows >= 4096 ? 64 : 1;
+  forEach(chunks, [&](int64_t chunk, int) {
+    int64_t first = rows * chunk / chunks, last = rows * (chunk + 1) / chunks;
+    int64_t index[8] = {}, so = 0, dof = 0, rest = first;
+    for (int d = n - 2; d >= 0; --d) {
+      index[d] = rest % size[d];
+      rest /= size[d];
+      so += index[d] * ss[d];
+      dof += index[d] * ds[d];
+    }
+    for (int64_t row = first; row < last; ++row) {
+      const float *from = src + so;
+      float *to = dst + dof;
+      if (si == 1 && di == 1)
+        std::memcpy(to, from, inner * sizeof(float));
+      else
+        for (int64_t e = 0; e < inner; ++e)
+          to[e * di] = from[e * si];
+      for (int d = n - 2; d >= 0; --d) {
+        so += ss[d], dof += ds[d];
+        if (++index[d] < size[d])
+          break;
+        so -= size[d] * ss[d], dof -= size[d] * ds[d], index[d] = 0;
+      }
+    }
+  });
+}
+
 extern "C" {
+
+void _mlir_ciface_act_kernel_copy_f32(UnrankedMemRef *src,
+                                      UnrankedMemRef *dst) {
+  View from(*src), to(*dst);
+  act::rt::copy(to.rank, to.sizes, from.data, from.strides, to.data,
+                to.strides);
+}
 
 void _mlir_ciface_act_kernel_matmul_f32(MemRef<2> *a, MemRef<2> *b,
                                         MemRef<2> *c) {
@@ -423,6 +598,7 @@ const HookSymbol *act::rt::getKernelHooks(size_t &count) {
         reinterpret_cast<void *>(&_mlir_ciface_act_kernel_##name)              \
   }
   static const HookSymbol hooks[] = {
+      ACT_KERNEL(copy_f32),
       ACT_KERNEL(matmul_f32),
       ACT_KERNEL(batch_matmul_f32),
       ACT_KERNEL(conv_2d_nchw_fchw_f32),

@@ -66,12 +66,14 @@ void expectClose(const std::vector<float> &got, const std::vector<double> &want,
 struct ConvCase {
   const char *name;
   ConvShape shape;
+  ConvAlgorithm algorithm;
 };
 
 class ConvTest : public ::testing::TestWithParam<ConvCase> {};
 
 TEST_P(ConvTest, MatchesTheDefinitionOnAnyThreadCount) {
   ConvShape s = GetParam().shape;
+  EXPECT_EQ(chooseConvAlgorithm(s), GetParam().algorithm);
   std::vector<float> in = randomVector(s.n * s.g * s.c * s.h * s.w, 1);
   std::vector<float> wt = randomVector(s.g * s.f * s.c * s.kh * s.kw, 2);
   // linalg accumulates into its output: start from a non-zero one.
@@ -91,19 +93,40 @@ INSTANTIATE_TEST_SUITE_P(
     Kernels, ConvTest,
     ::testing::Values(
         // A GEMM per image (im2col); strided, dilated; 1x1 without a copy.
-        ConvCase{"PerImage", {2, 1, 3, 9, 9, 8, 3, 3, 7, 7, {1, 1}, {1, 1}}},
-        ConvCase{"Strided", {3, 1, 4, 11, 10, 6, 3, 2, 5, 5, {2, 2}, {1, 1}}},
-        ConvCase{"Dilated", {2, 1, 4, 10, 10, 5, 3, 3, 2, 6, {3, 1}, {2, 2}}},
-        ConvCase{"Pointwise", {2, 1, 8, 5, 6, 16, 1, 1, 5, 6, {1, 1}, {1, 1}}},
-        ConvCase{"Grouped", {2, 4, 3, 6, 6, 5, 3, 3, 4, 4, {1, 1}, {1, 1}}},
-        // A GEMM per output position (a weight gradient: 3x3 outputs of a
-        // large window).
+        ConvCase{"PerImage",
+                 {2, 1, 8, 9, 9, 16, 3, 3, 7, 7, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerImage},
+        ConvCase{"Strided",
+                 {3, 1, 4, 11, 10, 16, 3, 2, 5, 5, {2, 2}, {1, 1}},
+                 ConvAlgorithm::PerImage},
+        ConvCase{"Dilated",
+                 {2, 1, 4, 10, 10, 16, 3, 3, 2, 6, {3, 1}, {2, 2}},
+                 ConvAlgorithm::PerImage},
+        ConvCase{"Pointwise",
+                 {2, 1, 8, 5, 6, 16, 1, 1, 5, 6, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerImage},
+        ConvCase{"Grouped",
+                 {2, 4, 8, 6, 6, 16, 3, 3, 4, 4, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerImage},
+        // A GEMM per output position (many channels, few positions).
         ConvCase{"PerPosition",
-                 {16, 1, 8, 10, 10, 12, 8, 8, 3, 3, {1, 1}, {1, 1}}},
+                 {16, 1, 32, 5, 5, 12, 3, 3, 3, 3, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerPosition},
         ConvCase{"PerPositionStrided",
-                 {16, 2, 4, 12, 12, 12, 5, 5, 3, 3, {2, 1}, {1, 2}}},
+                 {16, 2, 16, 7, 9, 12, 3, 3, 3, 3, {2, 1}, {1, 2}},
+                 ConvAlgorithm::PerPosition},
+        // A GEMM per input channel (a weight gradient: the kernel is a
+        // whole image, the channels are the batch).
+        ConvCase{"PerChannel",
+                 {12, 1, 4, 14, 14, 10, 12, 12, 3, 3, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerChannel},
+        ConvCase{"PerChannelGrouped",
+                 {8, 2, 3, 14, 14, 6, 6, 6, 4, 4, {1, 1}, {2, 2}},
+                 ConvAlgorithm::PerChannel},
         // Loops (depthwise: a channel per group).
-        ConvCase{"Depthwise", {2, 6, 1, 9, 9, 1, 3, 3, 4, 4, {2, 2}, {1, 1}}}),
+        ConvCase{"Depthwise",
+                 {2, 6, 1, 9, 9, 1, 3, 3, 4, 4, {2, 2}, {1, 1}},
+                 ConvAlgorithm::Direct}),
     [](const ::testing::TestParamInfo<ConvCase> &info) {
       return std::string(info.param.name);
     });
@@ -182,6 +205,39 @@ TEST(KernelsTest, BatchMatmulMatchesLoops) {
   MemRef<3> mc{c.data(), c.data(), 0, {bs, m, n}, {m * n, n, 1}};
   _mlir_ciface_act_kernel_batch_matmul_f32(&ma, &mb, &mc);
   expectClose(c, want, 1e-5);
+}
+
+/// Copies through transposed and reversed views (a weight read backwards
+/// with its two channel dims swapped), against indexing by hand.
+TEST(KernelsTest, CopyThroughTransposedAndReversedViews) {
+  const int64_t f = 5, c = 7, k = 3;
+  std::vector<float> w = randomVector(f * c * k * k, 9);
+  // flipped[c][f][u][v] = w[f][c][k-1-u][k-1-v]
+  int64_t sizes[4] = {c, f, k, k};
+  int64_t srcStrides[4] = {k * k, c * k * k, -k, -1};
+  int64_t dstStrides[4] = {f * k * k, k * k, k, 1};
+  const float *origin = w.data() + (k - 1) * k + (k - 1);
+  for (int threads : {1, 2}) {
+    setThreads(threads);
+    std::vector<float> flipped(w.size(), 0.0f);
+    copy(4, sizes, origin, srcStrides, flipped.data(), dstStrides);
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t j = 0; j < f; ++j)
+        for (int64_t u = 0; u < k; ++u)
+          for (int64_t v = 0; v < k; ++v)
+            ASSERT_EQ(flipped[((i * f + j) * k + u) * k + v],
+                      w[((j * c + i) * k + (k - 1 - u)) * k + (k - 1 - v)]);
+  }
+  setThreads(0);
+  // Many rows (the threaded path), size-1 dims, a transposed 2-d view.
+  const int64_t rows = 300, cols = 40;
+  std::vector<float> m = randomVector(rows * cols, 10), t(rows * cols);
+  int64_t tSizes[3] = {cols, 1, rows}, tSrc[3] = {1, 999, cols},
+          tDst[3] = {rows, 999, 1};
+  copy(3, tSizes, m.data(), tSrc, t.data(), tDst);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      ASSERT_EQ(t[j * rows + i], m[i * cols + j]);
 }
 
 } // namespace

@@ -36,19 +36,22 @@ MemRefType getAnyStridedType(MLIRContext *context, int64_t rank) {
       StridedLayoutAttr::get(context, ShapedType::kDynamic, dynamic));
 }
 
-/// Replaces `op` by a call of _mlir_ciface_act_kernel_<name>_f32 on its
-/// operands and `scalars`, declaring the callee on first use.
-void replaceWithCall(PatternRewriter &rewriter, linalg::LinalgOp op,
-                     StringRef name, ArrayRef<int64_t> scalars) {
-  Location loc = op.getLoc();
-  MLIRContext *context = op.getContext();
+/// Replaces `op` by a call of _mlir_ciface_act_kernel_<name>_f32 on
+/// `memrefs` (cast to fully dynamic strided memrefs, or unranked ones) and
+/// `scalars`, declaring the callee on first use.
+void replaceWithCall(PatternRewriter &rewriter, Operation *op, StringRef name,
+                     ValueRange memrefs, ArrayRef<int64_t> scalars,
+                     bool unranked = false) {
+  Location loc = op->getLoc();
+  MLIRContext *context = op->getContext();
   SmallVector<Value> operands;
-  for (Value operand : op->getOperands())
-    operands.push_back(memref::CastOp::create(
-        rewriter, loc,
-        getAnyStridedType(context,
-                          cast<MemRefType>(operand.getType()).getRank()),
-        operand));
+  for (Value memref : memrefs) {
+    auto type = cast<MemRefType>(memref.getType());
+    Type target = unranked ? Type(UnrankedMemRefType::get(
+                                 type.getElementType(), type.getMemorySpace()))
+                           : getAnyStridedType(context, type.getRank());
+    operands.push_back(memref::CastOp::create(rewriter, loc, target, memref));
+  }
   for (int64_t scalar : scalars)
     operands.push_back(arith::ConstantIntOp::create(rewriter, loc, scalar, 64));
 
@@ -96,7 +99,7 @@ template <typename OpTy> struct ContractionToCall : OpRewritePattern<OpTy> {
     // Transposing or broadcasting indexing maps: left to loops.
     if (op.hasUserDefinedMaps() || !isCandidate(op, minMacs))
       return failure();
-    replaceWithCall(rewriter, op, name, {});
+    replaceWithCall(rewriter, op, name, op->getOperands(), {});
     return success();
   }
   std::string name;
@@ -114,11 +117,102 @@ template <typename OpTy> struct ConvolutionToCall : OpRewritePattern<OpTy> {
     llvm::append_range(scalars, op.getStrides().template getValues<int64_t>());
     llvm::append_range(scalars,
                        op.getDilations().template getValues<int64_t>());
-    replaceWithCall(rewriter, op, name, scalars);
+    replaceWithCall(rewriter, op, name, op->getOperands(), scalars);
     return success();
   }
   std::string name;
   int64_t minMacs;
+};
+
+/// linalg.transpose as a copy from a transposed view (memref.transpose).
+struct TransposeToCall : OpRewritePattern<linalg::TransposeOp> {
+  TransposeToCall(MLIRContext *context, int64_t minElements)
+      : OpRewritePattern(context), minElements(minElements) {}
+  LogicalResult matchAndRewrite(linalg::TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isCandidate(op, minElements))
+      return failure();
+    AffineMap permutation =
+        AffineMap::getPermutationMap(op.getPermutation(), op.getContext());
+    Value view = memref::TransposeOp::create(
+        rewriter, op.getLoc(), op.getInput(), AffineMapAttr::get(permutation));
+    replaceWithCall(rewriter, op, "copy", {view, op.getInit()}, {},
+                    /*unranked=*/true);
+    return success();
+  }
+  int64_t minElements;
+};
+
+/// A generic that only moves elements, out[d] = in[e(d)] with each index of
+/// e a loop index d_k or c - d_k (a weight read backwards for an input
+/// gradient, transposed or not), as a copy from a view of the input with
+/// negative strides for the reversed dimensions (memref.reinterpret_cast; the
+/// input's layout must be static).
+struct MoveToCall : OpRewritePattern<linalg::GenericOp> {
+  MoveToCall(MLIRContext *context, int64_t minElements)
+      : OpRewritePattern(context), minElements(minElements) {}
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+        op.getNumReductionLoops() != 0 || !isCandidate(op, minElements))
+      return failure();
+    auto yield = cast<linalg::YieldOp>(op.getBody()->getTerminator());
+    if (op.getBody()->getOperations().size() != 1 ||
+        yield.getOperand(0) != op.getBody()->getArgument(0))
+      return failure();
+    AffineMap inMap = op.getIndexingMapsArray()[0];
+    if (!op.getIndexingMapsArray()[1].isIdentity())
+      return failure();
+    auto inType = cast<MemRefType>(op.getDpsInputs()[0].getType());
+    auto outType = cast<MemRefType>(op.getDpsInits()[0].getType());
+    SmallVector<int64_t> inStrides;
+    int64_t inOffset;
+    if (!inType.hasStaticShape() || !outType.hasStaticShape() ||
+        failed(inType.getStridesAndOffset(inStrides, inOffset)) ||
+        ShapedType::isDynamic(inOffset) ||
+        llvm::any_of(inStrides, ShapedType::isDynamic) ||
+        inMap.getNumResults() != inType.getRank())
+      return failure();
+    int64_t rank = outType.getRank();
+    SmallVector<int64_t> strides(rank, 0);
+    SmallVector<bool> seen(rank, false);
+    int64_t offset = inOffset;
+    for (auto [r, expr] : llvm::enumerate(inMap.getResults())) {
+      // d_k, or c - d_k (as c + d_k * -1).
+      int64_t sign = 1, constant = 0;
+      AffineExpr dim = expr;
+      if (auto sum = dyn_cast<AffineBinaryOpExpr>(expr);
+          sum && sum.getKind() == AffineExprKind::Add) {
+        auto c = dyn_cast<AffineConstantExpr>(sum.getRHS());
+        auto product = dyn_cast<AffineBinaryOpExpr>(sum.getLHS());
+        if (!c || !product || product.getKind() != AffineExprKind::Mul)
+          return failure();
+        auto minusOne = dyn_cast<AffineConstantExpr>(product.getRHS());
+        if (!minusOne || minusOne.getValue() != -1)
+          return failure();
+        sign = -1, constant = c.getValue(), dim = product.getLHS();
+      }
+      auto d = dyn_cast<AffineDimExpr>(dim);
+      if (!d || seen[d.getPosition()])
+        return failure();
+      seen[d.getPosition()] = true;
+      strides[d.getPosition()] = sign * inStrides[r];
+      offset += constant * inStrides[r];
+    }
+    if (llvm::is_contained(seen, false))
+      return failure();
+    auto viewType = MemRefType::get(
+        outType.getShape(), inType.getElementType(),
+        StridedLayoutAttr::get(op.getContext(), offset, strides),
+        inType.getMemorySpace());
+    Value view = memref::ReinterpretCastOp::create(
+        rewriter, op.getLoc(), viewType, op.getDpsInputs()[0], offset,
+        outType.getShape(), strides);
+    replaceWithCall(rewriter, op, "copy", {view, op.getDpsInits()[0]}, {},
+                    /*unranked=*/true);
+    return success();
+  }
+  int64_t minElements;
 };
 
 struct ConvertLinalgToActKernelsPass
@@ -136,6 +230,7 @@ struct ConvertLinalgToActKernelsPass
         context, "conv_2d_nchw_fchw", minMacs);
     patterns.add<ConvolutionToCall<linalg::Conv2DNgchwGfchwOp>>(
         context, "conv_2d_ngchw_gfchw", minMacs);
+    patterns.add<TransposeToCall, MoveToCall>(context, minMacs);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

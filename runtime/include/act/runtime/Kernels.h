@@ -60,11 +60,24 @@ struct ConvShape {
 void conv2d(const ConvShape &shape, const float *in, const float *weight,
             float *out);
 
+/// How conv2d computes a shape: the algorithm whose GEMM (M, N, K) has the
+/// largest smallest dimension (then the larger M N); below 4, loops.
+///   PerImage:    M = F, N = OH OW, K = C KH KW, per image and group (im2col)
+///   PerPosition: M = N, N = F, K = C KH KW, per output position and group
+///   PerChannel:  M = F, N = N OH OW, K = KH KW, per input channel and group
+enum class ConvAlgorithm { PerImage, PerPosition, PerChannel, Direct };
+ConvAlgorithm chooseConvAlgorithm(const ConvShape &shape);
+
 /// C (m x n) += A (m x k) B (k x n), row-major with leading dimensions; A
 /// and B transposed when transA/transB.
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
           int64_t ldc);
+
+/// dst = src for views of `rank` dims of `sizes` with element strides (any
+/// sign: transposed and reversed views of one buffer).
+void copy(int64_t rank, const int64_t *sizes, const float *src,
+          const int64_t *srcStrides, float *dst, const int64_t *dstStrides);
 
 /// The _mlir_ciface_act_kernel_* entry points, for the JIT's symbol map.
 const HookSymbol *getKernelHooks(size_t &count);

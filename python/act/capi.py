@@ -48,6 +48,8 @@ _SIGNATURES = {
     "actRunGetResult": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
     "actRunGetPeakBytes": (ctypes.c_int64, [_Handle]),
     "actRunDestroy": (None, [_Handle]),
+    "actSetNumThreads": (None, [ctypes.c_int]),
+    "actGetNumThreads": (ctypes.c_int, []),
     "actStringFree": (None, [ctypes.c_void_p]),
 }
 
@@ -68,6 +70,16 @@ def library():
             fn.restype, fn.argtypes = restype, argtypes
         _lib = lib
     return _lib
+
+
+def set_num_threads(n):
+    """Threads of act's compute kernels (matmuls, convolutions) from now on;
+    0: every core. Encodings give the same bits on any count."""
+    library().actSetNumThreads(int(n))
+
+
+def get_num_threads():
+    return library().actGetNumThreads()
 
 
 def _check(handle, error):

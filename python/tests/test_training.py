@@ -91,3 +91,10 @@ def test_digits_mlp_with_4bit_activations_reaches_90_percent():
     print(f"digits-mlp: act 4-bit {100 * acc:.2f} %, PyTorch eager {100 * eager:.2f} %, "
           f"act step peak {peak} bytes")
     assert acc > 0.90
+
+
+def test_kernel_threads_are_set_through_the_c_api():
+    capi.set_num_threads(1)
+    assert capi.get_num_threads() == 1
+    capi.set_num_threads(0)
+    assert capi.get_num_threads() == len(os.sched_getaffinity(0))  # every core

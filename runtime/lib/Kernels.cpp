@@ -139,6 +139,20 @@ void convPerImage(const ConvShape &s, const float *in, const float *wt,
   });
 }
 
+/// The KH x KW window whose first element is x (strided input) into dst, row
+/// after row.
+void gatherWindow(const ConvShape &s, const float *x, float *dst) {
+  int64_t step = s.dilation[1] * s.inStride[4];
+  for (int64_t u = 0; u < s.kh; ++u, dst += s.kw) {
+    const float *src = x + u * s.dilation[0] * s.inStride[3];
+    if (step == 1)
+      std::memcpy(dst, src, s.kw * sizeof(float));
+    else
+      for (int64_t v = 0; v < s.kw; ++v)
+        dst[v] = src[v * step];
+  }
+}
+
 /// A GEMM per group and output position: T (N x F) = windows (N x CKK) *
 /// weight[g]^T, added to out[:, g, :, i, j]. For few output positions and
 /// many images (a weight gradient computed as a convolution).
@@ -154,21 +168,11 @@ void convPerPosition(const ConvShape &s, const float *in, const float *wt,
     float *a = windows.data + thread * s.n * ckk;
     float *t = products.data + thread * s.n * s.f;
     const int64_t *st = s.inStride;
-    int64_t step = s.dilation[1] * st[4];
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t c = 0; c < s.c; ++c) {
         const float *x = in + n * st[0] + g * st[1] + c * st[2] +
                          i * s.stride[0] * st[3] + j * s.stride[1] * st[4];
-        float *row = a + n * ckk + c * kk;
-        for (int64_t u = 0; u < s.kh; ++u) {
-          const float *src = x + u * s.dilation[0] * st[3];
-          float *dst = row + u * s.kw;
-          if (step == 1)
-            std::memcpy(dst, src, s.kw * sizeof(float));
-          else
-            for (int64_t v = 0; v < s.kw; ++v)
-              dst[v] = src[v * step];
-        }
+        gatherWindow(s, x, a + n * ckk + c * kk);
       }
     sgemm(false, true, s.n, s.f, ckk, a, ckk, wt + g * s.f * ckk, ckk, 0.0f, t,
           s.f);
@@ -190,7 +194,6 @@ void convPerChannel(const ConvShape &s, const float *in, const float *wt,
   Scratch windows(size_t(threads) * np * kk);
   Scratch sums(size_t(threads) * s.f * np);
   const int64_t *st = s.inStride;
-  int64_t step = s.dilation[1] * st[4];
   for (int64_t g = 0; g < s.g; ++g) {
     std::fill_n(sums.data, size_t(threads) * s.f * np, 0.0f);
     forEach(s.c, [&](int64_t c, int thread) {
@@ -201,16 +204,7 @@ void convPerChannel(const ConvShape &s, const float *in, const float *wt,
           for (int64_t j = 0; j < s.ow; ++j) {
             const float *x = in + n * st[0] + g * st[1] + c * st[2] +
                              i * s.stride[0] * st[3] + j * s.stride[1] * st[4];
-            float *row = a + ((n * s.oh + i) * s.ow + j) * kk;
-            for (int64_t u = 0; u < s.kh; ++u) {
-              const float *src = x + u * s.dilation[0] * st[3];
-              float *dst = row + u * s.kw;
-              if (step == 1)
-                std::memcpy(dst, src, s.kw * sizeof(float));
-              else
-                for (int64_t v = 0; v < s.kw; ++v)
-                  dst[v] = src[v * step];
-            }
+            gatherWindow(s, x, a + ((n * s.oh + i) * s.ow + j) * kk);
           }
       sgemm(false, true, s.f, np, kk, wt + (g * s.f * s.c + c) * kk, s.c * kk,
             a, kk, 1.0f, sums.data + thread * s.f * np, np);
@@ -297,9 +291,6 @@ void act::rt::conv2d(const ConvShape &shape, const float *in,
     s.inStride[4] = 1, s.inStride[3] = s.w, s.inStride[2] = s.h * s.w;
     s.inStride[1] = s.c * s.h * s.w, s.inStride[0] = s.g * s.inStride[1];
   }
-  int64_t p = s.oh * s.ow;
-  // The smaller dimension of each algorithm's GEMMs: the larger wins; both
-  // tiny means loops.
   switch (chooseConvAlgorithm(s)) {
   case ConvAlgorithm::PerImage:
     return convPerImage(s, in, weight, out);

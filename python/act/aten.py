@@ -487,15 +487,7 @@ def max_pool2d_backward(g, node, grad, x, kernel, stride, padding, dilation, cei
 def _mean_f64(g, x, axes, count):
     """The mean of f32 x over axes, accumulated in f64 (ATen's CPU
     statistics accumulate in double), rounded to f32 once."""
-    keep = [i for i in range(x.rank) if i not in axes]
-    out_shape = tuple(x.shape[i] for i in keep)
-    init = g.fill(out_shape, 0.0, dtype="f64", sizes=[(x, i) for i in keep])
-    its = ["reduction" if i in axes else "parallel" for i in range(x.rank)]
-    s = g.generic(out_shape, [(x, dims(x.rank))],
-                  lambda b, a, o: b.op("arith.addf", b.cast("arith.extf", a, "f32", "f64"), o,
-                                       ty="f64"),
-                  out_dtype="f64", iterators=its, out_exprs=[f"d{i}" for i in keep], init=init,
-                  hint="sum64")
+    s = g.reduce(x, axes, hint="sum64", acc="f64")
     return g.ew([s], lambda b, v: b.cast("arith.truncf", b.op("arith.divf", v, b.c(count, "f64"),
                                                                 ty="f64"), "f64", "f32"))
 

@@ -289,16 +289,24 @@ class Graph:
             return fn(b, *scalars)
         return self.generic(shape, ins, body, out_dtype=out_dtype, hint=hint)
 
-    def reduce(self, x, axes, keepdim=False, kind="add", hint="sum"):
-        """Sum (or max) of x over `axes`."""
+    def reduce(self, x, axes, keepdim=False, kind="add", hint="sum", acc=None):
+        """Sum (or max) of x over `axes`; a sum of f32 x with acc="f64"
+        accumulates (and returns) f64."""
         axes = sorted(a % x.rank for a in axes) if x.rank else []
         keep = [i for i in range(x.rank) if i not in axes]
         out_shape = tuple(x.shape[i] for i in keep)
-        init = self.fill(out_shape, 0.0 if kind == "add" else -math.inf,
+        dtype = acc or FLOAT
+        init = self.fill(out_shape, 0.0 if kind == "add" else -math.inf, dtype=dtype,
                          sizes=[(x, i) for i in keep])
         its = ["reduction" if i in axes else "parallel" for i in range(x.rank)]
-        fn = (lambda b, a, o: b.add(a, o)) if kind == "add" else (lambda b, a, o: b.max(a, o))
-        r = self.generic(out_shape, [(x, dims(x.rank))], fn, iterators=its,
+        if kind != "add":
+            fn = lambda b, a, o: b.max(a, o)  # noqa: E731
+        elif acc:
+            fn = lambda b, a, o: b.op("arith.addf", b.cast("arith.extf", a, x.dtype, acc), o,  # noqa: E731
+                                      ty=acc)
+        else:
+            fn = lambda b, a, o: b.add(a, o)  # noqa: E731
+        r = self.generic(out_shape, [(x, dims(x.rank))], fn, out_dtype=dtype, iterators=its,
                          out_exprs=[f"d{i}" for i in keep], init=init, hint=hint)
         if keepdim:
             r = self.reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))

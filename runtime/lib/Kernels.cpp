@@ -326,27 +326,9 @@ template <int N> int64_t numElements(const MemRef<N> &m) {
   return count;
 }
 
-/// Copies between a strided memref and a row-major array.
-template <int N>
-void copyStrided(const MemRef<N> &m, float *dense, bool toDense) {
-  int64_t count = numElements(m);
-  int64_t index[N] = {};
-  float *base = m.aligned + m.offset;
-  for (int64_t e = 0; e < count; ++e) {
-    int64_t at = 0;
-    for (int i = 0; i < N; ++i)
-      at += index[i] * m.strides[i];
-    if (toDense)
-      dense[e] = base[at];
-    else
-      base[at] = dense[e];
-    for (int i = N - 1; i >= 0 && ++index[i] == m.sizes[i]; --i)
-      index[i] = 0;
-  }
-}
-
 /// A memref's elements as a row-major array: in place when they are laid
-/// out so, else a counted copy (written back by writeBack for outputs).
+/// out so, else a counted copy (act::rt::copy; written back by writeBack for
+/// outputs).
 template <int N> struct RowMajor {
   explicit RowMajor(const MemRef<N> &m) : m(m) {
     if (isRowMajor(m)) {
@@ -355,15 +337,19 @@ template <int N> struct RowMajor {
     }
     copy = std::make_unique<Scratch>(numElements(m));
     data = copy->data;
-    copyStrided(m, data, /*toDense=*/true);
+    int64_t stride = 1;
+    for (int i = N - 1; i >= 0; stride *= m.sizes[i--])
+      dense[i] = stride;
+    act::rt::copy(N, m.sizes, m.aligned + m.offset, m.strides, data, dense);
   }
   void writeBack() {
     if (copy)
-      copyStrided(m, data, /*toDense=*/false);
+      act::rt::copy(N, m.sizes, data, dense, m.aligned + m.offset, m.strides);
   }
-  const MemRef<N> &m;
+  MemRef<N> m;
   std::unique_ptr<Scratch> copy;
   float *data;
+  int64_t dense[N];
 };
 
 /// A 2-d view (strides r, c) as a GEMM operand: row-major with leading
@@ -390,25 +376,22 @@ void batchMatmul(int64_t batch, MemRef<3> a, MemRef<3> b, MemRef<3> c) {
   bool ta, tb, tc;
   int64_t lda, ldb, ldc;
   std::unique_ptr<RowMajor<3>> pa, pb, pc;
-  if (!asMatrix(m, k, a.strides[1], a.strides[2], ta, lda)) {
-    pa = std::make_unique<RowMajor<3>>(a);
-    a.aligned = pa->data, a.offset = 0;
-    a.strides[0] = m * k, a.strides[1] = k, a.strides[2] = 1;
-    ta = false, lda = k;
-  }
-  if (!asMatrix(k, n, b.strides[1], b.strides[2], tb, ldb)) {
-    pb = std::make_unique<RowMajor<3>>(b);
-    b.aligned = pb->data, b.offset = 0;
-    b.strides[0] = k * n, b.strides[1] = n, b.strides[2] = 1;
-    tb = false, ldb = n;
-  }
-  MemRef<3> original = c;
-  if (!asMatrix(m, n, c.strides[1], c.strides[2], tc, ldc) || tc) {
-    pc = std::make_unique<RowMajor<3>>(original);
-    c.aligned = pc->data, c.offset = 0;
-    c.strides[0] = m * n, c.strides[1] = n, c.strides[2] = 1;
-    ldc = n;
-  }
+  // Points `v` at a row-major copy of its elements (non-transposed, leading
+  // dimension its columns).
+  auto pack = [](MemRef<3> &v, std::unique_ptr<RowMajor<3>> &copy, bool &trans,
+                 int64_t &ld) {
+    copy = std::make_unique<RowMajor<3>>(v);
+    v.aligned = copy->data, v.offset = 0;
+    v.strides[2] = 1, v.strides[1] = v.sizes[2];
+    v.strides[0] = v.sizes[1] * v.sizes[2];
+    trans = false, ld = v.sizes[2];
+  };
+  if (!asMatrix(m, k, a.strides[1], a.strides[2], ta, lda))
+    pack(a, pa, ta, lda);
+  if (!asMatrix(k, n, b.strides[1], b.strides[2], tb, ldb))
+    pack(b, pb, tb, ldb);
+  if (!asMatrix(m, n, c.strides[1], c.strides[2], tc, ldc) || tc)
+    pack(c, pc, tc, ldc);
   forEach(batch, [&](int64_t i, int) {
     sgemm(ta, tb, m, n, k, a.aligned + a.offset + i * a.strides[0], lda,
           b.aligned + b.offset + i * b.strides[0], ldb, 1.0f,
@@ -440,32 +423,13 @@ void conv(MemRef<N> *in, MemRef<N> *weight, MemRef<N> *out, int64_t stride0,
   s.kw = weight->sizes[3 + o];
   s.oh = out->sizes[2 + o], s.ow = out->sizes[3 + o];
   s.stride[0] = stride0, s.stride[1] = stride1;
-  s.dilation[0] = dilation0,
-  s.dilation[1] = dilation1; // The input is read through its strides (rank 4:
-                             // no group stride).
+  s.dilation[0] = dilation0, s.dilation[1] = dilation1;
+  // The input is read through its strides (rank 4: no group stride).
   for (int i = 0, d = 0; i < 5; ++i)
     s.inStride[i] = i == 1 && !o ? 0 : in->strides[d++];
   RowMajor<N> w(*weight), y(*out);
   conv2d(s, in->aligned + in->offset, w.data, y.data);
   y.writeBack();
-}
-
-/// Element by element, for views of more than 8 dims after merging.
-void copyStridedSlow(int64_t rank, const int64_t *sizes, const float *src,
-                     const int64_t *srcStrides, float *dst,
-                     const int64_t *dstStrides) {
-  std::vector<int64_t> index(rank, 0);
-  for (;;) {
-    int64_t so = 0, dof = 0;
-    for (int64_t d = 0; d < rank; ++d)
-      so += index[d] * srcStrides[d], dof += index[d] * dstStrides[d];
-    dst[dof] = src[so];
-    int64_t d = rank - 1;
-    while (d >= 0 && ++index[d] == sizes[d])
-      index[d--] = 0;
-    if (d < 0)
-      return;
-  }
 }
 
 /// An unranked memref: the rank and a pointer to a ranked descriptor.
@@ -494,7 +458,7 @@ void act::rt::copy(int64_t rank, const int64_t *sizes, const float *src,
                    const int64_t *dstStrides) {
   // Dims of size 1 dropped, then adjacent dims merged where both views step
   // through them as one (a reversed 3x3 window is 9 elements of stride -1).
-  int64_t size[8], ss[8], ds[8];
+  std::vector<int64_t> size(rank), ss(rank), ds(rank);
   int n = 0;
   for (int64_t d = 0; d < rank; ++d) {
     if (sizes[d] == 0)
@@ -507,8 +471,6 @@ void act::rt::copy(int64_t rank, const int64_t *sizes, const float *src,
       ds[n - 1] = dstStrides[d];
       continue;
     }
-    if (n == 8)
-      return copyStridedSlow(rank, sizes, src, srcStrides, dst, dstStrides);
     size[n] = sizes[d], ss[n] = srcStrides[d], ds[n] = dstStrides[d], ++n;
   }
   if (n == 0) {
@@ -524,7 +486,8 @@ void act::rt::copy(int64_t rank, const int64_t *sizes, const float *src,
   int64_t chunks = rows >= 4096 ? 64 : 1;
   forEach(chunks, [&](int64_t chunk, int) {
     int64_t first = rows * chunk / chunks, last = rows * (chunk + 1) / chunks;
-    int64_t index[8] = {}, so = 0, dof = 0, rest = first;
+    std::vector<int64_t> index(n, 0);
+    int64_t so = 0, dof = 0, rest = first;
     for (int d = n - 2; d >= 0; --d) {
       index[d] = rest % size[d];
       rest /= size[d];

@@ -141,8 +141,8 @@ def ConvertLinalgToActKernelsPass
   }];
   let options = [
     Option<"minMacs", "min-macs", "int64_t", /*default=*/"4096",
-           "Contractions with fewer multiply-accumulates stay loops (a "
-           "call's fixed cost)">,
+           "Contractions with fewer multiply-accumulates, and copies of "
+           "fewer elements, stay loops (a call's fixed cost)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

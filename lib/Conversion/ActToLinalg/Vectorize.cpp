@@ -92,10 +92,8 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
     for (AffineMap map : op.getIndexingMapsArray()) {
       if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
         return 0;
-      for (unsigned r = 0; r < map.getNumResults(); ++r)
-        if (map.isFunctionOfDim(last) &&
-            map.getResult(r) == getAffineDimExpr(last, op.getContext()) &&
-            r + 1 != map.getNumResults())
+      for (unsigned r = 0; r + 1 < map.getNumResults(); ++r)
+        if (map.getResult(r) == getAffineDimExpr(last, op.getContext()))
           return 0;
     }
     int64_t size = op.getStaticLoopRanges()[last];
@@ -109,16 +107,17 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
   /// vectorizes the tile with upstream linalg::vectorize.
   LogicalResult vectorizeGenerics(IRRewriter &rewriter,
                                   llvm::DenseSet<Operation *> &existing) {
-    SmallVector<linalg::GenericOp> candidates;
+    SmallVector<std::pair<linalg::GenericOp, int64_t>> candidates;
     getOperation().walk([&](linalg::GenericOp op) {
       // (Without linalg's TilingInterface models registered, nothing is
       // tiled.)
-      if (isa<TilingInterface>(op.getOperation()) && getInnerTile(op) &&
-          succeeded(linalg::vectorizeOpPrecondition(op)))
-        candidates.push_back(op);
+      if (!isa<TilingInterface>(op.getOperation()))
+        return;
+      if (int64_t tile = getInnerTile(op))
+        if (succeeded(linalg::vectorizeOpPrecondition(op)))
+          candidates.push_back({op, tile});
     });
-    for (linalg::GenericOp op : candidates) {
-      int64_t tile = getInnerTile(op);
+    for (auto [op, tile] : candidates) {
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       SmallVector<OpFoldResult> sizes;
       for (int64_t range : ranges)

@@ -91,32 +91,27 @@ bool isCandidate(linalg::LinalgOp op, int64_t minMacs) {
   return true;
 }
 
-template <typename OpTy> struct ContractionToCall : OpRewritePattern<OpTy> {
-  ContractionToCall(MLIRContext *context, StringRef name, int64_t minMacs)
-      : OpRewritePattern<OpTy>(context), name(name), minMacs(minMacs) {}
-  LogicalResult matchAndRewrite(OpTy op,
-                                PatternRewriter &rewriter) const override {
-    // Transposing or broadcasting indexing maps: left to loops.
-    if (op.hasUserDefinedMaps() || !isCandidate(op, minMacs))
-      return failure();
-    replaceWithCall(rewriter, op, name, op->getOperands(), {});
-    return success();
-  }
-  std::string name;
-  int64_t minMacs;
-};
-
-template <typename OpTy> struct ConvolutionToCall : OpRewritePattern<OpTy> {
-  ConvolutionToCall(MLIRContext *context, StringRef name, int64_t minMacs)
+/// A named matmul or convolution as a call on its operands; a convolution
+/// passes its strides and dilations after them.
+template <typename OpTy> struct NamedOpToCall : OpRewritePattern<OpTy> {
+  NamedOpToCall(MLIRContext *context, StringRef name, int64_t minMacs)
       : OpRewritePattern<OpTy>(context), name(name), minMacs(minMacs) {}
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     if (!isCandidate(op, minMacs))
       return failure();
     SmallVector<int64_t> scalars;
-    llvm::append_range(scalars, op.getStrides().template getValues<int64_t>());
-    llvm::append_range(scalars,
-                       op.getDilations().template getValues<int64_t>());
+    if constexpr (std::is_same_v<OpTy, linalg::MatmulOp> ||
+                  std::is_same_v<OpTy, linalg::BatchMatmulOp>) {
+      // Transposing or broadcasting indexing maps: left to loops.
+      if (op.hasUserDefinedMaps())
+        return failure();
+    } else {
+      llvm::append_range(scalars,
+                         op.getStrides().template getValues<int64_t>());
+      llvm::append_range(scalars,
+                         op.getDilations().template getValues<int64_t>());
+    }
     replaceWithCall(rewriter, op, name, op->getOperands(), scalars);
     return success();
   }
@@ -222,13 +217,12 @@ struct ConvertLinalgToActKernelsPass
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
-    patterns.add<ContractionToCall<linalg::MatmulOp>>(context, "matmul",
-                                                      minMacs);
-    patterns.add<ContractionToCall<linalg::BatchMatmulOp>>(
-        context, "batch_matmul", minMacs);
-    patterns.add<ConvolutionToCall<linalg::Conv2DNchwFchwOp>>(
+    patterns.add<NamedOpToCall<linalg::MatmulOp>>(context, "matmul", minMacs);
+    patterns.add<NamedOpToCall<linalg::BatchMatmulOp>>(context, "batch_matmul",
+                                                       minMacs);
+    patterns.add<NamedOpToCall<linalg::Conv2DNchwFchwOp>>(
         context, "conv_2d_nchw_fchw", minMacs);
-    patterns.add<ConvolutionToCall<linalg::Conv2DNgchwGfchwOp>>(
+    patterns.add<NamedOpToCall<linalg::Conv2DNgchwGfchwOp>>(
         context, "conv_2d_ngchw_gfchw", minMacs);
     patterns.add<TransposeToCall, MoveToCall>(context, minMacs);
     walkAndApplyPatterns(getOperation(), std::move(patterns));

@@ -51,6 +51,13 @@ static cl::opt<int64_t> samples("samples", cl::init(8),
                                 cl::desc("integration samples per cell"),
                                 cl::cat(category));
 
+/// `x` as printf's %g writes it.
+static std::string num(double x) {
+  std::string s;
+  llvm::raw_string_ostream(s) << llvm::format("%g", x);
+  return s;
+}
+
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "act-fewbit-table: error: " << message << "\n";
   return 1;
@@ -101,7 +108,8 @@ int main(int argc, char **argv) {
     return 1;
   auto funcs = llvm::to_vector(module->getBody()->getOps<func::FuncOp>());
   if (funcs.size() != 1) {
-    emitError(module->getLoc())
+    // At the second function, or at the file when there is none.
+    emitError(funcs.empty() ? module->getLoc() : funcs[1].getLoc())
         << "expected one func.func (the derivative), found " << funcs.size();
     return 1;
   }
@@ -123,12 +131,12 @@ int main(int argc, char **argv) {
   if (tables.empty()) {
     emitError(func.getLoc()) << "'" << func.getSymName()
                              << "' is not finite everywhere on ["
-                             << options.lo << ", " << options.hi << "]";
+                             << num(options.lo) << ", "
+                             << num(options.hi) << "]";
     return 1;
   }
-  llvm::outs() << "# " << func.getSymName() << " on ["
-               << llvm::format("%g", options.lo) << ", "
-               << llvm::format("%g", options.hi) << "], uniform weight, " << options.cells
+  llvm::outs() << "# " << func.getSymName() << " on [" << num(options.lo)
+               << ", " << num(options.hi) << "], uniform weight, " << options.cells
                << " cells x " << options.samples << " samples: "
                << llvm::format("%.1f", ms) << " ms for 1.." << maxBits
                << " bits\n";

@@ -340,3 +340,20 @@ void act::rt::decodeMask(const uint32_t *words, int64_t n, bool *out) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = unpack(words, i, n, 1, 32) != 0;
 }
+
+std::vector<uint32_t>
+act::rt::encodeFewBit(const float *x, int64_t n, unsigned bits,
+                      const std::vector<float> &boundaries) {
+  return pack(n, bits, 32 / bits, false, [&](int64_t i) -> uint32_t {
+    uint32_t code = 0;
+    while (code < boundaries.size() && x[i] >= boundaries[code])
+      ++code;
+    return code;
+  });
+}
+
+void act::rt::decodeFewBit(const uint32_t *words, int64_t n, unsigned bits,
+                           const std::vector<float> &values, float *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = values[unpack(words, i, n, bits, 32 / bits)];
+}

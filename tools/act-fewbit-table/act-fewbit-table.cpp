@@ -51,10 +51,19 @@ static cl::opt<int64_t> samples("samples", cl::init(8),
                                 cl::desc("integration samples per cell"),
                                 cl::cat(category));
 
-/// `x` as printf's %g writes it.
-static std::string num(double x) {
+/// `x` as printf's %g writes it (`precision` digits).
+static std::string num(double x, int precision = 6) {
   std::string s;
-  llvm::raw_string_ostream(s) << llvm::format("%g", x);
+  llvm::raw_string_ostream(s) << llvm::format("%.*g", precision, x);
+  return s;
+}
+
+/// `x` as an MLIR float literal that reads back as the same f32.
+static std::string floatLiteral(double x) {
+  std::string s = num(float(x) == 0.0f ? 0.0 : x, 9);
+  // %g drops the point of whole numbers; MLIR's parser needs one.
+  if (s.find_first_of(".en") == std::string::npos)
+    s += ".0";
   return s;
 }
 
@@ -145,13 +154,13 @@ int main(int argc, char **argv) {
     llvm::outs() << "bits=" << b << " error="
                  << llvm::format("%.4f", t.error) << " ("
                  << llvm::format("%.6e", t.error)
-                 << ") #act.fewbit<bits = " << b << ", boundaries = array<f32";
+                 << ") #act.fewbit<bits = " << b << ", boundaries = ";
     for (auto [k, v] : llvm::enumerate(t.boundaries))
-      llvm::outs() << (k ? ", " : ": ") << llvm::format("%.6g", v);
-    llvm::outs() << ">, values = array<f32";
+      llvm::outs() << (k ? ", " : "[") << floatLiteral(v);
+    llvm::outs() << "], values = ";
     for (auto [k, v] : llvm::enumerate(t.values))
-      llvm::outs() << (k ? ", " : ": ") << llvm::format("%.6g", v);
-    llvm::outs() << ">>\n";
+      llvm::outs() << (k ? ", " : "[") << floatLiteral(v);
+    llvm::outs() << "]>\n";
   }
   return 0;
 }

@@ -45,6 +45,41 @@ func.func @predicate(%a: !act.encoded<tensor<4xf32>, #act.mask<predicate = odd>>
 
 // -----
 
+// expected-error @+2 {{#act.fewbit bits must be in 1..8; got 9}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @fewbit_bits(%a: !act.encoded<tensor<4xf32>, #act.fewbit<bits = 9, boundaries = [0.0], values = [0.0, 1.0]>>) { return }
+
+// -----
+
+// expected-error @+2 {{#act.fewbit<bits = 2> needs 4 values; got 2}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @fewbit_values(%a: !act.encoded<tensor<4xf32>, #act.fewbit<bits = 2, boundaries = [0.0, 1.0, 2.0], values = [0.0, 1.0]>>) { return }
+
+// -----
+
+// expected-error @+2 {{#act.fewbit<bits = 1> needs 1 boundaries; got 2}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @fewbit_boundaries(%a: !act.encoded<tensor<4xf32>, #act.fewbit<bits = 1, boundaries = [0.0, 1.0], values = [0.0, 1.0]>>) { return }
+
+// -----
+
+// expected-error @+2 {{#act.fewbit boundaries must be sorted: boundary 2 (1.000000e+00) is below boundary 1 (2.000000e+00)}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @fewbit_unsorted(%a: !act.encoded<tensor<4xf32>, #act.fewbit<bits = 2, boundaries = [0.0, 2.0, 1.0], values = [0.0, 1.0, 2.0, 3.0]>>) { return }
+
+// -----
+
+// expected-error @+2 {{#act.fewbit value 1 is not finite}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @fewbit_inf(%a: !act.encoded<tensor<4xf32>, #act.fewbit<bits = 1, boundaries = [0.0], values = [0.0, 1.0e39]>>) { return }
+
+// -----
+
+// expected-error @+1 {{#act.fewbit encodes floating-point tensors, not 'tensor<4xi32>'}}
+func.func @fewbit_int(%a: !act.encoded<tensor<4xi32>, #act.fewbit<bits = 1, boundaries = [0.0], values = [0.0, 1.0]>>) { return }
+
+// -----
+
 // expected-error @+1 {{#act.quant encodes floating-point tensors, not 'tensor<4xi32>'}}
 func.func @quant_int(%a: !act.encoded<tensor<4xi32>, #act.quant<bits = 4>>) { return }
 

@@ -307,6 +307,69 @@ TEST_F(LoweringTest, MaskMatchesReference) {
   }
 }
 
+/// A few-bit table with 2^bits pieces over [-4, 4], boundaries spaced
+/// unevenly (and two equal: an empty piece), values distinct.
+static std::string fewBitAttr(unsigned bits, std::vector<float> &boundaries,
+                              std::vector<float> &values) {
+  int pieces = 1 << bits;
+  boundaries.clear();
+  values.clear();
+  for (int j = 1; j < pieces; ++j) {
+    float t = float(j) / float(pieces);
+    boundaries.push_back(-4.0f + 8.0f * t * t);
+  }
+  if (boundaries.size() > 2)
+    boundaries[2] = boundaries[1];
+  for (int j = 0; j < pieces; ++j)
+    values.push_back(0.25f * float(j) - 1.0f / float(j + 3));
+  std::string attr =
+      "#act.fewbit<bits = " + std::to_string(bits) + ", boundaries = ";
+  auto list = [&](const std::vector<float> &v) {
+    for (size_t j = 0; j < v.size(); ++j) {
+      char buf[32];
+      // Round-trips a float, and keeps the point MLIR's parser needs.
+      std::snprintf(buf, sizeof buf, "%#.9g", double(v[j]));
+      attr += (j ? ", " : "[") + std::string(buf);
+    }
+    attr += "]";
+  };
+  list(boundaries);
+  attr += ", values = ";
+  list(values);
+  return attr + ">";
+}
+
+// #act.fewbit: codes (interval indices) and decoded table values bit for
+// bit against the reference, on every target, with NaN, infinities and
+// elements exactly on a boundary.
+TEST_F(LoweringTest, FewBitMatchesReferenceBitForBit) {
+  JitTarget emulated;
+  emulated.emulateGpuKernels = true;
+  for (unsigned bits : {1u, 3u, 4u, 8u})
+    for (int64_t n : {1000, 5003})
+      for (bool gpu : {false, true}) {
+        std::vector<float> boundaries, table;
+        std::string attr = fewBitAttr(bits, boundaries, table);
+        SCOPED_TRACE("bits " + std::to_string(bits) + " n=" +
+                     std::to_string(n) + (gpu ? " gpu-emulated" : ""));
+        auto jit = compileCodec(n, attr, "f32", gpu ? emulated : JitTarget());
+        ASSERT_TRUE(jit);
+        std::vector<float> x = data(n, unsigned(bits + n), true);
+        for (size_t j = 0; j < boundaries.size() && 40 + j < x.size(); ++j)
+          x[40 + j] = boundaries[j];
+        std::vector<HostTensor> outs;
+        std::string error;
+        ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(0)}, outs, error))
+            << error;
+        std::vector<uint32_t> words =
+            rt::encodeFewBit(x.data(), n, bits, boundaries);
+        EXPECT_EQ(values<uint32_t>(outs[0]), words);
+        std::vector<float> ref(n);
+        rt::decodeFewBit(words.data(), n, bits, table, ref.data());
+        EXPECT_EQ(values<float>(outs[1]), ref);
+      }
+}
+
 /// The GPU kernels (convert-act-to-linalg{target=gpu}: whole tiles by a
 /// thread per four words, 16-byte accesses, group statistics over each
 /// group's threads) run on the CPU as loops (target=gpu-emulated), against

@@ -120,6 +120,25 @@ TEST_F(StorageLayoutTest, Mask) {
   EXPECT_EQ(mask(1), layout(1, 0, 3));
 }
 
+TEST_F(StorageLayoutTest, FewBit) {
+  auto fewbit = [&](unsigned bits, int64_t n) {
+    std::vector<float> boundaries, values(size_t(1) << bits, 0.5f);
+    for (unsigned j = 1; j < (1u << bits); ++j)
+      boundaries.push_back(float(j));
+    auto enc = cast<EncodingAttrInterface>(FewBitEncodingAttr::get(
+        &context, bits, DenseF32ArrayAttr::get(&context, boundaries),
+        DenseF32ArrayAttr::get(&context, values)));
+    return enc.getStorageLayout(n, b().getF32Type());
+  };
+  // The packed layout of `bits`-bit codes, no metadata (the table is in
+  // the IR).
+  EXPECT_EQ(fewbit(1, 64), layout(8, 0, 0));
+  EXPECT_EQ(fewbit(2, 1000), layout(250, 0, 2));
+  // 3 bits: ten codes to a word, two bits unused: 100 words for 1000.
+  EXPECT_EQ(fewbit(3, 1000), layout(375, 0, 25));
+  EXPECT_EQ(fewbit(4, 9), layout(5, 0, 3));
+}
+
 TEST_F(StorageLayoutTest, WholeTensor) {
   auto enc = cast<EncodingAttrInterface>(
       QuantEncodingAttr::get(&context, 2, 256, Rounding::Nearest));

@@ -12,6 +12,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::act;
 
@@ -171,4 +173,60 @@ bool MaskEncodingAttr::isStochastic() const { return false; }
 StorageLayout MaskEncodingAttr::getStorageLayout(int64_t numElements,
                                                  Type) const {
   return StorageLayout::packed(numElements, 1, 32);
+}
+
+//===----------------------------------------------------------------------===//
+// FewBitEncodingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+FewBitEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           unsigned bits, DenseF32ArrayAttr boundaries,
+                           DenseF32ArrayAttr values) {
+  if (bits < 1 || bits > 8)
+    return emitError() << "#act.fewbit bits must be in 1..8; got "
+                       << static_cast<int32_t>(bits);
+  if (!boundaries || !values)
+    return emitError() << "#act.fewbit needs boundaries and values";
+  int64_t pieces = int64_t(1) << bits;
+  if (int64_t(values.size()) != pieces)
+    return emitError() << "#act.fewbit<bits = " << bits << "> needs "
+                       << pieces << " values; got " << values.size();
+  if (int64_t(boundaries.size()) != pieces - 1)
+    return emitError() << "#act.fewbit<bits = " << bits << "> needs "
+                       << pieces - 1 << " boundaries; got "
+                       << boundaries.size();
+  ArrayRef<float> b = boundaries.asArrayRef();
+  for (size_t j = 0; j < b.size(); ++j) {
+    if (!std::isfinite(b[j]))
+      return emitError() << "#act.fewbit boundary " << j << " is not finite";
+    if (j > 0 && b[j] < b[j - 1])
+      return emitError() << "#act.fewbit boundaries must be sorted: "
+                         << "boundary " << j << " (" << b[j]
+                         << ") is below boundary " << j - 1 << " ("
+                         << b[j - 1] << ")";
+  }
+  for (auto [j, v] : llvm::enumerate(values.asArrayRef()))
+    if (!std::isfinite(v))
+      return emitError() << "#act.fewbit value " << j << " is not finite";
+  return success();
+}
+
+LogicalResult FewBitEncodingAttr::verifyTensorType(
+    RankedTensorType type, function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyFloatElements("fewbit", type, emitError);
+}
+
+RankedTensorType
+FewBitEncodingAttr::getDecodedType(RankedTensorType type) const {
+  return type;
+}
+
+bool FewBitEncodingAttr::isLossless(Type) const { return false; }
+
+bool FewBitEncodingAttr::isStochastic() const { return false; }
+
+StorageLayout FewBitEncodingAttr::getStorageLayout(int64_t numElements,
+                                                   Type) const {
+  return StorageLayout::packed(numElements, getBits(), getElementsPerWord());
 }

@@ -29,7 +29,8 @@ void ActDialect::initialize() {
   // ActToLinalg); using it without registering the models is an error that
   // names them, not a silent miss.
   declarePromisedInterfaces<EncodingLoweringAttrInterface, QuantEncodingAttr,
-                            FloatEncodingAttr, MaskEncodingAttr>();
+                            FloatEncodingAttr, MaskEncodingAttr,
+                            FewBitEncodingAttr>();
 }
 
 LogicalResult EncodedType::verify(function_ref<InFlightDiagnostic()> emitError,

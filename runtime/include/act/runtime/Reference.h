@@ -65,6 +65,14 @@ std::vector<uint32_t> encodeMask(const float *x, int64_t n,
                                  MaskPredicate predicate);
 void decodeMask(const uint32_t *words, int64_t n, bool *out);
 
+/// #act.fewbit: the interval index of each element (the number of the
+/// sorted `boundaries` it reaches; NaN: 0), `bits` bits packed 32 / bits to
+/// a word; decoding yields values[code].
+std::vector<uint32_t> encodeFewBit(const float *x, int64_t n, unsigned bits,
+                                   const std::vector<float> &boundaries);
+void decodeFewBit(const uint32_t *words, int64_t n, unsigned bits,
+                  const std::vector<float> &values, float *out);
+
 } // namespace act::rt
 
 #endif // ACT_RUNTIME_REFERENCE_H

@@ -116,4 +116,32 @@ def Act_MaskEncoding : Act_EncodingAttr<"MaskEncoding", "mask"> {
   let parameters = (ins "::mlir::act::MaskPredicate":$predicate);
 }
 
+def Act_FewBitEncoding : Act_EncodingAttr<"FewBitEncoding", "fewbit"> {
+  let summary = "the interval of a value; decodes to a function of it (Few-bit backward)";
+  let description = [{
+    Keeps, for every element `x`, only the index of the interval it falls
+    in: `code = #{j : x >= boundaries[j]}` (`2^bits - 1` sorted
+    boundaries; NaN gets code 0), `bits` bits each, packed `32 / bits` to a
+    32-bit word. Decoding yields `values[code]` (`2^bits` values) in the
+    tensor's element type: not the value, but the piecewise-constant
+    approximation of the function `phi(x)` through which the backward reads
+    it (an activation's derivative; Few-bit backward,
+    papers/fewbit-backward.txt). act-insert-encode-decode finds `phi` in the
+    backward graph and computes the optimal table for it
+    (act/Analysis/FewBit.h); `act-fewbit-table` prints tables. Lossy,
+    deterministic, no metadata: the table is in the IR.
+
+    ```mlir
+    #act.fewbit<bits = 1, boundaries = [0.0], values = [0.0, 1.0]>
+    ```
+  }];
+  let parameters = (ins "unsigned":$bits,
+                        "::mlir::DenseF32ArrayAttr":$boundaries,
+                        "::mlir::DenseF32ArrayAttr":$values);
+  let extraClassDeclaration = [{
+    /// Elements packed into one 32-bit payload word.
+    unsigned getElementsPerWord() const { return 32 / getBits(); }
+  }];
+}
+
 #endif // ACT_DIALECT_ACT_IR_ACTATTRS_TD

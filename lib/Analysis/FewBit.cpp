@@ -23,14 +23,56 @@ namespace {
 enum class Kind {
   Const,
   // Binary.
-  Add, Sub, Mul, Div, Rem, Maximum, Minimum, MaxNum, MinNum, Pow, Atan2,
-  CopySign, And, Or, Xor, CmpF,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Rem,
+  Maximum,
+  Minimum,
+  MaxNum,
+  MinNum,
+  Pow,
+  Atan2,
+  CopySign,
+  And,
+  Or,
+  Xor,
+  CmpF,
   // Ternary.
-  Select, Fma,
+  Select,
+  Fma,
   // Unary.
-  Neg, Exp, Exp2, Expm1, Log, Log1p, Log2, Log10, Erf, Erfc, Tanh, Sinh,
-  Cosh, Sin, Cos, Tan, Atan, Asin, Acos, Sqrt, Rsqrt, Cbrt, Abs, Floor, Ceil,
-  Round, RoundEven, Trunc, ToF32, Copy
+  Neg,
+  Exp,
+  Exp2,
+  Expm1,
+  Log,
+  Log1p,
+  Log2,
+  Log10,
+  Erf,
+  Erfc,
+  Tanh,
+  Sinh,
+  Cosh,
+  Sin,
+  Cos,
+  Tan,
+  Atan,
+  Asin,
+  Acos,
+  Sqrt,
+  Rsqrt,
+  Cbrt,
+  Abs,
+  Floor,
+  Ceil,
+  Round,
+  RoundEven,
+  Trunc,
+  ToF32,
+  Copy
 };
 } // namespace
 
@@ -249,61 +291,153 @@ double ScalarFunction::operator()(double x) const {
     double a = v[i.a], b = v[i.b], c = v[i.c];
     double r;
     switch (Kind(i.kind)) {
-    case Kind::Const: r = i.constant; break;
-    case Kind::Add: r = a + b; break;
-    case Kind::Sub: r = a - b; break;
-    case Kind::Mul: r = a * b; break;
-    case Kind::Div: r = a / b; break;
-    case Kind::Rem: r = std::fmod(a, b); break;
+    case Kind::Const:
+      r = i.constant;
+      break;
+    case Kind::Add:
+      r = a + b;
+      break;
+    case Kind::Sub:
+      r = a - b;
+      break;
+    case Kind::Mul:
+      r = a * b;
+      break;
+    case Kind::Div:
+      r = a / b;
+      break;
+    case Kind::Rem:
+      r = std::fmod(a, b);
+      break;
     case Kind::Maximum:
       r = std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
       break;
     case Kind::Minimum:
       r = std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
       break;
-    case Kind::MaxNum: r = std::fmax(a, b); break;
-    case Kind::MinNum: r = std::fmin(a, b); break;
-    case Kind::Pow: r = std::pow(a, b); break;
-    case Kind::Atan2: r = std::atan2(a, b); break;
-    case Kind::CopySign: r = std::copysign(a, b); break;
-    case Kind::And: r = (a != 0) && (b != 0); break;
-    case Kind::Or: r = (a != 0) || (b != 0); break;
-    case Kind::Xor: r = (a != 0) != (b != 0); break;
+    case Kind::MaxNum:
+      r = std::fmax(a, b);
+      break;
+    case Kind::MinNum:
+      r = std::fmin(a, b);
+      break;
+    case Kind::Pow:
+      r = std::pow(a, b);
+      break;
+    case Kind::Atan2:
+      r = std::atan2(a, b);
+      break;
+    case Kind::CopySign:
+      r = std::copysign(a, b);
+      break;
+    case Kind::And:
+      r = (a != 0) && (b != 0);
+      break;
+    case Kind::Or:
+      r = (a != 0) || (b != 0);
+      break;
+    case Kind::Xor:
+      r = (a != 0) != (b != 0);
+      break;
     case Kind::CmpF:
       r = compare(arith::CmpFPredicate(i.predicate), a, b);
       break;
-    case Kind::Select: r = a != 0 ? b : c; break;
-    case Kind::Fma: r = std::fma(a, b, c); break;
-    case Kind::Neg: r = -a; break;
-    case Kind::Exp: r = std::exp(a); break;
-    case Kind::Exp2: r = std::exp2(a); break;
-    case Kind::Expm1: r = std::expm1(a); break;
-    case Kind::Log: r = std::log(a); break;
-    case Kind::Log1p: r = std::log1p(a); break;
-    case Kind::Log2: r = std::log2(a); break;
-    case Kind::Log10: r = std::log10(a); break;
-    case Kind::Erf: r = std::erf(a); break;
-    case Kind::Erfc: r = std::erfc(a); break;
-    case Kind::Tanh: r = std::tanh(a); break;
-    case Kind::Sinh: r = std::sinh(a); break;
-    case Kind::Cosh: r = std::cosh(a); break;
-    case Kind::Sin: r = std::sin(a); break;
-    case Kind::Cos: r = std::cos(a); break;
-    case Kind::Tan: r = std::tan(a); break;
-    case Kind::Atan: r = std::atan(a); break;
-    case Kind::Asin: r = std::asin(a); break;
-    case Kind::Acos: r = std::acos(a); break;
-    case Kind::Sqrt: r = std::sqrt(a); break;
-    case Kind::Rsqrt: r = 1.0 / std::sqrt(a); break;
-    case Kind::Cbrt: r = std::cbrt(a); break;
-    case Kind::Abs: r = std::fabs(a); break;
-    case Kind::Floor: r = std::floor(a); break;
-    case Kind::Ceil: r = std::ceil(a); break;
-    case Kind::Round: r = std::round(a); break;
-    case Kind::RoundEven: r = std::nearbyint(a); break;
-    case Kind::Trunc: r = std::trunc(a); break;
-    case Kind::ToF32: r = static_cast<float>(a); break;
-    case Kind::Copy: r = a; break;
+    case Kind::Select:
+      r = a != 0 ? b : c;
+      break;
+    case Kind::Fma:
+      r = std::fma(a, b, c);
+      break;
+    case Kind::Neg:
+      r = -a;
+      break;
+    case Kind::Exp:
+      r = std::exp(a);
+      break;
+    case Kind::Exp2:
+      r = std::exp2(a);
+      break;
+    case Kind::Expm1:
+      r = std::expm1(a);
+      break;
+    case Kind::Log:
+      r = std::log(a);
+      break;
+    case Kind::Log1p:
+      r = std::log1p(a);
+      break;
+    case Kind::Log2:
+      r = std::log2(a);
+      break;
+    case Kind::Log10:
+      r = std::log10(a);
+      break;
+    case Kind::Erf:
+      r = std::erf(a);
+      break;
+    case Kind::Erfc:
+      r = std::erfc(a);
+      break;
+    case Kind::Tanh:
+      r = std::tanh(a);
+      break;
+    case Kind::Sinh:
+      r = std::sinh(a);
+      break;
+    case Kind::Cosh:
+      r = std::cosh(a);
+      break;
+    case Kind::Sin:
+      r = std::sin(a);
+      break;
+    case Kind::Cos:
+      r = std::cos(a);
+      break;
+    case Kind::Tan:
+      r = std::tan(a);
+      break;
+    case Kind::Atan:
+      r = std::atan(a);
+      break;
+    case Kind::Asin:
+      r = std::asin(a);
+      break;
+    case Kind::Acos:
+      r = std::acos(a);
+      break;
+    case Kind::Sqrt:
+      r = std::sqrt(a);
+      break;
+    case Kind::Rsqrt:
+      r = 1.0 / std::sqrt(a);
+      break;
+    case Kind::Cbrt:
+      r = std::cbrt(a);
+      break;
+    case Kind::Abs:
+      r = std::fabs(a);
+      break;
+    case Kind::Floor:
+      r = std::floor(a);
+      break;
+    case Kind::Ceil:
+      r = std::ceil(a);
+      break;
+    case Kind::Round:
+      r = std::round(a);
+      break;
+    case Kind::RoundEven:
+      r = std::nearbyint(a);
+      break;
+    case Kind::Trunc:
+      r = std::trunc(a);
+      break;
+    case Kind::ToF32:
+      r = static_cast<float>(a);
+      break;
+    case Kind::Copy:
+      r = a;
+      break;
     }
     v[k] = r;
   }
@@ -325,8 +459,8 @@ std::vector<PiecewiseConstant>
 mlir::act::optimalPiecewiseConstant(llvm::function_ref<double(double)> phi,
                                     unsigned maxBits,
                                     const FewBitOptions &options) {
-  if (maxBits < 1 || maxBits > 8 || options.cells < 2 ||
-      options.samples < 1 || !(options.lo < options.hi))
+  if (maxBits < 1 || maxBits > 8 || options.cells < 2 || options.samples < 1 ||
+      !(options.lo < options.hi))
     return {};
   const int64_t n = options.cells, m = options.samples;
   const int64_t K = int64_t(1) << maxBits;
@@ -337,22 +471,36 @@ mlir::act::optimalPiecewiseConstant(llvm::function_ref<double(double)> phi,
   // Eq. (10): prefix integrals of phi^2 w, w and phi w at the grid points,
   // each cell by the midpoint rule on m sub-cells.
   std::vector<double> F2(n + 1, 0.0), W(n + 1, 0.0), FW(n + 1, 0.0);
+  const bool normal = options.weight == FewBitOptions::Weight::Normal;
+  if (normal && !(options.sigma > 0))
+    return {};
+  auto weight = [&](double x) {
+    if (!normal)
+      return 1.0;
+    double z = x / options.sigma;
+    return std::exp(-0.5 * z * z) / (options.sigma * std::sqrt(2 * M_PI));
+  };
   for (int64_t i = 0; i < n; ++i) {
-    double f2 = 0, fw = 0, sub = h / double(m);
+    double f2 = 0, fw = 0, w = 0, sub = h / double(m);
     for (int64_t s = 0; s < m; ++s) {
-      double f = phi(grid(i) + (double(s) + 0.5) * sub);
+      double x = grid(i) + (double(s) + 0.5) * sub;
+      double f = phi(x);
       if (!std::isfinite(f))
         return {};
-      f2 += f * f * sub;
-      fw += f * sub;
+      double ws = weight(x) * sub;
+      f2 += f * f * ws;
+      fw += f * ws;
+      w += ws;
     }
     F2[i + 1] = F2[i] + f2;
-    W[i + 1] = W[i] + h;
+    W[i + 1] = W[i] + w;
     FW[i + 1] = FW[i] + fw;
   }
   // Eq. (9): the error of one piece over grid cells [j, i).
   auto T = [&](int64_t j, int64_t i) {
     double dw = W[i] - W[j], df = FW[i] - FW[j];
+    if (!(dw > 0))
+      return std::max(0.0, F2[i] - F2[j]);
     return std::max(0.0, F2[i] - F2[j] - df * df / dw);
   };
   // Eq. (7): DP[k][i], the best k pieces over [t_0, t_i), and the start of
@@ -391,7 +539,11 @@ mlir::act::optimalPiecewiseConstant(llvm::function_ref<double(double)> phi,
     }
     for (int64_t piece = 0; piece < k; ++piece) {
       int64_t j = starts[piece], i = piece + 1 < k ? starts[piece + 1] : n;
-      table.values.push_back((FW[i] - FW[j]) / (W[i] - W[j]));
+      // A piece of zero weight (far in a normal's tail) takes phi's value
+      // at its middle.
+      double dw = W[i] - W[j];
+      table.values.push_back(dw > 0 ? (FW[i] - FW[j]) / dw
+                                    : phi(0.5 * (grid(j) + grid(i))));
       if (piece > 0)
         table.boundaries.push_back(grid(j));
     }
@@ -416,8 +568,8 @@ bool mlir::act::isSaturating(llvm::function_ref<double(double)> phi,
   }
   double allowed = tolerance * std::max(hi - lo, 1e-30);
   auto spread = [&](int64_t from, int64_t to) {
-    auto [mn, mx] = std::minmax_element(values.begin() + from,
-                                        values.begin() + to + 1);
+    auto [mn, mx] =
+        std::minmax_element(values.begin() + from, values.begin() + to + 1);
     return *mx - *mn;
   };
   return spread(0, n / 8) <= allowed && spread(n - n / 8, n) <= allowed;

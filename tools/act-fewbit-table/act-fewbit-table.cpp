@@ -108,8 +108,8 @@ int main(int argc, char **argv) {
   std::string openError;
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
   if (!buffer)
-    return fail("cannot open '" + inputFile + "': " +
-                buffer.getError().message());
+    return fail("cannot open '" + inputFile +
+                "': " + buffer.getError().message());
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   SourceMgrDiagnosticHandler handler(sourceMgr, &ctx);
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
@@ -126,8 +126,8 @@ int main(int argc, char **argv) {
   std::string error;
   FailureOr<ScalarFunction> phi = ScalarFunction::compile(func, error);
   if (failed(phi)) {
-    emitError(func.getLoc()) << "cannot evaluate '" << func.getSymName()
-                             << "': " << error;
+    emitError(func.getLoc())
+        << "cannot evaluate '" << func.getSymName() << "': " << error;
     return 1;
   }
 
@@ -138,22 +138,20 @@ int main(int argc, char **argv) {
                   std::chrono::steady_clock::now() - start)
                   .count();
   if (tables.empty()) {
-    emitError(func.getLoc()) << "'" << func.getSymName()
-                             << "' is not finite everywhere on ["
-                             << num(options.lo) << ", "
-                             << num(options.hi) << "]";
+    emitError(func.getLoc())
+        << "'" << func.getSymName() << "' is not finite everywhere on ["
+        << num(options.lo) << ", " << num(options.hi) << "]";
     return 1;
   }
   llvm::outs() << "# " << func.getSymName() << " on [" << num(options.lo)
-               << ", " << num(options.hi) << "], uniform weight, " << options.cells
-               << " cells x " << options.samples << " samples: "
-               << llvm::format("%.1f", ms) << " ms for 1.." << maxBits
-               << " bits\n";
+               << ", " << num(options.hi) << "], uniform weight, "
+               << options.cells << " cells x " << options.samples
+               << " samples: " << llvm::format("%.1f", ms) << " ms for 1.."
+               << maxBits << " bits\n";
   for (unsigned b : bits) {
     const PiecewiseConstant &t = tables[b - 1];
-    llvm::outs() << "bits=" << b << " error="
-                 << llvm::format("%.4f", t.error) << " ("
-                 << llvm::format("%.6e", t.error)
+    llvm::outs() << "bits=" << b << " error=" << llvm::format("%.4f", t.error)
+                 << " (" << llvm::format("%.6e", t.error)
                  << ") #act.fewbit<bits = " << b << ", boundaries = ";
     for (auto [k, v] : llvm::enumerate(t.boundaries))
       llvm::outs() << (k ? ", " : "[") << floatLiteral(v);

@@ -20,8 +20,8 @@ static double geluDerivative(double x) {
 }
 
 /// L of a piecewise-constant table, integrated like the DP (same grid).
-static double tableError(const PiecewiseConstant &t,
-                         double (*phi)(double), const FewBitOptions &o) {
+static double tableError(const PiecewiseConstant &t, double (*phi)(double),
+                         const FewBitOptions &o) {
   double h = (o.hi - o.lo) / double(o.cells * o.samples), e = 0;
   for (int64_t s = 0; s < o.cells * o.samples; ++s) {
     double x = o.lo + (double(s) + 0.5) * h;
@@ -66,8 +66,7 @@ TEST(FewBitTest, DynamicProgramIsExactOnItsGrid) {
       }
   EXPECT_NEAR(tables[1].error, best, 1e-12);
   // The returned table attains the reported error.
-  EXPECT_NEAR(tableError(tables[1], geluDerivative, o), tables[1].error,
-              1e-12);
+  EXPECT_NEAR(tableError(tables[1], geluDerivative, o), tables[1].error, 1e-12);
   EXPECT_LE(tables[1].error, tables[0].error);
 }
 
@@ -89,13 +88,43 @@ TEST(FewBitTest, ReproducesTable3ForGelu) {
 }
 
 TEST(FewBitTest, RefusesNonFiniteFunctionsAndBadOptions) {
-  EXPECT_TRUE(optimalPiecewiseConstant([](double x) { return std::log(x); }, 2,
-                                       {-1, 1, 64, 2})
-                  .empty());
-  EXPECT_TRUE(optimalPiecewiseConstant([](double) { return 1.0; }, 9).empty());
+  FewBitOptions o;
+  o.lo = -1;
+  o.hi = 1;
+  o.cells = 64;
   EXPECT_TRUE(
-      optimalPiecewiseConstant([](double) { return 1.0; }, 3, {1, -1, 64, 2})
+      optimalPiecewiseConstant([](double x) { return std::log(x); }, 2, o)
           .empty());
+  EXPECT_TRUE(optimalPiecewiseConstant([](double) { return 1.0; }, 9).empty());
+  std::swap(o.lo, o.hi);
+  EXPECT_TRUE(
+      optimalPiecewiseConstant([](double) { return 1.0; }, 3, o).empty());
+}
+
+// The normal weight spends the pieces where N(0, sigma^2) has its mass:
+// GELU's 3-bit boundaries move toward zero, and the table's error weighted
+// that way is below the uniform table's.
+TEST(FewBitTest, NormalWeightConcentratesPiecesNearZero) {
+  FewBitOptions uniform, normal;
+  normal.weight = FewBitOptions::Weight::Normal;
+  normal.sigma = 1.0;
+  std::vector<PiecewiseConstant> u =
+      optimalPiecewiseConstant(geluDerivative, 3, uniform);
+  std::vector<PiecewiseConstant> n =
+      optimalPiecewiseConstant(geluDerivative, 3, normal);
+  ASSERT_EQ(u.size(), 3u);
+  ASSERT_EQ(n.size(), 3u);
+  EXPECT_LT(std::fabs(n[2].boundaries.front()),
+            std::fabs(u[2].boundaries.front()));
+  // The uniform table's error under the normal weight.
+  double h = 20.0 / (2048 * 8), e = 0;
+  for (int s = 0; s < 2048 * 8; ++s) {
+    double x = -10 + (s + 0.5) * h;
+    double d = geluDerivative(x) - u[2](x);
+    e += d * d * std::exp(-x * x / 2) / std::sqrt(2 * M_PI) * h;
+  }
+  EXPECT_LT(n[2].error, e);
+  EXPECT_GT(n[2].error, 0.0);
 }
 
 TEST(FewBitTest, Saturation) {

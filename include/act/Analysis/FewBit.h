@@ -44,9 +44,8 @@ public:
   /// argument must be constants or results of supported arith/math ops,
   /// unless `resolve` redirects them. On failure, `error` names the value or
   /// op that cannot be compiled.
-  static FailureOr<ScalarFunction> compile(Value argument, Value result,
-                                           Resolver resolve,
-                                           std::string &error);
+  static FailureOr<ScalarFunction>
+  compile(Value argument, Value result, Resolver resolve, std::string &error);
   /// The function of a func.func taking one float and returning one float.
   static FailureOr<ScalarFunction> compile(func::FuncOp func,
                                            std::string &error);
@@ -74,8 +73,13 @@ private:
 
 /// The weight and grid of the dynamic program.
 struct FewBitOptions {
-  /// The range [lo, hi] of Table 3 (weight 1 there, 0 outside).
+  /// The range [lo, hi] of Table 3 (weight 0 outside).
   double lo = -10.0, hi = 10.0;
+  /// w on the range: 1 (Table 3's measure), or the density of N(0, sigma^2)
+  /// (the paper's other suggestion: where pre-activations lie), which
+  /// spends the pieces near zero.
+  enum class Weight { Uniform, Normal } weight = Weight::Uniform;
+  double sigma = 1.0;
   /// Grid cells t_0 < ... < t_n; boundaries are grid points.
   int64_t cells = 2048;
   /// Midpoint samples per cell for the integrals (Eq. 10).

@@ -591,12 +591,12 @@ SmallVector<Value> EncodingModel<FewBitEncodingAttr>::buildEncode(
         Type i32 = nb.getI32Type();
         Value code = arith::ConstantIntOp::create(nb, nl, i32, 0);
         for (float boundary : boundaries) {
-          Value c = arith::ConstantOp::create(nb, nl,
-                                              nb.getF32FloatAttr(boundary));
+          Value c =
+              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(boundary));
           Value ge =
               arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGE, v, c);
-          code = arith::AddIOp::create(
-              nb, nl, code, arith::ExtUIOp::create(nb, nl, i32, ge));
+          code = arith::AddIOp::create(nb, nl, code,
+                                       arith::ExtUIOp::create(nb, nl, i32, ge));
         }
         return code;
       })};
@@ -630,8 +630,8 @@ Value EncodingModel<FewBitEncodingAttr>::buildDecode(
                   arith::ConstantIntOp::create(nb, nl, i32, bit)));
           SmallVector<Value> next;
           for (size_t k = 0; k + 1 < level.size(); k += 2)
-            next.push_back(arith::SelectOp::create(nb, nl, set, level[k + 1],
-                                                   level[k]));
+            next.push_back(
+                arith::SelectOp::create(nb, nl, set, level[k + 1], level[k]));
           level = std::move(next);
         }
         return fromF32(nb, nl, level.front(), elementType);

@@ -350,8 +350,8 @@ TEST_F(LoweringTest, FewBitMatchesReferenceBitForBit) {
       for (bool gpu : {false, true}) {
         std::vector<float> boundaries, table;
         std::string attr = fewBitAttr(bits, boundaries, table);
-        SCOPED_TRACE("bits " + std::to_string(bits) + " n=" +
-                     std::to_string(n) + (gpu ? " gpu-emulated" : ""));
+        SCOPED_TRACE("bits " + std::to_string(bits) +
+                     " n=" + std::to_string(n) + (gpu ? " gpu-emulated" : ""));
         auto jit = compileCodec(n, attr, "f32", gpu ? emulated : JitTarget());
         ASSERT_TRUE(jit);
         std::vector<float> x = data(n, unsigned(bits + n), true);

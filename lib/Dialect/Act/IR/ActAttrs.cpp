@@ -190,8 +190,8 @@ FewBitEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#act.fewbit needs boundaries and values";
   int64_t pieces = int64_t(1) << bits;
   if (int64_t(values.size()) != pieces)
-    return emitError() << "#act.fewbit<bits = " << bits << "> needs "
-                       << pieces << " values; got " << values.size();
+    return emitError() << "#act.fewbit<bits = " << bits << "> needs " << pieces
+                       << " values; got " << values.size();
   if (int64_t(boundaries.size()) != pieces - 1)
     return emitError() << "#act.fewbit<bits = " << bits << "> needs "
                        << pieces - 1 << " boundaries; got "
@@ -203,8 +203,8 @@ FewBitEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (j > 0 && b[j] < b[j - 1])
       return emitError() << "#act.fewbit boundaries must be sorted: "
                          << "boundary " << j << " (" << b[j]
-                         << ") is below boundary " << j - 1 << " ("
-                         << b[j - 1] << ")";
+                         << ") is below boundary " << j - 1 << " (" << b[j - 1]
+                         << ")";
   }
   for (auto [j, v] : llvm::enumerate(values.asArrayRef()))
     if (!std::isfinite(v))

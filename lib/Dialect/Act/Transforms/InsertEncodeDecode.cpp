@@ -17,6 +17,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallSet.h"
 
+#include <cmath>
+
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTINSERTENCODEDECODEPASS
 #include "act/Dialect/Act/Transforms/Passes.h.inc"
@@ -40,6 +42,7 @@ private:
 
   EncodingAttrInterface uniform;
   llvm::SmallSet<int64_t, 8> include, exclude;
+  FewBitPolicy fewBit;
 };
 
 } // namespace
@@ -63,6 +66,29 @@ LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
                      "act-insert-encode-decode: min-bytes must not be "
                      "negative, got ")
            << int64_t(minBytes);
+  if (fewBits > 8)
+    return emitError(loc("few-bit"),
+                     "act-insert-encode-decode: few-bit must be in 0..8, got ")
+           << unsigned(fewBits);
+  fewBit.bits = fewBits;
+  if (!fewBitRange.empty()) {
+    if (fewBitRange.size() != 2 || !(fewBitRange[0] < fewBitRange[1]) ||
+        !std::isfinite(fewBitRange[0]) || !std::isfinite(fewBitRange[1]))
+      return emitError(loc("few-bit-range"),
+                       "act-insert-encode-decode: few-bit-range must be two "
+                       "finite numbers A,B with A < B");
+    fewBit.options.lo = fewBitRange[0];
+    fewBit.options.hi = fewBitRange[1];
+  }
+  if (fewBitSigma < 0 || !std::isfinite(fewBitSigma))
+    return emitError(loc("few-bit-sigma"),
+                     "act-insert-encode-decode: few-bit-sigma must be a "
+                     "finite number >= 0, got ")
+           << double(fewBitSigma);
+  if (fewBitSigma > 0) {
+    fewBit.options.weight = FewBitOptions::Weight::Normal;
+    fewBit.options.sigma = fewBitSigma;
+  }
   Attribute attr = parseAttribute(encoding, context);
   if (!attr)
     return emitError(loc("encoding"),
@@ -128,5 +154,6 @@ void InsertEncodeDecodePass::runOnOperation() {
   }
   for (TrainingGraph &graph : *graphs)
     insertEncodings(
-        graph, [&](const SavedValue &saved) { return chooseEncoding(saved); });
+        graph, [&](const SavedValue &saved) { return chooseEncoding(saved); },
+        fewBit);
 }

@@ -2,6 +2,7 @@
 
 #include "act/Dialect/Act/Transforms/Insertion.h"
 
+#include "act/Analysis/FewBit.h"
 #include "act/Analysis/MemoryEstimate.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -9,6 +10,11 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Mutex.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace mlir::act;
@@ -116,6 +122,279 @@ static bool onlySignTests(TrainingGraph &graph, const SignTests &tests,
          });
 }
 
+//===----------------------------------------------------------------------===//
+// Reads through a function of the value (Few-bit backward)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A backward op that reads the saved value only through phi: an
+/// elementwise linalg.generic whose `operands` hold x or functions of it
+/// alone, and in whose body `frontier` is the only value computed from them
+/// that the rest of the body reads.
+struct PhiConsumer {
+  linalg::GenericOp generic;
+  SmallVector<OpOperand *> operands;
+  Value frontier;
+};
+
+/// How the backward reads a saved float x when it needs only phi(x):
+/// `chain` computes functions of x alone (elementwise generics, all of
+/// whose inputs are x or such functions), `consumers` combine phi(x) with
+/// other values.
+struct DerivativeRead {
+  SmallVector<Value> roots;
+  SmallVector<linalg::GenericOp> chain;
+  SmallVector<PhiConsumer> consumers;
+  ScalarFunction phi;
+};
+} // namespace
+
+/// Whether `generic` reads its input `operand` element for element (the
+/// same indexing as its single output, all loops parallel) from a tensor of
+/// `type`, without linalg.index or its output's value.
+static bool isElementwiseRead(linalg::GenericOp generic, OpOperand &operand,
+                              RankedTensorType type) {
+  if (generic.getNumDpsInits() != 1 || !generic.isDpsInput(&operand) ||
+      operand.get().getType() != type ||
+      generic.getResult(0).getType() != type ||
+      generic.getNumParallelLoops() != generic.getNumLoops())
+    return false;
+  if (generic.getMatchingIndexingMap(&operand) !=
+          generic.getMatchingIndexingMap(generic.getDpsInitOperand(0)) ||
+      !generic.getMatchingIndexingMap(&operand).isIdentity())
+    return false;
+  Block &body = generic.getRegion().front();
+  if (!body.getArguments().back().use_empty())
+    return false;
+  return !body.walk([](linalg::IndexOp) { return WalkResult::interrupt(); })
+              .wasInterrupted();
+}
+
+/// The constant scalar a tensor is filled with (`linalg.fill` of a
+/// constant: the exporter's tensors of ones), or null.
+static Value getFillConstant(Value tensor) {
+  auto fill = tensor.getDefiningOp<linalg::FillOp>();
+  if (!fill || !matchPattern(fill.value(), m_Constant()))
+    return nullptr;
+  return fill.value();
+}
+
+/// A constant scalar in a generic's body: a constant, or the block argument
+/// of an input filled with one.
+static bool isConstantScalar(Value v) {
+  if (matchPattern(v, m_Constant()))
+    return true;
+  auto arg = dyn_cast<BlockArgument>(v);
+  auto generic =
+      arg ? dyn_cast<linalg::GenericOp>(arg.getOwner()->getParentOp())
+          : linalg::GenericOp();
+  if (!generic)
+    return false;
+  OpOperand *operand = generic.getMatchingOpOperand(arg);
+  return generic.isDpsInput(operand) && getFillConstant(operand->get());
+}
+
+/// The values of `generic`'s body computed from the block arguments of
+/// `operands` and constants alone (the arguments included), in body order;
+/// null when the body has regions.
+static std::optional<llvm::SetVector<Value>>
+getPhiSlice(linalg::GenericOp generic, ArrayRef<OpOperand *> operands) {
+  llvm::SetVector<Value> slice;
+  for (OpOperand *operand : operands)
+    slice.insert(generic.getMatchingBlockArgument(operand));
+  for (Operation &op : generic.getRegion().front().without_terminator()) {
+    if (op.getNumRegions() || op.getNumResults() != 1)
+      return std::nullopt;
+    bool reads = false, other = false;
+    for (Value v : op.getOperands()) {
+      if (slice.contains(v))
+        reads = true;
+      else if (!isConstantScalar(v))
+        other = true;
+    }
+    if (reads && !other)
+      slice.insert(op.getResult(0));
+  }
+  return slice;
+}
+
+/// Finds how the backward reads `saved` if it reads it only through one
+/// elementwise function phi(x) of floats that is not x itself.
+static std::optional<DerivativeRead>
+findDerivativeRead(TrainingGraph &graph, const SavedValue &saved) {
+  RankedTensorType type = saved.getTensorType();
+  if (!isa<FloatType>(type.getElementType()))
+    return std::nullopt;
+  DerivativeRead read;
+  Block *body;
+  if (graph.form == GraphForm::Joint) {
+    body = &graph.forward.getBody().front();
+    read.roots.push_back(saved.value);
+  } else {
+    body = &graph.backward.getBody().front();
+    for (unsigned k : saved.savedPositions)
+      read.roots.push_back(body->getArgument(k));
+  }
+  auto isBackwardUse = [&](OpOperand &use) {
+    Operation *user = body->findAncestorOpInBlock(*use.getOwner());
+    return user && !(graph.form == GraphForm::Joint &&
+                     (graph.isForward(user) || isa<EncodeOp>(user)));
+  };
+  // The chain: generics (in program order) whose inputs are all x or
+  // functions of x alone. In the joint form the forward's own functions of
+  // x count too (SiLU's sigmoid(x), which its backward reuses), unless the
+  // backward also reads one otherwise (GELU's output, read by a matmul):
+  // that one is a saved value of its own, opaque here.
+  llvm::DenseSet<Value> functions, opaque;
+  llvm::DenseSet<Operation *> inChain;
+  for (int round = 0; round < 8; ++round) {
+    functions = llvm::DenseSet<Value>(read.roots.begin(), read.roots.end());
+    inChain.clear();
+    read.chain.clear();
+    for (Operation &op : *body) {
+      auto generic = dyn_cast<linalg::GenericOp>(&op);
+      if (!generic || generic.getNumDpsInputs() == 0 ||
+          generic.getNumResults() != 1 || opaque.contains(generic.getResult(0)))
+        continue;
+      // Inputs: x or functions of it, and constant fills.
+      SmallVector<OpOperand *> reads;
+      bool other = false;
+      for (OpOperand *in : generic.getDpsInputOperands()) {
+        if (functions.contains(in->get()) &&
+            isElementwiseRead(generic, *in, type))
+          reads.push_back(in);
+        else if (!getFillConstant(in->get()))
+          other = true;
+      }
+      if (other || reads.empty() || !getPhiSlice(generic, reads))
+        continue;
+      read.chain.push_back(generic);
+      inChain.insert(generic);
+      functions.insert(generic.getResult(0));
+    }
+    bool changed = false;
+    for (linalg::GenericOp generic : read.chain) {
+      if (graph.form != GraphForm::Joint || !graph.isForward(generic))
+        continue;
+      Value v = generic.getResult(0);
+      bool otherRead = llvm::any_of(v.getUses(), [&](OpOperand &use) {
+        if (!isBackwardUse(use) || inChain.contains(use.getOwner()))
+          return false;
+        auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
+        return !reader || reader->getBlock() != body ||
+               !isElementwiseRead(reader, use, type);
+      });
+      if (otherRead)
+        changed |= opaque.insert(v).second;
+    }
+    if (!changed)
+      break;
+  }
+  // Every other backward use is an elementwise read by a consumer.
+  llvm::MapVector<Operation *, SmallVector<OpOperand *>> consumers;
+  for (Value v : functions)
+    for (OpOperand &use : v.getUses()) {
+      if (!isBackwardUse(use) || inChain.contains(use.getOwner()))
+        continue;
+      auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!generic || generic->getBlock() != body ||
+          !isElementwiseRead(generic, use, type))
+        return std::nullopt;
+      consumers[generic].push_back(&use);
+    }
+  if (consumers.empty())
+    return std::nullopt;
+  // Each consumer reads one value computed from them: phi(x).
+  for (auto &[op, operands] : consumers) {
+    auto generic = cast<linalg::GenericOp>(op);
+    std::optional<llvm::SetVector<Value>> slice =
+        getPhiSlice(generic, operands);
+    if (!slice)
+      return std::nullopt;
+    Value frontier;
+    for (Value v : *slice) {
+      bool readOutside = llvm::any_of(v.getUsers(), [&](Operation *user) {
+        return user->getNumResults() != 1 ||
+               !slice->contains(user->getResult(0));
+      });
+      if (!readOutside)
+        continue;
+      if (frontier)
+        return std::nullopt;
+      frontier = v;
+    }
+    if (!frontier || !isa<FloatType>(frontier.getType()))
+      return std::nullopt;
+    read.consumers.push_back({generic, operands, frontier});
+  }
+  // phi, compiled across the chain: a tensor in it stands for the scalar its
+  // generic yields, a chain generic's block argument for its operand.
+  Value root = read.roots.front();
+  auto resolve = [&](Value v) -> FailureOr<Value> {
+    if (llvm::is_contained(read.roots, v))
+      return root;
+    if (auto result = dyn_cast<OpResult>(v)) {
+      if (inChain.contains(result.getOwner()))
+        return cast<linalg::GenericOp>(result.getOwner())
+            .getRegion()
+            .front()
+            .getTerminator()
+            ->getOperand(0);
+      return Value();
+    }
+    auto arg = cast<BlockArgument>(v);
+    auto generic = dyn_cast<linalg::GenericOp>(arg.getOwner()->getParentOp());
+    if (!generic)
+      return failure();
+    OpOperand *operand = generic.getMatchingOpOperand(arg);
+    if (!generic.isDpsInput(operand))
+      return failure();
+    if (Value c = getFillConstant(operand->get()))
+      return c;
+    if (!functions.contains(operand->get()))
+      return failure();
+    return operand->get();
+  };
+  std::optional<ScalarFunction> phi;
+  for (PhiConsumer &consumer : read.consumers) {
+    std::string error;
+    FailureOr<ScalarFunction> f =
+        ScalarFunction::compile(root, consumer.frontier, resolve, error);
+    if (failed(f) || f->isIdentity())
+      return std::nullopt;
+    // Several consumers must read the same phi.
+    if (phi)
+      for (int i = -64; i <= 64; ++i)
+        if ((*phi)(i / 4.0) != (*f)(i / 4.0))
+          return std::nullopt;
+    if (!phi)
+      phi = std::move(*f);
+  }
+  read.phi = std::move(*phi);
+  return read;
+}
+
+/// Makes `read`'s consumers read `decoded` (the table's phi(x)) in place of
+/// the values they computed phi(x) from, and erases what is left dead.
+static void readTable(DerivativeRead &read, Value decoded) {
+  for (PhiConsumer &consumer : read.consumers) {
+    BlockArgument first =
+        consumer.generic.getMatchingBlockArgument(consumer.operands.front());
+    for (OpOperand *operand : consumer.operands)
+      operand->set(decoded);
+    if (consumer.frontier != first)
+      consumer.frontier.replaceAllUsesWith(first);
+    SmallVector<Operation *> ops = llvm::to_vector(llvm::make_pointer_range(
+        consumer.generic.getRegion().front().without_terminator()));
+    for (Operation *op : llvm::reverse(ops))
+      if (op->use_empty() && isPure(op))
+        op->erase();
+  }
+  for (linalg::GenericOp generic : llvm::reverse(read.chain))
+    if (generic->use_empty())
+      generic->erase();
+}
+
 namespace {
 class Inserter {
 public:
@@ -188,6 +467,36 @@ public:
           oldDecode->erase();
       }
     }
+  }
+
+  /// Stores `saved` as few-bit interval codes whose decode is the table of
+  /// phi(x) that `read`'s consumers read instead (split form: in the
+  /// value's place).
+  void encodeDerivative(const SavedValue &saved, DerivativeRead &read,
+                        FewBitEncodingAttr table) {
+    auto type = EncodedType::get(ctx, saved.getTensorType(), table);
+    OpBuilder builder(ctx);
+    EncodeOp encode = createEncode(builder, saved, type);
+    Value stored = encode;
+    Block *body = &graph.forward.getBody().front();
+    if (graph.form == GraphForm::Split) {
+      Operation *fwdReturn = body->getTerminator();
+      unsigned firstSaved = fwdReturn->getNumOperands() - graph.getNumSaved();
+      body = &graph.backward.getBody().front();
+      for (unsigned k : saved.savedPositions) {
+        fwdReturn->setOperand(firstSaved + k, encode);
+        body->getArgument(k).setType(type);
+      }
+      stored = body->getArgument(saved.savedPositions.front());
+    }
+    Operation *first = nullptr;
+    for (PhiConsumer &consumer : read.consumers)
+      if (!first || consumer.generic->isBeforeInBlock(first))
+        first = consumer.generic;
+    builder.setInsertionPoint(first);
+    auto decode = DecodeOp::create(builder, first->getLoc(),
+                                   type.getDecodedType(), stored);
+    readTable(read, decode);
   }
 
   void finish() {
@@ -329,7 +638,62 @@ bool mlir::act::isReadOnlyThroughSignTests(TrainingGraph &graph,
   return onlySignTests(graph, tests, numUses);
 }
 
-void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose) {
+/// The optimal few-bit tables of the derivatives met so far, by phi's values
+/// on a probe grid (every GELU of a model shares one table).
+static FewBitEncodingAttr getTable(MLIRContext *ctx, const ScalarFunction &phi,
+                                   const FewBitPolicy &policy) {
+  static llvm::sys::SmartMutex<true> mutex;
+  static std::map<std::vector<double>, std::vector<float>> cache;
+  std::vector<double> key = {
+      double(policy.bits), policy.options.lo, policy.options.hi,
+      policy.options.weight == FewBitOptions::Weight::Normal
+          ? policy.options.sigma
+          : 0.0};
+  for (int i = 0; i <= 256; ++i)
+    key.push_back(phi(policy.options.lo +
+                      (policy.options.hi - policy.options.lo) * i / 256.0));
+  std::vector<float> flat;
+  {
+    llvm::sys::SmartScopedLock<true> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end())
+      flat = it->second;
+  }
+  if (flat.empty()) {
+    std::vector<PiecewiseConstant> tables = optimalPiecewiseConstant(
+        [&](double x) { return phi(x); }, policy.bits, policy.options);
+    if (tables.empty())
+      return nullptr;
+    const PiecewiseConstant &t = tables.back();
+    flat.assign(t.boundaries.begin(), t.boundaries.end());
+    flat.insert(flat.end(), t.values.begin(), t.values.end());
+    llvm::sys::SmartScopedLock<true> lock(mutex);
+    cache[key] = flat;
+  }
+  size_t pieces = size_t(1) << policy.bits;
+  ArrayRef<float> all(flat);
+  return FewBitEncodingAttr::get(
+      ctx, policy.bits, DenseF32ArrayAttr::get(ctx, all.take_front(pieces - 1)),
+      DenseF32ArrayAttr::get(ctx, all.drop_front(pieces - 1)));
+}
+
+FewBitEncodingAttr mlir::act::getFewBitEncoding(TrainingGraph &graph,
+                                                const SavedValue &saved,
+                                                const FewBitPolicy &policy) {
+  if (!policy.bits)
+    return nullptr;
+  size_t numUses;
+  if (!findSignTests(graph, saved, numUses).empty())
+    return nullptr;
+  std::optional<DerivativeRead> read = findDerivativeRead(graph, saved);
+  if (!read ||
+      !isSaturating([&](double x) { return read->phi(x); }, policy.options))
+    return nullptr;
+  return getTable(graph.forward.getContext(), read->phi, policy);
+}
+
+void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
+                                const FewBitPolicy &fewBit) {
   Inserter inserter(graph);
   // Backward ops that read a lossily encoded value only through its sign
   // (ReLU's backward) read an exact 1-bit mask instead: rounding a small
@@ -343,6 +707,20 @@ void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose) {
     RankedTensorType type = saved.getTensorType();
     if (isa<FloatType>(type.getElementType()) &&
         !encoding.isLossless(type.getElementType())) {
+      // Read only through phi(x) (an activation's derivative): its few-bit
+      // table, unless the choice already is one.
+      FewBitEncodingAttr table = dyn_cast<FewBitEncodingAttr>(encoding);
+      if (!table)
+        table = getFewBitEncoding(graph, saved, fewBit);
+      if (table) {
+        std::optional<DerivativeRead> read = findDerivativeRead(graph, saved);
+        if (read)
+          inserter.encodeDerivative(saved, *read, table);
+        // A table decodes to phi(x), never to x: a value read otherwise
+        // stays as it is under a chosen #act.fewbit.
+        if (read || isa<FewBitEncodingAttr>(encoding))
+          continue;
+      }
       size_t numUses;
       SignTests tests = findSignTests(graph, saved, numUses);
       if (!tests.empty()) {

@@ -13,6 +13,7 @@
 #ifndef ACT_DIALECT_ACT_TRANSFORMS_INSERTION_H
 #define ACT_DIALECT_ACT_TRANSFORMS_INSERTION_H
 
+#include "act/Analysis/FewBit.h"
 #include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/IR/Act.h"
 
@@ -24,14 +25,36 @@ namespace mlir::act {
 using EncodingChoice =
     llvm::function_ref<EncodingAttrInterface(const SavedValue &)>;
 
+/// Few-bit backward (act/Analysis/FewBit.h): a float saved value that the
+/// backward reads only through one elementwise function phi(x) (an
+/// activation's derivative: linalg.generics computing functions of x alone,
+/// then elementwise consumers whose bodies read one value computed from
+/// them), phi saturating at both ends of `options`' range and not x
+/// itself, is stored as `bits`-bit interval codes (#act.fewbit) with phi's
+/// optimal table; the consumers read the decoded table value. `bits` 0: off.
+struct FewBitPolicy {
+  unsigned bits = 0;
+  FewBitOptions options;
+};
+
+/// The #act.fewbit encoding (optimal table of phi) for `saved` under
+/// `policy`, or null when the backward does not read it only through phi
+/// (or reads it through a sign test, which a mask stores exactly).
+FewBitEncodingAttr getFewBitEncoding(TrainingGraph &graph,
+                                     const SavedValue &saved,
+                                     const FewBitPolicy &policy);
+
 /// Encodes the chosen saved values of `graph` (one training graph) and
 /// updates the split form's function types. Under a lossy encoding, backward
 /// ops that read a float value only through a sign test (`cmpf ogt|oge|une
 /// x, 0` in a linalg.generic: ReLU's backward) read an exact 1-bit
 /// `#act.mask` of it instead; a value read only that way is stored as the
 /// mask alone (split form: in the value's place); otherwise the split form
-/// adds the mask as one more saved value (act.num_saved grows).
-void insertEncodings(TrainingGraph &graph, EncodingChoice choose);
+/// adds the mask as one more saved value (act.num_saved grows). Under a
+/// lossy choice, a value read only through phi(x) gets `fewBit`'s table
+/// instead (getFewBitEncoding); a chosen #act.fewbit is placed that way.
+void insertEncodings(TrainingGraph &graph, EncodingChoice choose,
+                     const FewBitPolicy &fewBit = {});
 
 /// Whether every backward use of the saved value reads it only through a
 /// sign test (ReLU's backward; split form: of one predicate): under any lossy

@@ -28,6 +28,15 @@ def ActInsertEncodeDecodePass
     ReLU's backward) read an exact 1-bit `#act.mask` of it instead, which is
     all that is stored if nothing else in the backward reads the value.
 
+    With `few-bit=B`, a float value that the backward reads only through
+    one elementwise function phi(x) (GELU's, SiLU's, tanh's, ... derivative:
+    found in the linalg.generic bodies, not in a list of activations) is
+    stored as B-bit interval codes, `#act.fewbit`, with phi's optimal
+    piecewise-constant table (Few-bit backward, docs/FewBit.md); the
+    backward reads the table's value in place of phi(x). phi must flatten
+    out at both ends of `few-bit-range` (a derivative, not a product's
+    linear backward).
+
     Not encoded: function arguments (their memory exists anyway), tensors
     below `min-bytes`, the loss head unless `encode-loss-head` (values
     computed after the last contraction or convolution of the forward pass:
@@ -78,6 +87,18 @@ def ActInsertEncodeDecodePass
                "encode only these saved-value ids (default: all)">,
     ListOption<"excludeIds", "exclude", "int64_t",
                "never encode these saved-value ids">,
+    Option<"fewBits", "few-bit", "unsigned", "0",
+           "store values the backward reads only through an elementwise "
+           "function phi(x) (an activation's derivative) as interval codes "
+           "of this many bits (1-8) whose decode is phi's optimal "
+           "piecewise-constant table (Few-bit backward); 0: off">,
+    ListOption<"fewBitRange", "few-bit-range", "double",
+               "A,B: the range the few-bit tables are optimal on "
+               "(default -10,10)">,
+    Option<"fewBitSigma", "few-bit-sigma", "double", "1.0",
+           "weight the few-bit tables' error by the density of "
+           "N(0, sigma^2) (where pre-activations lie); 0: uniform weight on "
+           "the range (the paper's Table 3)">,
   ];
 }
 

@@ -37,3 +37,11 @@ def mish(batch):
 
 def elu(batch):
     return _mlp(nn.ELU, batch)
+
+
+def softplus(batch):
+    return _mlp(nn.Softplus, batch)
+
+
+def selu(batch):
+    return _mlp(nn.SELU, batch)

@@ -9,6 +9,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 
@@ -191,11 +192,21 @@ static std::optional<Kind> getKind(Operation *op) {
 FailureOr<ScalarFunction> ScalarFunction::compile(Value argument, Value result,
                                                   Resolver resolve,
                                                   std::string &error) {
+  return compile(ArrayRef<Value>{argument}, result, resolve, error);
+}
+
+FailureOr<ScalarFunction> ScalarFunction::compile(ArrayRef<Value> arguments,
+                                                  Value result,
+                                                  Resolver resolve,
+                                                  std::string &error) {
   ScalarFunction fn;
   llvm::DenseMap<Value, unsigned> slots;
-  slots[argument] = 0;
-  // Slot 0 is the argument; it needs no instruction.
-  fn.tape.push_back(makeInst(Kind::Copy));
+  // The first slots are the arguments; they need no instruction.
+  for (Value argument : arguments) {
+    slots.try_emplace(argument, fn.tape.size());
+    fn.tape.push_back(makeInst(Kind::Copy));
+  }
+  fn.numArguments = arguments.size();
   std::function<FailureOr<unsigned>(Value)> slotOf =
       [&](Value v) -> FailureOr<unsigned> {
     if (auto it = slots.find(v); it != slots.end())
@@ -281,12 +292,24 @@ FailureOr<ScalarFunction> ScalarFunction::compile(func::FuncOp func,
                  nullptr, error);
 }
 
-double ScalarFunction::operator()(double x) const {
+ScalarFunction ScalarFunction::bindLast(double value) const {
+  ScalarFunction fn = *this;
+  assert(numArguments > 1 && "nothing to bind");
+  fn.numArguments = numArguments - 1;
+  fn.tape[fn.numArguments] = makeInst(Kind::Const);
+  fn.tape[fn.numArguments].constant = value;
+  return fn;
+}
+
+double ScalarFunction::evaluate(double x, ArrayRef<double> more) const {
+  assert(more.size() + 1 == numArguments && "wrong number of arguments");
   // Small tapes: a stack buffer would do, but the DP calls this ~10^5 times
   // per function at most, so one vector per call is fine.
   std::vector<double> v(tape.size());
   v[0] = x;
-  for (size_t k = 1; k < tape.size(); ++k) {
+  for (auto [k, a] : llvm::enumerate(more))
+    v[k + 1] = a;
+  for (size_t k = numArguments; k < tape.size(); ++k) {
     const Inst &i = tape[k];
     double a = v[i.a], b = v[i.b], c = v[i.c];
     double r;

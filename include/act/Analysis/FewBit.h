@@ -46,11 +46,20 @@ public:
   /// op that cannot be compiled.
   static FailureOr<ScalarFunction>
   compile(Value argument, Value result, Resolver resolve, std::string &error);
+  /// The same with several arguments, in order.
+  static FailureOr<ScalarFunction> compile(ArrayRef<Value> arguments,
+                                           Value result, Resolver resolve,
+                                           std::string &error);
   /// The function of a func.func taking one float and returning one float.
   static FailureOr<ScalarFunction> compile(func::FuncOp func,
                                            std::string &error);
 
-  double operator()(double x) const;
+  double operator()(double x) const { return evaluate(x); }
+  /// The value at the arguments (`x`, then `more`).
+  double evaluate(double x, ArrayRef<double> more = {}) const;
+  /// The function of its first argument with the last one fixed at
+  /// `value` (a function of two arguments becomes one of one).
+  ScalarFunction bindLast(double value) const;
   /// Whether the function is its argument (no op applied).
   bool isIdentity() const { return result == 0; }
   /// Ops on the tape (for tests and reports).
@@ -67,8 +76,9 @@ public:
 
 private:
   std::vector<Inst> tape;
-  /// Slot of the result; slot 0 is the argument.
+  /// Slot of the result; slots 0.. are the arguments.
   unsigned result = 0;
+  unsigned numArguments = 1;
 };
 
 /// The weight and grid of the dynamic program.

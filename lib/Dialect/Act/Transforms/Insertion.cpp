@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/MapVector.h"
@@ -374,6 +375,182 @@ findDerivativeRead(TrainingGraph &graph, const SavedValue &saved) {
   return read;
 }
 
+/// How the backward reads a saved float x when all it computes from x is
+/// one tensor F(g, x) = g * phi(x), linear in one incoming gradient g: the
+/// backward generics (elementwise, program order) that read x, g, constant
+/// fills or results of earlier ones, with exactly one result read
+/// elsewhere. This covers backward formulas that mix g in early (softplus's
+/// `where(x > t, g, g * e / (e + 1))`), where no single phi(x) is read.
+struct LinearRead {
+  SmallVector<linalg::GenericOp> ops;
+  Value gradient, output;
+  ScalarFunction phi;
+};
+
+static std::optional<LinearRead> findLinearRead(TrainingGraph &graph,
+                                                const SavedValue &saved) {
+  RankedTensorType type = saved.getTensorType();
+  if (!isa<FloatType>(type.getElementType()))
+    return std::nullopt;
+  Block *body;
+  SmallVector<Value> roots;
+  if (graph.form == GraphForm::Joint) {
+    body = &graph.forward.getBody().front();
+    roots.push_back(saved.value);
+  } else {
+    body = &graph.backward.getBody().front();
+    for (unsigned k : saved.savedPositions)
+      roots.push_back(body->getArgument(k));
+  }
+  auto isBackward = [&](Operation *op) {
+    Operation *user = body->findAncestorOpInBlock(*op);
+    return user && !(graph.form == GraphForm::Joint &&
+                     (graph.isForward(user) || isa<EncodeOp>(user)));
+  };
+  // Elementwise over x's shape, any element type (i1 tests included).
+  auto elementwise = [&](linalg::GenericOp generic, OpOperand &in) {
+    auto t = dyn_cast<RankedTensorType>(in.get().getType());
+    auto r = dyn_cast<RankedTensorType>(generic.getResult(0).getType());
+    if (!t || !r || t.getShape() != type.getShape() ||
+        r.getShape() != type.getShape())
+      return false;
+    return generic.getMatchingIndexingMap(&in).isIdentity() &&
+           generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
+               .isIdentity();
+  };
+  LinearRead read;
+  llvm::DenseSet<Value> computed(roots.begin(), roots.end());
+  llvm::DenseSet<Operation *> inSet, scaling;
+  // A tensor computed elementwise from one other tensor and constants
+  // (SELU's `g * 1.0`): that tensor, and the generics on the way.
+  auto source = [&](Value v, SmallVectorImpl<linalg::GenericOp> &chain) {
+    while (auto generic = v.getDefiningOp<linalg::GenericOp>()) {
+      if (generic.getNumDpsInits() != 1 || generic.getNumResults() != 1 ||
+          generic.getNumParallelLoops() != generic.getNumLoops() ||
+          !generic.getRegion().front().getArguments().back().use_empty())
+        break;
+      Value next;
+      for (OpOperand *in : generic.getDpsInputOperands()) {
+        if (getFillConstant(in->get()))
+          continue;
+        if (next || !elementwise(generic, *in))
+          return v;
+        next = in->get();
+      }
+      if (!next || next.getType() != type)
+        break;
+      chain.push_back(generic);
+      v = next;
+    }
+    return v;
+  };
+  for (Operation &op : *body) {
+    auto generic = dyn_cast<linalg::GenericOp>(&op);
+    if (!generic || !isBackward(generic) || generic.getNumDpsInits() != 1 ||
+        generic.getNumResults() != 1 ||
+        generic.getNumParallelLoops() != generic.getNumLoops())
+      continue;
+    bool reads = false, ok = true;
+    Value other;
+    for (OpOperand *in : generic.getDpsInputOperands()) {
+      if (computed.contains(in->get()) && elementwise(generic, *in))
+        reads = true;
+      else if (getFillConstant(in->get()))
+        continue;
+      else if (elementwise(generic, *in) && in->get().getType() == type) {
+        SmallVector<linalg::GenericOp> chain;
+        Value from = source(in->get(), chain);
+        if (other && other != from)
+          ok = false;
+        other = from;
+        for (linalg::GenericOp op : chain)
+          scaling.insert(op);
+      } else {
+        ok = false;
+      }
+    }
+    if (!reads)
+      continue;
+    Block &region = generic.getRegion().front();
+    if (!ok || (other && read.gradient && other != read.gradient) ||
+        !region.getArguments().back().use_empty() ||
+        region
+            .walk([](Operation *inner) {
+              return inner->getNumRegions() || isa<linalg::IndexOp>(inner)
+                         ? WalkResult::interrupt()
+                         : WalkResult::advance();
+            })
+            .wasInterrupted())
+      return std::nullopt;
+    if (other)
+      read.gradient = other;
+    read.ops.push_back(generic);
+    inSet.insert(generic);
+    computed.insert(generic.getResult(0));
+  }
+  if (!read.gradient || read.ops.empty())
+    return std::nullopt;
+  // Exactly one value leaves the set, a float tensor of x's type; x itself
+  // is read by nothing else in the backward.
+  for (Value v : computed)
+    for (OpOperand &use : v.getUses()) {
+      if (!isBackward(use.getOwner()) || inSet.contains(use.getOwner()))
+        continue;
+      if (llvm::is_contained(roots, v) || (read.output && read.output != v) ||
+          v.getType() != type)
+        return std::nullopt;
+      read.output = v;
+    }
+  if (!read.output)
+    return std::nullopt;
+  // F(x, g), compiled across the set.
+  auto resolve = [&](Value v) -> FailureOr<Value> {
+    if (llvm::is_contained(roots, v))
+      return roots.front();
+    if (v == read.gradient)
+      return v;
+    if (auto result = dyn_cast<OpResult>(v)) {
+      if (inSet.contains(result.getOwner()) ||
+          scaling.contains(result.getOwner()))
+        return cast<linalg::GenericOp>(result.getOwner())
+            .getRegion()
+            .front()
+            .getTerminator()
+            ->getOperand(0);
+      return Value();
+    }
+    auto arg = cast<BlockArgument>(v);
+    auto generic = dyn_cast<linalg::GenericOp>(arg.getOwner()->getParentOp());
+    if (!generic || !(inSet.contains(generic) || scaling.contains(generic)))
+      return failure();
+    OpOperand *operand = generic.getMatchingOpOperand(arg);
+    if (!generic.isDpsInput(operand))
+      return failure();
+    if (Value c = getFillConstant(operand->get()))
+      return c;
+    return operand->get();
+  };
+  std::string error;
+  FailureOr<ScalarFunction> f = ScalarFunction::compile(
+      {roots.front(), read.gradient}, read.output, resolve, error);
+  if (failed(f))
+    return std::nullopt;
+  // Linear in g: F(x, 0) = 0 and F(x, a) = a F(x, 1).
+  for (int i = -40; i <= 40; ++i) {
+    double x = i / 4.0, one = f->evaluate(x, {1.0});
+    if (!std::isfinite(one) || f->evaluate(x, {0.0}) != 0.0)
+      return std::nullopt;
+    for (double a : {2.0, -1.5})
+      if (std::fabs(f->evaluate(x, {a}) - a * one) >
+          1e-12 * std::max(1.0, std::fabs(a * one)))
+        return std::nullopt;
+  }
+  read.phi = f->bindLast(1.0);
+  if (read.phi.isIdentity())
+    return std::nullopt;
+  return read;
+}
+
 /// Makes `read`'s consumers read `decoded` (the table's phi(x)) in place of
 /// the values they computed phi(x) from, and erases what is left dead.
 static void readTable(DerivativeRead &read, Value decoded) {
@@ -476,19 +653,7 @@ public:
                         FewBitEncodingAttr table) {
     auto type = EncodedType::get(ctx, saved.getTensorType(), table);
     OpBuilder builder(ctx);
-    EncodeOp encode = createEncode(builder, saved, type);
-    Value stored = encode;
-    Block *body = &graph.forward.getBody().front();
-    if (graph.form == GraphForm::Split) {
-      Operation *fwdReturn = body->getTerminator();
-      unsigned firstSaved = fwdReturn->getNumOperands() - graph.getNumSaved();
-      body = &graph.backward.getBody().front();
-      for (unsigned k : saved.savedPositions) {
-        fwdReturn->setOperand(firstSaved + k, encode);
-        body->getArgument(k).setType(type);
-      }
-      stored = body->getArgument(saved.savedPositions.front());
-    }
+    Value stored = placeInPlace(builder, saved, type);
     Operation *first = nullptr;
     for (PhiConsumer &consumer : read.consumers)
       if (!first || consumer.generic->isBeforeInBlock(first))
@@ -497,6 +662,37 @@ public:
     auto decode = DecodeOp::create(builder, first->getLoc(),
                                    type.getDecodedType(), stored);
     readTable(read, decode);
+  }
+
+  /// The same for a read linear in the incoming gradient: the set's result
+  /// becomes gradient * decoded.
+  void encodeLinear(const SavedValue &saved, LinearRead &read,
+                    FewBitEncodingAttr table) {
+    auto type = EncodedType::get(ctx, saved.getTensorType(), table);
+    OpBuilder builder(ctx);
+    Value stored = placeInPlace(builder, saved, type);
+    auto producer = read.output.getDefiningOp<linalg::GenericOp>();
+    builder.setInsertionPoint(producer);
+    Location loc = producer.getLoc();
+    auto decode = DecodeOp::create(builder, loc, type.getDecodedType(), stored);
+    RankedTensorType tensorType = saved.getTensorType();
+    Value init = tensor::EmptyOp::create(
+        builder, loc, tensor::getMixedSizes(builder, loc, read.gradient),
+        tensorType.getElementType());
+    auto map = builder.getMultiDimIdentityMap(tensorType.getRank());
+    auto product = linalg::GenericOp::create(
+        builder, loc, TypeRange{tensorType}, ValueRange{read.gradient, decode},
+        ValueRange{init}, SmallVector<AffineMap>(3, map),
+        SmallVector<utils::IteratorType>(tensorType.getRank(),
+                                         utils::IteratorType::parallel),
+        [](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(
+              b, l, ValueRange{arith::MulFOp::create(b, l, args[0], args[1])});
+        });
+    read.output.replaceAllUsesWith(product.getResult(0));
+    for (linalg::GenericOp generic : llvm::reverse(read.ops))
+      if (generic->use_empty())
+        generic->erase();
   }
 
   void finish() {
@@ -517,6 +713,25 @@ public:
   }
 
 private:
+  /// The encode of `saved` as `type`, and what the backward reads it from:
+  /// the encode (joint form) or, in the split form, the backward argument
+  /// that now carries it in the value's place.
+  Value placeInPlace(OpBuilder &builder, const SavedValue &saved,
+                     EncodedType type) {
+    EncodeOp encode = createEncode(builder, saved, type);
+    if (graph.form != GraphForm::Split)
+      return encode;
+    Block *body = &graph.forward.getBody().front();
+    Operation *fwdReturn = body->getTerminator();
+    unsigned firstSaved = fwdReturn->getNumOperands() - graph.getNumSaved();
+    Block &bwd = graph.backward.getBody().front();
+    for (unsigned k : saved.savedPositions) {
+      fwdReturn->setOperand(firstSaved + k, encode);
+      bwd.getArgument(k).setType(type);
+    }
+    return bwd.getArgument(saved.savedPositions.front());
+  }
+
   /// The graph's `act.seeds` argument (tensor<K x i64>, indexed by id),
   /// added on first use.
   Value getSeeds() {
@@ -685,11 +900,15 @@ FewBitEncodingAttr mlir::act::getFewBitEncoding(TrainingGraph &graph,
   size_t numUses;
   if (!findSignTests(graph, saved, numUses).empty())
     return nullptr;
-  std::optional<DerivativeRead> read = findDerivativeRead(graph, saved);
-  if (!read ||
-      !isSaturating([&](double x) { return read->phi(x); }, policy.options))
+  std::optional<ScalarFunction> phi;
+  if (std::optional<DerivativeRead> read = findDerivativeRead(graph, saved))
+    phi = std::move(read->phi);
+  else if (std::optional<LinearRead> linear = findLinearRead(graph, saved))
+    phi = std::move(linear->phi);
+  if (!phi ||
+      !isSaturating([&](double x) { return (*phi)(x); }, policy.options))
     return nullptr;
-  return getTable(graph.forward.getContext(), read->phi, policy);
+  return getTable(graph.forward.getContext(), *phi, policy);
 }
 
 void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
@@ -714,11 +933,14 @@ void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
         table = getFewBitEncoding(graph, saved, fewBit);
       if (table) {
         std::optional<DerivativeRead> read = findDerivativeRead(graph, saved);
+        std::optional<LinearRead> linear;
         if (read)
           inserter.encodeDerivative(saved, *read, table);
+        else if ((linear = findLinearRead(graph, saved)))
+          inserter.encodeLinear(saved, *linear, table);
         // A table decodes to phi(x), never to x: a value read otherwise
         // stays as it is under a chosen #act.fewbit.
-        if (read || isa<FewBitEncodingAttr>(encoding))
+        if (read || linear || isa<FewBitEncodingAttr>(encoding))
           continue;
       }
       size_t numUses;

@@ -29,7 +29,7 @@ os.environ.setdefault("ACT_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 from act import driver  # noqa: E402
 from act.export import export  # noqa: E402
 
-MODELS = ["gelu", "silu", "tanh", "mish", "elu", "mlp", "transformer"]
+MODELS = ["gelu", "silu", "softplus", "selu", "tanh", "elu", "mish", "mlp", "transformer"]
 
 
 def spec(name):

@@ -74,8 +74,12 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None):
             step = act_compile(model, F.cross_entropy, xtr[:batch], ytr[:batch], seed=seed,
                                average_bits=float(encoding.split("=", 1)[1]))
         else:
+            # "ENCODING+few-bit=B": Few-bit codes where the backward reads
+            # phi(x), ENCODING elsewhere.
+            encoding, _, few = encoding.partition("+few-bit=")
             step = act_compile(model, F.cross_entropy, xtr[:batch], ytr[:batch],
-                               encoding=None if encoding == "none" else encoding, seed=seed)
+                               encoding=None if encoding == "none" else encoding, seed=seed,
+                               few_bit=int(few) if few else 0)
     gen = torch.Generator().manual_seed(seed)
     times = []
     for epoch in range(epochs):
@@ -103,8 +107,10 @@ def main(argv=None):
     p.add_argument("task", choices=sorted(TASKS))
     p.add_argument("--encoding", default="none;#act.quant<bits=8>;#act.quant<bits=4>;"
                    "#act.quant<bits=2>;#act.float<format=bf16>;average-bits=2",
-                   help="';'-separated: none, an act encoding, or average-bits=B (GACT's "
-                        "allocation from measured sensitivities)")
+                   help="';'-separated: none, an act encoding, ENCODING+few-bit=B (few-bit "
+                        "codes where the backward reads an activation's derivative, "
+                        "ENCODING elsewhere), or average-bits=B (GACT's allocation from "
+                        "measured sensitivities)")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--batch", type=int, default=64)

@@ -35,9 +35,15 @@ from .tune import allocate, measure
 
 class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
-                 measure_bits=4):
+                 measure_bits=4, few_bit=0):
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
+        if few_bit and (average_bits is not None or encoding in (None, "none")):
+            raise ValueError("few_bit= goes with a lossy encoding= (the values it does "
+                             "not apply to get that encoding)")
+        if not 0 <= few_bit <= 8:
+            raise ValueError(f"few_bit must be in 0..8, got {few_bit}")
+        self.few_bit = few_bit
         self.module, self.loss_fn = module, loss_fn
         self.encoding = encoding
         self.average_bits, self.measure_bits = average_bits, measure_bits
@@ -78,6 +84,8 @@ class Step:
         else:
             options = ("policy=none" if self.encoding in (None, "none")
                        else f"encoding={self.encoding}")
+            if self.few_bit:
+                options += f" few-bit={self.few_bit}"
             mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"),
                                  options)
         step = capi.CompiledStep.from_file(mlir)
@@ -138,15 +146,18 @@ class Step:
 
 
 def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
-            encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4):
+            encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), or None for none.
     average_bits: instead, GACT's per-tensor bits for that average budget,
     from sensitivities act-run measures on the first batch of each shape
     (at measure_bits; act-allocate-bits; `step.allocation` is its report).
+    few_bit: with a lossy encoding, the values the backward reads only
+    through an activation's derivative phi(x) get few_bit-bit interval codes
+    with phi's optimal table instead (Few-bit backward, docs/FewBit.md).
     The example batch, if given, compiles the step now."""
-    step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits)
+    step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit)
     if example_inputs is not None and example_targets is not None:
         step._compile(example_inputs.contiguous(), example_targets.contiguous())
     return step

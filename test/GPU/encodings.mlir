@@ -56,6 +56,15 @@ func.func @mask(%x: tensor<1000xf32>) -> tensor<1000xi1> {
   %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.mask<predicate = positive>> -> tensor<1000xi1>
   return %d : tensor<1000xi1>
 }
+// Few-bit codes: 3 bits (ten to a word) and 1 bit; the decode's select
+// tree and the encode's compares are plain element-wise code in the kernels.
+func.func @fewbit(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>) {
+  %a = act.encode %x, id = 13 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.fewbit<bits = 3, boundaries = [-2.39, -0.71, -0.32, 0.0, 0.32, 0.71, 2.39], values = [-0.003, -0.089, 0.126, 0.374, 0.626, 0.874, 1.089, 1.003]>>
+  %b = act.encode %x, id = 14 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.fewbit<bits = 1, boundaries = [0.0], values = [0.0, 1.0]>>
+  %ad = act.decode %a : !act.encoded<tensor<1000xf32>, #act.fewbit<bits = 3, boundaries = [-2.39, -0.71, -0.32, 0.0, 0.32, 0.71, 2.39], values = [-0.003, -0.089, 0.126, 0.374, 0.626, 0.874, 1.089, 1.003]>> -> tensor<1000xf32>
+  %bd = act.decode %b : !act.encoded<tensor<1000xf32>, #act.fewbit<bits = 1, boundaries = [0.0], values = [0.0, 1.0]>> -> tensor<1000xf32>
+  return %ad, %bd : tensor<1000xf32>, tensor<1000xf32>
+}
 // Group sizes on the GPU: 8 bits in groups of 256 (four tiles, 16 threads
 // per group), 4 bits in groups of 64 (two per tile), 2 bits in groups of 48
 // (no whole-tile kernel: flat kernels only), 4 bits in groups of 2048 (16

@@ -219,6 +219,41 @@ getPhiSlice(linalg::GenericOp generic, ArrayRef<OpOperand *> operands) {
   return slice;
 }
 
+/// Where ScalarFunction::compile finds a value of a function computed
+/// across elementwise generics: `roots` (x's copies) stand for the first;
+/// the result of a generic in the set (`isMember`) for the scalar its body
+/// yields; a generic's block argument for its input operand (a constant
+/// fill: for the constant), when `mayRead` allows that operand; anything
+/// else defined outside a body is not part of the function (failure).
+static FailureOr<Value>
+resolveAcrossGenerics(Value v, ArrayRef<Value> roots,
+                      function_ref<bool(Operation *)> isMember,
+                      function_ref<bool(OpOperand &)> mayRead) {
+  if (llvm::is_contained(roots, v))
+    return roots.front();
+  if (auto result = dyn_cast<OpResult>(v)) {
+    if (isMember(result.getOwner()))
+      return cast<linalg::GenericOp>(result.getOwner())
+          .getRegion()
+          .front()
+          .getTerminator()
+          ->getOperand(0);
+    return Value();
+  }
+  auto arg = cast<BlockArgument>(v);
+  auto generic = dyn_cast<linalg::GenericOp>(arg.getOwner()->getParentOp());
+  if (!generic)
+    return failure();
+  OpOperand *operand = generic.getMatchingOpOperand(arg);
+  if (!generic.isDpsInput(operand))
+    return failure();
+  if (Value c = getFillConstant(operand->get()))
+    return c;
+  if (!mayRead(*operand))
+    return failure();
+  return operand->get();
+}
+
 /// Finds how the backward reads `saved` if it reads it only through one
 /// elementwise function phi(x) of floats that is not x itself.
 static std::optional<DerivativeRead>
@@ -329,32 +364,12 @@ findDerivativeRead(TrainingGraph &graph, const SavedValue &saved) {
     read.consumers.push_back({generic, operands, frontier});
   }
   // phi, compiled across the chain: a tensor in it stands for the scalar its
-  // generic yields, a chain generic's block argument for its operand.
+  // generic yields, a block argument for its operand.
   Value root = read.roots.front();
-  auto resolve = [&](Value v) -> FailureOr<Value> {
-    if (llvm::is_contained(read.roots, v))
-      return root;
-    if (auto result = dyn_cast<OpResult>(v)) {
-      if (inChain.contains(result.getOwner()))
-        return cast<linalg::GenericOp>(result.getOwner())
-            .getRegion()
-            .front()
-            .getTerminator()
-            ->getOperand(0);
-      return Value();
-    }
-    auto arg = cast<BlockArgument>(v);
-    auto generic = dyn_cast<linalg::GenericOp>(arg.getOwner()->getParentOp());
-    if (!generic)
-      return failure();
-    OpOperand *operand = generic.getMatchingOpOperand(arg);
-    if (!generic.isDpsInput(operand))
-      return failure();
-    if (Value c = getFillConstant(operand->get()))
-      return c;
-    if (!functions.contains(operand->get()))
-      return failure();
-    return operand->get();
+  auto resolve = [&](Value v) {
+    return resolveAcrossGenerics(
+        v, read.roots, [&](Operation *op) { return inChain.contains(op); },
+        [&](OpOperand &operand) { return functions.contains(operand.get()); });
   };
   std::optional<ScalarFunction> phi;
   for (PhiConsumer &consumer : read.consumers) {
@@ -504,31 +519,13 @@ static std::optional<LinearRead> findLinearRead(TrainingGraph &graph,
   if (!read.output)
     return std::nullopt;
   // F(x, g), compiled across the set.
-  auto resolve = [&](Value v) -> FailureOr<Value> {
-    if (llvm::is_contained(roots, v))
-      return roots.front();
-    if (v == read.gradient)
-      return v;
-    if (auto result = dyn_cast<OpResult>(v)) {
-      if (inSet.contains(result.getOwner()) ||
-          scaling.contains(result.getOwner()))
-        return cast<linalg::GenericOp>(result.getOwner())
-            .getRegion()
-            .front()
-            .getTerminator()
-            ->getOperand(0);
-      return Value();
-    }
-    auto arg = cast<BlockArgument>(v);
-    auto generic = dyn_cast<linalg::GenericOp>(arg.getOwner()->getParentOp());
-    if (!generic || !(inSet.contains(generic) || scaling.contains(generic)))
-      return failure();
-    OpOperand *operand = generic.getMatchingOpOperand(arg);
-    if (!generic.isDpsInput(operand))
-      return failure();
-    if (Value c = getFillConstant(operand->get()))
-      return c;
-    return operand->get();
+  auto member = [&](Operation *op) {
+    return inSet.contains(op) || scaling.contains(op);
+  };
+  auto resolve = [&](Value v) {
+    return resolveAcrossGenerics(v, roots, member, [&](OpOperand &operand) {
+      return member(operand.getOwner());
+    });
   };
   std::string error;
   FailureOr<ScalarFunction> f = ScalarFunction::compile(

@@ -424,11 +424,29 @@ def _index_expr(b, dim, scale, offset):
     return i
 
 
+def _indices_only_for_backward(node):
+    """The indices of a max pool are window-local (Gist): the position i * k1
+    + j of the maximum in its k0 x k1 window, not ATen's h * W + w. That is
+    exact for the pool's backward (the only reader act lowers: max_unpool is
+    not in the core set), and makes them small integers a narrow encoding
+    stores in ceil(log2(k0 k1)) bits. Any other reader gets an error."""
+    for user in node.users:
+        if user.target is getattr(__import__("operator"), "getitem") and user.args[1] == 1:
+            for reader in user.users:
+                name = str(reader.target)
+                require(reader.op == "output" or "max_pool2d_with_indices_backward" in name
+                        or "adaptive_max_pool2d_backward" in name,
+                        node, f"its indices read by {name} (act keeps max-pool indices "
+                        "window-local, for the pool's backward only)")
+
+
 @lowering("aten.max_pool2d_with_indices.default")
 def max_pool2d(g, node, x, kernel, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
-    """Max and the flat index h * W + w of the first maximum of each window
-    (ATen's order); padding reads -inf."""
+    """Max and the window-local index i * k1 + j of the first maximum of
+    each window (ATen's order of the window; _indices_only_for_backward);
+    padding reads -inf."""
     (k0, k1), (s0, s1), (p0, p1) = _pool_args(node, kernel, stride, padding, dilation, ceil_mode)
+    _indices_only_for_backward(node)
     n, c, h, w = x.shape
     oh, ow = _pool_size(h, k0, s0, p0, ceil_mode), _pool_size(w, k1, s1, p1, ceil_mode)
     e0, e1 = max(0, (oh - 1) * s0 + k0 - h - 2 * p0), max(0, (ow - 1) * s1 + k1 - w - 2 * p1)
@@ -439,13 +457,9 @@ def max_pool2d(g, node, x, kernel, stride=(), padding=(0,), dilation=(1,), ceil_
     arg = g.fill((n, c, oh, ow), 0, "i64")
 
     def body(b, v, _w, m, a):
-        hh = b.op("arith.subi", _index_expr(b, 2, s0, 0), b.c(p0, "index"), ty="index")
-        hh = b.op("arith.addi", hh, b.index(4), ty="index")
-        ww = b.op("arith.subi", _index_expr(b, 3, s1, 0), b.c(p1, "index"), ty="index")
-        ww = b.op("arith.addi", ww, b.index(5), ty="index")
-        flat = b.op("arith.addi", b.op("arith.muli", hh, b.c(w, "index"), ty="index"), ww, ty="index")
+        local = b.op("arith.addi", _index_expr(b, 4, k1, 0), b.index(5), ty="index")
         greater = b.cmpf("ogt", v, m)
-        return [b.select(greater, v, m), b.select(greater, b.index_cast(flat, "i64"), a, ty="i64")]
+        return [b.select(greater, v, m), b.select(greater, b.index_cast(local, "i64"), a, ty="i64")]
     return tuple(g.generic_multi(
         [(n, c, oh, ow)] * 2, ["f32", "i64"],
         [(xp, ["d0", "d1", f"d2 * {s0} + d4", f"d3 * {s1} + d5"]), (window, ["d4", "d5"])],
@@ -472,8 +486,20 @@ def max_pool2d_backward(g, node, grad, x, kernel, stride, padding, dilation, cei
     cols = f"(d3 + {p1}) floordiv {s1} - d5 + {c1 - 1}"
 
     def body(b, d, idx, _w, o):
-        flat = b.op("arith.addi", _index_expr(b, 2, w, 0), b.index(3), ty="index")
-        hit = b.cmpi("eq", idx, b.index_cast(flat, "i64"), "i64")
+        # This element's place in candidate window (oh, ow) = ((h + p0) //
+        # s0 - d4, ...): row (h + p0) % s0 + d4 * s0, column likewise; a hit
+        # needs it inside the window and equal to the window-local index.
+        def offset(dim, pad, stride, cand):
+            moved = _index_expr(b, dim, 1, pad)
+            rem = b.op("arith.remui", moved, b.c(stride, "index"), ty="index")
+            return b.op("arith.addi", rem, _index_expr(b, cand, stride, 0), ty="index")
+        kh, kw = offset(2, p0, s0, 4), offset(3, p1, s1, 5)
+        local = b.op("arith.addi", b.op("arith.muli", kh, b.c(k1, "index"), ty="index"), kw,
+                     ty="index")
+        inside = b.op("arith.andi", b.cmpi("ult", kh, b.c(k0, "index"), "index"),
+                      b.cmpi("ult", kw, b.c(k1, "index"), "index"), ty="i1")
+        hit = b.op("arith.andi", inside,
+                   b.cmpi("eq", idx, b.index_cast(local, "i64"), "i64"), ty="i1")
         return b.add(o, b.select(hit, d, b.c(0.0)))
     return g.generic((n, c, h, w),
                      [(gp, ["d0", "d1", rows, cols]), (ip, ["d0", "d1", rows, cols]),

@@ -357,3 +357,16 @@ void act::rt::decodeFewBit(const uint32_t *words, int64_t n, unsigned bits,
   for (int64_t i = 0; i < n; ++i)
     out[i] = values[unpack(words, i, n, bits, 32 / bits)];
 }
+
+std::vector<uint32_t> act::rt::encodeIndex(const int64_t *x, int64_t n,
+                                           unsigned bits) {
+  return pack(n, bits, 32 / bits, false, [&](int64_t i) {
+    return uint32_t(uint64_t(x[i]) & ((uint64_t(1) << bits) - 1));
+  });
+}
+
+void act::rt::decodeIndex(const uint32_t *words, int64_t n, unsigned bits,
+                          int64_t *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = int64_t(unpack(words, i, n, bits, 32 / bits));
+}

@@ -80,6 +80,22 @@ func.func @fewbit_int(%a: !act.encoded<tensor<4xi32>, #act.fewbit<bits = 1, boun
 
 // -----
 
+// expected-error @+2 {{#act.index bits must be in 1..16; got 17}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @index_bits(%a: !act.encoded<tensor<4xi64>, #act.index<bits = 17>>) { return }
+
+// -----
+
+// expected-error @+1 {{#act.index<bits = 4> encodes integers wider than 4 bits, not 'tensor<4xf32>'}}
+func.func @index_float(%a: !act.encoded<tensor<4xf32>, #act.index<bits = 4>>) { return }
+
+// -----
+
+// expected-error @+1 {{#act.index<bits = 8> encodes integers wider than 8 bits, not 'tensor<4xi8>'}}
+func.func @index_narrow(%a: !act.encoded<tensor<4xi8>, #act.index<bits = 8>>) { return }
+
+// -----
+
 // expected-error @+1 {{#act.quant encodes floating-point tensors, not 'tensor<4xi32>'}}
 func.func @quant_int(%a: !act.encoded<tensor<4xi32>, #act.quant<bits = 4>>) { return }
 

@@ -46,6 +46,8 @@ func.func @parameters(
   %i: !act.encoded<tensor<3xi32>, #act.mask<predicate = nonzero>>,
   // CHECK-SAME: #act.fewbit<bits = 2, boundaries = [-1.000000e+00, 0.000000e+00, 1.500000e+00], values = [0.000000e+00, 2.500000e-01, 7.500000e-01, 1.000000e+00]>
   %k: !act.encoded<tensor<3xbf16>, #act.fewbit<bits = 2, boundaries = [-1.0, 0.0, 1.5], values = [0.0, 0.25, 0.75, 1.0]>>,
+  // CHECK-SAME: #act.index<bits = 4>
+  %l: !act.encoded<tensor<2x9xi64>, #act.index<bits = 4>>,
   // Dynamic dimensions are allowed.
   // CHECK-SAME: !act.encoded<tensor<?x8xf32>, #act.quant<bits = 2>>
   %j: !act.encoded<tensor<?x8xf32>, #act.quant<bits = 2>>) {

@@ -139,6 +139,19 @@ TEST_F(StorageLayoutTest, FewBit) {
   EXPECT_EQ(fewbit(4, 9), layout(5, 0, 3));
 }
 
+TEST_F(StorageLayoutTest, Index) {
+  auto index = [&](unsigned bits, int64_t n) {
+    return cast<EncodingAttrInterface>(IndexEncodingAttr::get(&context, bits))
+        .getStorageLayout(n, b().getI64Type());
+  };
+  // 2x2 pool windows: 2 bits, 16 per word (against 8 bytes each as i64).
+  EXPECT_EQ(index(2, 1024), layout(256, 0, 0));
+  // 3x3: 4 bits.
+  EXPECT_EQ(index(4, 9), layout(5, 0, 3));
+  // 10 bits: three to a word, two bits unused.
+  EXPECT_EQ(index(10, 300), layout(375, 0, 25));
+}
+
 TEST_F(StorageLayoutTest, WholeTensor) {
   auto enc = cast<EncodingAttrInterface>(
       QuantEncodingAttr::get(&context, 2, 256, Rounding::Nearest));

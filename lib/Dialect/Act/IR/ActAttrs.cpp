@@ -230,3 +230,41 @@ StorageLayout FewBitEncodingAttr::getStorageLayout(int64_t numElements,
                                                    Type) const {
   return StorageLayout::packed(numElements, getBits(), getElementsPerWord());
 }
+
+//===----------------------------------------------------------------------===//
+// IndexEncodingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+IndexEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          unsigned bits) {
+  if (bits < 1 || bits > 16)
+    return emitError() << "#act.index bits must be in 1..16; got "
+                       << static_cast<int32_t>(bits);
+  return success();
+}
+
+LogicalResult IndexEncodingAttr::verifyTensorType(
+    RankedTensorType type, function_ref<InFlightDiagnostic()> emitError) const {
+  auto integer = dyn_cast<IntegerType>(type.getElementType());
+  if (!integer || integer.getWidth() <= getBits())
+    return emitError() << "#act.index<bits = " << getBits()
+                       << "> encodes integers wider than " << getBits()
+                       << " bits, not " << type;
+  return success();
+}
+
+RankedTensorType
+IndexEncodingAttr::getDecodedType(RankedTensorType type) const {
+  return type;
+}
+
+// Exact for the values it promises to hold: [0, 2^bits).
+bool IndexEncodingAttr::isLossless(Type) const { return true; }
+
+bool IndexEncodingAttr::isStochastic() const { return false; }
+
+StorageLayout IndexEncodingAttr::getStorageLayout(int64_t numElements,
+                                                  Type) const {
+  return StorageLayout::packed(numElements, getBits(), getElementsPerWord());
+}

@@ -30,7 +30,7 @@ void ActDialect::initialize() {
   // names them, not a silent miss.
   declarePromisedInterfaces<EncodingLoweringAttrInterface, QuantEncodingAttr,
                             FloatEncodingAttr, MaskEncodingAttr,
-                            FewBitEncodingAttr>();
+                            FewBitEncodingAttr, IndexEncodingAttr>();
 }
 
 LogicalResult EncodedType::verify(function_ref<InFlightDiagnostic()> emitError,

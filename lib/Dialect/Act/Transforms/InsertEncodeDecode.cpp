@@ -118,6 +118,10 @@ InsertEncodeDecodePass::chooseEncoding(const SavedValue &saved) {
       exclude.contains(saved.id))
     return nullptr;
   RankedTensorType type = saved.getTensorType();
+  // Integers proven small (max-pool indices) are narrowed, losslessly,
+  // whatever the uniform encoding is.
+  if (IndexEncodingAttr narrow = getIndexEncoding(saved))
+    return narrow;
   if (failed(uniform.verifyTensorType(type, [&] {
         return emitRemark(saved.value.getLoc(), "act: saved value ")
                << saved.id << " is not encoded: ";

@@ -569,6 +569,122 @@ static void readTable(DerivativeRead &read, Value decoded) {
       generic->erase();
 }
 
+//===----------------------------------------------------------------------===//
+// Small integers (Gist's narrow max-pool indices)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A closed range of integers.
+struct Interval {
+  int64_t lo, hi;
+  Interval join(Interval o) const {
+    return {std::min(lo, o.lo), std::max(hi, o.hi)};
+  }
+};
+} // namespace
+
+/// The range of `v`, an integer or index in the body of `generic` whose
+/// output `carried` (the block argument of the result being computed)
+/// holds values in `carriedRange`: linalg.index over static loop ranges,
+/// constants, +, -, *, casts and selects. Bounded magnitudes only (2^40).
+static std::optional<Interval> rangeOf(Value v, linalg::GenericOp generic,
+                                       BlockArgument carried,
+                                       Interval carriedRange, int depth = 0) {
+  const int64_t limit = int64_t(1) << 40;
+  auto bounded = [&](Interval r) -> std::optional<Interval> {
+    if (r.lo < -limit || r.hi > limit)
+      return std::nullopt;
+    return r;
+  };
+  if (depth > 64)
+    return std::nullopt;
+  if (v == carried)
+    return carriedRange;
+  APInt constant;
+  if (matchPattern(v, m_ConstantInt(&constant)))
+    return bounded({constant.getSExtValue(), constant.getSExtValue()});
+  Operation *op = v.getDefiningOp();
+  if (!op || op->getParentOp() != generic)
+    return std::nullopt;
+  auto sub = [&](Value x) {
+    return rangeOf(x, generic, carried, carriedRange, depth + 1);
+  };
+  if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+    int64_t n = ranges[index.getDim()];
+    if (ShapedType::isDynamic(n) || n < 1)
+      return std::nullopt;
+    return bounded({0, n - 1});
+  }
+  if (isa<arith::IndexCastOp, arith::ExtSIOp>(op))
+    return sub(op->getOperand(0));
+  if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp>(op)) {
+    std::optional<Interval> a = sub(op->getOperand(0)),
+                            b = sub(op->getOperand(1));
+    if (!a || !b)
+      return std::nullopt;
+    if (isa<arith::AddIOp>(op))
+      return bounded({a->lo + b->lo, a->hi + b->hi});
+    if (isa<arith::SubIOp>(op))
+      return bounded({a->lo - b->hi, a->hi - b->lo});
+    int64_t c[] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
+    return bounded({*std::min_element(c, c + 4), *std::max_element(c, c + 4)});
+  }
+  if (auto select = dyn_cast<arith::SelectOp>(op)) {
+    std::optional<Interval> a = sub(select.getTrueValue()),
+                            b = sub(select.getFalseValue());
+    if (!a || !b)
+      return std::nullopt;
+    return a->join(*b);
+  }
+  return std::nullopt;
+}
+
+/// The range of the integer tensor `v` if a linalg.generic computes it with
+/// an output initialized by a constant fill (an argmax: max-pool indices).
+static std::optional<Interval> getTensorRange(Value v) {
+  auto result = dyn_cast<OpResult>(v);
+  auto generic =
+      result ? dyn_cast<linalg::GenericOp>(result.getOwner()) : nullptr;
+  if (!generic)
+    return std::nullopt;
+  OpOperand *init = generic.getDpsInitOperand(result.getResultNumber());
+  auto fill = init->get().getDefiningOp<linalg::FillOp>();
+  APInt start;
+  if (!fill || !matchPattern(fill.value(), m_ConstantInt(&start)))
+    return std::nullopt;
+  BlockArgument carried = generic.getMatchingBlockArgument(init);
+  Value yielded = generic.getRegion().front().getTerminator()->getOperand(
+      result.getResultNumber());
+  Interval range{start.getSExtValue(), start.getSExtValue()};
+  // The output starts at the fill and takes yielded values: iterate to the
+  // union's fixed point (selects between a new value and the carried one).
+  for (int round = 0; round < 8; ++round) {
+    std::optional<Interval> next = rangeOf(yielded, generic, carried, range);
+    if (!next)
+      return std::nullopt;
+    Interval joined = range.join(*next);
+    if (joined.lo == range.lo && joined.hi == range.hi)
+      return range;
+    range = joined;
+  }
+  return std::nullopt;
+}
+
+IndexEncodingAttr mlir::act::getIndexEncoding(const SavedValue &saved) {
+  RankedTensorType type = saved.getTensorType();
+  auto integer = dyn_cast<IntegerType>(type.getElementType());
+  if (!integer)
+    return nullptr;
+  std::optional<Interval> range = getTensorRange(saved.value);
+  if (!range || range->lo < 0)
+    return nullptr;
+  unsigned bits = std::max(1u, unsigned(llvm::Log2_64_Ceil(range->hi + 1)));
+  if (bits > 16 || bits >= integer.getWidth())
+    return nullptr;
+  return IndexEncodingAttr::get(type.getContext(), bits);
+}
+
 namespace {
 class Inserter {
 public:

@@ -73,6 +73,11 @@ std::vector<uint32_t> encodeFewBit(const float *x, int64_t n, unsigned bits,
 void decodeFewBit(const uint32_t *words, int64_t n, unsigned bits,
                   const std::vector<float> &values, float *out);
 
+/// #act.index: the low `bits` bits of each integer, packed 32 / bits to a
+/// word; decoding zero-extends (exact for values in [0, 2^bits)).
+std::vector<uint32_t> encodeIndex(const int64_t *x, int64_t n, unsigned bits);
+void decodeIndex(const uint32_t *words, int64_t n, unsigned bits, int64_t *out);
+
 } // namespace act::rt
 
 #endif // ACT_RUNTIME_REFERENCE_H

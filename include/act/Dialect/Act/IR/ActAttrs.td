@@ -144,4 +144,25 @@ def Act_FewBitEncoding : Act_EncodingAttr<"FewBitEncoding", "fewbit"> {
   }];
 }
 
+def Act_IndexEncoding : Act_EncodingAttr<"IndexEncoding", "index"> {
+  let summary = "small non-negative integers in a few bits (Gist's narrow pool indices)";
+  let description = [{
+    Stores every element of an integer tensor as its low `bits` bits,
+    packed `32 / bits` to a 32-bit word; decoding zero-extends them back.
+    Lossless for values in [0, 2^bits), which is what the encoding promises:
+    act-insert-encode-decode chooses it only for values it proves are in
+    that range (max-pool indices, which act's exporter keeps window-local:
+    4 bits for a 3x3 window, 2 for 2x2). No metadata.
+
+    ```mlir
+    #act.index<bits = 2>
+    ```
+  }];
+  let parameters = (ins "unsigned":$bits);
+  let extraClassDeclaration = [{
+    /// Elements packed into one 32-bit payload word.
+    unsigned getElementsPerWord() const { return 32 / getBits(); }
+  }];
+}
+
 #endif // ACT_DIALECT_ACT_IR_ACTATTRS_TD

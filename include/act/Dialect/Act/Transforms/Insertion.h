@@ -44,6 +44,14 @@ FewBitEncodingAttr getFewBitEncoding(TrainingGraph &graph,
                                      const SavedValue &saved,
                                      const FewBitPolicy &policy);
 
+/// Gist's narrow integers: the #act.index encoding of an integer saved
+/// value whose range the IR proves to be [0, 2^bits) for a bits below its
+/// width (a linalg.generic over static loops whose output, initialized by a
+/// constant fill, takes values computed from linalg.index, constants, +, -,
+/// * and selects: the exporter's window-local max-pool indices), or null.
+/// Lossless by construction.
+IndexEncodingAttr getIndexEncoding(const SavedValue &saved);
+
 /// Encodes the chosen saved values of `graph` (one training graph) and
 /// updates the split form's function types. Under a lossy encoding, backward
 /// ops that read a float value only through a sign test (`cmpf ogt|oge|une

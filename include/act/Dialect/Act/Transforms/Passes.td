@@ -28,6 +28,11 @@ def ActInsertEncodeDecodePass
     ReLU's backward) read an exact 1-bit `#act.mask` of it instead, which is
     all that is stored if nothing else in the backward reads the value.
 
+    Integer saved values whose range the IR proves to be [0, 2^b) for a b
+    below their width (argmax indices: the exporter's window-local max-pool
+    indices) are stored as b-bit `#act.index` codes under any policy:
+    lossless, 2 bits for a 2x2 pool's i64 indices.
+
     With `few-bit=B`, a float value that the backward reads only through
     one elementwise function phi(x) (GELU's, SiLU's, tanh's, ... derivative:
     found in the linalg.generic bodies, not in a list of activations) is

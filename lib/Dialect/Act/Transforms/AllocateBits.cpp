@@ -313,6 +313,11 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
   for (const Entry &e : entries)
     bitsOf[e.saved->id] = e.chosen;
   insertEncodings(graph, [&](const SavedValue &saved) -> EncodingAttrInterface {
+    // Integers proven small (max-pool indices): narrowed, losslessly, outside
+    // the budget (which counts float tensors).
+    if (IndexEncodingAttr narrow = getIndexEncoding(saved);
+        narrow && isEncodingCandidate(saved, /*lossHead=*/false, minBytes))
+      return narrow;
     auto it = bitsOf.find(saved.id);
     if (it == bitsOf.end() || it->second >= 32)
       return nullptr;

@@ -61,6 +61,14 @@ static int64_t staticWords(RankedTensorType type, int64_t perWord) {
   return llvm::divideCeil(type.getNumElements(), perWord);
 }
 
+/// The packed payload of `type` at `perWord` codes to a 32-bit word
+/// (docs/Encodings.md, "Packed layout"): tensor<words x i32>.
+static RankedTensorType packedPayloadType(RankedTensorType type,
+                                          int64_t perWord) {
+  return RankedTensorType::get({staticWords(type, perWord)},
+                               IntegerType::get(type.getContext(), 32));
+}
+
 using mlir::act::detail::toF32;
 
 static Value fromF32(OpBuilder &b, Location loc, Value x, Type type) {
@@ -84,8 +92,7 @@ void EncodingModel<QuantEncodingAttr>::getStorageTypes(
     Attribute attr, RankedTensorType type, SmallVectorImpl<Type> &types) const {
   auto encoding = cast<QuantEncodingAttr>(attr);
   MLIRContext *ctx = encoding.getContext();
-  types.push_back(RankedTensorType::get(
-      {staticWords(type, 32 / encoding.getBits())}, IntegerType::get(ctx, 32)));
+  types.push_back(packedPayloadType(type, 32 / encoding.getBits()));
   types.push_back(RankedTensorType::get(
       {staticWords(type, encoding.getGroup()), 2}, Float32Type::get(ctx)));
 }
@@ -371,9 +378,7 @@ void EncodingModel<FloatEncodingAttr>::getStorageTypes(
         IntegerType::get(encoding.getContext(), encoding.getElementBits())));
     return;
   }
-  types.push_back(
-      RankedTensorType::get({staticWords(type, encoding.getElementsPerWord())},
-                            IntegerType::get(encoding.getContext(), 32)));
+  types.push_back(packedPayloadType(type, encoding.getElementsPerWord()));
 }
 
 /// The narrow format, or nullopt for f16/bf16 (which use arith.truncf).
@@ -511,9 +516,7 @@ Value EncodingModel<FloatEncodingAttr>::buildDecode(
 template <>
 void EncodingModel<MaskEncodingAttr>::getStorageTypes(
     Attribute attr, RankedTensorType type, SmallVectorImpl<Type> &types) const {
-  auto encoding = cast<MaskEncodingAttr>(attr);
-  types.push_back(RankedTensorType::get(
-      {staticWords(type, 32)}, IntegerType::get(encoding.getContext(), 32)));
+  types.push_back(packedPayloadType(type, 32));
 }
 
 template <>
@@ -568,9 +571,7 @@ template <>
 void EncodingModel<FewBitEncodingAttr>::getStorageTypes(
     Attribute attr, RankedTensorType type, SmallVectorImpl<Type> &types) const {
   auto encoding = cast<FewBitEncodingAttr>(attr);
-  types.push_back(
-      RankedTensorType::get({staticWords(type, encoding.getElementsPerWord())},
-                            IntegerType::get(encoding.getContext(), 32)));
+  types.push_back(packedPayloadType(type, encoding.getElementsPerWord()));
 }
 
 template <>
@@ -646,9 +647,7 @@ template <>
 void EncodingModel<IndexEncodingAttr>::getStorageTypes(
     Attribute attr, RankedTensorType type, SmallVectorImpl<Type> &types) const {
   auto encoding = cast<IndexEncodingAttr>(attr);
-  types.push_back(
-      RankedTensorType::get({staticWords(type, encoding.getElementsPerWord())},
-                            IntegerType::get(encoding.getContext(), 32)));
+  types.push_back(packedPayloadType(type, encoding.getElementsPerWord()));
 }
 
 template <>

@@ -1005,23 +1005,52 @@ static FewBitEncodingAttr getTable(MLIRContext *ctx, const ScalarFunction &phi,
       DenseF32ArrayAttr::get(ctx, all.drop_front(pieces - 1)));
 }
 
-FewBitEncodingAttr mlir::act::getFewBitEncoding(TrainingGraph &graph,
-                                                const SavedValue &saved,
-                                                const FewBitPolicy &policy) {
+namespace {
+/// How the backward reads a saved value through phi(x): one of the two
+/// analyses' results.
+struct PhiRead {
+  std::optional<DerivativeRead> derivative;
+  std::optional<LinearRead> linear;
+  const ScalarFunction &phi() const {
+    return derivative ? derivative->phi : linear->phi;
+  }
+};
+} // namespace
+
+static std::optional<PhiRead> findPhiRead(TrainingGraph &graph,
+                                          const SavedValue &saved) {
+  PhiRead read;
+  if ((read.derivative = findDerivativeRead(graph, saved)) ||
+      (read.linear = findLinearRead(graph, saved)))
+    return read;
+  return std::nullopt;
+}
+
+/// The table `policy` gives `read`'s phi, or null when it does not apply:
+/// few-bit is off, the value is also read through a sign test (a mask
+/// stores that exactly), or phi does not saturate.
+static FewBitEncodingAttr getPolicyTable(TrainingGraph &graph,
+                                         const SavedValue &saved,
+                                         const PhiRead &read,
+                                         const FewBitPolicy &policy) {
   if (!policy.bits)
     return nullptr;
   size_t numUses;
   if (!findSignTests(graph, saved, numUses).empty())
     return nullptr;
-  std::optional<ScalarFunction> phi;
-  if (std::optional<DerivativeRead> read = findDerivativeRead(graph, saved))
-    phi = std::move(read->phi);
-  else if (std::optional<LinearRead> linear = findLinearRead(graph, saved))
-    phi = std::move(linear->phi);
-  if (!phi ||
-      !isSaturating([&](double x) { return (*phi)(x); }, policy.options))
+  const ScalarFunction &phi = read.phi();
+  if (!isSaturating([&](double x) { return phi(x); }, policy.options))
     return nullptr;
-  return getTable(graph.forward.getContext(), *phi, policy);
+  return getTable(graph.forward.getContext(), phi, policy);
+}
+
+FewBitEncodingAttr mlir::act::getFewBitEncoding(TrainingGraph &graph,
+                                                const SavedValue &saved,
+                                                const FewBitPolicy &policy) {
+  if (!policy.bits)
+    return nullptr;
+  std::optional<PhiRead> read = findPhiRead(graph, saved);
+  return read ? getPolicyTable(graph, saved, *read, policy) : nullptr;
 }
 
 void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
@@ -1041,19 +1070,23 @@ void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
         !encoding.isLossless(type.getElementType())) {
       // Read only through phi(x) (an activation's derivative): its few-bit
       // table, unless the choice already is one.
-      FewBitEncodingAttr table = dyn_cast<FewBitEncodingAttr>(encoding);
-      if (!table)
-        table = getFewBitEncoding(graph, saved, fewBit);
-      if (table) {
-        std::optional<DerivativeRead> read = findDerivativeRead(graph, saved);
-        std::optional<LinearRead> linear;
-        if (read)
-          inserter.encodeDerivative(saved, *read, table);
-        else if ((linear = findLinearRead(graph, saved)))
-          inserter.encodeLinear(saved, *linear, table);
+      auto chosen = dyn_cast<FewBitEncodingAttr>(encoding);
+      if (chosen || fewBit.bits) {
+        std::optional<PhiRead> read = findPhiRead(graph, saved);
+        FewBitEncodingAttr table =
+            chosen ? chosen
+            : read ? getPolicyTable(graph, saved, *read, fewBit)
+                   : nullptr;
+        if (read && table) {
+          if (read->derivative)
+            inserter.encodeDerivative(saved, *read->derivative, table);
+          else
+            inserter.encodeLinear(saved, *read->linear, table);
+          continue;
+        }
         // A table decodes to phi(x), never to x: a value read otherwise
         // stays as it is under a chosen #act.fewbit.
-        if (read || linear || isa<FewBitEncodingAttr>(encoding))
+        if (chosen)
           continue;
       }
       size_t numUses;

@@ -370,3 +370,50 @@ void act::rt::decodeIndex(const uint32_t *words, int64_t n, unsigned bits,
   for (int64_t i = 0; i < n; ++i)
     out[i] = int64_t(unpack(words, i, n, bits, 32 / bits));
 }
+
+act::rt::SparseStorage act::rt::encodeSparse(const void *x, int64_t n,
+                                             unsigned elementBytes) {
+  const auto *bytes = static_cast<const uint8_t *>(x);
+  auto isSet = [&](int64_t i) {
+    for (unsigned k = 0; k < elementBytes; ++k)
+      if (bytes[i * elementBytes + k])
+        return true;
+    return false;
+  };
+  SparseStorage s;
+  int64_t words = (n + 31) / 32, set = 0;
+  s.bitmap.assign(words, 0);
+  for (int64_t i = 0; i < n; ++i)
+    if (isSet(i)) {
+      s.bitmap[i / 32] |= uint32_t(1) << (i % 32);
+      ++set;
+    }
+  if (set > n - words) {
+    // Dense fallback: the bitmap would cost more than the zeros it saves.
+    s.bitmap.clear();
+    s.values.assign(bytes, bytes + n * elementBytes);
+    return s;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    if (isSet(i))
+      s.values.insert(s.values.end(), bytes + i * elementBytes,
+                      bytes + (i + 1) * elementBytes);
+  return s;
+}
+
+void act::rt::decodeSparse(const SparseStorage &s, int64_t n,
+                           unsigned elementBytes, void *out) {
+  auto *bytes = static_cast<uint8_t *>(out);
+  if (s.bitmap.empty()) {
+    std::memcpy(bytes, s.values.data(), s.values.size());
+    return;
+  }
+  std::memset(bytes, 0, size_t(n) * elementBytes);
+  size_t next = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (s.bitmap[i / 32] >> (i % 32) & 1) {
+      std::memcpy(bytes + i * elementBytes, s.values.data() + next,
+                  elementBytes);
+      next += elementBytes;
+    }
+}

@@ -65,6 +65,14 @@ func.func @fewbit(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>) 
   %bd = act.decode %b : !act.encoded<tensor<1000xf32>, #act.fewbit<bits = 1, boundaries = [0.0], values = [0.0, 1.0]>> -> tensor<1000xf32>
   return %ad, %bd : tensor<1000xf32>, tensor<1000xf32>
 }
+// Sparse storage: the bitmap, the count and the decode's gather are
+// kernels; the compaction and the decode's scan of word offsets are
+// sequential loops on the host (over managed memory).
+func.func @sparse(%x: tensor<1000xf32>) -> tensor<1000xf32> {
+  %e = act.encode %x, id = 15 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.sparse<density = 0.5>>
+  %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.sparse<density = 0.5>> -> tensor<1000xf32>
+  return %d : tensor<1000xf32>
+}
 // Group sizes on the GPU: 8 bits in groups of 256 (four tiles, 16 threads
 // per group), 4 bits in groups of 64 (two per tile), 2 bits in groups of 48
 // (no whole-tile kernel: flat kernels only), 4 bits in groups of 2048 (16

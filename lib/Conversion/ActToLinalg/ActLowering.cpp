@@ -960,3 +960,252 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
   }
   return unflatten(b, loc, out, type, dynamicSizes);
 }
+
+//===----------------------------------------------------------------------===//
+// Sparse storage (bitmap + nonzero values)
+//===----------------------------------------------------------------------===//
+
+/// Whether element `x`'s bits are not all zero (i1): -0.0 and NaN are set.
+static Value isNonzeroBits(OpBuilder &b, Location loc, Value x) {
+  Type type = x.getType();
+  Value bits = x;
+  if (isa<FloatType>(type))
+    bits = arith::BitcastOp::create(
+        b, loc, b.getIntegerType(type.getIntOrFloatBitWidth()), x);
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(bits.getType()));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bits, zero);
+}
+
+/// A copy of 1-D `from` into a new tensor<? x T> (its dim 0 dynamic).
+static Value copyDynamic(OpBuilder &b, Location loc, Value from) {
+  auto type = cast<RankedTensorType>(from.getType());
+  Value size = b.createOrFold<tensor::DimOp>(loc, from, 0);
+  Value init = tensor::EmptyOp::create(b, loc, {ShapedType::kDynamic},
+                                       type.getElementType(), ValueRange{size});
+  Value cast = tensor::CastOp::create(b, loc, init.getType(), from);
+  return linalg::CopyOp::create(b, loc, cast, init).getResult(0);
+}
+
+std::pair<Value, Value> mlir::act::buildSparseEncode(OpBuilder &b, Location loc,
+                                                     Value input,
+                                                     const LoweringOptions &) {
+  IndexMath ix{b, loc};
+  Value flat = flatten(b, loc, input);
+  Type elementType = cast<RankedTensorType>(flat.getType()).getElementType();
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value n = b.createOrFold<tensor::DimOp>(loc, flat, 0);
+  Value words = ix.ceilDiv(n, 32);
+
+  // The bitmap: a parallel generic over words, its 32 lanes unrolled
+  // (elements past n read element n - 1 and count as unset).
+  Value bitmap =
+      linalg::GenericOp::create(
+          b, loc, emptyRows(b, loc, words, {}, i32).getType(), ValueRange{},
+          ValueRange{emptyRows(b, loc, words, {}, i32)},
+          ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
+          {utils::IteratorType::parallel},
+          [&](OpBuilder &nb, Location nl, ValueRange) {
+            IndexMath nx{nb, nl};
+            Value base = nx.mul(linalg::IndexOp::create(nb, nl, 0), 32);
+            Value last = nx.sub(n, nx.c(1));
+            Value word = i32Const(nb, nl, 0);
+            for (int64_t l = 0; l < 32; ++l) {
+              Value i = nx.add(base, nx.c(l));
+              Value x = tensor::ExtractOp::create(nb, nl, flat,
+                                                  ValueRange{nx.min(i, last)});
+              Value set = arith::AndIOp::create(nb, nl, nx.ult(i, n),
+                                                isNonzeroBits(nb, nl, x));
+              word = arith::OrIOp::create(
+                  nb, nl, word,
+                  arith::ShLIOp::create(
+                      nb, nl, arith::ExtUIOp::create(nb, nl, i32, set),
+                      i32Const(nb, nl, l)));
+            }
+            linalg::YieldOp::create(nb, nl, word);
+          })
+          .getResult(0);
+
+  // The count of set bits: a reduction.
+  Value zero64 = arith::ConstantIntOp::create(b, loc, i64, 0);
+  Value acc =
+      linalg::FillOp::create(
+          b, loc, zero64,
+          tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64).getResult())
+          .getResult(0);
+  MLIRContext *ctx = b.getContext();
+  Value count =
+      linalg::GenericOp::create(
+          b, loc, acc.getType(), ValueRange{bitmap}, ValueRange{acc},
+          ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1),
+                              AffineMap::get(1, 0, {}, ctx)},
+          {utils::IteratorType::reduction},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value pop = arith::ExtUIOp::create(
+                nb, nl, i64,
+                math::CtPopOp::create(nb, nl, args[0]).getResult());
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::AddIOp::create(nb, nl, args[1], pop).getResult());
+          })
+          .getResult(0);
+  Value nonzeros = arith::IndexCastUIOp::create(
+      b, loc, b.getIndexType(),
+      tensor::ExtractOp::create(b, loc, count, ValueRange{}));
+
+  // Dense fallback when the bitmap costs more than the zeros it saves
+  // (isSparseDenseFallback).
+  Value dense = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                      nonzeros, ix.sub(n, words));
+  auto bitmapType = RankedTensorType::get({ShapedType::kDynamic}, i32);
+  auto valuesType = RankedTensorType::get({ShapedType::kDynamic}, elementType);
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{bitmapType, valuesType},
+                                dense, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value none = tensor::EmptyOp::create(b, loc, {ShapedType::kDynamic}, i32,
+                                         ValueRange{ix.c(0)});
+    scf::YieldOp::create(b, loc, ValueRange{none, copyDynamic(b, loc, flat)});
+
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    Value values = tensor::EmptyOp::create(b, loc, {ShapedType::kDynamic},
+                                           elementType, ValueRange{nonzeros});
+    // The compaction: word by word, a loop over the word's set bits.
+    auto loop = scf::ForOp::create(
+        b, loc, ix.c(0), words, ix.c(1), ValueRange{values, ix.c(0)},
+        [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
+          IndexMath nx{nb, nl};
+          Value word = tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
+          Value base = nx.mul(w, 32);
+          Type indexType = nb.getIndexType();
+          auto whileOp = scf::WhileOp::create(
+              nb, nl, TypeRange{i32, valuesType, indexType},
+              ValueRange{word, iter[0], iter[1]},
+              [&](OpBuilder &wb, Location wl, ValueRange args) {
+                Value more =
+                    arith::CmpIOp::create(wb, wl, arith::CmpIPredicate::ne,
+                                          args[0], i32Const(wb, wl, 0));
+                scf::ConditionOp::create(wb, wl, more, args);
+              },
+              [&](OpBuilder &wb, Location wl, ValueRange args) {
+                IndexMath wx{wb, wl};
+                Value lane = arith::IndexCastUIOp::create(
+                    wb, wl, indexType,
+                    math::CountTrailingZerosOp::create(wb, wl, args[0]));
+                Value x = tensor::ExtractOp::create(
+                    wb, wl, flat, ValueRange{wx.add(base, lane)});
+                Value next = tensor::InsertOp::create(wb, wl, x, args[1],
+                                                      ValueRange{args[2]});
+                Value rest = arith::AndIOp::create(
+                    wb, wl, args[0],
+                    arith::SubIOp::create(wb, wl, args[0],
+                                          i32Const(wb, wl, 1)));
+                scf::YieldOp::create(
+                    wb, wl, ValueRange{rest, next, wx.add(args[2], wx.c(1))});
+              });
+          scf::YieldOp::create(
+              nb, nl, ValueRange{whileOp.getResult(1), whileOp.getResult(2)});
+        });
+    Value bitmapOut = tensor::CastOp::create(b, loc, bitmapType, bitmap);
+    scf::YieldOp::create(b, loc, ValueRange{bitmapOut, loop.getResult(0)});
+  }
+  return {ifOp.getResult(0), ifOp.getResult(1)};
+}
+
+Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
+                                   Value values, RankedTensorType type,
+                                   ValueRange dynamicSizes,
+                                   const LoweringOptions &) {
+  IndexMath ix{b, loc};
+  Value n = ix.c(1);
+  unsigned next = 0;
+  for (int64_t d : type.getShape())
+    n = b.createOrFold<arith::MulIOp>(
+        loc, n, ShapedType::isDynamic(d) ? dynamicSizes[next++] : ix.c(d));
+  Type elementType = type.getElementType();
+  Type i32 = b.getI32Type();
+  Value words = ix.ceilDiv(n, 32);
+  Value stored = b.createOrFold<tensor::DimOp>(loc, bitmap, 0);
+  Value flatInit = emptyRows(b, loc, n, {}, elementType);
+  auto flatType = cast<RankedTensorType>(flatInit.getType());
+  Value dense = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, stored, ix.c(0)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, n, ix.c(0)));
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{flatType}, dense,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value all = tensor::CastOp::create(b, loc, flatType, values);
+    Value copy = linalg::CopyOp::create(b, loc, all,
+                                        emptyRows(b, loc, n, {}, elementType))
+                     .getResult(0);
+    scf::YieldOp::create(b, loc, copy);
+
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    // Where each word's values start: a sequential scan of popcounts.
+    Value offsetsInit = emptyRows(b, loc, words, {}, i32);
+    auto scan = scf::ForOp::create(
+        b, loc, ix.c(0), words, ix.c(1),
+        ValueRange{offsetsInit, i32Const(b, loc, 0)},
+        [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
+          Value word = tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
+          Value offsets =
+              tensor::InsertOp::create(nb, nl, iter[1], iter[0], ValueRange{w});
+          Value total = arith::AddIOp::create(
+              nb, nl, iter[1], math::CtPopOp::create(nb, nl, word).getResult());
+          scf::YieldOp::create(nb, nl, ValueRange{offsets, total});
+        });
+    Value offsets = scan.getResult(0);
+    // The gather: element i is set -> values[offset of its word + set bits
+    // below it in the word], else zero.
+    Value out =
+        linalg::GenericOp::create(
+            b, loc, flatType, ValueRange{}, ValueRange{flatInit},
+            ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
+            {utils::IteratorType::parallel},
+            [&](OpBuilder &nb, Location nl, ValueRange) {
+              IndexMath nx{nb, nl};
+              Value i = linalg::IndexOp::create(nb, nl, 0);
+              Value w = nx.div(i, 32);
+              Value lane = arith::IndexCastUIOp::create(nb, nl, i32,
+                                                        nx.rem(i, nx.c(32)));
+              Value word =
+                  tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
+              Value one = i32Const(nb, nl, 1);
+              Value bit = arith::ShLIOp::create(nb, nl, one, lane);
+              Value set = arith::CmpIOp::create(
+                  nb, nl, arith::CmpIPredicate::ne,
+                  arith::AndIOp::create(nb, nl, word, bit),
+                  i32Const(nb, nl, 0));
+              Value below = arith::AndIOp::create(
+                  nb, nl, word, arith::SubIOp::create(nb, nl, bit, one));
+              auto pick =
+                  scf::IfOp::create(nb, nl, TypeRange{elementType}, set, true);
+              {
+                OpBuilder::InsertionGuard g(nb);
+                nb.setInsertionPointToStart(pick.thenBlock());
+                Value rank = arith::AddIOp::create(
+                    nb, nl,
+                    tensor::ExtractOp::create(nb, nl, offsets, ValueRange{w}),
+                    math::CtPopOp::create(nb, nl, below).getResult());
+                Value at = arith::IndexCastUIOp::create(
+                    nb, nl, nb.getIndexType(), rank);
+                scf::YieldOp::create(
+                    nb, nl,
+                    tensor::ExtractOp::create(nb, nl, values, ValueRange{at})
+                        .getResult());
+                nb.setInsertionPointToStart(pick.elseBlock());
+                scf::YieldOp::create(nb, nl,
+                                     arith::ConstantOp::create(
+                                         nb, nl, nb.getZeroAttr(elementType))
+                                         .getResult());
+              }
+              linalg::YieldOp::create(nb, nl, pick.getResult(0));
+            })
+            .getResult(0);
+    scf::YieldOp::create(b, loc, out);
+  }
+  return unflatten(b, loc, ifOp.getResult(0), type, dynamicSizes);
+}

@@ -157,3 +157,14 @@ func.func @encode_noid(%x: tensor<8xf32>) {
   %e = act.encode %x : tensor<8xf32> -> !act.encoded<tensor<8xf32>, #act.quant<bits = 4>>
   return
 }
+
+// -----
+
+// expected-error @+2 {{#act.sparse density must be in [0, 1]; got 1.5}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @sparse_density(%a: !act.encoded<tensor<4xf32>, #act.sparse<density = 1.5>>) { return }
+
+// -----
+
+// expected-error @+1 {{#act.sparse encodes tensors of 8- to 64-bit floats or integers, not 'tensor<4xi1>'}}
+func.func @sparse_i1(%a: !act.encoded<tensor<4xi1>, #act.sparse>) { return }

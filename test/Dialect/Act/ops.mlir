@@ -48,6 +48,11 @@ func.func @parameters(
   %k: !act.encoded<tensor<3xbf16>, #act.fewbit<bits = 2, boundaries = [-1.0, 0.0, 1.5], values = [0.0, 0.25, 0.75, 1.0]>>,
   // CHECK-SAME: #act.index<bits = 4>
   %l: !act.encoded<tensor<2x9xi64>, #act.index<bits = 4>>,
+  // CHECK-SAME: #act.sparse<density = 0.25>
+  %m: !act.encoded<tensor<2x9xf32>, #act.sparse<density = 0.25>>,
+  // The default density is 1 (printed without the parameter).
+  // CHECK-SAME: !act.encoded<tensor<4xi64>, #act.sparse>
+  %n: !act.encoded<tensor<4xi64>, #act.sparse<density = 1.0>>,
   // Dynamic dimensions are allowed.
   // CHECK-SAME: !act.encoded<tensor<?x8xf32>, #act.quant<bits = 2>>
   %j: !act.encoded<tensor<?x8xf32>, #act.quant<bits = 2>>) {

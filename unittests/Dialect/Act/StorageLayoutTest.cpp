@@ -152,6 +152,29 @@ TEST_F(StorageLayoutTest, Index) {
   EXPECT_EQ(index(10, 300), layout(375, 0, 25));
 }
 
+TEST_F(StorageLayoutTest, Sparse) {
+  auto sparse = [&](double density, int64_t n, Type type) {
+    return cast<EncodingAttrInterface>(
+               SparseEncodingAttr::get(&context, llvm::APFloat(density)))
+        .getStorageLayout(n, type);
+  };
+  auto estimated = [&](int64_t payload, int64_t padding) {
+    StorageLayout l = layout(payload, 0, padding);
+    l.estimated = true;
+    return l;
+  };
+  // Half of 1000 f32: a 125-byte bitmap (32 words: 3 bytes of padding) and
+  // 500 values.
+  EXPECT_EQ(sparse(0.5, 1000, b().getF32Type()), estimated(125 + 2000, 3));
+  // All zero: the bitmap alone.
+  EXPECT_EQ(sparse(0.0, 1024, b().getF32Type()), estimated(128, 0));
+  // Denser than n - ceil(n / 32): the dense fallback, the tensor's bytes.
+  EXPECT_EQ(sparse(0.99, 1000, b().getF32Type()), estimated(4000, 0));
+  EXPECT_EQ(sparse(1.0, 1000, b().getF16Type()), estimated(2000, 0));
+  EXPECT_TRUE(isSparseDenseFallback(1000, 969));
+  EXPECT_FALSE(isSparseDenseFallback(1000, 968));
+}
+
 TEST_F(StorageLayoutTest, WholeTensor) {
   auto enc = cast<EncodingAttrInterface>(
       QuantEncodingAttr::get(&context, 2, 256, Rounding::Nearest));

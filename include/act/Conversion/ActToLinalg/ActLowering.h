@@ -150,6 +150,21 @@ Value buildPackedDecode(OpBuilder &b, Location loc, Value payload,
                         RankedTensorType type, ValueRange dynamicSizes,
                         Value meta, int64_t group, ElementValue value);
 
+/// #act.sparse (docs/Encodings.md): the bitmap (tensor<? x i32>,
+/// ceil(n / 32) words, element i in bit i % 32 of word i / 32, set when its
+/// bits are not all zero) and the values (tensor<? x T>: the set elements in
+/// order) of `input`; in the dense fallback, an empty bitmap and all n
+/// elements. The bitmap and the count are parallel generics; the compaction
+/// is one sequential pass over the words (a loop over each word's set bits).
+std::pair<Value, Value> buildSparseEncode(OpBuilder &b, Location loc,
+                                          Value input,
+                                          const LoweringOptions &options);
+/// Decodes buildSparseEncode's storage into a tensor of `type`: a
+/// sequential scan of the words' popcounts, then a parallel gather.
+Value buildSparseDecode(OpBuilder &b, Location loc, Value bitmap, Value values,
+                        RankedTensorType type, ValueRange dynamicSizes,
+                        const LoweringOptions &options);
+
 } // namespace mlir::act
 
 #endif // ACT_CONVERSION_ACTTOLINALG_ACTLOWERING_H

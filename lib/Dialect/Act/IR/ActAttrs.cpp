@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
 
 #include <cmath>
 
@@ -267,4 +268,60 @@ bool IndexEncodingAttr::isStochastic() const { return false; }
 StorageLayout IndexEncodingAttr::getStorageLayout(int64_t numElements,
                                                   Type) const {
   return StorageLayout::packed(numElements, getBits(), getElementsPerWord());
+}
+
+//===----------------------------------------------------------------------===//
+// SparseEncodingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+SparseEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           APFloat densityFloat) {
+  double density = densityFloat.convertToDouble();
+  if (!(density >= 0.0 && density <= 1.0))
+    return emitError() << "#act.sparse density must be in [0, 1]; got "
+                       << density;
+  return success();
+}
+
+LogicalResult SparseEncodingAttr::verifyTensorType(
+    RankedTensorType type, function_ref<InFlightDiagnostic()> emitError) const {
+  Type element = type.getElementType();
+  if ((isa<FloatType>(element) || isa<IntegerType>(element)) &&
+      element.getIntOrFloatBitWidth() >= 8 &&
+      element.getIntOrFloatBitWidth() <= 64)
+    return success();
+  return emitError() << "#act.sparse encodes tensors of 8- to 64-bit floats "
+                        "or integers, not "
+                     << type;
+}
+
+RankedTensorType
+SparseEncodingAttr::getDecodedType(RankedTensorType type) const {
+  return type;
+}
+
+// Every bit pattern (NaN payloads, -0.0) comes back.
+bool SparseEncodingAttr::isLossless(Type) const { return true; }
+
+bool SparseEncodingAttr::isStochastic() const { return false; }
+
+StorageLayout SparseEncodingAttr::getStorageLayout(int64_t numElements,
+                                                   Type elementType) const {
+  // The bitmap (one bit per element, in 32-bit words) and the nonzero
+  // values at full width, at the declared density; the dense fallback
+  // (values only) bounds it by the tensor's own bytes.
+  int64_t width = elementType.getIntOrFloatBitWidth() / 8;
+  int64_t nonzeros = static_cast<int64_t>(
+      std::ceil(getDensityValue() * static_cast<double>(numElements)));
+  StorageLayout layout;
+  layout.estimated = true;
+  if (isSparseDenseFallback(numElements, nonzeros)) {
+    layout.payloadBytes = numElements * width;
+    return layout;
+  }
+  layout = StorageLayout::packed(numElements, 1, 32);
+  layout.payloadBytes += nonzeros * width;
+  layout.estimated = true;
+  return layout;
 }

@@ -30,7 +30,8 @@ void ActDialect::initialize() {
   // names them, not a silent miss.
   declarePromisedInterfaces<EncodingLoweringAttrInterface, QuantEncodingAttr,
                             FloatEncodingAttr, MaskEncodingAttr,
-                            FewBitEncodingAttr, IndexEncodingAttr>();
+                            FewBitEncodingAttr, IndexEncodingAttr,
+                            SparseEncodingAttr>();
 }
 
 LogicalResult EncodedType::verify(function_ref<InFlightDiagnostic()> emitError,

@@ -78,6 +78,18 @@ void decodeFewBit(const uint32_t *words, int64_t n, unsigned bits,
 std::vector<uint32_t> encodeIndex(const int64_t *x, int64_t n, unsigned bits);
 void decodeIndex(const uint32_t *words, int64_t n, unsigned bits, int64_t *out);
 
+/// #act.sparse: a bitmap (ceil(n / 32) words, element i in bit i % 32 of
+/// word i / 32, set when any of its `elementBytes` bytes is nonzero) and the
+/// set elements' bytes in order; in the dense fallback (more than
+/// n - ceil(n / 32) set elements) an empty bitmap and all n elements.
+struct SparseStorage {
+  std::vector<uint32_t> bitmap;
+  std::vector<uint8_t> values;
+};
+SparseStorage encodeSparse(const void *x, int64_t n, unsigned elementBytes);
+void decodeSparse(const SparseStorage &storage, int64_t n,
+                  unsigned elementBytes, void *out);
+
 } // namespace act::rt
 
 #endif // ACT_RUNTIME_REFERENCE_H

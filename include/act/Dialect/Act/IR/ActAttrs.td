@@ -45,6 +45,21 @@ def Act_MaskPredicate : I32EnumAttr<"MaskPredicate", "predicate kept by a mask",
 // Encodings
 //===----------------------------------------------------------------------===//
 
+/// A fraction in [0, 1], written as a float literal (default 1.0).
+def Act_DensityParameter
+    : AttrOrTypeParameter<"::llvm::APFloat",
+                          "expected fraction of nonzero elements"> {
+  let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let printer = [{ $_printer << ::llvm::format("%g", $_self.convertToDouble()) }];
+  let defaultValue = "::llvm::APFloat(1.0)";
+}
+
 class Act_EncodingAttr<string name, string attrMnemonic>
     : AttrDef<Act_Dialect, name,
               [DeclareAttrInterfaceMethods<Act_EncodingAttrInterface>]> {
@@ -162,6 +177,37 @@ def Act_IndexEncoding : Act_EncodingAttr<"IndexEncoding", "index"> {
   let extraClassDeclaration = [{
     /// Elements packed into one 32-bit payload word.
     unsigned getElementsPerWord() const { return 32 / getBits(); }
+  }];
+}
+
+def Act_SparseEncoding : Act_EncodingAttr<"SparseEncoding", "sparse"> {
+  let summary = "a bitmap of the nonzero elements and their values (Gist's SSDC)";
+  let description = [{
+    Stores a bitmap with one bit per element (set when the element's bits
+    are not all zero: -0.0 and NaN count as nonzero) and the values of the
+    set elements, in element order, at full width. Decoding puts them back
+    and zeros elsewhere: bitwise lossless for every value. When the data
+    is too dense for the bitmap to pay (more than `n - ceil(n / 32)`
+    nonzeros of `n`), the encode stores the values densely instead and an
+    empty bitmap (the dense fallback), so the storage never exceeds the
+    tensor's own bytes.
+
+    The storage's size depends on the data: the encode allocates exactly
+    what it needs, which is what act-run measures. `density` (the expected
+    fraction of nonzero elements, in [0, 1]) is only what static estimates
+    assume (the memory report and the bit allocator mark those bytes as
+    estimated); act-insert-encode-decode sets it from the density it
+    measured or was told.
+
+    ```mlir
+    #act.sparse<density = 0.5>
+    ```
+  }];
+  let parameters = (ins Act_DensityParameter:$density);
+  let assemblyFormat = "(`<` `density` `=` $density^ `>`)?";
+  let extraClassDeclaration = [{
+    /// The expected fraction of nonzero elements, as a double.
+    double getDensityValue() const { return getDensity().convertToDouble(); }
   }];
 }
 

@@ -45,6 +45,9 @@ struct StorageLayout {
   int64_t metadataBytes = 0;
   /// Bytes the payload's 32-bit word packing adds beyond `payloadBytes`.
   int64_t paddingBytes = 0;
+  /// The sizes depend on the data (#act.sparse): an estimate at the
+  /// encoding's declared density; the run time stores what the data needs.
+  bool estimated = false;
 
   int64_t getTotalBytes() const {
     return payloadBytes + metadataBytes + paddingBytes;
@@ -52,7 +55,7 @@ struct StorageLayout {
   bool operator==(const StorageLayout &other) const {
     return payloadBytes == other.payloadBytes &&
            metadataBytes == other.metadataBytes &&
-           paddingBytes == other.paddingBytes;
+           paddingBytes == other.paddingBytes && estimated == other.estimated;
   }
 
   /// Storage of `numElements` elements of `bitsPerElement` bits packed
@@ -65,6 +68,13 @@ struct StorageLayout {
     return {payload, metadataBytes, words * 4 - payload};
   }
 };
+
+/// #act.sparse: true when `nonzeros` of `numElements` elements are stored
+/// densely, without a bitmap, because the bitmap (ceil(n / 32) words) would
+/// cost more than the zeros it saves.
+inline bool isSparseDenseFallback(int64_t numElements, int64_t nonzeros) {
+  return nonzeros > numElements - (numElements + 31) / 32;
+}
 
 } // namespace mlir::act
 

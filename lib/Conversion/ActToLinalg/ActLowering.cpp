@@ -976,16 +976,6 @@ static Value isNonzeroBits(OpBuilder &b, Location loc, Value x) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bits, zero);
 }
 
-/// A copy of 1-D `from` into a new tensor<? x T> (its dim 0 dynamic).
-static Value copyDynamic(OpBuilder &b, Location loc, Value from) {
-  auto type = cast<RankedTensorType>(from.getType());
-  Value size = b.createOrFold<tensor::DimOp>(loc, from, 0);
-  Value init = tensor::EmptyOp::create(b, loc, {ShapedType::kDynamic},
-                                       type.getElementType(), ValueRange{size});
-  Value cast = tensor::CastOp::create(b, loc, init.getType(), from);
-  return linalg::CopyOp::create(b, loc, cast, init).getResult(0);
-}
-
 std::pair<Value, Value> mlir::act::buildSparseEncode(OpBuilder &b, Location loc,
                                                      Value input,
                                                      const LoweringOptions &) {
@@ -998,10 +988,10 @@ std::pair<Value, Value> mlir::act::buildSparseEncode(OpBuilder &b, Location loc,
 
   // The bitmap: a parallel generic over words, its 32 lanes unrolled
   // (elements past n read element n - 1 and count as unset).
+  Value bitmapInit = emptyRows(b, loc, words, {}, i32);
   Value bitmap =
       linalg::GenericOp::create(
-          b, loc, emptyRows(b, loc, words, {}, i32).getType(), ValueRange{},
-          ValueRange{emptyRows(b, loc, words, {}, i32)},
+          b, loc, bitmapInit.getType(), ValueRange{}, ValueRange{bitmapInit},
           ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
           {utils::IteratorType::parallel},
           [&](OpBuilder &nb, Location nl, ValueRange) {
@@ -1065,7 +1055,10 @@ std::pair<Value, Value> mlir::act::buildSparseEncode(OpBuilder &b, Location loc,
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value none = tensor::EmptyOp::create(b, loc, {ShapedType::kDynamic}, i32,
                                          ValueRange{ix.c(0)});
-    scf::YieldOp::create(b, loc, ValueRange{none, copyDynamic(b, loc, flat)});
+    // The value itself, no copy (its buffer becomes the storage).
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{none, tensor::CastOp::create(b, loc, valuesType, flat)});
 
     b.setInsertionPointToStart(ifOp.elseBlock());
     Value values = tensor::EmptyOp::create(b, loc, {ShapedType::kDynamic},
@@ -1124,88 +1117,79 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
         loc, n, ShapedType::isDynamic(d) ? dynamicSizes[next++] : ix.c(d));
   Type elementType = type.getElementType();
   Type i32 = b.getI32Type();
-  Value words = ix.ceilDiv(n, 32);
+  // The words stored: ceil(n / 32), or none in the dense fallback.
   Value stored = b.createOrFold<tensor::DimOp>(loc, bitmap, 0);
-  Value flatInit = emptyRows(b, loc, n, {}, elementType);
-  auto flatType = cast<RankedTensorType>(flatInit.getType());
-  Value dense = arith::AndIOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, stored, ix.c(0)),
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, n, ix.c(0)));
-  auto ifOp = scf::IfOp::create(b, loc, TypeRange{flatType}, dense,
-                                /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    Value all = tensor::CastOp::create(b, loc, flatType, values);
-    Value copy = linalg::CopyOp::create(b, loc, all,
-                                        emptyRows(b, loc, n, {}, elementType))
-                     .getResult(0);
-    scf::YieldOp::create(b, loc, copy);
-
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    // Where each word's values start: a sequential scan of popcounts.
-    Value offsetsInit = emptyRows(b, loc, words, {}, i32);
-    auto scan = scf::ForOp::create(
-        b, loc, ix.c(0), words, ix.c(1),
-        ValueRange{offsetsInit, i32Const(b, loc, 0)},
-        [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
-          Value word = tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
-          Value offsets =
-              tensor::InsertOp::create(nb, nl, iter[1], iter[0], ValueRange{w});
-          Value total = arith::AddIOp::create(
-              nb, nl, iter[1], math::CtPopOp::create(nb, nl, word).getResult());
-          scf::YieldOp::create(nb, nl, ValueRange{offsets, total});
-        });
-    Value offsets = scan.getResult(0);
-    // The gather: element i is set -> values[offset of its word + set bits
-    // below it in the word], else zero.
-    Value out =
-        linalg::GenericOp::create(
-            b, loc, flatType, ValueRange{}, ValueRange{flatInit},
-            ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
-            {utils::IteratorType::parallel},
-            [&](OpBuilder &nb, Location nl, ValueRange) {
-              IndexMath nx{nb, nl};
-              Value i = linalg::IndexOp::create(nb, nl, 0);
-              Value w = nx.div(i, 32);
-              Value lane = arith::IndexCastUIOp::create(nb, nl, i32,
-                                                        nx.rem(i, nx.c(32)));
-              Value word =
-                  tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
-              Value one = i32Const(nb, nl, 1);
-              Value bit = arith::ShLIOp::create(nb, nl, one, lane);
-              Value set = arith::CmpIOp::create(
-                  nb, nl, arith::CmpIPredicate::ne,
-                  arith::AndIOp::create(nb, nl, word, bit),
-                  i32Const(nb, nl, 0));
-              Value below = arith::AndIOp::create(
-                  nb, nl, word, arith::SubIOp::create(nb, nl, bit, one));
-              auto pick =
-                  scf::IfOp::create(nb, nl, TypeRange{elementType}, set, true);
-              {
-                OpBuilder::InsertionGuard g(nb);
-                nb.setInsertionPointToStart(pick.thenBlock());
-                Value rank = arith::AddIOp::create(
-                    nb, nl,
-                    tensor::ExtractOp::create(nb, nl, offsets, ValueRange{w}),
-                    math::CtPopOp::create(nb, nl, below).getResult());
-                Value at = arith::IndexCastUIOp::create(
-                    nb, nl, nb.getIndexType(), rank);
-                scf::YieldOp::create(
-                    nb, nl,
-                    tensor::ExtractOp::create(nb, nl, values, ValueRange{at})
-                        .getResult());
-                nb.setInsertionPointToStart(pick.elseBlock());
-                scf::YieldOp::create(nb, nl,
-                                     arith::ConstantOp::create(
-                                         nb, nl, nb.getZeroAttr(elementType))
-                                         .getResult());
-              }
-              linalg::YieldOp::create(nb, nl, pick.getResult(0));
-            })
-            .getResult(0);
-    scf::YieldOp::create(b, loc, out);
-  }
-  return unflatten(b, loc, ifOp.getResult(0), type, dynamicSizes);
+  Value dense =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, stored, ix.c(0));
+  // Where each word's values start: a sequential scan of popcounts.
+  Value offsetsInit = emptyRows(b, loc, stored, {}, i32);
+  auto scan = scf::ForOp::create(
+      b, loc, ix.c(0), stored, ix.c(1),
+      ValueRange{offsetsInit, i32Const(b, loc, 0)},
+      [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
+        Value word = tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
+        Value offsets =
+            tensor::InsertOp::create(nb, nl, iter[1], iter[0], ValueRange{w});
+        Value total = arith::AddIOp::create(
+            nb, nl, iter[1], math::CtPopOp::create(nb, nl, word).getResult());
+        scf::YieldOp::create(nb, nl, ValueRange{offsets, total});
+      });
+  Value offsets = scan.getResult(0);
+  // One parallel gather: element i is values[i] (dense fallback), or, when
+  // its bit is set, values[offset of its word + set bits below it], else
+  // zero.
+  Value init = emptyRows(b, loc, n, {}, elementType);
+  Value out =
+      linalg::GenericOp::create(
+          b, loc, init.getType(), ValueRange{}, ValueRange{init},
+          ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
+          {utils::IteratorType::parallel},
+          [&](OpBuilder &nb, Location nl, ValueRange) {
+            IndexMath nx{nb, nl};
+            Value i = linalg::IndexOp::create(nb, nl, 0);
+            auto pick =
+                scf::IfOp::create(nb, nl, TypeRange{elementType}, dense, true);
+            OpBuilder::InsertionGuard g(nb);
+            nb.setInsertionPointToStart(pick.thenBlock());
+            scf::YieldOp::create(
+                nb, nl,
+                tensor::ExtractOp::create(nb, nl, values, ValueRange{i})
+                    .getResult());
+            nb.setInsertionPointToStart(pick.elseBlock());
+            Value w = nx.div(i, 32);
+            Value lane =
+                arith::IndexCastUIOp::create(nb, nl, i32, nx.rem(i, nx.c(32)));
+            Value word =
+                tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
+            Value one = i32Const(nb, nl, 1);
+            Value bit = arith::ShLIOp::create(nb, nl, one, lane);
+            Value set = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::ne,
+                arith::AndIOp::create(nb, nl, word, bit), i32Const(nb, nl, 0));
+            Value below = arith::AndIOp::create(
+                nb, nl, word, arith::SubIOp::create(nb, nl, bit, one));
+            auto gather =
+                scf::IfOp::create(nb, nl, TypeRange{elementType}, set, true);
+            scf::YieldOp::create(nb, nl, gather.getResult(0));
+            nb.setInsertionPointToStart(gather.thenBlock());
+            Value rank = arith::AddIOp::create(
+                nb, nl,
+                tensor::ExtractOp::create(nb, nl, offsets, ValueRange{w}),
+                math::CtPopOp::create(nb, nl, below).getResult());
+            Value at =
+                arith::IndexCastUIOp::create(nb, nl, nb.getIndexType(), rank);
+            scf::YieldOp::create(
+                nb, nl,
+                tensor::ExtractOp::create(nb, nl, values, ValueRange{at})
+                    .getResult());
+            nb.setInsertionPointToStart(gather.elseBlock());
+            scf::YieldOp::create(
+                nb, nl,
+                arith::ConstantOp::create(nb, nl, nb.getZeroAttr(elementType))
+                    .getResult());
+            nb.setInsertionPointAfter(pick);
+            linalg::YieldOp::create(nb, nl, pick.getResult(0));
+          })
+          .getResult(0);
+  return unflatten(b, loc, out, type, dynamicSizes);
 }

@@ -38,7 +38,8 @@ struct InsertEncodeDecodePass
 
 private:
   /// The encoding `saved` gets, or null (with a remark) when it stays as is.
-  EncodingAttrInterface chooseEncoding(const SavedValue &saved);
+  EncodingAttrInterface chooseEncoding(TrainingGraph &graph,
+                                       const SavedValue &saved);
 
   EncodingAttrInterface uniform;
   llvm::SmallSet<int64_t, 8> include, exclude;
@@ -61,6 +62,11 @@ LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
                << id;
   include.insert(includeIds.begin(), includeIds.end());
   exclude.insert(excludeIds.begin(), excludeIds.end());
+  if (!(sparseDensity >= 0.0 && sparseDensity <= 1.0))
+    return emitError(loc("sparse-density"),
+                     "act-insert-encode-decode: sparse-density must be in "
+                     "[0, 1], got ")
+           << double(sparseDensity);
   if (minBytes < 0)
     return emitError(loc("min-bytes"),
                      "act-insert-encode-decode: min-bytes must not be "
@@ -111,7 +117,8 @@ LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
 }
 
 EncodingAttrInterface
-InsertEncodeDecodePass::chooseEncoding(const SavedValue &saved) {
+InsertEncodeDecodePass::chooseEncoding(TrainingGraph &graph,
+                                       const SavedValue &saved) {
   if (!isEncodingCandidate(saved, encodeLossHead, minBytes))
     return nullptr;
   if ((!include.empty() && !include.contains(saved.id)) ||
@@ -122,6 +129,16 @@ InsertEncodeDecodePass::chooseEncoding(const SavedValue &saved) {
   // whatever the uniform encoding is.
   if (IndexEncodingAttr narrow = getIndexEncoding(saved))
     return narrow;
+  if (policy == EncodingPolicy::Lossless) {
+    // Sparse storage where the IR makes zeros structural; for a value read
+    // only through sign tests it carries the masks (nothing else is stored).
+    if (!isa<FloatType>(type.getElementType()) ||
+        (!hasStructuralZeros(saved.value) &&
+         !isReadOnlyThroughSignTests(graph, saved)))
+      return nullptr;
+    return SparseEncodingAttr::get(type.getContext(),
+                                   llvm::APFloat(double(sparseDensity)));
+  }
   if (failed(uniform.verifyTensorType(type, [&] {
         return emitRemark(saved.value.getLoc(), "act: saved value ")
                << saved.id << " is not encoded: ";
@@ -158,6 +175,7 @@ void InsertEncodeDecodePass::runOnOperation() {
   }
   for (TrainingGraph &graph : *graphs)
     insertEncodings(
-        graph, [&](const SavedValue &saved) { return chooseEncoding(saved); },
+        graph,
+        [&](const SavedValue &saved) { return chooseEncoding(graph, saved); },
         fewBit);
 }

@@ -685,6 +685,83 @@ IndexEncodingAttr mlir::act::getIndexEncoding(const SavedValue &saved) {
   return IndexEncodingAttr::get(type.getContext(), bits);
 }
 
+/// Whether `v` (a scalar in a generic's body) is a constant zero: a
+/// constant, or the block argument of an input filled with one.
+static bool isZeroScalar(Value v) {
+  if (matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero()))
+    return true;
+  auto arg = dyn_cast<BlockArgument>(v);
+  auto generic =
+      arg ? dyn_cast<linalg::GenericOp>(arg.getOwner()->getParentOp())
+          : linalg::GenericOp();
+  if (!generic)
+    return false;
+  OpOperand *operand = generic.getMatchingOpOperand(arg);
+  Value fill =
+      generic.isDpsInput(operand) ? getFillConstant(operand->get()) : Value();
+  return fill &&
+         (matchPattern(fill, m_AnyZeroFloat()) || matchPattern(fill, m_Zero()));
+}
+
+bool mlir::act::hasStructuralZeros(Value v) {
+  // Views and zero padding keep the zeros.
+  while (true) {
+    Operation *op = v.getDefiningOp();
+    if (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+                        tensor::ExtractSliceOp, tensor::ReshapeOp,
+                        tensor::CastOp>(op)) {
+      v = op->getOperand(0);
+      continue;
+    }
+    if (auto pad = dyn_cast_or_null<tensor::PadOp>(op)) {
+      Value padding = pad.getConstantPaddingValue();
+      if (!padding || !isZeroScalar(padding))
+        return false;
+      v = pad.getSource();
+      continue;
+    }
+    break;
+  }
+  auto result = dyn_cast<OpResult>(v);
+  auto generic = result ? dyn_cast<linalg::GenericOp>(result.getOwner())
+                        : linalg::GenericOp();
+  if (!generic)
+    return false;
+  Block &body = generic.getRegion().front();
+  Value yielded = body.getTerminator()->getOperand(result.getResultNumber());
+  Value out =
+      body.getArgument(generic.getNumDpsInputs() + result.getResultNumber());
+  Operation *op = yielded.getDefiningOp();
+  if (!op)
+    return false;
+  // ReLU-like: max(a, 0) or a select with a zero branch.
+  if (isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp>(op) &&
+      llvm::any_of(op->getOperands(), isZeroScalar))
+    return true;
+  if (auto select = dyn_cast<arith::SelectOp>(op);
+      select && (isZeroScalar(select.getTrueValue()) ||
+                 isZeroScalar(select.getFalseValue())))
+    return true;
+  // A max reduction (max pool) of a value with structural zeros:
+  // max(a, out) or select(a > out, a, out), `a` read from the input.
+  if (!llvm::is_contained(generic.getIteratorTypesArray(),
+                          utils::IteratorType::reduction))
+    return false;
+  SmallVector<Value, 2> operands;
+  if (isa<arith::MaximumFOp, arith::MaxNumFOp>(op))
+    operands.assign(op->getOperands().begin(), op->getOperands().end());
+  else if (auto select = dyn_cast<arith::SelectOp>(op))
+    operands = {select.getTrueValue(), select.getFalseValue()};
+  if (operands.size() != 2 || !llvm::is_contained(operands, out))
+    return false;
+  Value a = operands[0] == out ? operands[1] : operands[0];
+  auto arg = dyn_cast<BlockArgument>(a);
+  if (!arg || arg.getOwner() != &body)
+    return false;
+  OpOperand *operand = generic.getMatchingOpOperand(arg);
+  return generic.isDpsInput(operand) && hasStructuralZeros(operand->get());
+}
+
 namespace {
 class Inserter {
 public:
@@ -1056,10 +1133,11 @@ FewBitEncodingAttr mlir::act::getFewBitEncoding(TrainingGraph &graph,
 void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
                                 const FewBitPolicy &fewBit) {
   Inserter inserter(graph);
-  // Backward ops that read a lossily encoded value only through its sign
-  // (ReLU's backward) read an exact 1-bit mask instead: rounding a small
-  // positive value to zero would flip the sign test, a bias rather than
-  // noise (docs/Exporter.md).
+  // Backward ops that read an encoded value only through its sign (ReLU's
+  // backward) read an exact 1-bit mask instead: under a lossy encoding,
+  // rounding a small positive value to zero would flip the sign test, a
+  // bias rather than noise (docs/Exporter.md); under a lossless one the
+  // mask is smaller (Gist's Binarize).
   SmallVector<std::pair<const SavedValue *, SignTests>> signTests;
   for (const SavedValue &saved : graph.saved) {
     EncodingAttrInterface encoding = choose(saved);
@@ -1089,6 +1167,10 @@ void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
         if (chosen)
           continue;
       }
+    }
+    // Sign tests read a 1-bit mask, under any encoding of a float (lossless
+    // ones too: the mask is smaller than any value encoding).
+    if (isa<FloatType>(type.getElementType())) {
       size_t numUses;
       SignTests tests = findSignTests(graph, saved, numUses);
       if (!tests.empty()) {

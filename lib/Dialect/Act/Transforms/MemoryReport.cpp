@@ -8,6 +8,7 @@
 
 #include "act/Analysis/MemoryEstimate.h"
 #include "act/Analysis/TrainingGraph.h"
+#include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
 
 #include "mlir/Support/FileUtilities.h"
@@ -32,7 +33,9 @@ constexpr int64_t kReportVersion = 1;
 /// One row of the report.
 struct Row {
   int64_t id;
-  std::string producer, location, shape, dtype, encoding, status;
+  std::string producer, location, shape, dtype, encoding, status, why;
+  /// The encoded size depends on the data (an estimate, #act.sparse).
+  bool estimated = false;
   SmallVector<int64_t> dims;
   std::optional<int64_t> before, after;
 };
@@ -89,8 +92,19 @@ Row makeRow(const SavedValue &saved) {
   if (auto encoded = dyn_cast<EncodedType>(saved.value.getType())) {
     row.encoding = print(encoded.getEncoding());
     if (std::optional<StorageLayout> layout =
-            encoded.getEncoding().getStorageLayout(type))
+            encoded.getEncoding().getStorageLayout(type)) {
       row.after = layout->getTotalBytes();
+      row.estimated = layout->estimated;
+    }
+    // Why: what the analyses proved for the encodings they choose.
+    Attribute encoding = encoded.getEncoding();
+    row.why =
+        isa<MaskEncodingAttr>(encoding)     ? "read only through sign tests"
+        : isa<FewBitEncodingAttr>(encoding) ? "read only through phi(x)"
+        : isa<IndexEncodingAttr>(encoding)  ? "integer range proven"
+        : isa<SparseEncodingAttr>(encoding) && hasStructuralZeros(saved.origin)
+            ? "zeros made by a ReLU-like op"
+            : "policy";
   } else {
     row.encoding = "none";
     row.after = row.before;
@@ -141,13 +155,22 @@ void printTable(const GraphReport &report, raw_ostream &os) {
     os << " / @" << report.backward;
   os << " (" << report.form << " form)\n";
   constexpr const char *format =
-      "{0,4}  {1,-24} {2,-16} {3,-5} {4,12} {5,12}  {6,-12} {7,-28} {8}\n";
+      "{0,4}  {1,-24} {2,-16} {3,-5} {4,12} {5,12}  {6,-12} {7,-28} {8}"
+      "{9}\n";
   os << llvm::formatv(format, "id", "producer", "shape", "dtype", "bytes",
-                      "encoded", "status", "encoding", "location");
-  for (const Row &row : report.rows)
+                      "encoded", "status", "encoding", "location", "");
+  bool anyEstimated = false;
+  for (const Row &row : report.rows) {
+    anyEstimated |= row.estimated;
     os << llvm::formatv(format, row.id, row.producer, row.shape, row.dtype,
-                        bytesOrUnknown(row.before), bytesOrUnknown(row.after),
-                        row.status, row.encoding, row.location);
+                        bytesOrUnknown(row.before),
+                        (row.estimated ? "~" : "") + bytesOrUnknown(row.after),
+                        row.status, row.encoding, row.location,
+                        row.why.empty() ? "" : "  (" + row.why + ")");
+  }
+  if (anyEstimated)
+    os << "~: the encoded size depends on the data; estimated at the "
+          "encoding's declared density (act-run measures the real peak)\n";
   os << llvm::formatv("saved activations: {0} values, {1} -> {2} bytes "
                       "({3:F2}x)",
                       report.values, report.savedBefore, report.savedAfter,
@@ -202,6 +225,10 @@ void writeJson(ArrayRef<GraphReport> reports, raw_ostream &os) {
                 optional("bytes_after", row.after);
                 json.attribute("encoding", row.encoding);
                 json.attribute("status", row.status);
+                if (row.estimated)
+                  json.attribute("bytes_after_estimated", true);
+                if (!row.why.empty())
+                  json.attribute("why", row.why);
               });
           });
           json.attributeObject("totals", [&] {

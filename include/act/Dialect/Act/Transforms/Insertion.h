@@ -52,6 +52,12 @@ FewBitEncodingAttr getFewBitEncoding(TrainingGraph &graph,
 /// Lossless by construction.
 IndexEncodingAttr getIndexEncoding(const SavedValue &saved);
 
+/// Whether the IR makes `v` zero wherever a ReLU-like op zeroes it, so
+/// that sparse storage (#act.sparse) can pay: the result of a generic that
+/// yields max(a, 0) or a select with a zero branch, a max reduction (max
+/// pool) of such a value, or views and zero padding of one.
+bool hasStructuralZeros(Value v);
+
 /// Encodes the chosen saved values of `graph` (one training graph) and
 /// updates the split form's function types. Under a lossy encoding, backward
 /// ops that read a float value only through a sign test (`cmpf ogt|oge|une

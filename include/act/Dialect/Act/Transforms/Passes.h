@@ -16,7 +16,7 @@
 namespace mlir::act {
 
 /// How act-insert-encode-decode chooses encodings.
-enum class EncodingPolicy { None, Uniform };
+enum class EncodingPolicy { None, Uniform, Lossless };
 
 #define GEN_PASS_DECL
 #include "act/Dialect/Act/Transforms/Passes.h.inc"

@@ -28,6 +28,15 @@ def ActInsertEncodeDecodePass
     ReLU's backward) read an exact 1-bit `#act.mask` of it instead, which is
     all that is stored if nothing else in the backward reads the value.
 
+    `policy=lossless` stores only what decodes bit for bit (Gist's
+    lossless encodings): sign masks for the values read through sign
+    tests, the narrow integers below, and `#act.sparse` (a bitmap and the
+    nonzero values) for float values the backward needs in full whose zeros
+    the IR makes structural (`hasStructuralZeros`: ReLU outputs, max pools
+    of them, views and zero padding of those), at the density
+    `sparse-density` for the static estimate. Other values stay as they
+    are.
+
     Integer saved values whose range the IR proves to be [0, 2^b) for a b
     below their width (argmax indices: the exporter's window-local max-pool
     indices) are stored as b-bit `#act.index` codes under any policy:
@@ -79,11 +88,19 @@ def ActInsertEncodeDecodePass
              clEnumValN(::mlir::act::EncodingPolicy::None, "none",
                         "encode nothing (the IR is left unchanged)"),
              clEnumValN(::mlir::act::EncodingPolicy::Uniform, "uniform",
-                        "the same `encoding` for every saved value"))}]>,
+                        "the same `encoding` for every saved value"),
+             clEnumValN(::mlir::act::EncodingPolicy::Lossless, "lossless",
+                        "only bitwise-lossless encodings (Gist): sign masks, "
+                        "narrow integers, sparse storage of values with "
+                        "structural zeros"))}]>,
     Option<"encoding", "encoding", "std::string",
            "\"#act.quant<bits = 4>\"",
            "the encoding attribute of the uniform policy, e.g. "
            "'#act.quant<bits = 2, group = 128>' or '#act.float<format = bf16>'">,
+    Option<"sparseDensity", "sparse-density", "double", "0.5",
+           "the fraction of nonzero elements the static estimate assumes "
+           "for values with structural zeros (ReLU outputs) under the "
+           "lossless policy; the run time stores what the data needs">,
     Option<"minBytes", "min-bytes", "int64_t", "1024",
            "leave saved tensors smaller than this many bytes unencoded">,
     Option<"encodeLossHead", "encode-loss-head", "bool", "false",
@@ -152,6 +169,10 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
            "quantization group size of the chosen encodings">,
     Option<"defaultBits", "default-bits", "unsigned", "8",
            "bits of a tensor the profile does not have">,
+    Option<"sparseDensity", "sparse-density", "double", "0.5",
+           "the fraction of nonzero elements the static estimate assumes "
+           "for values with structural zeros (ReLU outputs) under the "
+           "lossless policy; the run time stores what the data needs">,
     Option<"minBytes", "min-bytes", "int64_t", "1024",
            "leave saved tensors smaller than this many bytes unencoded">,
     Option<"reportFile", "report", "std::string", "\"\"",

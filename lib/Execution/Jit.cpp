@@ -121,6 +121,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     lowering.target = target.gpu                 ? LoweringTarget::GPU
                       : target.emulateGpuKernels ? LoweringTarget::GPUEmulated
                                                  : LoweringTarget::CPU;
+    lowering.recordStorage = target.recordStorage;
     pm.addPass(createConvertActToLinalgPass(lowering));
     if (failed(pm.run(module)))
       return llvm::createStringError("lowering the act ops failed");
@@ -158,6 +159,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     CPUPipelineOptions options;
     options.countAllocations = countAllocations;
     options.emulateGpuKernels = target.emulateGpuKernels;
+    options.recordStorage = target.recordStorage;
     buildCPUPipeline(pm, options);
   }
   if (failed(pm.run(module)))

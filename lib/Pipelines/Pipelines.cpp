@@ -39,11 +39,13 @@ using namespace mlir;
 /// CPU and the GPU pipeline start from.
 static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
                                  act::LoweringTarget target,
-                                 int64_t gpuBlockSize = 256) {
+                                 int64_t gpuBlockSize = 256,
+                                 bool recordStorage = false) {
   bool vectorize = target == act::LoweringTarget::CPU;
   act::ConvertActToLinalgPassOptions lowering;
   lowering.target = target;
   lowering.gpuBlockSize = gpuBlockSize;
+  lowering.recordStorage = recordStorage;
   pm.addPass(act::createConvertActToLinalgPass(lowering));
   // Elementwise arith/math on tensors become linalg.generic, which bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
@@ -93,7 +95,8 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   buildBufferizedLoops(pm, options.resultsToOutParams,
                        options.emulateGpuKernels
                            ? act::LoweringTarget::GPUEmulated
-                           : act::LoweringTarget::CPU);
+                           : act::LoweringTarget::CPU,
+                       /*gpuBlockSize=*/256, options.recordStorage);
 
   // Contractions and convolutions call the runtime's kernels; the rest
   // (elementwise chains, reductions, the encodings) become loops.

@@ -61,6 +61,14 @@ def step(mlir, inputs, out_dir, num_results, *extra, timeout=None):
     return results, peak, ms
 
 
+def stored_bytes(mlir, inputs):
+    """The bytes each encoded value was stored in, by id, as one step with
+    these inputs produced them (act-run --storage: data-dependent encodings,
+    #act.sparse, measured)."""
+    r = run("act-run", mlir, "--inputs=" + ",".join(inputs), "--storage")
+    return {int(i): int(b) for i, b in re.findall(r"storage: id (\d+): (\d+) bytes", r.stdout)}
+
+
 def relative_errors(got, want):
     """Relative L2 error of each array of `got` against `want`."""
     errors = []

@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 
 #include <malloc.h>
 
@@ -89,6 +91,30 @@ extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
   backing.release(header->base);
 }
 
+namespace {
+std::mutex storageMutex;
+/// slot -> (id, bytes).
+std::map<int64_t, std::pair<int64_t, int64_t>> storageBytes;
+} // namespace
+
+extern "C" void act_record_storage(int64_t id, int64_t slot, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(storageMutex);
+  storageBytes[slot] = {id, bytes};
+}
+
+std::vector<act::rt::StorageRecord> act::rt::getStorageRecords() {
+  std::lock_guard<std::mutex> lock(storageMutex);
+  std::vector<StorageRecord> records;
+  for (auto &[slot, record] : storageBytes)
+    records.push_back({record.first, slot, record.second});
+  return records;
+}
+
+void act::rt::clearStorageRecords() {
+  std::lock_guard<std::mutex> lock(storageMutex);
+  storageBytes.clear();
+}
+
 void act::rt::setBacking(Backing b) { backing = b; }
 
 act::rt::MemoryStats act::rt::getMemoryStats() {
@@ -105,6 +131,7 @@ const act::rt::HookSymbol *act::rt::getAllocationHooks(size_t &count) {
        reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc)},
       {"_mlir_memref_to_llvm_free",
        reinterpret_cast<void *>(&_mlir_memref_to_llvm_free)},
+      {"act_record_storage", reinterpret_cast<void *>(&act_record_storage)},
   };
   count = sizeof(hooks) / sizeof(hooks[0]);
   return hooks;

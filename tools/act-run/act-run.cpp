@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::act;
@@ -96,6 +97,12 @@ static cl::opt<std::string> gpuChip("gpu-chip", cl::init("sm_90"),
 static cl::opt<std::string> gpuFeatures("gpu-features", cl::init("+ptx80"),
                                         cl::desc("--device=gpu: PTX features"),
                                         cl::cat(runCategory));
+static cl::opt<bool> storage(
+    "storage",
+    cl::desc("report the bytes each encoded tensor was stored in, as the "
+             "run produced them (data-dependent encodings such as "
+             "#act.sparse included), and their total"),
+    cl::cat(measureCategory));
 static cl::opt<unsigned> repeat("repeat", cl::init(1),
                                 cl::desc("run the step this many times and "
                                          "report the median time"),
@@ -262,6 +269,10 @@ int main(int argc, char **argv) {
   JitTarget target;
   target.gpu = device == Device::GPU;
   target.emulateGpuKernels = device == Device::GPUEmulated;
+  target.recordStorage = storage;
+  if (storage && target.gpu)
+    return fail("--storage is not available with --device=gpu (use "
+                "--device=cpu or gpu-emulated: the same storage)");
   target.chip = gpuChip;
   target.features = gpuFeatures;
   auto compiled = Step::compile(*module, entry, target);
@@ -354,5 +365,18 @@ int main(int argc, char **argv) {
   llvm::outs() << "memory: peak " << peak << " bytes, live after " << liveAfter
                << " bytes (allocated by the step"
                << (target.gpu ? ", CUDA managed memory" : "") << ")\n";
+  if (storage) {
+    // By id: a value stored twice (sign mask and value) is one line.
+    std::map<int64_t, int64_t> byId;
+    int64_t total = 0;
+    for (const rt::StorageRecord &r : rt::getStorageRecords()) {
+      byId[r.id] += r.bytes;
+      total += r.bytes;
+    }
+    for (auto [id, bytes] : byId)
+      llvm::outs() << "storage: id " << id << ": " << bytes << " bytes\n";
+    llvm::outs() << "storage: " << byId.size() << " encoded values, " << total
+                 << " bytes\n";
+  }
   return 0;
 }

@@ -60,6 +60,10 @@ def ConvertActToLinalgPass : Pass<"convert-act-to-linalg", "::mlir::ModuleOp"> {
                         "shuffling): checks the GPU kernels without a GPU"))}]>,
     Option<"gpuBlockSize", "gpu-block-size", "int64_t", /*default=*/"256",
            "Threads per block of the target=gpu kernels (a multiple of 32)">,
+    Option<"recordStorage", "record-storage", "bool", /*default=*/"false",
+           "each encode calls the runtime's act_record_storage(id, bytes) "
+           "with its storage's size at run time (what data-dependent "
+           "encodings, #act.sparse, really store; act-run --storage)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

@@ -47,6 +47,9 @@ struct JitTarget {
   /// CPU only: the encodings lowered to the GPU kernels, run as loops
   /// (act-cpu-pipeline{emulate-gpu-kernels}).
   bool emulateGpuKernels = false;
+  /// CPU only: encodes report their storage's bytes at run time
+  /// (act::rt::getStorageRecords; act-cpu-pipeline{record-storage}).
+  bool recordStorage = false;
 };
 
 class JitFunction {

@@ -31,6 +31,11 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "kernels (convert-linalg-to-act-kernels: oneDNN GEMMs, "
                      "threaded); false: loops"),
       llvm::cl::init(true)};
+  Option<bool> recordStorage{
+      *this, "record-storage",
+      llvm::cl::desc("each encode reports its storage's bytes at run time "
+                     "to the runtime (act_record_storage; act-run --storage)"),
+      llvm::cl::init(false)};
 };
 
 /// What act-gpu-pipeline embeds for each gpu.module.

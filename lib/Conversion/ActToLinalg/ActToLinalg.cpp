@@ -43,11 +43,16 @@ std::optional<RankedTensorType> getDimsType(EncodedType type) {
   return RankedTensorType::get({dynamic}, IndexType::get(type.getContext()));
 }
 
+/// The runtime function encodes report their storage to (Memory.h).
+constexpr llvm::StringLiteral kRecordStorageFunction = "act_record_storage";
+
 struct EncodeOpLowering : OpConversionPattern<EncodeOp> {
   EncodeOpLowering(const TypeConverter &converter, MLIRContext *context,
                    LoweringOptions options)
       : OpConversionPattern(converter, context), options(options) {}
   LoweringOptions options;
+  /// The next encode's slot for act_record_storage.
+  std::shared_ptr<int64_t> nextSlot = std::make_shared<int64_t>(0);
 
   LogicalResult
   matchAndRewrite(EncodeOp op, OneToNOpAdaptor adaptor,
@@ -65,6 +70,35 @@ struct EncodeOpLowering : OpConversionPattern<EncodeOp> {
         if (ShapedType::isDynamic(d))
           dims.push_back(tensor::DimOp::create(rewriter, loc, input, i));
       storage.push_back(tensor::FromElementsOp::create(rewriter, loc, dims));
+    }
+    if (options.recordStorage) {
+      // The storage's bytes as the run produced them.
+      Value bytes = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      for (Value part : storage) {
+        auto partType = cast<RankedTensorType>(part.getType());
+        Value count = arith::ConstantIndexOp::create(rewriter, loc, 1);
+        for (int64_t d = 0; d < partType.getRank(); ++d)
+          count = rewriter.createOrFold<arith::MulIOp>(
+              loc, count, rewriter.createOrFold<tensor::DimOp>(loc, part, d));
+        int64_t width =
+            std::max<int64_t>(1, partType.getElementTypeBitWidth() / 8);
+        if (partType.getElementType().isIndex())
+          width = 8;
+        bytes = rewriter.createOrFold<arith::AddIOp>(
+            loc, bytes,
+            rewriter.createOrFold<arith::MulIOp>(
+                loc, count,
+                arith::ConstantIndexOp::create(rewriter, loc, width)));
+      }
+      Type i64 = rewriter.getI64Type();
+      // A value may be stored twice (its sign mask and itself): each
+      // encode reports as its own slot.
+      func::CallOp::create(
+          rewriter, loc, kRecordStorageFunction, TypeRange{},
+          ValueRange{
+              arith::ConstantIntOp::create(rewriter, loc, i64, op.getId()),
+              arith::ConstantIntOp::create(rewriter, loc, i64, (*nextSlot)++),
+              arith::IndexCastOp::create(rewriter, loc, i64, bytes)});
     }
     rewriter.replaceOpWithMultiple(op, {storage});
     return success();
@@ -167,6 +201,17 @@ struct ConvertActToLinalgPass
     LoweringOptions options;
     options.target = target;
     options.gpuBlockSize = gpuBlockSize;
+    options.recordStorage = recordStorage;
+    ModuleOp module = getOperation();
+    if (recordStorage && !module.lookupSymbol(kRecordStorageFunction)) {
+      // act_record_storage(id, bytes), defined by act's runtime.
+      OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
+      Type i64 = builder.getI64Type();
+      auto decl =
+          func::FuncOp::create(builder, module.getLoc(), kRecordStorageFunction,
+                               builder.getFunctionType({i64, i64, i64}, {}));
+      decl.setPrivate();
+    }
     patterns.add<EncodeOpLowering, DecodeOpLowering>(converter, context,
                                                      options);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,

@@ -44,6 +44,9 @@ struct LoweringOptions {
   LoweringTarget target = LoweringTarget::CPU;
   /// Threads per block of the GPU kernels.
   int64_t gpuBlockSize = 256;
+  /// Every encode reports its storage's bytes at run time through
+  /// act_record_storage(id, bytes) (act-run --storage).
+  bool recordStorage = false;
 };
 
 /// Attaches the lowering models of act's encodings (the promised

@@ -12,11 +12,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 extern "C" {
 void *_mlir_memref_to_llvm_alloc(size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 void _mlir_memref_to_llvm_free(void *ptr);
+/// Called by encodes lowered with convert-act-to-linalg{record-storage}:
+/// the encode numbered `slot` in its module stored tensor `id` in `bytes`
+/// bytes (its storage tensors' sizes at run time: what data-dependent
+/// encodings really took). A tensor stored twice (a sign mask and the
+/// value) reports from two slots.
+void act_record_storage(int64_t id, int64_t slot, int64_t bytes);
 }
 
 namespace act::rt {
@@ -45,7 +52,16 @@ void setBacking(Backing backing);
 /// Sets the peak to the current live bytes.
 void resetPeak();
 
-/// The allocation hooks by name, for a JIT's symbol table.
+/// The bytes each encode stored, by slot, as the last act_record_storage
+/// calls reported them (cleared by clearStorageRecords).
+struct StorageRecord {
+  int64_t id, slot, bytes;
+};
+std::vector<StorageRecord> getStorageRecords();
+void clearStorageRecords();
+
+/// The allocation hooks (and act_record_storage) by name, for a JIT's
+/// symbol table.
 struct HookSymbol {
   const char *name;
   void *address;

@@ -125,6 +125,11 @@ void LivenessModel::addAliases(Block &block, unsigned start) {
       unite(op.getResult(0), op.getOperand(0));
       continue;
     }
+    // act.recomputed is the backward's recomputed tensor itself.
+    if (auto recomputed = dyn_cast<RecomputedOp>(op)) {
+      unite(recomputed.getResult(), recomputed.getValue());
+      continue;
+    }
     if (!withEncodings && isa<EncodeOp, DecodeOp>(op))
       unite(op.getResult(0), op.getOperand(0));
   }

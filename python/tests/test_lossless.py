@@ -49,17 +49,18 @@ def test_narrow_pool_indices_are_bitwise_lossless(spec, batch, tmp_path):
     assert saved == index_bytes - index_bytes // 32
 
 
-@pytest.mark.parametrize("spec,batch", [("cnn", 8), (VGG, 2)])
-def test_lossless_policy_is_bitwise_identical(spec, batch, tmp_path):
+@pytest.mark.parametrize("spec,batch,recompute", [("cnn", 8, 0), (VGG, 2, 0), (VGG, 2, 1000)])
+def test_lossless_policy_is_bitwise_identical(spec, batch, recompute, tmp_path):
     """policy=lossless: sign masks, narrow indices and sparse ReLU outputs
-    (#act.sparse); the step's loss and gradients are bitwise identical to
-    the unencoded step's, and the report says why each value got its
-    encoding."""
+    (#act.sparse), and with recompute-ops-per-byte the convolution outputs
+    recomputed in the backward (#act.recompute); the step's loss and
+    gradients are bitwise identical to the unencoded step's, and the report
+    says why each value got its encoding."""
     manifest = export(spec, batch, 0, str(tmp_path))
     src = manifest["files"]["joint"]
     plain = driver.insert(src, str(tmp_path / "plain.mlir"), "policy=none")
     lossless = driver.insert(src, str(tmp_path / "lossless.mlir"),
-                             "policy=lossless min-bytes=0")
+                             f"policy=lossless min-bytes=0 recompute-ops-per-byte={recompute}")
     text = open(lossless).read()
     assert "#act.sparse" in text and "#act.mask" in text and "#act.index" in text
     assert "#act.quant" not in text and "act.seeds" not in text
@@ -86,8 +87,19 @@ def test_lossless_policy_is_bitwise_identical(spec, batch, tmp_path):
         # Never more than the value itself (the dense fallback), plus the
         # sign mask where one is stored too.
         assert stored[row["id"]] <= row["bytes_before"] * 33 // 32
-    print(f"{manifest['model']}: lossless policy, bitwise identical gradients; saved bytes "
+    ratio = totals['saved_bytes_before'] / measured
+    if recompute:
+        convolutions = [row for row in report["saved"]
+                        if row["producer"] == "linalg.conv_2d_nchw_fchw"]
+        assert convolutions and all(row["encoding"] == "#act.recompute"
+                                    and row["why"] == "recomputed in the backward"
+                                    for row in convolutions)
+        # Gist's setting with BatchNorm: >= 3x lossless only with the
+        # convolution outputs recomputed (docs/Encodings.md).
+        assert ratio >= 3.0, ratio
+    print(f"{manifest['model']}: lossless policy, recompute-ops-per-byte={recompute}, "
+          f"bitwise identical gradients; saved bytes "
           f"{totals['saved_bytes_before']} -> {measured} measured "
-          f"({totals['saved_bytes_before'] / measured:.2f}x; static estimate at density 0.5: "
+          f"({ratio:.2f}x; static estimate at density 0.5: "
           f"{totals['saved_bytes_after']}, {totals['compression_ratio']:.2f}x); "
           f"measured peak {peak0} -> {peak1} bytes")

@@ -105,6 +105,19 @@ struct EncodeOpLowering : OpConversionPattern<EncodeOp> {
   }
 };
 
+/// act.recomputed is the backward's recomputed tensor; its token (an
+/// #act.recompute value) has no storage.
+struct RecomputedOpLowering : OpConversionPattern<RecomputedOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RecomputedOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getValue().front());
+    return success();
+  }
+};
+
 struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
   DecodeOpLowering(const TypeConverter &converter, MLIRContext *context,
                    LoweringOptions options)
@@ -212,6 +225,7 @@ struct ConvertActToLinalgPass
                                builder.getFunctionType({i64, i64, i64}, {}));
       decl.setPrivate();
     }
+    patterns.add<RecomputedOpLowering>(converter, context);
     patterns.add<EncodeOpLowering, DecodeOpLowering>(converter, context,
                                                      options);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,

@@ -727,6 +727,31 @@ Value EncodingModel<SparseEncodingAttr>::buildDecode(
 }
 
 //===----------------------------------------------------------------------===//
+// #act.recompute
+//===----------------------------------------------------------------------===//
+
+template <>
+void EncodingModel<RecomputeEncodingAttr>::getStorageTypes(
+    Attribute, RankedTensorType, SmallVectorImpl<Type> &) const {
+  // Nothing is stored.
+}
+
+template <>
+SmallVector<Value> EncodingModel<RecomputeEncodingAttr>::buildEncode(
+    Attribute, OpBuilder &, Location, Value, Value, int64_t,
+    const LoweringOptions &) const {
+  return {};
+}
+
+template <>
+Value EncodingModel<RecomputeEncodingAttr>::buildDecode(
+    Attribute, OpBuilder &, Location, ValueRange, RankedTensorType, ValueRange,
+    const LoweringOptions &) const {
+  // act.decode's verifier rejects #act.recompute: act.recomputed reads it.
+  llvm_unreachable("#act.recompute is never decoded");
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -741,5 +766,7 @@ void mlir::act::registerEncodingLoweringExternalModels(
     IndexEncodingAttr::attachInterface<EncodingModel<IndexEncodingAttr>>(*ctx);
     SparseEncodingAttr::attachInterface<EncodingModel<SparseEncodingAttr>>(
         *ctx);
+    RecomputeEncodingAttr::attachInterface<
+        EncodingModel<RecomputeEncodingAttr>>(*ctx);
   });
 }

@@ -168,3 +168,27 @@ func.func @sparse_density(%a: !act.encoded<tensor<4xf32>, #act.sparse<density = 
 
 // expected-error @+1 {{#act.sparse encodes tensors of 8- to 64-bit floats or integers, not 'tensor<4xi1>'}}
 func.func @sparse_i1(%a: !act.encoded<tensor<4xi1>, #act.sparse>) { return }
+
+// -----
+
+func.func @decode_recompute(%e: !act.encoded<tensor<4xf32>, #act.recompute>) -> tensor<4xf32> {
+  // expected-error @+1 {{'act.decode' op cannot decode #act.recompute: nothing is stored; the backward recomputes the value (act.recomputed)}}
+  %d = act.decode %e : !act.encoded<tensor<4xf32>, #act.recompute> -> tensor<4xf32>
+  return %d : tensor<4xf32>
+}
+
+// -----
+
+func.func @recomputed_not_recompute(%e: !act.encoded<tensor<4xf32>, #act.mask<predicate = positive>>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'act.recomputed' op stands for a value encoded #act.recompute, not #act.mask<predicate = positive>}}
+  %r = act.recomputed %e, %y : !act.encoded<tensor<4xf32>, #act.mask<predicate = positive>>, tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @recomputed_type(%e: !act.encoded<tensor<4xf32>, #act.recompute>, %y: tensor<5xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{'act.recomputed' op value type 'tensor<5xf32>' is not the saved value's, 'tensor<4xf32>'}}
+  %r = act.recomputed %e, %y : !act.encoded<tensor<4xf32>, #act.recompute>, tensor<5xf32>
+  return %r : tensor<5xf32>
+}

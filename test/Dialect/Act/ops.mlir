@@ -53,6 +53,8 @@ func.func @parameters(
   // The default density is 1 (printed without the parameter).
   // CHECK-SAME: !act.encoded<tensor<4xi64>, #act.sparse>
   %n: !act.encoded<tensor<4xi64>, #act.sparse<density = 1.0>>,
+  // CHECK-SAME: !act.encoded<tensor<4x4xf32>, #act.recompute>
+  %o: !act.encoded<tensor<4x4xf32>, #act.recompute>,
   // Dynamic dimensions are allowed.
   // CHECK-SAME: !act.encoded<tensor<?x8xf32>, #act.quant<bits = 2>>
   %j: !act.encoded<tensor<?x8xf32>, #act.quant<bits = 2>>) {
@@ -65,4 +67,14 @@ func.func @parameters(
 func.func @forward(%x: tensor<16xf32>) -> !act.encoded<tensor<16xf32>, #act.float<format = bf16>> {
   %e = act.encode %x, id = 7 : tensor<16xf32> -> !act.encoded<tensor<16xf32>, #act.float<format = bf16>>
   return %e : !act.encoded<tensor<16xf32>, #act.float<format = bf16>>
+}
+
+// A recomputed value: the token and the backward's copy.
+// CHECK-LABEL: func.func @recomputed
+// CHECK: act.encode %{{.*}}, id = 2 : tensor<4xf32> -> !act.encoded<tensor<4xf32>, #act.recompute>
+// CHECK: act.recomputed %{{.*}}, %{{.*}} : !act.encoded<tensor<4xf32>, #act.recompute>, tensor<4xf32>
+func.func @recomputed(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %e = act.encode %x, id = 2 : tensor<4xf32> -> !act.encoded<tensor<4xf32>, #act.recompute>
+  %r = act.recomputed %e, %y : !act.encoded<tensor<4xf32>, #act.recompute>, tensor<4xf32>
+  return %r : tensor<4xf32>
 }

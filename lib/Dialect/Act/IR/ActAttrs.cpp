@@ -325,3 +325,26 @@ StorageLayout SparseEncodingAttr::getStorageLayout(int64_t numElements,
   layout.estimated = true;
   return layout;
 }
+
+//===----------------------------------------------------------------------===//
+// RecomputeEncodingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult RecomputeEncodingAttr::verifyTensorType(
+    RankedTensorType, function_ref<InFlightDiagnostic()>) const {
+  return success();
+}
+
+RankedTensorType
+RecomputeEncodingAttr::getDecodedType(RankedTensorType type) const {
+  return type;
+}
+
+// The same ops on the same inputs: the same bits.
+bool RecomputeEncodingAttr::isLossless(Type) const { return true; }
+
+bool RecomputeEncodingAttr::isStochastic() const { return false; }
+
+StorageLayout RecomputeEncodingAttr::getStorageLayout(int64_t, Type) const {
+  return {};
+}

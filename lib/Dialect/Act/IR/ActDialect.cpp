@@ -31,7 +31,7 @@ void ActDialect::initialize() {
   declarePromisedInterfaces<EncodingLoweringAttrInterface, QuantEncodingAttr,
                             FloatEncodingAttr, MaskEncodingAttr,
                             FewBitEncodingAttr, IndexEncodingAttr,
-                            SparseEncodingAttr>();
+                            SparseEncodingAttr, RecomputeEncodingAttr>();
 }
 
 LogicalResult EncodedType::verify(function_ref<InFlightDiagnostic()> emitError,

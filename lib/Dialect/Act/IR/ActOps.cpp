@@ -22,10 +22,27 @@ LogicalResult EncodeOp::verify() {
 
 LogicalResult DecodeOp::verify() {
   auto encoded = cast<EncodedType>(getInput().getType());
+  if (isa<RecomputeEncodingAttr>(encoded.getEncoding()))
+    return emitOpError("cannot decode ")
+           << encoded.getEncoding()
+           << ": nothing is stored; the backward recomputes the value "
+              "(act.recomputed)";
   RankedTensorType expected = encoded.getDecodedType();
   if (getResult().getType() != expected)
     return emitOpError("result type ")
            << getResult().getType() << " does not match what "
            << encoded.getEncoding() << " decodes to: " << expected;
+  return success();
+}
+
+LogicalResult RecomputedOp::verify() {
+  auto encoded = cast<EncodedType>(getToken().getType());
+  if (!isa<RecomputeEncodingAttr>(encoded.getEncoding()))
+    return emitOpError("stands for a value encoded #act.recompute, not ")
+           << encoded.getEncoding();
+  if (getValue().getType() != encoded.getTensorType())
+    return emitOpError("value type ")
+           << getValue().getType() << " is not the saved value's, "
+           << encoded.getTensorType();
   return success();
 }

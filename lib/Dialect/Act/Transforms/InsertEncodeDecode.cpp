@@ -62,6 +62,11 @@ LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
                << id;
   include.insert(includeIds.begin(), includeIds.end());
   exclude.insert(excludeIds.begin(), excludeIds.end());
+  if (!(recomputeOpsPerByte >= 0.0) || !std::isfinite(recomputeOpsPerByte))
+    return emitError(loc("recompute-ops-per-byte"),
+                     "act-insert-encode-decode: recompute-ops-per-byte must "
+                     "be a finite number >= 0, got ")
+           << double(recomputeOpsPerByte);
   if (!(sparseDensity >= 0.0 && sparseDensity <= 1.0))
     return emitError(loc("sparse-density"),
                      "act-insert-encode-decode: sparse-density must be in "
@@ -173,9 +178,16 @@ void InsertEncodeDecodePass::runOnOperation() {
           << " values, ids 0.." << count - 1 << ")";
     }
   }
+  RecomputePolicy recompute;
+  recompute.maxOperationsPerByte = recomputeOpsPerByte;
+  recompute.isCandidate = [&](const SavedValue &saved) {
+    return isEncodingCandidate(saved, encodeLossHead, minBytes) &&
+           (include.empty() || include.contains(saved.id)) &&
+           !exclude.contains(saved.id);
+  };
   for (TrainingGraph &graph : *graphs)
     insertEncodings(
         graph,
         [&](const SavedValue &saved) { return chooseEncoding(graph, saved); },
-        fewBit);
+        fewBit, recompute);
 }

@@ -10,7 +10,9 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Mutex.h"
@@ -762,6 +764,82 @@ bool mlir::act::hasStructuralZeros(Value v) {
   return generic.isDpsInput(operand) && hasStructuralZeros(operand->get());
 }
 
+/// Operations an op computes, for the recompute cost: a linalg op's
+/// iteration count times the operations of its body, else 0 (views,
+/// padding, constants).
+static int64_t countOperations(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp)
+    return 0;
+  uint64_t iterations = 1;
+  for (int64_t range : linalgOp.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(range))
+      return -1;
+    iterations = llvm::SaturatingMultiply(iterations, uint64_t(range));
+  }
+  uint64_t bodyOps =
+      std::max<uint64_t>(1, linalgOp.getBlock()->getOperations().size() - 1);
+  return int64_t(std::min<uint64_t>(
+      llvm::SaturatingMultiply(iterations, bodyOps), uint64_t(INT64_MAX)));
+}
+
+std::optional<RecomputeSlice>
+mlir::act::getRecomputeSlice(TrainingGraph &graph, const SavedValue &saved,
+                             function_ref<bool(Value)> isStored,
+                             function_ref<bool(Value)> isSaved,
+                             double maxOperationsPerByte) {
+  RankedTensorType type = saved.getTensorType();
+  std::optional<int64_t> bytes = type ? getTensorBytes(type) : std::nullopt;
+  if (graph.form != GraphForm::Joint || !bytes || *bytes == 0 ||
+      saved.value != saved.origin || !saved.getProducer())
+    return std::nullopt;
+  Block *body = &graph.forward.getBody().front();
+  constexpr size_t kMaxOps = 16;
+  RecomputeSlice slice;
+  llvm::SetVector<Operation *> ops;
+  SmallVector<Operation *> worklist = {saved.getProducer()};
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (ops.contains(op))
+      continue;
+    // A copy must compute the same thing: no side effects, no values from
+    // nested regions it cannot see.
+    if (op->getBlock() != body || !graph.isForward(op) ||
+        !isMemoryEffectFree(op) || op->getNumResults() == 0)
+      return std::nullopt;
+    int64_t count = countOperations(op);
+    if (count < 0)
+      return std::nullopt;
+    slice.operations = int64_t(std::min<uint64_t>(
+        llvm::SaturatingAdd(uint64_t(slice.operations), uint64_t(count)),
+        uint64_t(INT64_MAX)));
+    ops.insert(op);
+    if (ops.size() > kMaxOps)
+      return std::nullopt;
+    bool failed = false;
+    forEachValueRead(op, body, [&](Value v) {
+      if (failed || isa<BlockArgument>(v) || isStored(v))
+        return; // the step's arguments; values the backward has anyway
+      Operation *def = v.getDefiningOp();
+      // Through another saved value that is not stored (itself
+      // recomputed): no chains of recomputation.
+      if (!def || isSaved(v)) {
+        failed = true;
+        return;
+      }
+      worklist.push_back(def);
+    });
+    if (failed)
+      return std::nullopt;
+  }
+  if (double(slice.operations) > maxOperationsPerByte * double(*bytes))
+    return std::nullopt;
+  slice.ops.assign(ops.begin(), ops.end());
+  llvm::sort(slice.ops,
+             [&](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return slice;
+}
+
 namespace {
 class Inserter {
 public:
@@ -883,6 +961,36 @@ public:
     for (linalg::GenericOp generic : llvm::reverse(read.ops))
       if (generic->use_empty())
         generic->erase();
+  }
+
+  /// Recomputes `saved` in the backward: a copy of `slice` right before
+  /// its first backward use, reading the step's arguments and the other
+  /// saved values (whose decodes, placed later, come before it), marked
+  /// with act.recomputed as the #act.recompute value of `saved` (zero
+  /// bytes). Joint form.
+  void encodeRecompute(const SavedValue &saved, const RecomputeSlice &slice) {
+    Block *block = &graph.forward.getBody().front();
+    Operation *firstUse = firstBackwardUser(saved.value, block);
+    if (!firstUse)
+      return;
+    OpBuilder builder(ctx);
+    auto type = EncodedType::get(ctx, saved.getTensorType(),
+                                 RecomputeEncodingAttr::get(ctx));
+    EncodeOp encode = createEncode(builder, saved, type);
+    builder.setInsertionPoint(firstUse);
+    IRMapping mapping;
+    llvm::SmallPtrSet<Operation *, 16> copies;
+    for (Operation *op : slice.ops)
+      copies.insert(builder.clone(*op, mapping));
+    Value recomputed = mapping.lookup(saved.value);
+    auto marked = RecomputedOp::create(
+        builder, firstUse->getLoc(), recomputed.getType(), encode, recomputed);
+    Value value = saved.value;
+    value.replaceUsesWithIf(marked, [&](OpOperand &use) {
+      Operation *user = block->findAncestorOpInBlock(*use.getOwner());
+      return user != encode && !graph.isForward(user) &&
+             !copies.contains(user) && user != marked;
+    });
   }
 
   void finish() {
@@ -1131,8 +1239,44 @@ FewBitEncodingAttr mlir::act::getFewBitEncoding(TrainingGraph &graph,
 }
 
 void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
-                                const FewBitPolicy &fewBit) {
+                                const FewBitPolicy &fewBit,
+                                const RecomputePolicy &recompute) {
   Inserter inserter(graph);
+  // Recompute first, in id order: a copy reads the forward values it needs,
+  // and the encodings placed after it give it their decoded forms. A value
+  // recomputed is not stored, so later copies recompute through it.
+  llvm::DenseSet<Value> recomputed;
+  if (recompute.maxOperationsPerByte > 0 && graph.form == GraphForm::Joint) {
+    // What the backward has anyway: saved values it reads in full (not
+    // only their sign or phi(x)). A copy must not make it store more.
+    llvm::DenseSet<Value> savedValues, readInFull;
+    for (const SavedValue &saved : graph.saved) {
+      savedValues.insert(saved.value);
+      if (saved.status == SaveStatus::Encodable &&
+          !isReadOnlyThroughSignTests(graph, saved) &&
+          !getFewBitEncoding(graph, saved, fewBit))
+        readInFull.insert(saved.value);
+    }
+    auto isStored = [&](Value v) {
+      return readInFull.contains(v) && !recomputed.contains(v);
+    };
+    for (const SavedValue &saved : graph.saved) {
+      // A value read only through its sign or phi(x) stores far less than
+      // itself: not worth a recomputation.
+      if (!readInFull.contains(saved.value) ||
+          (recompute.isCandidate && !recompute.isCandidate(saved)))
+        continue;
+      std::optional<RecomputeSlice> slice = getRecomputeSlice(
+          graph, saved,
+          [&](Value v) { return v != saved.value && isStored(v); },
+          [&](Value v) { return savedValues.contains(v); },
+          recompute.maxOperationsPerByte);
+      if (!slice)
+        continue;
+      inserter.encodeRecompute(saved, *slice);
+      recomputed.insert(saved.value);
+    }
+  }
   // Backward ops that read an encoded value only through its sign (ReLU's
   // backward) read an exact 1-bit mask instead: under a lossy encoding,
   // rounding a small positive value to zero would flip the sign test, a
@@ -1140,6 +1284,8 @@ void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
   // mask is smaller (Gist's Binarize).
   SmallVector<std::pair<const SavedValue *, SignTests>> signTests;
   for (const SavedValue &saved : graph.saved) {
+    if (recomputed.contains(saved.value))
+      continue;
     EncodingAttrInterface encoding = choose(saved);
     if (!encoding)
       continue;

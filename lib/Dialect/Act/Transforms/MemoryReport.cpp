@@ -99,9 +99,10 @@ Row makeRow(const SavedValue &saved) {
     // Why: what the analyses proved for the encodings they choose.
     Attribute encoding = encoded.getEncoding();
     row.why =
-        isa<MaskEncodingAttr>(encoding)     ? "read only through sign tests"
-        : isa<FewBitEncodingAttr>(encoding) ? "read only through phi(x)"
-        : isa<IndexEncodingAttr>(encoding)  ? "integer range proven"
+        isa<MaskEncodingAttr>(encoding)        ? "read only through sign tests"
+        : isa<FewBitEncodingAttr>(encoding)    ? "read only through phi(x)"
+        : isa<IndexEncodingAttr>(encoding)     ? "integer range proven"
+        : isa<RecomputeEncodingAttr>(encoding) ? "recomputed in the backward"
         : isa<SparseEncodingAttr>(encoding) && hasStructuralZeros(saved.origin)
             ? "zeros made by a ReLU-like op"
             : "policy";

@@ -211,4 +211,25 @@ def Act_SparseEncoding : Act_EncodingAttr<"SparseEncoding", "sparse"> {
   }];
 }
 
+def Act_RecomputeEncoding : Act_EncodingAttr<"RecomputeEncoding", "recompute"> {
+  let summary = "nothing stored: the backward recomputes the value";
+  let description = [{
+    Stores nothing (zero bytes). The backward recomputes the value from
+    what it has (the step's arguments, constants and the other saved
+    values, decoded) by a copy of the forward ops that computed it, and
+    `act.recomputed` marks the result as this saved value's. Lossless when
+    the other saved values it reads are (the same ops on the same inputs
+    give the same bits). act-insert-encode-decode chooses it with
+    `recompute-flops-per-byte` for values whose recomputation costs at most
+    that many operations per byte they would take. Values of this encoding
+    are read through `act.recomputed`, never `act.decode`.
+
+    ```mlir
+    #act.recompute
+    ```
+  }];
+  let parameters = (ins);
+  let assemblyFormat = "";
+}
+
 #endif // ACT_DIALECT_ACT_IR_ACTATTRS_TD

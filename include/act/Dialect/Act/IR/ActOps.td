@@ -49,4 +49,33 @@ def Act_DecodeOp : Act_Op<"decode", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Act_RecomputedOp : Act_Op<"recomputed", [Pure,
+    TypesMatchWith<"result type matches the value's", "value", "result",
+                   "$_self">]> {
+  let summary = "the backward's recomputation of a saved value";
+  let description = [{
+    Yields `value`, a tensor the backward recomputed with a copy of the
+    forward ops that computed the saved value `token` stands for (encoded
+    `#act.recompute`: nothing stored). The token keeps the saved value, its
+    id and its zero-byte encoding visible to the analyses and the memory
+    report; lowering replaces the op by `value`.
+
+    ```mlir
+    %e = act.encode %c, id = 5 : tensor<2x32x16x16xf32>
+           -> !act.encoded<tensor<2x32x16x16xf32>, #act.recompute>
+    ...
+    %c2 = linalg.conv_2d_nchw_fchw ins(%xd, %w : ...) outs(%f : ...) -> ...
+    %r = act.recomputed %e, %c2
+           : !act.encoded<tensor<2x32x16x16xf32>, #act.recompute>,
+             tensor<2x32x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Act_EncodedType:$token, AnyRankedTensor:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $token `,` $value attr-dict `:` qualified(type($token)) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ACT_DIALECT_ACT_IR_ACTOPS_TD

@@ -19,6 +19,9 @@
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <functional>
+#include <optional>
+
 namespace mlir::act {
 
 /// The encoding of a saved value, or null to keep it as is.
@@ -67,8 +70,34 @@ bool hasStructuralZeros(Value v);
 /// adds the mask as one more saved value (act.num_saved grows). Under a
 /// lossy choice, a value read only through phi(x) gets `fewBit`'s table
 /// instead (getFewBitEncoding); a chosen #act.fewbit is placed that way.
+/// Which values are recomputed in the backward instead of stored
+/// (#act.recompute): those whose recomputation costs at most
+/// `maxOperationsPerByte` operations per byte of the value (0: none), among
+/// `isCandidate` (default: all). Joint form only.
+struct RecomputePolicy {
+  double maxOperationsPerByte = 0;
+  std::function<bool(const SavedValue &)> isCandidate;
+};
+
+/// The forward ops (in program order) that recompute `saved` from the
+/// step's arguments and values `isStored` says the backward has, and what
+/// they cost: the slice of `saved`'s producer, memory-effect free, at most
+/// 16 ops, not through other saved values (`isSaved`) that are not stored,
+/// at most `maxOperationsPerByte` operations (countOperations: a linalg
+/// op's iterations times its body's ops) per byte of the value.
+struct RecomputeSlice {
+  SmallVector<Operation *> ops;
+  int64_t operations = 0;
+};
+std::optional<RecomputeSlice>
+getRecomputeSlice(TrainingGraph &graph, const SavedValue &saved,
+                  function_ref<bool(Value)> isStored,
+                  function_ref<bool(Value)> isSaved,
+                  double maxOperationsPerByte);
+
 void insertEncodings(TrainingGraph &graph, EncodingChoice choose,
-                     const FewBitPolicy &fewBit = {});
+                     const FewBitPolicy &fewBit = {},
+                     const RecomputePolicy &recompute = {});
 
 /// Whether every backward use of the saved value reads it only through a
 /// sign test (ReLU's backward; split form: of one predicate): under any lossy

@@ -37,6 +37,15 @@ def ActInsertEncodeDecodePass
     `sparse-density` for the static estimate. Other values stay as they
     are.
 
+    With `recompute-ops-per-byte=R` (joint form), a value whose producer
+    slice can be recomputed from the step's arguments, constants and the
+    values that are stored anyway, at most R operations (a linalg op's
+    iterations times its body's ops) per byte of the value, is not stored:
+    `#act.recompute` (zero bytes), and the backward runs a copy of the slice
+    before its first use, marked `act.recomputed` (GACT's and checkpointing's
+    trade of compute for memory; bitwise the same value when what it reads
+    is stored losslessly).
+
     Integer saved values whose range the IR proves to be [0, 2^b) for a b
     below their width (argmax indices: the exporter's window-local max-pool
     indices) are stored as b-bit `#act.index` codes under any policy:
@@ -101,6 +110,11 @@ def ActInsertEncodeDecodePass
            "the fraction of nonzero elements the static estimate assumes "
            "for values with structural zeros (ReLU outputs) under the "
            "lossless policy; the run time stores what the data needs">,
+    Option<"recomputeOpsPerByte", "recompute-ops-per-byte", "double", "0",
+           "recompute in the backward, instead of storing, every value whose "
+           "recomputation from the step's arguments and the stored values "
+           "costs at most this many operations per byte of it "
+           "(#act.recompute, zero bytes; joint form); 0: never">,
     Option<"minBytes", "min-bytes", "int64_t", "1024",
            "leave saved tensors smaller than this many bytes unencoded">,
     Option<"encodeLossHead", "encode-loss-head", "bool", "false",
@@ -173,6 +187,11 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
            "the fraction of nonzero elements the static estimate assumes "
            "for values with structural zeros (ReLU outputs) under the "
            "lossless policy; the run time stores what the data needs">,
+    Option<"recomputeOpsPerByte", "recompute-ops-per-byte", "double", "0",
+           "recompute in the backward, instead of storing, every value whose "
+           "recomputation from the step's arguments and the stored values "
+           "costs at most this many operations per byte of it "
+           "(#act.recompute, zero bytes; joint form); 0: never">,
     Option<"minBytes", "min-bytes", "int64_t", "1024",
            "leave saved tensors smaller than this many bytes unencoded">,
     Option<"reportFile", "report", "std::string", "\"\"",

@@ -52,7 +52,7 @@ def test_narrow_pool_indices_are_bitwise_lossless(spec, batch, tmp_path):
 @pytest.mark.parametrize("spec,batch,recompute", [("cnn", 8, 0), (VGG, 2, 0), (VGG, 2, 1000)])
 def test_lossless_policy_is_bitwise_identical(spec, batch, recompute, tmp_path):
     """policy=lossless: sign masks, narrow indices and sparse ReLU outputs
-    (#act.sparse), and with recompute-ops-per-byte the convolution outputs
+    (#act.sparse), and with recompute-cost the convolution outputs
     recomputed in the backward (#act.recompute); the step's loss and
     gradients are bitwise identical to the unencoded step's, and the report
     says why each value got its encoding."""
@@ -60,7 +60,7 @@ def test_lossless_policy_is_bitwise_identical(spec, batch, recompute, tmp_path):
     src = manifest["files"]["joint"]
     plain = driver.insert(src, str(tmp_path / "plain.mlir"), "policy=none")
     lossless = driver.insert(src, str(tmp_path / "lossless.mlir"),
-                             f"policy=lossless min-bytes=0 recompute-ops-per-byte={recompute}")
+                             f"policy=lossless min-bytes=0 recompute-cost={recompute}")
     text = open(lossless).read()
     assert "#act.sparse" in text and "#act.mask" in text and "#act.index" in text
     assert "#act.quant" not in text and "act.seeds" not in text
@@ -97,7 +97,7 @@ def test_lossless_policy_is_bitwise_identical(spec, batch, recompute, tmp_path):
         # Gist's setting with BatchNorm: >= 3x lossless only with the
         # convolution outputs recomputed (docs/Encodings.md).
         assert ratio >= 3.0, ratio
-    print(f"{manifest['model']}: lossless policy, recompute-ops-per-byte={recompute}, "
+    print(f"{manifest['model']}: lossless policy, recompute-cost={recompute}, "
           f"bitwise identical gradients; saved bytes "
           f"{totals['saved_bytes_before']} -> {measured} measured "
           f"({ratio:.2f}x; static estimate at density 0.5: "

@@ -62,11 +62,11 @@ LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
                << id;
   include.insert(includeIds.begin(), includeIds.end());
   exclude.insert(excludeIds.begin(), excludeIds.end());
-  if (!(recomputeOpsPerByte >= 0.0) || !std::isfinite(recomputeOpsPerByte))
-    return emitError(loc("recompute-ops-per-byte"),
-                     "act-insert-encode-decode: recompute-ops-per-byte must "
+  if (!(recomputeCost >= 0.0) || !std::isfinite(recomputeCost))
+    return emitError(loc("recompute-cost"),
+                     "act-insert-encode-decode: recompute-cost must "
                      "be a finite number >= 0, got ")
-           << double(recomputeOpsPerByte);
+           << double(recomputeCost);
   if (!(sparseDensity >= 0.0 && sparseDensity <= 1.0))
     return emitError(loc("sparse-density"),
                      "act-insert-encode-decode: sparse-density must be in "
@@ -179,7 +179,7 @@ void InsertEncodeDecodePass::runOnOperation() {
     }
   }
   RecomputePolicy recompute;
-  recompute.maxOperationsPerByte = recomputeOpsPerByte;
+  recompute.maxOperationsPerByte = recomputeCost;
   recompute.isCandidate = [&](const SavedValue &saved) {
     return isEncodingCandidate(saved, encodeLossHead, minBytes) &&
            (include.empty() || include.contains(saved.id)) &&

@@ -37,7 +37,7 @@ def ActInsertEncodeDecodePass
     `sparse-density` for the static estimate. Other values stay as they
     are.
 
-    With `recompute-ops-per-byte=R` (joint form), a value whose producer
+    With `recompute-cost=R` (joint form), a value whose producer
     slice can be recomputed from the step's arguments, constants and the
     values that are stored anyway, at most R operations (a linalg op's
     iterations times its body's ops) per byte of the value, is not stored:
@@ -110,7 +110,7 @@ def ActInsertEncodeDecodePass
            "the fraction of nonzero elements the static estimate assumes "
            "for values with structural zeros (ReLU outputs) under the "
            "lossless policy; the run time stores what the data needs">,
-    Option<"recomputeOpsPerByte", "recompute-ops-per-byte", "double", "0",
+    Option<"recomputeCost", "recompute-cost", "double", "0",
            "recompute in the backward, instead of storing, every value whose "
            "recomputation from the step's arguments and the stored values "
            "costs at most this many operations per byte of it "
@@ -183,15 +183,6 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
            "quantization group size of the chosen encodings">,
     Option<"defaultBits", "default-bits", "unsigned", "8",
            "bits of a tensor the profile does not have">,
-    Option<"sparseDensity", "sparse-density", "double", "0.5",
-           "the fraction of nonzero elements the static estimate assumes "
-           "for values with structural zeros (ReLU outputs) under the "
-           "lossless policy; the run time stores what the data needs">,
-    Option<"recomputeOpsPerByte", "recompute-ops-per-byte", "double", "0",
-           "recompute in the backward, instead of storing, every value whose "
-           "recomputation from the step's arguments and the stored values "
-           "costs at most this many operations per byte of it "
-           "(#act.recompute, zero bytes; joint form); 0: never">,
     Option<"minBytes", "min-bytes", "int64_t", "1024",
            "leave saved tensors smaller than this many bytes unencoded">,
     Option<"reportFile", "report", "std::string", "\"\"",

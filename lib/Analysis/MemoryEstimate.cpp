@@ -70,6 +70,8 @@ private:
   SmallVector<unsigned> def, end;
   llvm::IntEqClasses classes;
   unsigned endOfStep = 0;
+  /// The op at each position (null for argument positions).
+  SmallVector<Operation *> ops;
 };
 
 } // namespace
@@ -91,6 +93,9 @@ unsigned LivenessModel::scan(Block &block, unsigned start) {
   unsigned p = start;
   for (Operation &op : block) {
     ++p;
+    if (ops.size() <= p)
+      ops.resize(p + 1, nullptr);
+    ops[p] = &op;
     for (Value result : op.getResults())
       define(result, p);
   }
@@ -205,10 +210,28 @@ PeakMemoryEstimate LivenessModel::run() {
     delta[stop[b] + 1] -= bytes[b];
   }
   int64_t live = 0;
-  for (int64_t d : delta) {
-    live += d;
-    estimate.peakBytes = std::max(estimate.peakBytes, live);
+  unsigned peakAt = 0;
+  for (unsigned p = 0; p < delta.size(); ++p) {
+    live += delta[p];
+    if (live > estimate.peakBytes) {
+      estimate.peakBytes = live;
+      peakAt = p;
+    }
+    if (p < ops.size() && ops[p])
+      estimate.timeline.push_back(live);
   }
+  if (peakAt < ops.size())
+    estimate.peakOp = ops[peakAt];
+  // What is live at the peak, named by each buffer's first value.
+  SmallVector<Value> firstValue(numBuffers);
+  for (unsigned v = 0, e = values.size(); v < e; ++v)
+    if (!firstValue[classes[v]])
+      firstValue[classes[v]] = values[v];
+  for (unsigned b = 0; b < numBuffers; ++b)
+    if (start[b] <= peakAt && peakAt <= stop[b] && bytes[b] > 0)
+      estimate.liveAtPeak.push_back({firstValue[b], bytes[b]});
+  llvm::stable_sort(estimate.liveAtPeak,
+                    [](auto &a, auto &b) { return a.second > b.second; });
   return estimate;
 }
 

@@ -18,6 +18,14 @@ struct PeakMemoryEstimate {
   int64_t peakBytes = 0;
   /// Buffers whose size is not static (counted as 0 bytes).
   int64_t unknownBuffers = 0;
+  /// The first op at which the peak is reached (null for an empty step).
+  Operation *peakOp = nullptr;
+  /// What is live there: one value per buffer (its first definition) and
+  /// the buffer's bytes, largest first.
+  llvm::SmallVector<std::pair<Value, int64_t>> liveAtPeak;
+  /// Live bytes after each op of the step, in program order (split form:
+  /// the forward function's ops, then the backward's): the memory timeline.
+  llvm::SmallVector<int64_t> timeline;
 };
 
 /// Estimates the peak memory of one step of `graph`. With `withEncodings`

@@ -40,8 +40,22 @@ struct Row {
   std::optional<int64_t> before, after;
 };
 
+/// A buffer live at the peak: what it holds and its bytes.
+struct LiveBuffer {
+  std::string what;
+  int64_t bytes;
+};
+
+/// Where the peak is: the op, its location, what is live there.
+struct PeakPoint {
+  std::string op, location;
+  std::vector<LiveBuffer> live;
+  std::vector<int64_t> timeline;
+};
+
 struct GraphReport {
   std::string form, function, backward;
+  PeakPoint peakPointBefore, peakPointAfter;
   std::vector<Row> rows;
   int64_t savedBefore = 0, savedAfter = 0, unknownSizes = 0;
   /// Saved values (rows that share an id count once).
@@ -113,6 +127,40 @@ Row makeRow(const SavedValue &saved) {
   return row;
 }
 
+/// What a buffer live at the peak holds, by the value that defines it.
+std::string describe(Value v, const DenseMap<Value, int64_t> &savedIds) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return "argument " + std::to_string(arg.getArgNumber());
+  if (auto it = savedIds.find(v); it != savedIds.end())
+    return "saved value " + std::to_string(it->second) + " (" +
+           v.getDefiningOp()->getName().getStringRef().str() + ")";
+  Operation *op = v.getDefiningOp();
+  if (auto encode = dyn_cast<EncodeOp>(op))
+    return "stored value " + std::to_string(encode.getId()) + " " +
+           print(cast<EncodedType>(encode.getType()).getEncoding());
+  if (auto decode = dyn_cast<DecodeOp>(op)) {
+    if (auto encode = decode.getInput().getDefiningOp<EncodeOp>())
+      return "decoded value " + std::to_string(encode.getId()) + " " +
+             print(cast<EncodedType>(encode.getType()).getEncoding());
+    return "decoded value";
+  }
+  return op->getName().getStringRef().str() + " at " +
+         printLocation(op->getLoc());
+}
+
+PeakPoint makePeakPoint(const PeakMemoryEstimate &estimate,
+                        const DenseMap<Value, int64_t> &savedIds) {
+  PeakPoint point;
+  if (estimate.peakOp) {
+    point.op = estimate.peakOp->getName().getStringRef().str();
+    point.location = printLocation(estimate.peakOp->getLoc());
+  }
+  for (auto [value, bytes] : estimate.liveAtPeak)
+    point.live.push_back({describe(value, savedIds), bytes});
+  point.timeline.assign(estimate.timeline.begin(), estimate.timeline.end());
+  return point;
+}
+
 GraphReport makeReport(const TrainingGraph &graph) {
   GraphReport report;
   report.form = graph.form == GraphForm::Joint ? "joint" : "split";
@@ -139,6 +187,11 @@ GraphReport makeReport(const TrainingGraph &graph) {
   }
   report.peakBefore = estimatePeakMemory(graph, /*withEncodings=*/false);
   report.peakAfter = estimatePeakMemory(graph, /*withEncodings=*/true);
+  DenseMap<Value, int64_t> savedIds;
+  for (const SavedValue &saved : graph.saved)
+    savedIds[saved.origin] = saved.id;
+  report.peakPointBefore = makePeakPoint(report.peakBefore, savedIds);
+  report.peakPointAfter = makePeakPoint(report.peakAfter, savedIds);
   return report;
 }
 
@@ -187,6 +240,14 @@ void printTable(const GraphReport &report, raw_ostream &os) {
     os << ", " << report.peakAfter.unknownBuffers
        << " buffers of unknown size not counted";
   os << "\n";
+  // Where the peak is, with the encodings, and the largest buffers there.
+  const PeakPoint &peak = report.peakPointAfter;
+  if (!peak.op.empty()) {
+    os << "peak at " << peak.op << " (" << peak.location << "), "
+       << peak.live.size() << " buffers live; the largest:\n";
+    for (const LiveBuffer &buffer : ArrayRef(peak.live).take_front(5))
+      os << llvm::formatv("  {0,12} bytes  {1}\n", buffer.bytes, buffer.what);
+  }
 }
 
 void writeJson(ArrayRef<GraphReport> reports, raw_ostream &os) {
@@ -246,6 +307,25 @@ void writeJson(ArrayRef<GraphReport> reports, raw_ostream &os) {
             json.attribute("unknown_buffers", report.peakAfter.unknownBuffers);
             json.attribute("ratio", ratio(report.peakBefore.peakBytes,
                                           report.peakAfter.peakBytes));
+            for (auto [key, point] :
+                 {std::pair<StringRef, const PeakPoint *>{
+                      "point_before", &report.peakPointBefore},
+                  {"point_after", &report.peakPointAfter}})
+              json.attributeObject(key, [&] {
+                json.attribute("op", point->op);
+                json.attribute("location", point->location);
+                json.attributeArray("live", [&] {
+                  for (const LiveBuffer &buffer : point->live)
+                    json.object([&] {
+                      json.attribute("what", buffer.what);
+                      json.attribute("bytes", buffer.bytes);
+                    });
+                });
+                json.attributeArray("timeline", [&] {
+                  for (int64_t bytes : point->timeline)
+                    json.value(bytes);
+                });
+              });
           });
         });
     });

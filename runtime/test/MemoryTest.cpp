@@ -37,10 +37,31 @@ TEST(Memory, CountsLiveAndPeak) {
 TEST(Memory, HooksAreListed) {
   size_t count = 0;
   const HookSymbol *hooks = getAllocationHooks(count);
-  ASSERT_EQ(count, 3u);
+  ASSERT_EQ(count, 4u);
   EXPECT_STREQ(hooks[0].name, "_mlir_memref_to_llvm_alloc");
   EXPECT_EQ(hooks[2].address,
             reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
+  EXPECT_STREQ(hooks[3].name, "act_record_storage");
+}
+
+// Encodes report their storage by slot; a value stored twice (mask and
+// value) reports from two slots; a later run's report replaces the slot's.
+TEST(Memory, StorageRecordsBySlot) {
+  clearStorageRecords();
+  act_record_storage(/*id=*/4, /*slot=*/0, 8192);
+  act_record_storage(4, 1, 139264);
+  act_record_storage(9, 2, 100);
+  act_record_storage(9, 2, 120);
+  std::vector<StorageRecord> records = getStorageRecords();
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].id, 4);
+  EXPECT_EQ(records[0].bytes, 8192);
+  EXPECT_EQ(records[1].slot, 1);
+  EXPECT_EQ(records[1].bytes, 139264);
+  EXPECT_EQ(records[2].id, 9);
+  EXPECT_EQ(records[2].bytes, 120);
+  clearStorageRecords();
+  EXPECT_TRUE(getStorageRecords().empty());
 }
 
 namespace {

@@ -58,6 +58,9 @@ struct GraphReport {
   PeakPoint peakPointBefore, peakPointAfter;
   std::vector<Row> rows;
   int64_t savedBefore = 0, savedAfter = 0, unknownSizes = 0;
+  /// Values that could be encoded but are not (below min-bytes, excluded,
+  /// or no encoding of the policy applies), and their bytes.
+  int64_t unencoded = 0, unencodedBytes = 0;
   /// Saved values (rows that share an id count once).
   int64_t values = 0;
   PeakMemoryEstimate peakBefore, peakAfter;
@@ -183,6 +186,10 @@ GraphReport makeReport(const TrainingGraph &graph) {
     }
     if (first)
       ++report.values;
+    if (saved.status == SaveStatus::Encodable && row.encoding == "none") {
+      ++report.unencoded;
+      report.unencodedBytes += row.before.value_or(0);
+    }
     report.rows.push_back(std::move(row));
   }
   report.peakBefore = estimatePeakMemory(graph, /*withEncodings=*/false);
@@ -232,6 +239,15 @@ void printTable(const GraphReport &report, raw_ostream &os) {
   if (report.unknownSizes)
     os << ", " << report.unknownSizes << " of unknown size";
   os << "\n";
+  // Many small tensors below min-bytes can add up: say what stays as is.
+  if (report.unencoded)
+    os << llvm::formatv("not encoded: {0} encodable values, {1} bytes "
+                        "({2:F1}% of the saved bytes; below min-bytes, "
+                        "excluded, or no encoding of the policy applies)\n",
+                        report.unencoded, report.unencodedBytes,
+                        report.savedBefore
+                            ? 100.0 * report.unencodedBytes / report.savedBefore
+                            : 0.0);
   os << llvm::formatv(
       "peak memory estimate: {0} -> {1} bytes ({2:F2}x)",
       report.peakBefore.peakBytes, report.peakAfter.peakBytes,
@@ -298,6 +314,8 @@ void writeJson(ArrayRef<GraphReport> reports, raw_ostream &os) {
             json.attribute("saved_bytes_before", report.savedBefore);
             json.attribute("saved_bytes_after", report.savedAfter);
             json.attribute("unknown_sizes", report.unknownSizes);
+            json.attribute("unencoded_values", report.unencoded);
+            json.attribute("unencoded_bytes", report.unencodedBytes);
             json.attribute("compression_ratio",
                            ratio(report.savedBefore, report.savedAfter));
           });

@@ -965,6 +965,22 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
 // Sparse storage (bitmap + nonzero values)
 //===----------------------------------------------------------------------===//
 
+/// A parallel generic over the 1-D `init`, no inputs: element i is
+/// `element(i)` (an index).
+static Value
+generateFlat(OpBuilder &b, Location loc, Value init,
+             function_ref<Value(OpBuilder &, Location, Value)> element) {
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), ValueRange{}, ValueRange{init},
+             ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
+             {utils::IteratorType::parallel},
+             [&](OpBuilder &nb, Location nl, ValueRange) {
+               linalg::YieldOp::create(
+                   nb, nl, element(nb, nl, linalg::IndexOp::create(nb, nl, 0)));
+             })
+      .getResult(0);
+}
+
 /// Whether element `x`'s bits are not all zero (i1): -0.0 and NaN are set.
 static Value isNonzeroBits(OpBuilder &b, Location loc, Value x) {
   Type type = x.getType();
@@ -989,31 +1005,26 @@ std::pair<Value, Value> mlir::act::buildSparseEncode(OpBuilder &b, Location loc,
   // The bitmap: a parallel generic over words, its 32 lanes unrolled
   // (elements past n read element n - 1 and count as unset).
   Value bitmapInit = emptyRows(b, loc, words, {}, i32);
-  Value bitmap =
-      linalg::GenericOp::create(
-          b, loc, bitmapInit.getType(), ValueRange{}, ValueRange{bitmapInit},
-          ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
-          {utils::IteratorType::parallel},
-          [&](OpBuilder &nb, Location nl, ValueRange) {
-            IndexMath nx{nb, nl};
-            Value base = nx.mul(linalg::IndexOp::create(nb, nl, 0), 32);
-            Value last = nx.sub(n, nx.c(1));
-            Value word = i32Const(nb, nl, 0);
-            for (int64_t l = 0; l < 32; ++l) {
-              Value i = nx.add(base, nx.c(l));
-              Value x = tensor::ExtractOp::create(nb, nl, flat,
-                                                  ValueRange{nx.min(i, last)});
-              Value set = arith::AndIOp::create(nb, nl, nx.ult(i, n),
-                                                isNonzeroBits(nb, nl, x));
-              word = arith::OrIOp::create(
-                  nb, nl, word,
-                  arith::ShLIOp::create(
-                      nb, nl, arith::ExtUIOp::create(nb, nl, i32, set),
-                      i32Const(nb, nl, l)));
-            }
-            linalg::YieldOp::create(nb, nl, word);
-          })
-          .getResult(0);
+  Value bitmap = generateFlat(
+      b, loc, bitmapInit, [&](OpBuilder &nb, Location nl, Value w) -> Value {
+        IndexMath nx{nb, nl};
+        Value base = nx.mul(w, 32);
+        Value last = nx.sub(n, nx.c(1));
+        Value word = i32Const(nb, nl, 0);
+        for (int64_t l = 0; l < 32; ++l) {
+          Value i = nx.add(base, nx.c(l));
+          Value x = tensor::ExtractOp::create(nb, nl, flat,
+                                              ValueRange{nx.min(i, last)});
+          Value set = arith::AndIOp::create(nb, nl, nx.ult(i, n),
+                                            isNonzeroBits(nb, nl, x));
+          word = arith::OrIOp::create(
+              nb, nl, word,
+              arith::ShLIOp::create(nb, nl,
+                                    arith::ExtUIOp::create(nb, nl, i32, set),
+                                    i32Const(nb, nl, l)));
+        }
+        return word;
+      });
 
   // The count of set bits: a reduction.
   Value zero64 = arith::ConstantIntOp::create(b, loc, i64, 0);
@@ -1139,57 +1150,48 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
   // its bit is set, values[offset of its word + set bits below it], else
   // zero.
   Value init = emptyRows(b, loc, n, {}, elementType);
-  Value out =
-      linalg::GenericOp::create(
-          b, loc, init.getType(), ValueRange{}, ValueRange{init},
-          ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
-          {utils::IteratorType::parallel},
-          [&](OpBuilder &nb, Location nl, ValueRange) {
-            IndexMath nx{nb, nl};
-            Value i = linalg::IndexOp::create(nb, nl, 0);
-            auto pick =
-                scf::IfOp::create(nb, nl, TypeRange{elementType}, dense, true);
-            OpBuilder::InsertionGuard g(nb);
-            nb.setInsertionPointToStart(pick.thenBlock());
-            scf::YieldOp::create(
-                nb, nl,
-                tensor::ExtractOp::create(nb, nl, values, ValueRange{i})
-                    .getResult());
-            nb.setInsertionPointToStart(pick.elseBlock());
-            Value w = nx.div(i, 32);
-            Value lane =
-                arith::IndexCastUIOp::create(nb, nl, i32, nx.rem(i, nx.c(32)));
-            Value word =
-                tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
-            Value one = i32Const(nb, nl, 1);
-            Value bit = arith::ShLIOp::create(nb, nl, one, lane);
-            Value set = arith::CmpIOp::create(
-                nb, nl, arith::CmpIPredicate::ne,
-                arith::AndIOp::create(nb, nl, word, bit), i32Const(nb, nl, 0));
-            Value below = arith::AndIOp::create(
-                nb, nl, word, arith::SubIOp::create(nb, nl, bit, one));
-            auto gather =
-                scf::IfOp::create(nb, nl, TypeRange{elementType}, set, true);
-            scf::YieldOp::create(nb, nl, gather.getResult(0));
-            nb.setInsertionPointToStart(gather.thenBlock());
-            Value rank = arith::AddIOp::create(
-                nb, nl,
-                tensor::ExtractOp::create(nb, nl, offsets, ValueRange{w}),
-                math::CtPopOp::create(nb, nl, below).getResult());
-            Value at =
-                arith::IndexCastUIOp::create(nb, nl, nb.getIndexType(), rank);
-            scf::YieldOp::create(
-                nb, nl,
-                tensor::ExtractOp::create(nb, nl, values, ValueRange{at})
-                    .getResult());
-            nb.setInsertionPointToStart(gather.elseBlock());
-            scf::YieldOp::create(
-                nb, nl,
-                arith::ConstantOp::create(nb, nl, nb.getZeroAttr(elementType))
-                    .getResult());
-            nb.setInsertionPointAfter(pick);
-            linalg::YieldOp::create(nb, nl, pick.getResult(0));
-          })
-          .getResult(0);
+  Value out = generateFlat(
+      b, loc, init, [&](OpBuilder &nb, Location nl, Value i) -> Value {
+        IndexMath nx{nb, nl};
+        auto pick =
+            scf::IfOp::create(nb, nl, TypeRange{elementType}, dense, true);
+        OpBuilder::InsertionGuard g(nb);
+        nb.setInsertionPointToStart(pick.thenBlock());
+        scf::YieldOp::create(
+            nb, nl,
+            tensor::ExtractOp::create(nb, nl, values, ValueRange{i})
+                .getResult());
+        nb.setInsertionPointToStart(pick.elseBlock());
+        Value w = nx.div(i, 32);
+        Value lane =
+            arith::IndexCastUIOp::create(nb, nl, i32, nx.rem(i, nx.c(32)));
+        Value word = tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
+        Value one = i32Const(nb, nl, 1);
+        Value bit = arith::ShLIOp::create(nb, nl, one, lane);
+        Value set = arith::CmpIOp::create(
+            nb, nl, arith::CmpIPredicate::ne,
+            arith::AndIOp::create(nb, nl, word, bit), i32Const(nb, nl, 0));
+        Value below = arith::AndIOp::create(
+            nb, nl, word, arith::SubIOp::create(nb, nl, bit, one));
+        auto gather =
+            scf::IfOp::create(nb, nl, TypeRange{elementType}, set, true);
+        scf::YieldOp::create(nb, nl, gather.getResult(0));
+        nb.setInsertionPointToStart(gather.thenBlock());
+        Value rank = arith::AddIOp::create(
+            nb, nl, tensor::ExtractOp::create(nb, nl, offsets, ValueRange{w}),
+            math::CtPopOp::create(nb, nl, below).getResult());
+        Value at =
+            arith::IndexCastUIOp::create(nb, nl, nb.getIndexType(), rank);
+        scf::YieldOp::create(
+            nb, nl,
+            tensor::ExtractOp::create(nb, nl, values, ValueRange{at})
+                .getResult());
+        nb.setInsertionPointToStart(gather.elseBlock());
+        scf::YieldOp::create(
+            nb, nl,
+            arith::ConstantOp::create(nb, nl, nb.getZeroAttr(elementType))
+                .getResult());
+        return pick.getResult(0);
+      });
   return unflatten(b, loc, out, type, dynamicSizes);
 }

@@ -182,20 +182,25 @@ static Value getFillConstant(Value tensor) {
   return fill.value();
 }
 
-/// A constant scalar in a generic's body: a constant, or the block argument
-/// of an input filled with one.
-static bool isConstantScalar(Value v) {
+/// The constant a scalar in a generic's body is: itself when a constant,
+/// the fill of the input whose block argument it is, else null.
+static Value getScalarConstant(Value v) {
   if (matchPattern(v, m_Constant()))
-    return true;
+    return v;
   auto arg = dyn_cast<BlockArgument>(v);
   auto generic =
       arg ? dyn_cast<linalg::GenericOp>(arg.getOwner()->getParentOp())
           : linalg::GenericOp();
   if (!generic)
-    return false;
+    return nullptr;
   OpOperand *operand = generic.getMatchingOpOperand(arg);
-  return generic.isDpsInput(operand) && getFillConstant(operand->get());
+  return generic.isDpsInput(operand) ? getFillConstant(operand->get())
+                                     : Value();
 }
+
+/// A constant scalar in a generic's body: a constant, or the block argument
+/// of an input filled with one.
+static bool isConstantScalar(Value v) { return bool(getScalarConstant(v)); }
 
 /// The values of `generic`'s body computed from the block arguments of
 /// `operands` and constants alone (the arguments included), in body order;
@@ -690,19 +695,8 @@ IndexEncodingAttr mlir::act::getIndexEncoding(const SavedValue &saved) {
 /// Whether `v` (a scalar in a generic's body) is a constant zero: a
 /// constant, or the block argument of an input filled with one.
 static bool isZeroScalar(Value v) {
-  if (matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero()))
-    return true;
-  auto arg = dyn_cast<BlockArgument>(v);
-  auto generic =
-      arg ? dyn_cast<linalg::GenericOp>(arg.getOwner()->getParentOp())
-          : linalg::GenericOp();
-  if (!generic)
-    return false;
-  OpOperand *operand = generic.getMatchingOpOperand(arg);
-  Value fill =
-      generic.isDpsInput(operand) ? getFillConstant(operand->get()) : Value();
-  return fill &&
-         (matchPattern(fill, m_AnyZeroFloat()) || matchPattern(fill, m_Zero()));
+  Value c = getScalarConstant(v);
+  return c && (matchPattern(c, m_AnyZeroFloat()) || matchPattern(c, m_Zero()));
 }
 
 bool mlir::act::hasStructuralZeros(Value v) {

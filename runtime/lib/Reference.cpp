@@ -318,6 +318,89 @@ void act::rt::decodeQuant(const uint32_t *words, const float *meta, int64_t n,
 }
 
 //===----------------------------------------------------------------------===//
+// DIVISION
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Row-major positions of a map and of its block averages.
+struct DivisionShape {
+  const act::rt::DivisionParams &p;
+  int64_t averagesShape[4];
+
+  explicit DivisionShape(const act::rt::DivisionParams &p) : p(p) {
+    for (int d = 0; d < 4; ++d)
+      averagesShape[d] = p.shape[d];
+    for (unsigned d : {p.hDim, p.wDim})
+      averagesShape[d] = (p.shape[d] + p.block - 1) / p.block;
+  }
+  static int64_t flat(const int64_t *shape, const int64_t *at) {
+    int64_t i = 0;
+    for (int d = 0; d < 4; ++d)
+      i = i * shape[d] + at[d];
+    return i;
+  }
+  int64_t elements() const {
+    return p.shape[0] * p.shape[1] * p.shape[2] * p.shape[3];
+  }
+  int64_t averages() const {
+    return averagesShape[0] * averagesShape[1] * averagesShape[2] *
+           averagesShape[3];
+  }
+  /// The position of element i's block average.
+  int64_t averageOf(int64_t i) const {
+    int64_t at[4];
+    for (int d = 3; d >= 0; --d) {
+      at[d] = i % p.shape[d];
+      i /= p.shape[d];
+    }
+    at[p.hDim] /= p.block;
+    at[p.wDim] /= p.block;
+    return flat(averagesShape, at);
+  }
+};
+} // namespace
+
+void act::rt::encodeDivision(const float *x, const DivisionParams &p,
+                             std::vector<uint32_t> &words,
+                             std::vector<float> &meta,
+                             std::vector<float> &averages) {
+  DivisionShape s(p);
+  averages.assign(s.averages(), 0.0f);
+  for (int64_t a = 0; a < s.averages(); ++a) {
+    int64_t at[4];
+    for (int64_t d = 3, r = a; d >= 0; --d) {
+      at[d] = r % s.averagesShape[d];
+      r /= s.averagesShape[d];
+    }
+    int64_t h0 = at[p.hDim] * p.block, w0 = at[p.wDim] * p.block;
+    int64_t h1 = std::min(h0 + p.block, p.shape[p.hDim]);
+    int64_t w1 = std::min(w0 + p.block, p.shape[p.wDim]);
+    float sum = 0.0f;
+    int64_t element[4] = {at[0], at[1], at[2], at[3]};
+    for (int64_t h = h0; h < h1; ++h)
+      for (int64_t w = w0; w < w1; ++w) {
+        element[p.hDim] = h;
+        element[p.wDim] = w;
+        sum += x[DivisionShape::flat(p.shape, element)];
+      }
+    averages[a] = sum / float((h1 - h0) * (w1 - w0));
+  }
+  std::vector<float> residual(s.elements());
+  for (int64_t i = 0; i < s.elements(); ++i)
+    residual[i] = x[i] - averages[s.averageOf(i)];
+  encodeQuant(residual.data(), s.elements(), p.quant, words, meta);
+}
+
+void act::rt::decodeDivision(const uint32_t *words, const float *meta,
+                             const float *averages, const DivisionParams &p,
+                             float *out) {
+  DivisionShape s(p);
+  decodeQuant(words, meta, s.elements(), p.quant, out);
+  for (int64_t i = 0; i < s.elements(); ++i)
+    out[i] = averages[s.averageOf(i)] + out[i];
+}
+
+//===----------------------------------------------------------------------===//
 // Masks
 //===----------------------------------------------------------------------===//
 

@@ -8,6 +8,7 @@
 // RUN: %python %S/extract_ptx.py %t/sm80.mlir %t/sm80 | FileCheck %s
 // RUN: for f in %t/sm90/*.ptx; do %ptxas -arch=sm_90 $f -o /dev/null || exit 1; done
 // RUN: for f in %t/sm80/*.ptx; do %ptxas -arch=sm_80 $f -o /dev/null || exit 1; done
+// RUN: ls %t/sm90 | FileCheck %s --check-prefix=DIV
 // RUN: FileCheck %s --check-prefix=HOST < %t/sm90.mlir
 // RUN: FileCheck %s --check-prefix=PTX --input-file=%t/sm90/quant_kernel.ptx
 
@@ -90,4 +91,14 @@ func.func @groups(%x: tensor<8192xf32>, %s: i64) -> (tensor<8192xf32>, tensor<81
   %dd = act.decode %d : !act.encoded<tensor<8192xf32>, #act.quant<bits = 8, group = 4096>> -> tensor<8192xf32>
   %ed = act.decode %e : !act.encoded<tensor<8192xf32>, #act.quant<bits = 4, group = 2048>> -> tensor<8192xf32>
   return %ad, %bd, %cd, %dd, %ed : tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>, tensor<8192xf32>
+}
+// DIVISION: the block averages (a thread per average, its block summed in
+// a loop), the residual and the decode's sum are kernels; the residual's
+// quantization is the quant kernels above (five kernels in all).
+// DIV-COUNT-5: division_kernel{{.*}}.ptx
+// DIV-NOT: division_kernel
+func.func @division(%x: tensor<2x16x20x20xf32>, %s: i64) -> tensor<2x16x20x20xf32> {
+  %e = act.encode %x, id = 16, seed %s : tensor<2x16x20x20xf32> -> !act.encoded<tensor<2x16x20x20xf32>, #act.division<>>
+  %d = act.decode %e : !act.encoded<tensor<2x16x20x20xf32>, #act.division<>> -> tensor<2x16x20x20xf32>
+  return %d : tensor<2x16x20x20xf32>
 }

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 
@@ -727,6 +728,185 @@ Value EncodingModel<SparseEncodingAttr>::buildDecode(
 }
 
 //===----------------------------------------------------------------------===//
+// #act.division
+//===----------------------------------------------------------------------===//
+
+/// The quantization model the residual is stored by.
+static EncodingLoweringAttrInterface
+getResidualLowering(DivisionEncodingAttr encoding) {
+  return cast<EncodingLoweringAttrInterface>(
+      Attribute(encoding.getResidualEncoding()));
+}
+
+/// The index of every dimension of a generic's iteration space over `rank`
+/// dimensions.
+static SmallVector<Value> loopIndices(OpBuilder &b, Location loc,
+                                      unsigned rank) {
+  SmallVector<Value> indices;
+  for (unsigned d = 0; d < rank; ++d)
+    indices.push_back(linalg::IndexOp::create(b, loc, d));
+  return indices;
+}
+
+/// The position of element `indices`' block average.
+static SmallVector<Value> averagePosition(OpBuilder &b, Location loc,
+                                          DivisionEncodingAttr encoding,
+                                          SmallVector<Value> indices) {
+  auto [h, w] = encoding.getSpatialDims();
+  Value block = act::detail::indexConst(b, loc, encoding.getBlock());
+  for (unsigned d : {h, w})
+    indices[d] = arith::DivUIOp::create(b, loc, indices[d], block);
+  return indices;
+}
+
+/// `f(x, average)` for every element of `input` against its block's
+/// average in `averages` (nearest upsampling): a parallel generic writing
+/// `type`'s elements.
+static Value
+buildWithAverages(OpBuilder &b, Location loc, DivisionEncodingAttr encoding,
+                  Value input, Value averages, RankedTensorType type,
+                  ValueRange dynamicSizes,
+                  function_ref<Value(OpBuilder &, Location, Value, Value)> f) {
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = type.getRank();
+  auto identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  Value init = tensor::EmptyOp::create(b, loc, type, dynamicSizes);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{input}, ValueRange{init},
+             {identity, identity},
+             SmallVector<utils::IteratorType>(rank,
+                                              utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value average = tensor::ExtractOp::create(
+                   nb, nl, averages,
+                   averagePosition(nb, nl, encoding,
+                                   loopIndices(nb, nl, rank)));
+               linalg::YieldOp::create(nb, nl, f(nb, nl, args[0], average));
+             })
+      .getResult(0);
+}
+
+/// The dynamic sizes of `value`'s type.
+static SmallVector<Value> dynamicDims(OpBuilder &b, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(b, loc, value, d));
+  return sizes;
+}
+
+template <>
+void EncodingModel<DivisionEncodingAttr>::getStorageTypes(
+    Attribute attr, RankedTensorType type, SmallVectorImpl<Type> &types) const {
+  auto encoding = cast<DivisionEncodingAttr>(attr);
+  getResidualLowering(encoding).getStorageTypes(
+      type.clone(Float32Type::get(type.getContext())), types);
+  types.push_back(RankedTensorType::get(
+      encoding.getAveragesShape(type.getShape()), type.getElementType()));
+}
+
+template <>
+SmallVector<Value> EncodingModel<DivisionEncodingAttr>::buildEncode(
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value seed,
+    int64_t id, const LoweringOptions &options) const {
+  auto encoding = cast<DivisionEncodingAttr>(attr);
+  auto type = cast<RankedTensorType>(input.getType());
+  Type elementType = type.getElementType();
+  unsigned rank = type.getRank();
+  auto [hDim, wDim] = encoding.getSpatialDims();
+  int64_t block = encoding.getBlock();
+  SmallVector<Value> dynamicSizes = dynamicDims(b, loc, input);
+
+  // The block averages: a parallel generic over them, each summing its
+  // block in f32, row by row, in a loop of its own (the same order on
+  // every target; no vectorized reassociation).
+  auto averagesType = RankedTensorType::get(
+      encoding.getAveragesShape(type.getShape()), elementType);
+  Value averagesInit =
+      tensor::EmptyOp::create(b, loc, averagesType, dynamicSizes);
+  MLIRContext *ctx = b.getContext();
+  Value averages =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{averagesType}, ValueRange{},
+          ValueRange{averagesInit},
+          {AffineMap::getMultiDimIdentityMap(rank, ctx)},
+          SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+          [&](OpBuilder &nb, Location nl, ValueRange) {
+            act::detail::IndexMath m{nb, nl};
+            SmallVector<Value> at = loopIndices(nb, nl, rank);
+            auto span = [&](unsigned d) {
+              Value start = m.mul(at[d], block);
+              Value end =
+                  m.min(m.add(start, m.c(block)), m.c(type.getDimSize(d)));
+              return std::make_pair(start, end);
+            };
+            auto [h0, h1] = span(hDim);
+            auto [w0, w1] = span(wDim);
+            Value zero = f32Const(nb, nl, 0.0f);
+            auto rows = scf::ForOp::create(
+                nb, nl, h0, h1, m.c(1), ValueRange{zero},
+                [&](OpBuilder &rb, Location rl, Value h, ValueRange sum) {
+                  auto cols = scf::ForOp::create(
+                      rb, rl, w0, w1, act::detail::indexConst(rb, rl, 1), sum,
+                      [&](OpBuilder &cb, Location cl, Value w,
+                          ValueRange partial) {
+                        SmallVector<Value> element = at;
+                        element[hDim] = h;
+                        element[wDim] = w;
+                        Value x = toF32(
+                            cb, cl,
+                            tensor::ExtractOp::create(cb, cl, input, element));
+                        scf::YieldOp::create(cb, cl,
+                                             ValueRange{arith::AddFOp::create(
+                                                 cb, cl, partial[0], x)});
+                      });
+                  scf::YieldOp::create(rb, rl, cols.getResults());
+                });
+            Value count =
+                arith::MulIOp::create(nb, nl, m.sub(h1, h0), m.sub(w1, w0));
+            Value countF = arith::UIToFPOp::create(
+                nb, nl, nb.getF32Type(),
+                arith::IndexCastUIOp::create(nb, nl, nb.getI32Type(), count));
+            Value mean =
+                arith::DivFOp::create(nb, nl, rows.getResult(0), countF);
+            linalg::YieldOp::create(nb, nl, fromF32(nb, nl, mean, elementType));
+          })
+          .getResult(0);
+
+  // The residual against the stored average, in f32, quantized.
+  Value residual = buildWithAverages(
+      b, loc, encoding, input, averages, type.clone(b.getF32Type()),
+      dynamicSizes, [&](OpBuilder &nb, Location nl, Value x, Value average) {
+        return arith::SubFOp::create(nb, nl, toF32(nb, nl, x),
+                                     toF32(nb, nl, average));
+      });
+  SmallVector<Value> storage = getResidualLowering(encoding).buildEncode(
+      b, loc, residual, seed, id, options);
+  storage.push_back(averages);
+  return storage;
+}
+
+template <>
+Value EncodingModel<DivisionEncodingAttr>::buildDecode(
+    Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
+    RankedTensorType decodedType, ValueRange dynamicSizes,
+    const LoweringOptions &options) const {
+  auto encoding = cast<DivisionEncodingAttr>(attr);
+  Type elementType = decodedType.getElementType();
+  Value residual = getResidualLowering(encoding).buildDecode(
+      b, loc, storage.drop_back(), decodedType.clone(b.getF32Type()),
+      dynamicSizes, options);
+  return buildWithAverages(
+      b, loc, encoding, residual, storage.back(), decodedType, dynamicSizes,
+      [&](OpBuilder &nb, Location nl, Value r, Value average) {
+        return fromF32(nb, nl,
+                       arith::AddFOp::create(nb, nl, toF32(nb, nl, average), r),
+                       elementType);
+      });
+}
+
+//===----------------------------------------------------------------------===//
 // #act.recompute
 //===----------------------------------------------------------------------===//
 
@@ -765,6 +945,8 @@ void mlir::act::registerEncodingLoweringExternalModels(
         *ctx);
     IndexEncodingAttr::attachInterface<EncodingModel<IndexEncodingAttr>>(*ctx);
     SparseEncodingAttr::attachInterface<EncodingModel<SparseEncodingAttr>>(
+        *ctx);
+    DivisionEncodingAttr::attachInterface<EncodingModel<DivisionEncodingAttr>>(
         *ctx);
     RecomputeEncodingAttr::attachInterface<
         EncodingModel<RecomputeEncodingAttr>>(*ctx);

@@ -171,6 +171,33 @@ func.func @sparse_i1(%a: !act.encoded<tensor<4xi1>, #act.sparse>) { return }
 
 // -----
 
+// expected-error @+1 {{#act.division encodes spatial maps (rank 4, nchw, static H and W), not 'tensor<64x256xf32>'}}
+func.func @division_matrix(%a: !act.encoded<tensor<64x256xf32>, #act.division<>>) { return }
+
+// -----
+
+// expected-error @+1 {{#act.division encodes spatial maps (rank 4, nhwc, static H and W), not 'tensor<2x?x8x3xf32>'}}
+func.func @division_dynamic_spatial(%a: !act.encoded<tensor<2x?x8x3xf32>, #act.division<layout = nhwc>>) { return }
+
+// -----
+
+// expected-error @+1 {{#act.division encodes floating-point tensors, not 'tensor<2x3x8x8xi32>'}}
+func.func @division_int(%a: !act.encoded<tensor<2x3x8x8xi32>, #act.division<>>) { return }
+
+// -----
+
+// expected-error @+2 {{#act.division block must be in 1..1024; got 0}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @division_block(%a: !act.encoded<tensor<2x3x8x8xf32>, #act.division<block = 0>>) { return }
+
+// -----
+
+// expected-error @+2 {{#act.division bits must be one of 1, 2, 4, 8; got 3}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @division_bits(%a: !act.encoded<tensor<2x3x8x8xf32>, #act.division<bits = 3>>) { return }
+
+// -----
+
 func.func @decode_recompute(%e: !act.encoded<tensor<4xf32>, #act.recompute>) -> tensor<4xf32> {
   // expected-error @+1 {{'act.decode' op cannot decode #act.recompute: nothing is stored; the backward recomputes the value (act.recomputed)}}
   %d = act.decode %e : !act.encoded<tensor<4xf32>, #act.recompute> -> tensor<4xf32>

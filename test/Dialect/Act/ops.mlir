@@ -53,6 +53,11 @@ func.func @parameters(
   // The default density is 1 (printed without the parameter).
   // CHECK-SAME: !act.encoded<tensor<4xi64>, #act.sparse>
   %n: !act.encoded<tensor<4xi64>, #act.sparse<density = 1.0>>,
+  // Defaults (block 8, 2 bits, group 256, stochastic, NCHW) are not printed.
+  // CHECK-SAME: !act.encoded<tensor<2x3x16x16xf32>, #act.division<>>
+  %p: !act.encoded<tensor<2x3x16x16xf32>, #act.division<block = 8, bits = 2, group = 256>>,
+  // CHECK-SAME: !act.encoded<tensor<?x7x5x3xbf16>, #act.division<block = 4, bits = 4, group = 64, rounding = nearest, layout = nhwc>>
+  %q: !act.encoded<tensor<?x7x5x3xbf16>, #act.division<block = 4, bits = 4, group = 64, rounding = nearest, layout = nhwc>>,
   // CHECK-SAME: !act.encoded<tensor<4x4xf32>, #act.recompute>
   %o: !act.encoded<tensor<4x4xf32>, #act.recompute>,
   // Dynamic dimensions are allowed.

@@ -18,6 +18,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "gtest/gtest.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -450,6 +451,87 @@ TEST_F(LoweringTest, SparseMatchesReferenceAndIsBitwiseLossless) {
         // The storage never exceeds the tensor's bytes.
         EXPECT_LE(int64_t(4 * ref.bitmap.size() + ref.values.size()), 4 * n);
       }
+}
+
+// #act.division: block averages (partial blocks at the borders), the
+// residual's quant payload and metadata, and the decoded map are the
+// reference's bit for bit, NCHW and NHWC, on the CPU and GPU-emulated
+// targets; the decode is within the residual's quantization step of x.
+TEST_F(LoweringTest, DivisionMatchesReferenceBitForBit) {
+  JitTarget emulated;
+  emulated.emulateGpuKernels = true;
+  struct Case {
+    std::array<int64_t, 4> shape;
+    bool nhwc;
+    int64_t block;
+    unsigned bits;
+    int64_t group;
+    bool stochastic;
+  };
+  for (Case c : {Case{{2, 3, 10, 12}, false, 4, 2, 256, true},
+                 Case{{1, 2, 32, 32}, false, 8, 2, 1024, true},
+                 Case{{2, 9, 7, 3}, true, 4, 4, 64, false},
+                 Case{{1, 4, 5, 5}, false, 8, 8, 48, true}})
+    for (bool gpu : {false, true}) {
+      std::string dims;
+      for (int64_t d : c.shape)
+        dims += std::to_string(d) + "x";
+      std::string enc =
+          "#act.division<block = " + std::to_string(c.block) +
+          ", bits = " + std::to_string(c.bits) +
+          ", group = " + std::to_string(c.group) +
+          ", rounding = " + (c.stochastic ? "stochastic" : "nearest") +
+          ", layout = " + (c.nhwc ? "nhwc" : "nchw") + ">";
+      SCOPED_TRACE(dims + enc + (gpu ? " gpu-emulated" : ""));
+      std::string t = "tensor<" + dims + "f32>";
+      std::string e = "!act.encoded<" + t + ", " + enc + ">";
+      std::string text = "func.func @codec(%x: " + t + ", %seed: i64) -> (" +
+                         e + ", " + t + ") {\n  %e = act.encode %x, id = 7, " +
+                         "seed %seed : " + t + " -> " + e +
+                         "\n  %d = act.decode %e : " + e + " -> " + t +
+                         "\n  return %e, %d : " + e + ", " + t + "\n}\n";
+      module = parseSourceString<ModuleOp>(text, &context);
+      ASSERT_TRUE(module) << text;
+      auto jit = JitFunction::compile(*module, "codec", true,
+                                      gpu ? emulated : JitTarget());
+      ASSERT_TRUE(bool(jit)) << llvm::toString(jit.takeError());
+      int64_t n = c.shape[0] * c.shape[1] * c.shape[2] * c.shape[3];
+      // Maps with a smooth part (what the averages take out) and noise.
+      std::vector<float> x = data(n, unsigned(n), false);
+      for (int64_t i = 0; i < n; ++i)
+        x[i] = 0.25f * x[i] + 4.0f * std::sin(float(i % 97) * 0.05f);
+      HostTensor in = HostTensor::allocate(
+          ElementKind::F32, {c.shape[0], c.shape[1], c.shape[2], c.shape[3]});
+      std::memcpy(in.data(), x.data(), in.byteSize());
+      std::vector<HostTensor> outs;
+      std::string error;
+      ASSERT_TRUE(callJit(**jit, {in, scalar(41)}, outs, error)) << error;
+      ASSERT_EQ(outs.size(), 4u);
+
+      rt::DivisionParams p;
+      std::copy(c.shape.begin(), c.shape.end(), p.shape);
+      p.hDim = c.nhwc ? 1 : 2;
+      p.wDim = c.nhwc ? 2 : 3;
+      p.block = c.block;
+      p.quant = {c.bits, c.group, c.stochastic, 41, 7};
+      std::vector<uint32_t> words;
+      std::vector<float> meta, averages;
+      rt::encodeDivision(x.data(), p, words, meta, averages);
+      EXPECT_EQ(values<uint32_t>(outs[0]), words);
+      EXPECT_EQ(values<uint32_t>(outs[1]),
+                values<uint32_t>(tensor(meta))); // bitwise
+      EXPECT_EQ(values<uint32_t>(outs[2]), values<uint32_t>(tensor(averages)));
+      std::vector<float> decoded(n);
+      rt::decodeDivision(words.data(), meta.data(), averages.data(), p,
+                         decoded.data());
+      EXPECT_EQ(values<uint32_t>(outs[3]), values<uint32_t>(tensor(decoded)));
+      // Each element decodes within its group's step of itself.
+      for (int64_t i = 0; i < n; ++i) {
+        float step = meta[2 * (i / c.group) + 1];
+        ASSERT_LE(std::fabs(decoded[i] - x[i]), step * 1.0001f + 1e-5f)
+            << "element " << i;
+      }
+    }
 }
 
 /// The GPU kernels (convert-act-to-linalg{target=gpu}: whole tiles by a

@@ -327,6 +327,93 @@ StorageLayout SparseEncodingAttr::getStorageLayout(int64_t numElements,
 }
 
 //===----------------------------------------------------------------------===//
+// DivisionEncodingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+DivisionEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                             int64_t block, unsigned bits, int64_t group,
+                             Rounding rounding, SpatialLayout) {
+  if (block < 1 || block > 1024)
+    return emitError() << "#act.division block must be in 1..1024; got "
+                       << block;
+  if (bits != 1 && bits != 2 && bits != 4 && bits != 8)
+    return emitError() << "#act.division bits must be one of 1, 2, 4, 8; got "
+                       << static_cast<int32_t>(bits);
+  if (group <= 0)
+    return emitError() << "#act.division group size must be positive; got "
+                       << group;
+  return success();
+}
+
+QuantEncodingAttr DivisionEncodingAttr::getResidualEncoding() const {
+  return QuantEncodingAttr::get(getContext(), getBits(), getGroup(),
+                                getRounding());
+}
+
+std::pair<unsigned, unsigned> DivisionEncodingAttr::getSpatialDims() const {
+  if (getLayout() == SpatialLayout::NHWC)
+    return {1, 2};
+  return {2, 3};
+}
+
+SmallVector<int64_t>
+DivisionEncodingAttr::getAveragesShape(ArrayRef<int64_t> shape) const {
+  SmallVector<int64_t> averages(shape);
+  auto [h, w] = getSpatialDims();
+  for (unsigned d : {h, w})
+    if (!ShapedType::isDynamic(averages[d]))
+      averages[d] = llvm::divideCeil(averages[d], getBlock());
+  return averages;
+}
+
+LogicalResult DivisionEncodingAttr::verifyTensorType(
+    RankedTensorType type, function_ref<InFlightDiagnostic()> emitError) const {
+  if (failed(verifyFloatElements("division", type, emitError)))
+    return failure();
+  auto [h, w] = getSpatialDims();
+  if (type.getRank() != 4 || type.isDynamicDim(h) || type.isDynamicDim(w))
+    return emitError() << "#act.division encodes spatial maps (rank 4, "
+                       << stringifySpatialLayout(getLayout())
+                       << ", static H and W), not " << type;
+  return success();
+}
+
+RankedTensorType
+DivisionEncodingAttr::getDecodedType(RankedTensorType type) const {
+  return type;
+}
+
+bool DivisionEncodingAttr::isLossless(Type) const { return false; }
+
+bool DivisionEncodingAttr::isStochastic() const {
+  return getRounding() == Rounding::Stochastic;
+}
+
+StorageLayout DivisionEncodingAttr::getStorageLayout(int64_t numElements,
+                                                     Type elementType) const {
+  // Without the shape: maps whose sides are multiples of the block.
+  StorageLayout layout =
+      getResidualEncoding().getStorageLayout(numElements, elementType);
+  layout.metadataBytes +=
+      llvm::divideCeil(numElements, getBlock() * getBlock()) *
+      llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
+  return layout;
+}
+
+StorageLayout
+DivisionEncodingAttr::getShapedStorageLayout(ArrayRef<int64_t> shape,
+                                             Type elementType) const {
+  // The residual's quantization, then the block averages as metadata.
+  int64_t n = *getSizedElementCount(shape);
+  StorageLayout layout = getResidualEncoding().getStorageLayout(n, elementType);
+  int64_t averages = *getSizedElementCount(getAveragesShape(shape));
+  layout.metadataBytes +=
+      averages * llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
+  return layout;
+}
+
+//===----------------------------------------------------------------------===//
 // RecomputeEncodingAttr
 //===----------------------------------------------------------------------===//
 

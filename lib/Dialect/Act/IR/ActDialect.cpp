@@ -28,10 +28,10 @@ void ActDialect::initialize() {
   // How encodings lower lives with the conversion (lib/Conversion/
   // ActToLinalg); using it without registering the models is an error that
   // names them, not a silent miss.
-  declarePromisedInterfaces<EncodingLoweringAttrInterface, QuantEncodingAttr,
-                            FloatEncodingAttr, MaskEncodingAttr,
-                            FewBitEncodingAttr, IndexEncodingAttr,
-                            SparseEncodingAttr, RecomputeEncodingAttr>();
+  declarePromisedInterfaces<
+      EncodingLoweringAttrInterface, QuantEncodingAttr, FloatEncodingAttr,
+      MaskEncodingAttr, FewBitEncodingAttr, IndexEncodingAttr,
+      SparseEncodingAttr, DivisionEncodingAttr, RecomputeEncodingAttr>();
 }
 
 LogicalResult EncodedType::verify(function_ref<InFlightDiagnostic()> emitError,

@@ -60,6 +60,25 @@ void encodeQuant(const float *x, int64_t n, const QuantParams &params,
 void decodeQuant(const uint32_t *words, const float *meta, int64_t n,
                  const QuantParams &params, float *out);
 
+/// #act.division on f32 maps: `shape` is the map's four dimensions, with
+/// H and W at `hDim`, `wDim` (NCHW: 2, 3; NHWC: 1, 2). The block averages
+/// (shape with H, W replaced by ceil(H / block), ceil(W / block); each the
+/// f32 sum of its block's elements in row-major order divided by their
+/// count) and the #act.quant storage of the residual x - average (`quant`:
+/// its bits, group, rounding, seed and id).
+struct DivisionParams {
+  int64_t shape[4] = {1, 1, 1, 1};
+  unsigned hDim = 2, wDim = 3;
+  int64_t block = 8;
+  QuantParams quant;
+};
+void encodeDivision(const float *x, const DivisionParams &params,
+                    std::vector<uint32_t> &words, std::vector<float> &meta,
+                    std::vector<float> &averages);
+void decodeDivision(const uint32_t *words, const float *meta,
+                    const float *averages, const DivisionParams &params,
+                    float *out);
+
 enum class MaskPredicate { Positive, NonNegative, NonZero };
 std::vector<uint32_t> encodeMask(const float *x, int64_t n,
                                  MaskPredicate predicate);

@@ -41,6 +41,13 @@ def Act_MaskPredicate : I32EnumAttr<"MaskPredicate", "predicate kept by a mask",
   let genSpecializedAttr = 0;
 }
 
+def Act_SpatialLayout : I32EnumAttr<"SpatialLayout", "where a map's spatial dimensions are", [
+    I32EnumAttrCase<"NCHW", 0, "nchw">,
+    I32EnumAttrCase<"NHWC", 1, "nhwc">]> {
+  let cppNamespace = "::mlir::act";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Encodings
 //===----------------------------------------------------------------------===//
@@ -208,6 +215,59 @@ def Act_SparseEncoding : Act_EncodingAttr<"SparseEncoding", "sparse"> {
   let extraClassDeclaration = [{
     /// The expected fraction of nonzero elements, as a double.
     double getDensityValue() const { return getDensity().convertToDouble(); }
+  }];
+}
+
+def Act_DivisionEncoding
+    : AttrDef<Act_Dialect, "DivisionEncoding",
+              [DeclareAttrInterfaceMethods<Act_EncodingAttrInterface,
+                                           ["getShapedStorageLayout"]>]> {
+  let mnemonic = "division";
+  let summary = "block averages kept exactly, the residual quantized (DIVISION)";
+  let description = [{
+    DIVISION's dual precision (papers/division-dual-activation-precision.txt,
+    Sec. 4) for rank-4 activation maps (`layout`: `nchw`, the default, or
+    `nhwc`). The low-frequency part is the average of every `block` x
+    `block` spatial block of each map, kept in the tensor's element type
+    (the sum in f32, in row-major order within the block, divided by the
+    block's element count: a block cut by the map's border averages the
+    elements it has). The high-frequency residual, `x` minus its block's
+    average (nearest upsampling), computed in f32, is stored as
+    `#act.quant<bits, group, rounding>` of the residual tensor (groups over
+    the row-major flattened index, stochastic rounding from the value's
+    Philox stream by default). Decoding yields `average + dequantized
+    residual`, in the tensor's element type. Lossy.
+
+    Storage: the quant payload and metadata of the residual, then the block
+    averages, tensor<N x C x ceil(H/block) x ceil(W/block)> (NHWC:
+    N x ceil(H/block) x ceil(W/block) x C). Compression of f32 maps is about
+    (block^-2 + bits/32 + 2/group)^-1: 11.6x at the defaults (the paper's
+    (B^-2 + Q/32)^-1 = 12.8x counts no per-group metadata). Spatial
+    dimensions must be static.
+
+    ```mlir
+    #act.division<block = 8, bits = 2>
+    #act.division<block = 4, bits = 2, group = 1024, layout = nhwc>
+    ```
+  }];
+  let parameters = (ins
+    DefaultValuedParameter<"int64_t", "8">:$block,
+    DefaultValuedParameter<"unsigned", "2">:$bits,
+    DefaultValuedParameter<"int64_t", "256">:$group,
+    DefaultValuedParameter<"::mlir::act::Rounding",
+                           "::mlir::act::Rounding::Stochastic">:$rounding,
+    DefaultValuedParameter<"::mlir::act::SpatialLayout",
+                           "::mlir::act::SpatialLayout::NCHW">:$layout);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The quantization of the residual.
+    QuantEncodingAttr getResidualEncoding() const;
+    /// The dimensions of H and W in the tensor.
+    std::pair<unsigned, unsigned> getSpatialDims() const;
+    /// The shape of the block averages of a map of `shape`.
+    ::llvm::SmallVector<int64_t> getAveragesShape(
+        ::llvm::ArrayRef<int64_t> shape) const;
   }];
 }
 

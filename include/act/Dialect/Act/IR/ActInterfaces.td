@@ -51,6 +51,21 @@ def Act_EncodingAttrInterface : AttrInterface<"EncodingAttrInterface"> {
     InterfaceMethod<
       /*desc=*/"True if encoding draws random numbers (needs a seed).",
       "bool", "isStochastic">,
+    InterfaceMethod<
+      /*desc=*/[{
+        Returns the exact storage of a tensor of static `shape` and
+        `elementType`. By default the storage depends only on the element
+        count (getStorageLayout(n, elementType)); encodings whose storage
+        depends on the shape itself (#act.division's block averages) override
+        it.
+      }],
+      "::mlir::act::StorageLayout", "getShapedStorageLayout",
+      (ins "::llvm::ArrayRef<int64_t>":$shape, "::mlir::Type":$elementType),
+      /*methodBody=*/"",
+      /*defaultImplementation=*/[{
+        return $_attr.getStorageLayout(
+            *::mlir::act::getSizedElementCount(shape), elementType);
+      }]>,
   ];
   let extraSharedClassDeclaration = [{
     /// Storage of a whole tensor; std::nullopt when its shape is not static
@@ -63,7 +78,8 @@ def Act_EncodingAttrInterface : AttrInterface<"EncodingAttrInterface"> {
           ::mlir::act::getSizedElementCount(type.getShape());
       if (!n)
         return std::nullopt;
-      return $_attr.getStorageLayout(*n, type.getElementType());
+      return $_attr.getShapedStorageLayout(type.getShape(),
+                                           type.getElementType());
     }
   }];
 }

@@ -69,9 +69,7 @@ bool TrainingGraph::isForward(Operation *op) const {
   return forwardOps.contains(op);
 }
 
-/// Ops whose result is the logits of a classifier head: contractions and
-/// convolutions.
-static bool isContractionLike(Operation *op) {
+bool mlir::act::isContractionLike(Operation *op) {
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return linalg::isaContractionOpInterface(linalgOp) ||
            linalg::isaConvolutionOpInterface(linalgOp);

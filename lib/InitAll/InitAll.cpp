@@ -87,6 +87,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
   static const llvm::StringRef names[] = {"act-insert-encode-decode",
                                           "act-allocate-bits",
                                           "act-memory-report",
+                                          "act-quantize-compute",
                                           "act-early-dealloc",
                                           "convert-act-to-linalg",
                                           "act-vectorize",

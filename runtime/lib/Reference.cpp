@@ -401,6 +401,33 @@ void act::rt::decodeDivision(const uint32_t *words, const float *meta,
 }
 
 //===----------------------------------------------------------------------===//
+// Compute quantization
+//===----------------------------------------------------------------------===//
+
+void act::rt::fakeQuant(const float *x, int64_t n, int bits, float *out) {
+  float mn = INFINITY, mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i)
+    if (std::fabs(x[i]) < INFINITY) {
+      mn = std::fmin(mn, x[i]);
+      mx = std::fmax(mx, x[i]);
+    }
+  int clamped = std::max(1, std::min(bits, 23));
+  float levels = float((uint32_t(1) << clamped) - 1);
+  float range = mx - mn;
+  bool keep = bits >= 24 || !(range > 0.0f) || !(std::fabs(range) < INFINITY);
+  float scale = range / levels, inverse = levels / range;
+  for (int64_t i = 0; i < n; ++i) {
+    if (keep || !(std::fabs(x[i]) < INFINITY)) {
+      out[i] = x[i];
+      continue;
+    }
+    float q = std::floor((x[i] - mn) * inverse + 0.5f);
+    q = std::min(std::max(q, 0.0f), levels);
+    out[i] = std::fma(q, scale, mn);
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Masks
 //===----------------------------------------------------------------------===//
 

@@ -123,6 +123,11 @@ void forEachValueRead(Operation *op, Block *block,
 /// static.
 std::optional<int64_t> getTensorBytes(RankedTensorType type);
 
+/// Contractions and convolutions (linalg ops that are either, TOSA's
+/// matmul and convolutions): what ends the forward's loss head and what
+/// compute quantization quantizes.
+bool isContractionLike(Operation *op);
+
 } // namespace mlir::act
 
 #endif // ACT_ANALYSIS_TRAININGGRAPH_H

@@ -21,6 +21,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -1194,4 +1195,124 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
         return pick.getResult(0);
       });
   return unflatten(b, loc, out, type, dynamicSizes);
+}
+
+//===----------------------------------------------------------------------===//
+// Compute quantization
+//===----------------------------------------------------------------------===//
+
+Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
+                                Value bits) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(input.getType());
+  Type f32 = b.getF32Type();
+  unsigned rank = type.getRank();
+  SmallVector<Value> dynamicSizes;
+  for (unsigned d = 0; d < rank; ++d)
+    if (type.isDynamicDim(d))
+      dynamicSizes.push_back(tensor::DimOp::create(b, loc, input, d));
+  auto constF = [&](OpBuilder &nb, Location nl, float v) -> Value {
+    return arith::ConstantFloatOp::create(nb, nl, nb.getF32Type(), APFloat(v));
+  };
+  auto isFinite = [&](OpBuilder &nb, Location nl, Value x) -> Value {
+    return arith::CmpFOp::create(
+        nb, nl, arith::CmpFPredicate::OLT, math::AbsFOp::create(nb, nl, x),
+        constF(nb, nl, std::numeric_limits<float>::infinity()));
+  };
+
+  // The finite extremes: one reduction over every element.
+  auto scalarType = RankedTensorType::get({}, f32);
+  auto filled = [&](float v) {
+    Value empty = tensor::EmptyOp::create(b, loc, scalarType, ValueRange{});
+    return linalg::FillOp::create(b, loc, constF(b, loc, v), empty)
+        .getResult(0);
+  };
+  AffineMap all = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap none = AffineMap::get(rank, 0, {}, ctx);
+  auto extremes = linalg::GenericOp::create(
+      b, loc, TypeRange{scalarType, scalarType}, ValueRange{input},
+      ValueRange{filled(INFINITY), filled(-INFINITY)}, {all, none, none},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::reduction),
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value x = detail::toF32(nb, nl, args[0]);
+        Value finite = isFinite(nb, nl, x);
+        Value mn = arith::SelectOp::create(
+            nb, nl, finite, arith::MinNumFOp::create(nb, nl, args[1], x),
+            args[1]);
+        Value mx = arith::SelectOp::create(
+            nb, nl, finite, arith::MaxNumFOp::create(nb, nl, args[2], x),
+            args[2]);
+        linalg::YieldOp::create(nb, nl, ValueRange{mn, mx});
+      });
+  Value mn =
+      tensor::ExtractOp::create(b, loc, extremes.getResult(0), ValueRange{});
+  Value mx =
+      tensor::ExtractOp::create(b, loc, extremes.getResult(1), ValueRange{});
+
+  // levels = 2^clamp(bits, 1, 23) - 1; bits >= 24 keeps the tensor.
+  Value clamped = arith::MaxSIOp::create(
+      b, loc,
+      arith::MinSIOp::create(b, loc, bits, detail::i32Const(b, loc, 23)),
+      detail::i32Const(b, loc, 1));
+  Value levels = arith::UIToFPOp::create(
+      b, loc, f32,
+      arith::SubIOp::create(
+          b, loc,
+          arith::ShLIOp::create(b, loc, detail::i32Const(b, loc, 1), clamped),
+          detail::i32Const(b, loc, 1)));
+  Value exact = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, bits,
+                                      detail::i32Const(b, loc, 24));
+  Value range = arith::SubFOp::create(b, loc, mx, mn);
+  Value zero = constF(b, loc, 0.0f);
+  Value positive =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, range, zero);
+  Value scale = arith::DivFOp::create(b, loc, range, levels);
+  Value inverse = arith::DivFOp::create(b, loc, levels, range);
+  // No finite element, a constant tensor, a range past the largest float or
+  // 24 bits and more: the tensor as it is.
+  Value keep = arith::OrIOp::create(
+      b, loc, exact,
+      arith::OrIOp::create(
+          b, loc,
+          arith::XOrIOp::create(
+              b, loc, positive,
+              arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
+          arith::XOrIOp::create(
+              b, loc, isFinite(b, loc, range),
+              arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1))));
+
+  Value init = tensor::EmptyOp::create(b, loc, type, dynamicSizes);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{input}, ValueRange{init},
+             {all, all},
+             SmallVector<utils::IteratorType>(rank,
+                                              utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value x = detail::toF32(nb, nl, args[0]);
+               Value y = arith::MulFOp::create(
+                   nb, nl, arith::SubFOp::create(nb, nl, x, mn), inverse);
+               Value q = math::FloorOp::create(
+                   nb, nl,
+                   arith::AddFOp::create(nb, nl, y, constF(nb, nl, 0.5f)));
+               q = arith::MinimumFOp::create(
+                   nb, nl, arith::MaximumFOp::create(nb, nl, q, zero), levels);
+               Value v = math::FmaOp::create(nb, nl, q, scale, mn);
+               Value pass = arith::OrIOp::create(
+                   nb, nl, keep,
+                   arith::XOrIOp::create(nb, nl, isFinite(nb, nl, x),
+                                         arith::ConstantIntOp::create(
+                                             nb, nl, nb.getI1Type(), 1)));
+               Type element = type.getElementType();
+               if (element != v.getType())
+                 v = element.getIntOrFloatBitWidth() < 32
+                         ? arith::TruncFOp::create(nb, nl, element, v)
+                               .getResult()
+                         : arith::ExtFOp::create(nb, nl, element, v)
+                               .getResult();
+               // The input element itself where it passes through (no
+               // round trip through f32 for f64 tensors).
+               v = arith::SelectOp::create(nb, nl, pass, args[0], v);
+               linalg::YieldOp::create(nb, nl, v);
+             })
+      .getResult(0);
 }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "act/Conversion/ActToLinalg/ActLowering.h"
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/IR/Act.h"
 #include "act/Support/OptionLoc.h"
@@ -118,6 +119,20 @@ struct RecomputedOpLowering : OpConversionPattern<RecomputedOp> {
   }
 };
 
+/// act.fake_quant: two generics (buildFakeQuant).
+struct FakeQuantOpLowering : OpConversionPattern<FakeQuantOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(FakeQuantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op,
+                       buildFakeQuant(rewriter, op.getLoc(), adaptor.getInput(),
+                                      adaptor.getBits()));
+    return success();
+  }
+};
+
 struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
   DecodeOpLowering(const TypeConverter &converter, MLIRContext *context,
                    LoweringOptions options)
@@ -225,7 +240,7 @@ struct ConvertActToLinalgPass
                                builder.getFunctionType({i64, i64, i64}, {}));
       decl.setPrivate();
     }
-    patterns.add<RecomputedOpLowering>(converter, context);
+    patterns.add<RecomputedOpLowering, FakeQuantOpLowering>(converter, context);
     patterns.add<EncodeOpLowering, DecodeOpLowering>(converter, context,
                                                      options);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,

@@ -219,3 +219,11 @@ func.func @recomputed_type(%e: !act.encoded<tensor<4xf32>, #act.recompute>, %y: 
   %r = act.recomputed %e, %y : !act.encoded<tensor<4xf32>, #act.recompute>, tensor<5xf32>
   return %r : tensor<5xf32>
 }
+
+// -----
+
+func.func @fake_quant_int(%x: tensor<4xi32>, %b: i32) -> tensor<4xi32> {
+  // expected-error @+1 {{'act.fake_quant' op quantizes floating-point tensors, not 'tensor<4xi32>'}}
+  %q = act.fake_quant %x, bits %b : tensor<4xi32>
+  return %q : tensor<4xi32>
+}

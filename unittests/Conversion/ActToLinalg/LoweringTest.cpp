@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::act;
@@ -532,6 +533,45 @@ TEST_F(LoweringTest, DivisionMatchesReferenceBitForBit) {
             << "element " << i;
       }
     }
+}
+
+// act.fake_quant (compute quantization) at a run-time bit width: the
+// reference's values bit for bit, one compiled function for every width;
+// the levels used are at most 2^bits; 24 bits and more return the input.
+TEST_F(LoweringTest, FakeQuantMatchesReferenceAtRunTimeBits) {
+  const int64_t n = 1000;
+  std::string t = "tensor<" + std::to_string(n) + "xf32>";
+  module = parseSourceString<ModuleOp>(
+      "func.func @fq(%x: " + t + ", %b: i32) -> " + t +
+          " {\n  %q = act.fake_quant %x, bits %b : " + t +
+          "\n  return %q : " + t + "\n}\n",
+      &context);
+  ASSERT_TRUE(module);
+  auto jit = JitFunction::compile(*module, "fq", true);
+  ASSERT_TRUE(bool(jit)) << llvm::toString(jit.takeError());
+  std::vector<float> x = data(n, 5, false);
+  x[3] = INFINITY;
+  x[7] = NAN;
+  for (int bits : {1, 2, 3, 6, 8, 12, 16, 23, 24, 32, 0}) {
+    SCOPED_TRACE("bits=" + std::to_string(bits));
+    std::vector<HostTensor> outs;
+    std::string error;
+    ASSERT_TRUE(callJit(
+        **jit, {tensor(x), HostTensor::scalar<int32_t>(ElementKind::I32, bits)},
+        outs, error))
+        << error;
+    std::vector<float> want(n);
+    rt::fakeQuant(x.data(), n, bits, want.data());
+    EXPECT_EQ(values<uint32_t>(outs[0]), values<uint32_t>(tensor(want)));
+    std::set<float> levels;
+    for (int64_t i = 0; i < n; ++i)
+      if (std::isfinite(x[i]))
+        levels.insert(want[i]);
+    if (bits >= 24)
+      EXPECT_EQ(values<uint32_t>(outs[0]), values<uint32_t>(tensor(x)));
+    else
+      EXPECT_LE(levels.size(), size_t(1) << std::max(bits, 1));
+  }
 }
 
 /// The GPU kernels (convert-act-to-linalg{target=gpu}: whole tiles by a

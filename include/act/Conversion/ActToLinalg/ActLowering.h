@@ -165,6 +165,12 @@ Value buildSparseDecode(OpBuilder &b, Location loc, Value bitmap, Value values,
                         RankedTensorType type, ValueRange dynamicSizes,
                         const LoweringOptions &options);
 
+/// act.fake_quant (compute quantization): the finite extremes of `input` by
+/// one reduction generic, then every element rounded to the nearest of
+/// 2^bits levels over them by one parallel generic; `bits` (i32) is read
+/// at run time.
+Value buildFakeQuant(OpBuilder &b, Location loc, Value input, Value bits);
+
 } // namespace mlir::act
 
 #endif // ACT_CONVERSION_ACTTOLINALG_ACTLOWERING_H

@@ -35,6 +35,13 @@ LogicalResult DecodeOp::verify() {
   return success();
 }
 
+LogicalResult FakeQuantOp::verify() {
+  if (!isa<FloatType>(getInput().getType().getElementType()))
+    return emitOpError("quantizes floating-point tensors, not ")
+           << getInput().getType();
+  return success();
+}
+
 LogicalResult RecomputedOp::verify() {
   auto encoded = cast<EncodedType>(getToken().getType());
   if (!isa<RecomputeEncodingAttr>(encoded.getEncoding()))

@@ -79,6 +79,12 @@ void decodeDivision(const uint32_t *words, const float *meta,
                     const float *averages, const DivisionParams &params,
                     float *out);
 
+/// act.fake_quant (compute quantization): `x` rounded to the nearest of
+/// 2^bits levels over the range of its finite elements (bits clamped to
+/// 1..23; from 24 on, and for constant tensors, unchanged; non-finite
+/// elements pass through).
+void fakeQuant(const float *x, int64_t n, int bits, float *out);
+
 enum class MaskPredicate { Positive, NonNegative, NonZero };
 std::vector<uint32_t> encodeMask(const float *x, int64_t n,
                                  MaskPredicate predicate);

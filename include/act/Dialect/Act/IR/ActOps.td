@@ -78,4 +78,34 @@ def Act_RecomputedOp : Act_Op<"recomputed", [Pure,
   let hasVerifier = 1;
 }
 
+
+def Act_FakeQuantOp : Act_Op<"fake_quant", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "quantize and dequantize a tensor at a run-time bit width";
+  let description = [{
+    Compute quantization (FracTrain, papers/fractrain.txt): yields `input`
+    rounded to the nearest of `2^bits` levels spread over the range of its
+    finite elements (one range for the whole tensor, as FracTrain's
+    per-layer precisions): with `min`, `max` the finite extremes,
+    `scale = (max - min) / (2^bits - 1)`, each finite element becomes
+    `fma(q, scale, min)` with `q = clamp(floor((x - min) / scale + 0.5),
+    0, 2^bits - 1)` (computed with the inverse step `(2^bits - 1) / (max -
+    min)`, in f32). Non-finite elements pass through; a constant tensor is
+    unchanged. `bits` is an `i32` operand, so the precision can change at
+    run time without recompiling: below 1 it counts as 1; from 24 on (f32's
+    significand) the tensor is returned as it is.
+
+    ```mlir
+    %b = arith.constant 6 : i32
+    %q = act.fake_quant %x, bits %b : tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I32:$bits);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` `bits` $bits attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ACT_DIALECT_ACT_IR_ACTOPS_TD

@@ -234,4 +234,42 @@ def ActEarlyDeallocPass : Pass<"act-early-dealloc", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+
+def ActQuantizeComputePass
+    : Pass<"act-quantize-compute", "::mlir::ModuleOp"> {
+  let summary = "Quantize the operands of contractions and convolutions "
+                "(FracTrain) and report the effective MACs";
+  let description = [{
+    Compute quantization, FracTrain's axis (papers/fractrain.txt): in every
+    joint-form training graph, each contraction and convolution (linalg ops
+    that are contractions or convolutions: matmuls, batch matmuls, the
+    convolutions of the forward and their gradients) reads its two operands
+    through `act.fake_quant`: at `forward-bits` in the forward pass (weights
+    and activations) and in the backward at `backward-bits` for operands
+    computed by the backward (gradients) and `forward-bits` for forward
+    values it reads (weights, saved activations, traced through views,
+    transposes, padding and act.decode). Everything else (BatchNorm, the
+    loss, the elementwise ops) stays in float. Composes with the encodings:
+    run it before or after act-insert-encode-decode.
+
+    It prints FracTrain's cost model (Sec. 4.1): per op its MACs (a linalg
+    op's iterations), the bits of its two operands and its effective MACs,
+    MACs * bits_a / 32 * bits_b / 32; the totals, and the saving against
+    fp32 (32 x 32 bits) and against a fixed 8-bit step (forward and backward
+    at 8 bits). `report=FILE` writes the same as JSON (what act.train's PFQ
+    schedule reads). `forward-bits` or `backward-bits` 32 leaves that side in
+    float (counted at 32 bits).
+  }];
+  let dependentDialects = ["::mlir::act::ActDialect",
+                           "::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"forwardBits", "forward-bits", "unsigned", "8",
+           "bits of the forward's operands (weights, activations): 1-32">,
+    Option<"backwardBits", "backward-bits", "unsigned", "8",
+           "bits of the backward's gradients: 1-32">,
+    Option<"reportFile", "report", "std::string", "\"\"",
+           "write the cost report as JSON to this file">,
+  ];
+}
+
 #endif // ACT_DIALECT_ACT_TRANSFORMS_PASSES_TD

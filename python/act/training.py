@@ -20,6 +20,7 @@ stochastic rounding and dropout. A batch of another shape (the last, partial
 one) is exported and compiled once more and cached by shape.
 """
 
+import json
 import os
 import tempfile
 
@@ -35,7 +36,7 @@ from .tune import allocate, measure
 
 class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
-                 measure_bits=4, few_bit=0):
+                 measure_bits=4, few_bit=0, compute_bits=None):
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
         if few_bit and (average_bits is not None or encoding in (None, "none")):
@@ -44,6 +45,13 @@ class Step:
         if not 0 <= few_bit <= 8:
             raise ValueError(f"few_bit must be in 0..8, got {few_bit}")
         self.few_bit = few_bit
+        # FracTrain's compute quantization: (forward bits, backward bits) of
+        # the contractions' operands, or None for float. Settable between
+        # calls (PFQ): each setting compiles once and is cached.
+        self.compute_bits = compute_bits
+        self.cost = {}  # compute_bits -> act-quantize-compute's totals
+        self.effective_macs = 0.0  # summed over calls
+        self.fp32_macs = 0.0
         self.module, self.loss_fn = module, loss_fn
         self.encoding = encoding
         self.average_bits, self.measure_bits = average_bits, measure_bits
@@ -60,7 +68,8 @@ class Step:
                             and m.num_batches_tracked is not None]
 
     def _compile(self, inputs, targets):
-        key = (tuple(inputs.shape), str(inputs.dtype), tuple(targets.shape), str(targets.dtype))
+        key = (tuple(inputs.shape), str(inputs.dtype), tuple(targets.shape), str(targets.dtype),
+               self.compute_bits)
         if key in self.compiled:
             return self.compiled[key]
         name = f"step{len(self.compiled)}"
@@ -88,6 +97,15 @@ class Step:
                 options += f" few-bit={self.few_bit}"
             mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"),
                                  options)
+        if self.compute_bits is not None:
+            fw, bw = self.compute_bits
+            report = os.path.join(self.work_dir, f"{name}_cost.json")
+            quantized = os.path.join(self.work_dir, f"{name}_compute.mlir")
+            driver.run("act-opt", mlir, "-act-quantize-compute=forward-bits="
+                       f"{fw} backward-bits={bw} report={report}", "-o", quantized)
+            with open(report) as f:
+                self.cost[self.compute_bits] = json.load(f)["totals"]
+            mlir = quantized
         step = capi.CompiledStep.from_file(mlir)
         if self.saved_bytes is None:
             report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
@@ -127,6 +145,10 @@ class Step:
         self.calls += 1
         call_seed = (self.seed * 1000003 + self.calls) & 0x7FFFFFFFFFFFFFFF
         run = step.run(self._arguments(layout, inputs, targets, call_seed), seed=call_seed)
+        if self.compute_bits is not None:
+            cost = self.cost[self.compute_bits]
+            self.effective_macs += cost["effective_macs"]
+            self.fp32_macs += cost["macs"]
         self.last_peak_bytes = run.peak_bytes
         self.peak_bytes = max(self.peak_bytes, run.peak_bytes)
         results = run.results
@@ -146,7 +168,8 @@ class Step:
 
 
 def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
-            encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0):
+            encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
+            compute_bits=None):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), or None for none.
@@ -156,8 +179,13 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     few_bit: with a lossy encoding, the values the backward reads only
     through an activation's derivative phi(x) get few_bit-bit interval codes
     with phi's optimal table instead (Few-bit backward, docs/FewBit.md).
+    compute_bits: (forward, backward) bits of FracTrain's compute
+    quantization (act-quantize-compute), or None; `step.compute_bits` may be
+    changed between calls (PFQ), each setting compiled once and cached;
+    `step.effective_macs` / `step.fp32_macs` sum FracTrain's cost over calls.
     The example batch, if given, compiles the step now."""
-    step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit)
+    step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
+                compute_bits)
     if example_inputs is not None and example_targets is not None:
         step._compile(example_inputs.contiguous(), example_targets.contiguous())
     return step

@@ -121,3 +121,22 @@ def test_kernel_threads_are_set_through_the_c_api():
     assert capi.get_num_threads() == 1
     capi.set_num_threads(0)
     assert capi.get_num_threads() == len(os.sched_getaffinity(0))  # every core
+
+
+def test_pfq_switches_precision_during_training_and_counts_the_cost():
+    """FracTrain's PFQ on the digits MLP: the compute precision starts at
+    FW-3/BW-6 and steps up at loss plateaus (window 1, so that 6 epochs
+    see switches); each stage is one compiled variant; FracTrain's cost of
+    the run is below fixed FW-8/BW-8's; the model still learns."""
+    info = {}
+    acc, _, _, _ = train("digits-mlp", "none+pfq=3/6,4/8,8/8", seed=0, epochs=6,
+                         pfq={"eps": 0.2, "alpha": 0.5, "window": 1}, info=info)
+    stages = [e["compute_bits"] for e in info["epochs"]]
+    assert stages[0] == [3, 6]
+    assert [s["stage"] for s in info["switches"]] == [[4, 8], [8, 8]][:len(info["switches"])]
+    assert info["switches"], stages
+    # The epochs after a switch ran at the new stage.
+    first = info["switches"][0]["epoch"]
+    assert stages[first] == [4, 8]
+    assert 0 < info["saved_vs_8bit"] < 1 and info["saved_vs_fp32"] > 0.9
+    assert acc > 0.85

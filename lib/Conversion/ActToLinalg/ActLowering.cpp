@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
@@ -1207,10 +1208,8 @@ Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
   auto type = cast<RankedTensorType>(input.getType());
   Type f32 = b.getF32Type();
   unsigned rank = type.getRank();
-  SmallVector<Value> dynamicSizes;
-  for (unsigned d = 0; d < rank; ++d)
-    if (type.isDynamicDim(d))
-      dynamicSizes.push_back(tensor::DimOp::create(b, loc, input, d));
+  SmallVector<Value> dynamicSizes =
+      tensor::createDynamicDimValues(b, loc, input);
   auto constF = [&](OpBuilder &nb, Location nl, float v) -> Value {
     return arith::ConstantFloatOp::create(nb, nl, nb.getF32Type(), APFloat(v));
   };

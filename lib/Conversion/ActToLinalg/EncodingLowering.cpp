@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/IR/DialectRegistry.h"
 
 #include <cmath>
@@ -786,16 +787,6 @@ buildWithAverages(OpBuilder &b, Location loc, DivisionEncodingAttr encoding,
       .getResult(0);
 }
 
-/// The dynamic sizes of `value`'s type.
-static SmallVector<Value> dynamicDims(OpBuilder &b, Location loc, Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<Value> sizes;
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    if (type.isDynamicDim(d))
-      sizes.push_back(tensor::DimOp::create(b, loc, value, d));
-  return sizes;
-}
-
 template <>
 void EncodingModel<DivisionEncodingAttr>::getStorageTypes(
     Attribute attr, RankedTensorType type, SmallVectorImpl<Type> &types) const {
@@ -816,7 +807,8 @@ SmallVector<Value> EncodingModel<DivisionEncodingAttr>::buildEncode(
   unsigned rank = type.getRank();
   auto [hDim, wDim] = encoding.getSpatialDims();
   int64_t block = encoding.getBlock();
-  SmallVector<Value> dynamicSizes = dynamicDims(b, loc, input);
+  SmallVector<Value> dynamicSizes =
+      tensor::createDynamicDimValues(b, loc, input);
 
   // The block averages: a parallel generic over them, each summing its
   // block in f32, row by row, in a loop of its own (the same order on

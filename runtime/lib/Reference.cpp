@@ -339,6 +339,13 @@ struct DivisionShape {
       i = i * shape[d] + at[d];
     return i;
   }
+  /// The inverse of flat: the position `at` of row-major index `i`.
+  static void unflat(const int64_t *shape, int64_t i, int64_t *at) {
+    for (int d = 3; d >= 0; --d) {
+      at[d] = i % shape[d];
+      i /= shape[d];
+    }
+  }
   int64_t elements() const {
     return p.shape[0] * p.shape[1] * p.shape[2] * p.shape[3];
   }
@@ -349,10 +356,7 @@ struct DivisionShape {
   /// The position of element i's block average.
   int64_t averageOf(int64_t i) const {
     int64_t at[4];
-    for (int d = 3; d >= 0; --d) {
-      at[d] = i % p.shape[d];
-      i /= p.shape[d];
-    }
+    unflat(p.shape, i, at);
     at[p.hDim] /= p.block;
     at[p.wDim] /= p.block;
     return flat(averagesShape, at);
@@ -368,10 +372,7 @@ void act::rt::encodeDivision(const float *x, const DivisionParams &p,
   averages.assign(s.averages(), 0.0f);
   for (int64_t a = 0; a < s.averages(); ++a) {
     int64_t at[4];
-    for (int64_t d = 3, r = a; d >= 0; --d) {
-      at[d] = r % s.averagesShape[d];
-      r /= s.averagesShape[d];
-    }
+    DivisionShape::unflat(s.averagesShape, a, at);
     int64_t h0 = at[p.hDim] * p.block, w0 = at[p.wDim] * p.block;
     int64_t h1 = std::min(h0 + p.block, p.shape[p.hDim]);
     int64_t w1 = std::min(w0 + p.block, p.shape[p.wDim]);

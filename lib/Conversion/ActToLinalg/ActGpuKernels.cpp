@@ -50,6 +50,15 @@ Value mlir::act::detail::toF32(OpBuilder &b, Location loc, Value x) {
   return arith::TruncFOp::create(b, loc, f32, x);
 }
 
+Value mlir::act::detail::fromF32(OpBuilder &b, Location loc, Value x,
+                                 Type type) {
+  if (type == x.getType())
+    return x;
+  if (type.getIntOrFloatBitWidth() < 32)
+    return arith::TruncFOp::create(b, loc, type, x);
+  return arith::ExtFOp::create(b, loc, type, x);
+}
+
 bool mlir::act::detail::canEncodeOnGpu(PackedFormat f, int64_t group) {
   int64_t tile = f.tileElements();
   if (!group)

@@ -1213,9 +1213,10 @@ Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
   auto constF = [&](OpBuilder &nb, Location nl, float v) -> Value {
     return arith::ConstantFloatOp::create(nb, nl, nb.getF32Type(), APFloat(v));
   };
-  auto isFinite = [&](OpBuilder &nb, Location nl, Value x) -> Value {
+  // |x| is infinite or NaN.
+  auto isNonFinite = [&](OpBuilder &nb, Location nl, Value x) -> Value {
     return arith::CmpFOp::create(
-        nb, nl, arith::CmpFPredicate::OLT, math::AbsFOp::create(nb, nl, x),
+        nb, nl, arith::CmpFPredicate::UGE, math::AbsFOp::create(nb, nl, x),
         constF(nb, nl, std::numeric_limits<float>::infinity()));
   };
 
@@ -1233,14 +1234,14 @@ Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
       ValueRange{filled(INFINITY), filled(-INFINITY)}, {all, none, none},
       SmallVector<utils::IteratorType>(rank, utils::IteratorType::reduction),
       [&](OpBuilder &nb, Location nl, ValueRange args) {
+        // Finite elements only, as in the quant groups' statistics.
         Value x = detail::toF32(nb, nl, args[0]);
-        Value finite = isFinite(nb, nl, x);
-        Value mn = arith::SelectOp::create(
-            nb, nl, finite, arith::MinNumFOp::create(nb, nl, args[1], x),
-            args[1]);
-        Value mx = arith::SelectOp::create(
-            nb, nl, finite, arith::MaxNumFOp::create(nb, nl, args[2], x),
-            args[2]);
+        Value mn = arith::MinNumFOp::create(
+            nb, nl, args[1],
+            detail::countedElement(nb, nl, arith::AtomicRMWKind::minnumf, x));
+        Value mx = arith::MaxNumFOp::create(
+            nb, nl, args[2],
+            detail::countedElement(nb, nl, arith::AtomicRMWKind::maxnumf, x));
         linalg::YieldOp::create(nb, nl, ValueRange{mn, mx});
       });
   Value mn =
@@ -1263,22 +1264,15 @@ Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
                                       detail::i32Const(b, loc, 24));
   Value range = arith::SubFOp::create(b, loc, mx, mn);
   Value zero = constF(b, loc, 0.0f);
-  Value positive =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, range, zero);
+  Value notPositive =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ULE, range, zero);
   Value scale = arith::DivFOp::create(b, loc, range, levels);
   Value inverse = arith::DivFOp::create(b, loc, levels, range);
   // No finite element, a constant tensor, a range past the largest float or
   // 24 bits and more: the tensor as it is.
   Value keep = arith::OrIOp::create(
       b, loc, exact,
-      arith::OrIOp::create(
-          b, loc,
-          arith::XOrIOp::create(
-              b, loc, positive,
-              arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
-          arith::XOrIOp::create(
-              b, loc, isFinite(b, loc, range),
-              arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1))));
+      arith::OrIOp::create(b, loc, notPositive, isNonFinite(b, loc, range)));
 
   Value init = tensor::EmptyOp::create(b, loc, type, dynamicSizes);
   return linalg::GenericOp::create(
@@ -1296,18 +1290,9 @@ Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
                q = arith::MinimumFOp::create(
                    nb, nl, arith::MaximumFOp::create(nb, nl, q, zero), levels);
                Value v = math::FmaOp::create(nb, nl, q, scale, mn);
-               Value pass = arith::OrIOp::create(
-                   nb, nl, keep,
-                   arith::XOrIOp::create(nb, nl, isFinite(nb, nl, x),
-                                         arith::ConstantIntOp::create(
-                                             nb, nl, nb.getI1Type(), 1)));
-               Type element = type.getElementType();
-               if (element != v.getType())
-                 v = element.getIntOrFloatBitWidth() < 32
-                         ? arith::TruncFOp::create(nb, nl, element, v)
-                               .getResult()
-                         : arith::ExtFOp::create(nb, nl, element, v)
-                               .getResult();
+               Value pass =
+                   arith::OrIOp::create(nb, nl, keep, isNonFinite(nb, nl, x));
+               v = detail::fromF32(nb, nl, v, type.getElementType());
                // The input element itself where it passes through (no
                // round trip through f32 for f64 tensors).
                v = arith::SelectOp::create(nb, nl, pass, args[0], v);

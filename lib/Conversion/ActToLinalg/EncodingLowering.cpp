@@ -73,13 +73,7 @@ static RankedTensorType packedPayloadType(RankedTensorType type,
 
 using mlir::act::detail::toF32;
 
-static Value fromF32(OpBuilder &b, Location loc, Value x, Type type) {
-  if (type == x.getType())
-    return x;
-  if (type.getIntOrFloatBitWidth() < 32)
-    return arith::TruncFOp::create(b, loc, type, x);
-  return arith::ExtFOp::create(b, loc, type, x);
-}
+using mlir::act::detail::fromF32;
 
 static Value f32Const(OpBuilder &b, Location loc, float v) {
   return arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(v));

@@ -119,6 +119,8 @@ inline bool isGpu(const LoweringOptions &options) {
 
 /// f32 view of a float element (extended or truncated).
 Value toF32(OpBuilder &b, Location loc, Value x);
+/// A float element of `type` from f32 `x` (truncated or extended).
+Value fromF32(OpBuilder &b, Location loc, Value x, Type type);
 
 /// What element `x` (f32) contributes to a group statistic of `kind`:
 /// itself when finite, else the reduction's identity. Group statistics

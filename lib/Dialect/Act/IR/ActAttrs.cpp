@@ -45,18 +45,27 @@ verifyFloatElements(StringRef encoding, RankedTensorType type,
 // QuantEncodingAttr
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-QuantEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                          unsigned bits, int64_t group, Rounding rounding) {
+/// The quantization parameters of #act.quant, and of the residual of
+/// #act.division (`encoding` names which in the message).
+static LogicalResult
+verifyQuantParameters(function_ref<InFlightDiagnostic()> emitError,
+                      StringRef encoding, unsigned bits, int64_t group) {
   if (bits != 1 && bits != 2 && bits != 4 && bits != 8)
     // A negative literal wraps around the unsigned parameter: print it as
     // written (bits = -1, not 4294967295).
-    return emitError() << "#act.quant bits must be one of 1, 2, 4, 8; got "
+    return emitError() << "#act." << encoding
+                       << " bits must be one of 1, 2, 4, 8; got "
                        << static_cast<int32_t>(bits);
   if (group <= 0)
-    return emitError() << "#act.quant group size must be positive; got "
-                       << group;
+    return emitError() << "#act." << encoding
+                       << " group size must be positive; got " << group;
   return success();
+}
+
+LogicalResult
+QuantEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          unsigned bits, int64_t group, Rounding) {
+  return verifyQuantParameters(emitError, "quant", bits, group);
 }
 
 LogicalResult QuantEncodingAttr::verifyTensorType(
@@ -333,17 +342,11 @@ StorageLayout SparseEncodingAttr::getStorageLayout(int64_t numElements,
 LogicalResult
 DivisionEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                              int64_t block, unsigned bits, int64_t group,
-                             Rounding rounding, SpatialLayout) {
+                             Rounding, SpatialLayout) {
   if (block < 1 || block > 1024)
     return emitError() << "#act.division block must be in 1..1024; got "
                        << block;
-  if (bits != 1 && bits != 2 && bits != 4 && bits != 8)
-    return emitError() << "#act.division bits must be one of 1, 2, 4, 8; got "
-                       << static_cast<int32_t>(bits);
-  if (group <= 0)
-    return emitError() << "#act.division group size must be positive; got "
-                       << group;
-  return success();
+  return verifyQuantParameters(emitError, "division", bits, group);
 }
 
 QuantEncodingAttr DivisionEncodingAttr::getResidualEncoding() const {

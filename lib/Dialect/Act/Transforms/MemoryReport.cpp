@@ -10,6 +10,7 @@
 #include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/PrintLocation.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
@@ -71,13 +72,6 @@ template <typename T> std::string print(T thing) {
   llvm::raw_string_ostream os(s);
   os << thing;
   return s;
-}
-
-std::string printLocation(Location loc) {
-  if (auto file = loc->findInstanceOf<FileLineColLoc>())
-    return llvm::formatv("{0}:{1}:{2}", file.getFilename(), file.getLine(),
-                         file.getColumn());
-  return print(loc);
 }
 
 Row makeRow(const SavedValue &saved) {

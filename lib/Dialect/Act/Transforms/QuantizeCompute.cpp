@@ -11,6 +11,7 @@
 #include "act/Dialect/Act/IR/Act.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
 #include "act/Support/OptionLoc.h"
+#include "act/Support/PrintLocation.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -101,13 +102,6 @@ static std::optional<int64_t> getMacs(linalg::LinalgOp op) {
     macs *= range;
   }
   return macs;
-}
-
-static std::string printLocation(Location loc) {
-  if (auto file = loc->findInstanceOf<FileLineColLoc>())
-    return llvm::formatv("{0}:{1}:{2}", file.getFilename(), file.getLine(),
-                         file.getColumn());
-  return "unknown";
 }
 
 void QuantizeComputePass::runOnOperation() {

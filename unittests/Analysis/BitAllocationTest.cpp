@@ -133,3 +133,87 @@ TEST(BitAllocation, LargeInstanceIsProven) {
     EXPECT_GE(greedy.objective, exact.objective * (1 - 1e-12));
   }
 }
+
+/// Every tensor's own options (as when #act.quant and #act.division compete):
+/// different weights per tensor, dominated and non-convex options, ties.
+static double bruteForceOptions(
+    const std::vector<std::vector<KnapsackOption>> &items, int64_t budget) {
+  double best = INFINITY;
+  std::vector<size_t> idx(items.size(), 0);
+  while (true) {
+    int64_t used = 0;
+    double cost = 0;
+    for (size_t l = 0; l < items.size(); ++l) {
+      used += items[l][idx[l]].weight;
+      cost += items[l][idx[l]].cost;
+    }
+    if (used <= budget)
+      best = std::min(best, cost);
+    size_t l = 0;
+    while (l < idx.size() && ++idx[l] == items[l].size())
+      idx[l++] = 0;
+    if (l == idx.size())
+      break;
+  }
+  return best;
+}
+
+TEST(Knapsack, PerTensorOptionsMatchBruteForce) {
+  std::mt19937_64 gen(3);
+  std::uniform_int_distribution<int> count(1, 6), weight(1, 60);
+  std::uniform_real_distribution<double> cost(0.0, 10.0);
+  int cases = 0, nonConvex = 0;
+  for (size_t n = 1; n <= 6; ++n) {
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<std::vector<KnapsackOption>> items(n);
+      int64_t lightest = 0, heaviest = 0;
+      for (auto &options : items) {
+        int k = count(gen);
+        int64_t lo = INT64_MAX, hi = 0;
+        for (int j = 0; j < k; ++j) {
+          options.push_back({weight(gen), cost(gen)});
+          lo = std::min(lo, options.back().weight);
+          hi = std::max(hi, options.back().weight);
+        }
+        if (k >= 2 && gen() % 3 == 0) // a tie in weight
+          options.push_back({options[0].weight, cost(gen)});
+        lightest += lo;
+        heaviest += hi;
+      }
+      for (int64_t budget :
+           {lightest - 1, lightest, (lightest + heaviest) / 2,
+            (3 * lightest + heaviest) / 4, heaviest}) {
+        double expected = bruteForceOptions(items, budget);
+        KnapsackSolution exact = solveKnapsackExact(items, budget);
+        KnapsackSolution greedy = solveKnapsackGreedy(items, budget);
+        if (std::isinf(expected)) {
+          EXPECT_FALSE(exact.feasible);
+          EXPECT_FALSE(greedy.feasible);
+          continue;
+        }
+        ASSERT_TRUE(exact.feasible);
+        ASSERT_TRUE(exact.provenOptimal);
+        ASSERT_EQ(exact.choice.size(), n);
+        // The choices are indices into the caller's lists and add up.
+        int64_t used = 0;
+        double objective = 0;
+        for (size_t l = 0; l < n; ++l) {
+          ASSERT_LT(exact.choice[l], items[l].size());
+          used += items[l][exact.choice[l]].weight;
+          objective += items[l][exact.choice[l]].cost;
+        }
+        EXPECT_EQ(used, exact.usedWeight);
+        EXPECT_LE(used, budget);
+        EXPECT_NEAR(objective, exact.objective, 1e-12);
+        EXPECT_NEAR(exact.objective, expected, 1e-9) << "n=" << n;
+        ASSERT_TRUE(greedy.feasible);
+        EXPECT_LE(greedy.usedWeight, budget);
+        EXPECT_GE(greedy.objective, exact.objective - 1e-9);
+        nonConvex += greedy.objective > exact.objective + 1e-9;
+        ++cases;
+      }
+    }
+  }
+  EXPECT_GT(cases, 500);
+  EXPECT_GT(nonConvex, 0);
+}

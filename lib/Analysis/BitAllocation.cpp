@@ -269,9 +269,9 @@ std::vector<size_t> positionsOf(const std::vector<Front> &fronts,
                                 const KnapsackSolution &s) {
   std::vector<size_t> at(fronts.size());
   for (size_t l = 0; l < fronts.size(); ++l)
-    at[l] = size_t(std::find(fronts[l].index.begin(), fronts[l].index.end(),
-                             s.choice[l]) -
-                   fronts[l].index.begin());
+    at[l] = size_t(
+        std::find(fronts[l].index.begin(), fronts[l].index.end(), s.choice[l]) -
+        fronts[l].index.begin());
   return at;
 }
 } // namespace

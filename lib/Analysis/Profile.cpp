@@ -41,7 +41,8 @@ static json::Value toJSON(const ProfileTensor &t) {
                       {"elements", t.elements},
                       {"bits", int64_t(t.bits)},
                       {"sensitivity", t.sensitivity},
-                      {"samples", int64_t(t.samples)}};
+                      {"samples", int64_t(t.samples)},
+                      {"encoding", t.encoding}};
 }
 
 static bool fromJSON(const json::Value &v, ProfileTensor &t, json::Path p) {
@@ -65,6 +66,9 @@ static bool fromJSON(const json::Value &v, ProfileTensor &t, json::Path p) {
   }
   t.bits = unsigned(bits);
   t.samples = unsigned(samples);
+  // Version 2; absent in version 1 (measured with #act.quant).
+  if (!o.mapOptional("encoding", t.encoding))
+    return false;
   return true;
 }
 } // namespace mlir::act
@@ -156,9 +160,10 @@ llvm::Expected<Profile> mlir::act::readProfile(llvm::StringRef path) {
   if (!o || !o.map("version", version)) {
     return fail(llvm::toString(root.getError()));
   }
-  if (version != Profile::kVersion)
+  if (version != 1 && version != Profile::kVersion)
     return fail("version " + llvm::Twine(version) +
-                ", this act reads version " + llvm::Twine(Profile::kVersion));
+                ", this act reads versions 1 and " +
+                llvm::Twine(Profile::kVersion));
   const json::Object *graph = value->getAsObject()->getObject("graph");
   const json::Object *measurement =
       value->getAsObject()->getObject("measurement");

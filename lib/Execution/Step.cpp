@@ -154,14 +154,19 @@ Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
     return fail("@" + step->forwardName + " returns fewer values than the " +
                 std::to_string(numSaved) + " it saves");
   step->numOutputs = forwardFunc.getNumResults() - numSaved;
-  // The stochastically quantized tensors (before lowering erases them).
+  // The stochastically quantized tensors (before lowering erases them):
+  // every stochastic encoding with a quantizer (#act.quant, #act.division).
   forwardFunc.walk([&](EncodeOp encode) {
-    auto quant = dyn_cast<QuantEncodingAttr>(encode.getType().getEncoding());
+    EncodingAttrInterface encoding = encode.getType().getEncoding();
     auto type = dyn_cast<RankedTensorType>(encode.getInput().getType());
-    if (quant && quant.isStochastic() && type && type.hasStaticShape())
-      step->stochastic.push_back({int64_t(encode.getId()),
-                                  type.getNumElements(),
-                                  unsigned(quant.getBits())});
+    std::optional<unsigned> bits = encoding.getQuantizerBits();
+    if (bits && encoding.isStochastic() && type && type.hasStaticShape()) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      encoding.print(os);
+      step->stochastic.push_back(
+          {int64_t(encode.getId()), type.getNumElements(), *bits, text});
+    }
   });
 
   step->equalDims = findEqualDynamicDims(forwardFunc);
@@ -452,7 +457,7 @@ llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
   for (auto [l, t] : llvm::enumerate(tensors)) {
     profile.tensors.push_back({t.id, t.elements, t.bits,
                                estimator.getSensitivity(l),
-                               estimator.getSamples(l)});
+                               estimator.getSamples(l), t.encoding});
     bits.push_back(t.bits);
   }
   result.predictedVariance = estimator.predictVariance(bits);

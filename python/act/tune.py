@@ -66,14 +66,15 @@ def plot(profile, allocation, path, title):
 
 
 def measure(joint, inputs, batches, profile_path, measure_bits=4, min_bytes=1024,
-             loss_head=False, progress=False):
+            loss_head=False, progress=False, encoding=None):
     """GACT's sensitivities of the joint step `joint`: compiled with a
-    uniform stochastic #act.quant<bits = measure_bits> (and the loss head,
-    with loss_head), measured by act-run --sensitivity on the mini-batch
-    `inputs` (.npy paths) and the extra `batches` into profile_path. Returns
-    act-run's report."""
+    uniform stochastic `encoding` (default #act.quant<bits = measure_bits>;
+    the loss head too with loss_head), measured by act-run --sensitivity on
+    the mini-batch `inputs` (.npy paths) and the extra `batches` into
+    profile_path. Returns act-run's report."""
+    encoding = encoding or f"#act.quant<bits={measure_bits}>"
     measured = driver.insert(joint, os.path.splitext(profile_path)[0] + "_measure.mlir",
-                             f"encoding=#act.quant<bits={measure_bits}> "
+                             f"encoding=\"{encoding}\" "
                              f"encode-loss-head={int(loss_head)} min-bytes={min_bytes}")
     args = [measured, "--inputs=" + ",".join(inputs), f"--sensitivity={profile_path}"]
     args += [f"--batch-inputs={','.join(b)}" for b in batches]
@@ -82,16 +83,18 @@ def measure(joint, inputs, batches, profile_path, measure_bits=4, min_bytes=1024
 
 def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", min_bytes=1024):
     """act-allocate-bits on `joint` for the average budget, written to
-    `mlir`; returns (its table, the report's JSON)."""
+    `mlir`; `profile_path` is one profile or a list (one per encoding
+    family); returns (its table, the report's JSON)."""
+    paths = [profile_path] if isinstance(profile_path, str) else list(profile_path)
     r = driver.run("act-opt", joint, "-act-allocate-bits=" + " ".join([
-        f"profile={profile_path}", f"average-bits={average_bits}",
+        f"profile={','.join(paths)}", f"average-bits={average_bits}",
         f"solver={solver}", f"report={report}", f"min-bytes={min_bytes}"]), "-o", mlir)
     with open(report) as f:
         return r.stderr.rstrip(), json.load(f)
 
 
 def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_bytes=1024,
-         quiet=False):
+         quiet=False, division=None):
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     os.makedirs(out, exist_ok=True)
     joint = manifest["files"]["joint"]
@@ -103,12 +106,19 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
                 measure_bits, min_bytes, loss_head=True, progress=not quiet))
     with open(profile_path) as f:
         profile = json.load(f)
+    profiles = [profile_path]
+    if division:
+        # DIVISION as a second family: its own sensitivities (spatial maps).
+        profiles.append(os.path.join(out, "profile_division.json"))
+        say(measure(joint, manifest["inputs"], manifest.get("batches", []), profiles[-1],
+                    measure_bits, min_bytes, progress=not quiet,
+                    encoding=f"#act.division<block={division}, bits={measure_bits}>"))
 
     # 3. allocate (exact, then greedy for comparison) and recompile.
     results = {}
     for solver in ("exact", "greedy"):
         mlir = os.path.join(out, "tuned.mlir" if solver == "exact" else "tuned_greedy.mlir")
-        table, allocation = allocate(joint, profile_path, average_bits, mlir,
+        table, allocation = allocate(joint, profiles, average_bits, mlir,
                                      os.path.join(out, f"allocation_{solver}.json"), solver,
                                      min_bytes)
         if solver == "exact":
@@ -117,7 +127,9 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
     allocation = results["exact"]["allocation"]
 
     # The uniform allocation of the same budget over the same tensors.
-    sens = {t["id"]: t["sensitivity"] for t in allocation["tensors"]}
+    # (#act.quant's sensitivities: the allocation's are the chosen family's.)
+    quant_sens = {t["id"]: t["sensitivity"] for t in profile["tensors"]}
+    sens = {t["id"]: quant_sens.get(t["id"], t["sensitivity"]) for t in allocation["tensors"]}
     s = lambda b: 0.0 if b >= 32 else 1.0 / (2 ** b - 1) ** 2
     uniform_bits = int(average_bits)
     rows = []
@@ -139,6 +151,7 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
                       "ratio": predicted / measured_v if measured_v > 0 else None})
     report = {
         "model": model, "average_bits": average_bits, "measure_bits": measure_bits,
+        "division": division,
         "variance_runs": variance_runs, "profile": profile_path,
         "gradient_variance": profile["gradient_variance"],
         "evaluations": profile["measurement"]["evaluations"],
@@ -166,7 +179,9 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
     for t in allocation["tensors"]:
         c = f"{t['sensitivity']:.4g}" if t["sensitivity"] is not None else (
             "sign only (1-bit mask)" if t.get("sign_only") else "-")
-        lines.append(f"| {t['id']} | {t['elements']} | {c} | {t['bits_exact']} | {t['bits_greedy']} |")
+        family = lambda key: "division " if "division" in t.get(key, "") else ""
+        lines.append(f"| {t['id']} | {t['elements']} | {c} | {family('encoding_exact')}"
+                     f"{t['bits_exact']} | {family('encoding_greedy')}{t['bits_greedy']} |")
     with open(os.path.join(out, "tune_report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     plot(profile, allocation, os.path.join(out, "sensitivity.svg"),
@@ -185,6 +200,9 @@ def main(argv=None):
     p.add_argument("--batches", type=int, default=4, help="mini-batches to measure on")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--variance-runs", type=int, default=16)
+    p.add_argument("--division", type=int, metavar="B",
+                   help="also measure #act.division<block=B> on the spatial maps and let the "
+                        "allocator choose it against #act.quant per tensor")
     p.add_argument("--min-bytes", type=int, default=1024,
                    help="leave smaller saved tensors in f32 (as act-insert-encode-decode)")
     p.add_argument("-o", "--output-dir", default="act-tune-out")
@@ -197,7 +215,7 @@ def main(argv=None):
             manifest = export(a.model, a.batch, a.seed, os.path.join(a.output_dir, "export"),
                               batches=a.batches)
         tune(manifest, a.output_dir, a.average_bits, a.measure_bits, a.variance_runs,
-             a.min_bytes)
+             a.min_bytes, division=a.division)
     except (driver.ToolError, ValueError, OSError) as e:
         print(f"act-tune: error: {e}", file=sys.stderr)
         return 1

@@ -2,6 +2,7 @@
 compression variance against the variance measured under the same bits, and
 the tuned allocation against uniform bits of the same budget."""
 
+import json
 import os
 import sys
 
@@ -34,3 +35,40 @@ def test_tuned_allocation(tmp_path, model, batch):
     assert report["evaluations"] == 4 * (report["measured_tensors"] + 1)
     assert (tmp_path / "tune" / "sensitivity.svg").stat().st_size > 1000
     assert (tmp_path / "tune" / "tuned.mlir").read_text().count("act.encode") > 0
+
+
+def test_division_variance_model(tmp_path):
+    """#act.division's variance model for the allocator: c^division measured
+    at 2 bits predicts the compression variance at 4 bits (c S(4)), as GACT's
+    model does for #act.quant; and act-allocate-bits, given both families'
+    profiles, predicts the variance of the mixed allocation it chooses."""
+    from act import driver
+    from act.tune import allocate, measure, measured_variance
+
+    manifest = export("cnn", 16, 0, str(tmp_path / "export"), batches=4)
+    joint = manifest["files"]["joint"]
+    profiles = {}
+    for family, encoding in [("quant", "#act.quant<bits=2>"),
+                             ("division", "#act.division<block=4, bits=2>")]:
+        profiles[family] = str(tmp_path / f"{family}.json")
+        measure(joint, manifest["inputs"], manifest["batches"], profiles[family],
+                encoding=encoding)
+    with open(profiles["division"]) as f:
+        division = json.load(f)
+    assert all(t["encoding"] == "#act.division<block = 4>" for t in division["tensors"])
+    ids = ",".join(str(t["id"]) for t in division["tensors"])
+    at4 = driver.insert(joint, str(tmp_path / "division4.mlir"),
+                        f"encoding=\"#act.division<block=4, bits=4>\" include={ids}")
+    predicted = sum(t["sensitivity"] for t in division["tensors"]) / 15 ** 2
+    measured = measured_variance(at4, manifest, 24)
+    print(f"division at 4 bits: predicted {predicted:.4g} measured {measured:.4g}")
+    assert 0.5 <= predicted / measured <= 2.0
+
+    # Both families: every tensor's choice is predicted as a whole.
+    _, allocation = allocate(joint, [profiles["quant"], profiles["division"]], 3.0,
+                             str(tmp_path / "mixed.mlir"), str(tmp_path / "mixed.json"))
+    predicted = allocation["exact"]["objective"]
+    measured = measured_variance(str(tmp_path / "mixed.mlir"), manifest, 24)
+    print(f"mixed: predicted {predicted:.4g} measured {measured:.4g}, encodings "
+          f"{sorted(set(t['encoding'] for t in allocation['tensors']))}")
+    assert 0.5 <= predicted / measured <= 2.0

@@ -136,8 +136,9 @@ TEST(BitAllocation, LargeInstanceIsProven) {
 
 /// Every tensor's own options (as when #act.quant and #act.division compete):
 /// different weights per tensor, dominated and non-convex options, ties.
-static double bruteForceOptions(
-    const std::vector<std::vector<KnapsackOption>> &items, int64_t budget) {
+static double
+bruteForceOptions(const std::vector<std::vector<KnapsackOption>> &items,
+                  int64_t budget) {
   double best = INFINITY;
   std::vector<size_t> idx(items.size(), 0);
   while (true) {
@@ -180,9 +181,8 @@ TEST(Knapsack, PerTensorOptionsMatchBruteForce) {
         lightest += lo;
         heaviest += hi;
       }
-      for (int64_t budget :
-           {lightest - 1, lightest, (lightest + heaviest) / 2,
-            (3 * lightest + heaviest) / 4, heaviest}) {
+      for (int64_t budget : {lightest - 1, lightest, (lightest + heaviest) / 2,
+                             (3 * lightest + heaviest) / 4, heaviest}) {
         double expected = bruteForceOptions(items, budget);
         KnapsackSolution exact = solveKnapsackExact(items, budget);
         KnapsackSolution greedy = solveKnapsackGreedy(items, budget);

@@ -28,10 +28,14 @@ struct ProfileTensor {
   /// GACT's c_l (gradient variance per unit S(b)).
   double sensitivity = 0.0;
   unsigned samples = 0;
+  /// The encoding it was measured with, as MLIR prints it
+  /// ("#act.quant<bits = 4>"); version 1 profiles have none: #act.quant.
+  std::string encoding;
 };
 
 struct Profile {
-  static constexpr int64_t kVersion = 1;
+  /// Written: 2 (tensors name their encoding). Read: 1 and 2.
+  static constexpr int64_t kVersion = 2;
   std::string function;
   std::string fingerprint;
   unsigned batches = 0;
@@ -42,6 +46,8 @@ struct Profile {
   std::optional<double> gradientVariance;
   std::vector<ProfileTensor> tensors;
 
+  /// The entry of tensor `id` (the first, when several profiles were
+  /// merged).
   const ProfileTensor *lookup(int64_t id) const;
 };
 

@@ -184,19 +184,19 @@ TEST_F(StorageLayoutTest, Division) {
                                           Rounding::Stochastic, spatial))
                 .getStorageLayout(RankedTensorType::get(shape, element));
   };
-  // 2x16x32x32 f32 at B = 8, Q = 2: 8192 bytes of codes, 128 groups of
-  // (min, scale), 2 * 16 * 4 * 4 f32 averages.
+  // 2x16x32x32 f32 at B = 8, Q = 2: payload 8192 bytes of codes and
+  // 2 * 16 * 4 * 4 f32 averages, metadata 128 groups of (min, scale).
   EXPECT_EQ(division(8, 2, 256, SpatialLayout::NCHW, {2, 16, 32, 32},
                      b().getF32Type()),
-            layout(8192, 128 * 8 + 512 * 4, 0));
+            layout(8192 + 512 * 4, 128 * 8, 0));
   // Partial blocks count as blocks: 10x12 maps at B = 4 have 3x3 averages.
   EXPECT_EQ(
       division(4, 4, 64, SpatialLayout::NCHW, {1, 1, 10, 12}, b().getF32Type()),
-      layout(60, 2 * 8 + 9 * 4, 0));
+      layout(60 + 9 * 4, 2 * 8, 0));
   // NHWC: H and W are dimensions 1 and 2; bf16 averages take 2 bytes.
   EXPECT_EQ(division(8, 2, 256, SpatialLayout::NHWC, {1, 9, 9, 16},
                      b().getBF16Type()),
-            layout(324, 6 * 8 + 4 * 16 * 2, 0));
+            layout(324 + 4 * 16 * 2, 6 * 8, 0));
   // The paper's formula (B^-2 + Q/32)^-1 = 12.8x at B = 8, Q = 2, less the
   // per-group metadata: (1/64 + 2/32 + 2/256)^-1 = 11.64x.
   StorageLayout l = division(8, 2, 256, SpatialLayout::NCHW, {4, 64, 32, 32},

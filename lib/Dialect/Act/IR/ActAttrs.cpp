@@ -45,12 +45,17 @@ verifyFloatElements(StringRef encoding, RankedTensorType type,
 // QuantEncodingAttr
 //===----------------------------------------------------------------------===//
 
+/// The code widths a quantizer packs into 32-bit words.
+static bool isQuantizerBits(unsigned bits) {
+  return bits == 1 || bits == 2 || bits == 4 || bits == 8;
+}
+
 /// The quantization parameters of #act.quant, and of the residual of
 /// #act.division (`encoding` names which in the message).
 static LogicalResult
 verifyQuantParameters(function_ref<InFlightDiagnostic()> emitError,
                       StringRef encoding, unsigned bits, int64_t group) {
-  if (bits != 1 && bits != 2 && bits != 4 && bits != 8)
+  if (!isQuantizerBits(bits))
     // A negative literal wraps around the unsigned parameter: print it as
     // written (bits = -1, not 4294967295).
     return emitError() << "#act." << encoding
@@ -82,6 +87,17 @@ bool QuantEncodingAttr::isLossless(Type) const { return false; }
 
 bool QuantEncodingAttr::isStochastic() const {
   return getRounding() == Rounding::Stochastic;
+}
+
+std::optional<unsigned> QuantEncodingAttr::getQuantizerBits() const {
+  return getBits();
+}
+
+EncodingAttrInterface
+QuantEncodingAttr::withQuantizerBits(unsigned bits) const {
+  if (!isQuantizerBits(bits))
+    return nullptr;
+  return QuantEncodingAttr::get(getContext(), bits, getGroup(), getRounding());
 }
 
 StorageLayout QuantEncodingAttr::getStorageLayout(int64_t numElements,
@@ -349,6 +365,18 @@ DivisionEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return verifyQuantParameters(emitError, "division", bits, group);
 }
 
+std::optional<unsigned> DivisionEncodingAttr::getQuantizerBits() const {
+  return getBits();
+}
+
+EncodingAttrInterface
+DivisionEncodingAttr::withQuantizerBits(unsigned bits) const {
+  if (!isQuantizerBits(bits))
+    return nullptr;
+  return DivisionEncodingAttr::get(getContext(), getBlock(), bits, getGroup(),
+                                   getRounding(), getLayout());
+}
+
 QuantEncodingAttr DivisionEncodingAttr::getResidualEncoding() const {
   return QuantEncodingAttr::get(getContext(), getBits(), getGroup(),
                                 getRounding());
@@ -398,7 +426,7 @@ StorageLayout DivisionEncodingAttr::getStorageLayout(int64_t numElements,
   // Without the shape: maps whose sides are multiples of the block.
   StorageLayout layout =
       getResidualEncoding().getStorageLayout(numElements, elementType);
-  layout.metadataBytes +=
+  layout.payloadBytes +=
       llvm::divideCeil(numElements, getBlock() * getBlock()) *
       llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
   return layout;
@@ -407,11 +435,12 @@ StorageLayout DivisionEncodingAttr::getStorageLayout(int64_t numElements,
 StorageLayout
 DivisionEncodingAttr::getShapedStorageLayout(ArrayRef<int64_t> shape,
                                              Type elementType) const {
-  // The residual's quantization, then the block averages as metadata.
+  // The residual's quantization, then the block averages: element data
+  // (payload) in the element type, not per-group side data.
   int64_t n = *getSizedElementCount(shape);
   StorageLayout layout = getResidualEncoding().getStorageLayout(n, elementType);
   int64_t averages = *getSizedElementCount(getAveragesShape(shape));
-  layout.metadataBytes +=
+  layout.payloadBytes +=
       averages * llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
   return layout;
 }

@@ -1,8 +1,10 @@
 //===- AllocateBits.cpp - bits per saved tensor from sensitivities --------===//
 //
-// GACT's adaptive compression (papers/gact.txt, Sec. 4): the profile gives
-// each saved tensor's sensitivity c_l; the budget is an average number of
-// bits per element; BitAllocation.h solves the knapsack; Insertion.h places
+// GACT's adaptive compression (papers/gact.txt, Sec. 4): the profiles give
+// each saved tensor's sensitivity c_l per encoding family it was measured
+// with (#act.quant, #act.division); the budget is an average number of bits
+// per element; every tensor's options are its families at each allowed bit
+// width (and f32); BitAllocation.h solves the knapsack; Insertion.h places
 // the chosen encodings.
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +15,7 @@
 #include "act/Dialect/Act/Transforms/Passes.h"
 #include "act/Support/OptionLoc.h"
 #include "act/runtime/Sensitivity.h"
+#include "mlir/AsmParser/AsmParser.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -31,16 +34,48 @@ namespace json = llvm::json;
 
 namespace {
 
+/// One way to store a tensor.
+struct Choice {
+  /// Null: kept in f32.
+  EncodingAttrInterface encoding;
+  unsigned bits;
+  /// c_l of the encoding's family (0 for f32).
+  double sensitivity;
+  int64_t weight;
+  double cost;
+};
+
 /// One allocated tensor.
 struct Entry {
   const SavedValue *saved;
   int64_t elements;
-  /// In the profile; otherwise it has default bits and no sensitivity.
+  /// In a profile; otherwise it has default bits and no sensitivity.
   bool measured;
-  double sensitivity;
-  unsigned exact = 0, greedy = 0, chosen = 0;
   /// Read only through sign tests: stored as a 1-bit mask, no choice.
   bool signOnly = false;
+  /// The options (one, fixed, when not measured or sign-only).
+  std::vector<Choice> options;
+  size_t exact = 0, greedy = 0, chosen = 0;
+};
+
+/// A family's short name in the table ("quant", "division").
+static StringRef getFamily(EncodingAttrInterface encoding) {
+  StringRef name = encoding ? encoding.getAbstractAttribute().getName() : "";
+  return name.consume_front("act.") ? name : StringRef("f32");
+}
+
+/// "4" for #act.quant (GACT's bits), "division:2", "32" for f32.
+static std::string getLabel(const Choice &o) {
+  if (!o.encoding || isa<QuantEncodingAttr>(o.encoding))
+    return std::to_string(o.bits);
+  return (getFamily(o.encoding) + ":" + Twine(o.bits)).str();
+}
+
+/// One measurement of a tensor: its family and sensitivity.
+struct Measurement {
+  EncodingAttrInterface family;
+  double sensitivity;
+  StringRef file;
 };
 
 struct AllocateBitsPass
@@ -50,11 +85,12 @@ struct AllocateBitsPass
   void runOnOperation() override;
 
 private:
-  LogicalResult allocate(TrainingGraph &graph, const Profile &profile);
+  LogicalResult allocate(TrainingGraph &graph,
+                         ArrayRef<std::pair<std::string, Profile>> profiles);
   void writeReport(TrainingGraph &graph, ArrayRef<Entry> entries,
-                   const BitAllocation &exact, const BitAllocation &greedy,
-                   int64_t budget, double predicted,
-                   std::optional<double> gradientVariance);
+                   const KnapsackSolution &exact,
+                   const KnapsackSolution &greedy, int64_t budget,
+                   double predicted, std::optional<double> gradientVariance);
 };
 
 } // namespace
@@ -70,7 +106,7 @@ LogicalResult AllocateBitsPass::initialize(MLIRContext *context) {
     return emitError(getOptionLoc(context, "act-allocate-bits", option))
            << "act-allocate-bits: ";
   };
-  if (profileFile.empty())
+  if (profileFiles.empty())
     return error("profile")
            << "give the sensitivity profile (profile=FILE, written "
               "by act-run --sensitivity)";
@@ -106,81 +142,173 @@ void AllocateBitsPass::runOnOperation() {
   });
   if (encoded.wasInterrupted())
     return signalPassFailure();
-  llvm::Expected<Profile> profile = readProfile(profileFile);
-  if (!profile) {
-    emitError(module.getLoc(), "act-allocate-bits: ")
-        << llvm::toString(profile.takeError());
-    return signalPassFailure();
-  }
   FailureOr<SmallVector<TrainingGraph>> graphs = analyzeTrainingGraphs(module);
   if (failed(graphs))
     return signalPassFailure();
-  TrainingGraph *graph = nullptr;
   std::string names;
-  for (TrainingGraph &g : *graphs) {
+  for (TrainingGraph &g : *graphs)
     names += (names.empty() ? "@" : ", @") + g.forward.getSymName().str();
-    if (g.forward.getSymName() == profile->function)
-      graph = &g;
+  // Every profile measures the same graph (with other encodings).
+  TrainingGraph *graph = nullptr;
+  SmallVector<std::pair<std::string, Profile>> profiles;
+  for (const std::string &file : profileFiles) {
+    llvm::Expected<Profile> profile = readProfile(file);
+    if (!profile) {
+      emitError(module.getLoc(), "act-allocate-bits: ")
+          << llvm::toString(profile.takeError());
+      return signalPassFailure();
+    }
+    TrainingGraph *measured = nullptr;
+    for (TrainingGraph &g : *graphs)
+      if (g.forward.getSymName() == profile->function)
+        measured = &g;
+    if (!measured || (graph && graph != measured)) {
+      emitError(module.getLoc(), "act-allocate-bits: profile '")
+          << file << "' was measured on @" << profile->function << ", which "
+          << (measured ? "is not the graph of the other profiles"
+                       : "this module does not have")
+          << " (training graphs: " << (names.empty() ? "none" : names) << ")";
+      return signalPassFailure();
+    }
+    graph = measured;
+    std::string fingerprint = getGraphFingerprint(*graph);
+    if (fingerprint != profile->fingerprint) {
+      emitError(graph->forward.getLoc(), "act-allocate-bits: profile '")
+          << file << "' was measured on a different graph (fingerprint "
+          << profile->fingerprint << ", this graph's " << fingerprint
+          << "): its saved values differ; measure this graph with act-run "
+             "--sensitivity";
+      return signalPassFailure();
+    }
+    profiles.push_back({file, std::move(*profile)});
   }
-  if (!graph) {
-    emitError(module.getLoc(), "act-allocate-bits: profile '")
-        << profileFile << "' was measured on @" << profile->function
-        << ", which this module does not have (training graphs: "
-        << (names.empty() ? "none" : names) << ")";
-    return signalPassFailure();
-  }
-  std::string fingerprint = getGraphFingerprint(*graph);
-  if (fingerprint != profile->fingerprint) {
-    emitError(graph->forward.getLoc(), "act-allocate-bits: profile '")
-        << profileFile << "' was measured on a different graph (fingerprint "
-        << profile->fingerprint << ", this graph's " << fingerprint
-        << "): its saved values differ; measure this graph with act-run "
-           "--sensitivity";
-    return signalPassFailure();
-  }
-  if (failed(allocate(*graph, *profile)))
+  if (failed(allocate(*graph, profiles)))
     return signalPassFailure();
 }
 
-LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
-                                         const Profile &profile) {
+LogicalResult
+AllocateBitsPass::allocate(TrainingGraph &graph,
+                           ArrayRef<std::pair<std::string, Profile>> profiles) {
+  MLIRContext *ctx = &getContext();
   std::vector<unsigned> choices(bitChoices.begin(), bitChoices.end());
   if (choices.empty())
     choices = {1, 2, 4, 8, 32};
+  llvm::sort(choices);
+  choices.erase(llvm::unique(choices), choices.end());
+
+  // Each tensor's measurements: one per encoding family.
+  DenseMap<int64_t, SmallVector<Measurement>> measurements;
+  for (const auto &[file, profile] : profiles) {
+    for (const ProfileTensor &t : profile.tensors) {
+      EncodingAttrInterface family;
+      if (t.encoding.empty()) {
+        family =
+            QuantEncodingAttr::get(ctx, t.bits, group, Rounding::Stochastic);
+      } else {
+        Attribute parsed = parseAttribute(t.encoding, ctx);
+        family = dyn_cast_or_null<EncodingAttrInterface>(parsed);
+        if (!family || !family.getQuantizerBits())
+          return emitError(graph.forward.getLoc(),
+                           "act-allocate-bits: profile '")
+                 << file << "' measured tensor " << t.id << " with '"
+                 << t.encoding
+                 << "', not an act encoding with a quantizer (#act.quant, "
+                    "#act.division)";
+        // The `group` option applies to #act.quant.
+        if (auto quant = dyn_cast<QuantEncodingAttr>(parsed))
+          family = QuantEncodingAttr::get(ctx, quant.getBits(), group,
+                                          Rounding::Stochastic);
+      }
+      SmallVector<Measurement> &list = measurements[t.id];
+      for (const Measurement &m : list)
+        if (getFamily(m.family) == getFamily(family))
+          return emitError(graph.forward.getLoc(), "act-allocate-bits: tensor ")
+                 << t.id << " is measured with #act." << getFamily(family)
+                 << " twice (profiles '" << m.file << "' and '" << file << "')";
+      list.push_back({family, t.sensitivity, file});
+    }
+  }
+  auto lookup = [&](int64_t id) -> const ProfileTensor * {
+    for (const auto &[file, profile] : profiles)
+      if (const ProfileTensor *t = profile.lookup(id))
+        return t;
+    return nullptr;
+  };
 
   // The tensors to allocate: floating-point candidates of static size;
   // loss-head values only when measured.
   std::vector<Entry> entries;
   int64_t totalElements = 0;
   for (const SavedValue &saved : graph.saved) {
-    const ProfileTensor *measured = profile.lookup(saved.id);
+    const ProfileTensor *measured = lookup(saved.id);
     if (!isEncodingCandidate(saved, /*lossHead=*/measured != nullptr, minBytes))
       continue;
     RankedTensorType type = saved.getTensorType();
     if (!isa<FloatType>(type.getElementType()) || !type.hasStaticShape())
       continue;
-    Entry e{&saved, type.getNumElements(), measured != nullptr,
-            measured ? measured->sensitivity : 0.0};
+    Entry e{&saved, type.getNumElements(), measured != nullptr};
+    totalElements += e.elements;
+    auto quantAt = [&](unsigned bits) -> EncodingAttrInterface {
+      if (bits >= 32)
+        return nullptr;
+      return QuantEncodingAttr::get(ctx, bits, group, Rounding::Stochastic);
+    };
     if (isReadOnlyThroughSignTests(graph, saved)) {
       // A 1-bit mask, exact for what the backward reads.
       e.measured = false;
       e.signOnly = true;
-      e.exact = e.greedy = e.chosen = 1;
-      totalElements += e.elements;
+      e.options.push_back({quantAt(1), 1, 0.0, e.elements, 0.0});
       entries.push_back(e);
       continue;
     }
     if (measured && measured->elements != e.elements)
-      return emitError(saved.value.getLoc(), "act-allocate-bits: profile '")
-             << profileFile << "' gives tensor " << saved.id << " "
-             << measured->elements << " elements, the graph " << e.elements;
+      return emitError(saved.value.getLoc(), "act-allocate-bits: profile ")
+             << "gives tensor " << saved.id << " " << measured->elements
+             << " elements, the graph " << e.elements;
     if (!measured) {
-      emitWarning(saved.value.getLoc(), "act-allocate-bits: saved value ")
-          << saved.id << " is not in profile '" << profileFile
-          << "'; it gets default-bits = " << unsigned(defaultBits);
-      e.exact = e.greedy = e.chosen = defaultBits;
+      InFlightDiagnostic w =
+          emitWarning(saved.value.getLoc(), "act-allocate-bits: saved value ")
+          << saved.id << " is not in profile";
+      for (auto [i, p] : llvm::enumerate(profiles))
+        w << (i ? ", '" : " '") << p.first << "'";
+      w << "; it gets default-bits = " << unsigned(defaultBits);
+      e.options.push_back({quantAt(defaultBits), defaultBits, 0.0,
+                           int64_t(defaultBits) * e.elements, 0.0});
+      entries.push_back(e);
+      continue;
     }
-    totalElements += e.elements;
+    // Every measured family at every allowed width; f32 at 32. A width a
+    // family does not allow is not an option of it.
+    for (unsigned b : choices) {
+      if (b >= 32) {
+        // (The table shows the first family's sensitivity.)
+        e.options.push_back({nullptr, 32,
+                             measurements[saved.id].front().sensitivity,
+                             32 * e.elements, 0.0});
+        continue;
+      }
+      for (const Measurement &m : measurements[saved.id]) {
+        EncodingAttrInterface encoding = m.family.withQuantizerBits(b);
+        if (!encoding)
+          continue;
+        // The budget counts element data (codes, DIVISION's averages), not
+        // per-group side data: GACT's b D_l for #act.quant.
+        int64_t weight =
+            isa<QuantEncodingAttr>(encoding)
+                ? int64_t(b) * e.elements
+                : encoding.getStorageLayout(type)->payloadBytes * 8;
+        e.options.push_back(
+            {encoding, b, m.sensitivity, weight,
+             m.sensitivity * ::act::rt::quantVarianceFactor(b)});
+      }
+    }
+    if (e.options.empty())
+      return emitError(saved.value.getLoc(), "act-allocate-bits: tensor ")
+             << saved.id << " has no option at bits "
+             << llvm::join(
+                    llvm::map_range(
+                        choices, [](unsigned b) { return std::to_string(b); }),
+                    ",");
     entries.push_back(e);
   }
 
@@ -188,19 +316,21 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
   const int64_t totalBudget =
       int64_t(std::floor(averageBits * double(totalElements)));
   int64_t budget = totalBudget;
-  std::vector<BitAllocationItem> items;
+  std::vector<std::vector<KnapsackOption>> items;
   int64_t fixedBits = 0, fixedTensors = 0;
   for (const Entry &e : entries) {
     if (e.measured) {
-      items.push_back({e.sensitivity, e.elements});
+      std::vector<KnapsackOption> &options = items.emplace_back();
+      for (const Choice &o : e.options)
+        options.push_back({o.weight, o.cost});
     } else {
-      budget -= int64_t(e.chosen) * e.elements;
-      fixedBits += int64_t(e.chosen) * e.elements;
+      budget -= e.options.front().weight;
+      fixedBits += e.options.front().weight;
       ++fixedTensors;
     }
   }
-  BitAllocation exact = allocateBitsExact(items, choices, budget);
-  BitAllocation greedy = allocateBitsGreedy(items, choices, budget);
+  KnapsackSolution exact = solveKnapsackExact(items, budget);
+  KnapsackSolution greedy = solveKnapsackGreedy(items, budget);
   if (!exact.feasible) {
     // Say what takes the budget: the tensors whose bits are fixed (masks,
     // tensors the profile lacks at default-bits) come first.
@@ -212,11 +342,9 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
            << "the profile at default-bits = " << unsigned(defaultBits)
            << ") take " << fixedBits << " of the " << totalBudget
            << " bits, and the " << items.size() << " measured tensor(s) at "
-           << *std::min_element(choices.begin(), choices.end())
-           << " bit(s) need more than the rest";
+           << choices.front() << " bit(s) need more than the rest";
     else
-      diag << "every tensor at "
-           << *std::min_element(choices.begin(), choices.end())
+      diag << "every tensor at " << choices.front()
            << " bit(s) already needs more";
     return diag;
   }
@@ -225,13 +353,13 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
                                         "stopped after ")
         << exact.nodes << " nodes; the allocation is the best found, not "
         << "proven optimal";
-  const BitAllocation &chosen = solver == BitSolver::Greedy ? greedy : exact;
+  const KnapsackSolution &chosen = solver == BitSolver::Greedy ? greedy : exact;
   for (size_t i = 0, k = 0; i < entries.size(); ++i) {
     if (!entries[i].measured)
       continue;
-    entries[i].exact = exact.bits[k];
-    entries[i].greedy = greedy.bits[k];
-    entries[i].chosen = chosen.bits[k];
+    entries[i].exact = exact.choice[k];
+    entries[i].greedy = greedy.choice[k];
+    entries[i].chosen = chosen.choice[k];
     ++k;
   }
 
@@ -247,16 +375,17 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
                       "elements", "sensitivity", "exact", "greedy",
                       "c*S(bits)");
   for (const Entry &e : entries) {
+    const Choice &c = e.options[e.chosen];
     if (e.measured)
-      os << llvm::formatv(
-          "{0,6} {1,10} {2,13:e} {3,6} {4,7} {5,13:e}\n", e.saved->id,
-          e.elements, e.sensitivity, e.exact, e.greedy,
-          e.sensitivity * ::act::rt::quantVarianceFactor(e.chosen));
+      os << llvm::formatv("{0,6} {1,10} {2,13:e} {3,6} {4,7} {5,13:e}\n",
+                          e.saved->id, e.elements, c.sensitivity,
+                          getLabel(e.options[e.exact]),
+                          getLabel(e.options[e.greedy]), c.cost);
     else
       os << llvm::formatv("{0,6} {1,10} {2,13} {3,6} {4,7} {5,13}\n",
                           e.saved->id, e.elements,
-                          e.signOnly ? "(sign only)" : "(default)", e.exact,
-                          e.greedy, e.signOnly ? "0 (mask)" : "?");
+                          e.signOnly ? "(sign only)" : "(default)", c.bits,
+                          c.bits, e.signOnly ? "0 (mask)" : "?");
   }
   os << llvm::formatv(
       "objective sum c*S(b): exact {0:e} ({1}, {2} nodes), "
@@ -264,18 +393,22 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
       exact.objective, exact.provenOptimal ? "proven optimal" : "not proven",
       exact.nodes, greedy.objective,
       exact.objective > 0 ? greedy.objective / exact.objective : 1.0);
-  if (profile.gradientVariance) {
-    double ratio = predicted / *profile.gradientVariance;
+  std::optional<double> gradientVariance;
+  for (const auto &[file, profile] : profiles)
+    if (!gradientVariance)
+      gradientVariance = profile.gradientVariance;
+  if (gradientVariance) {
+    double ratio = predicted / *gradientVariance;
     os << llvm::formatv("predicted compression variance {0:e}, gradient "
                         "variance {1:e}: {2:f1}%\n",
-                        predicted, *profile.gradientVariance, 100 * ratio);
+                        predicted, *gradientVariance, 100 * ratio);
     if (ratio > 0.1) {
       std::vector<const Entry *> top;
       for (const Entry &e : entries)
         if (e.measured)
           top.push_back(&e);
       auto contribution = [](const Entry *e) {
-        return e->sensitivity * ::act::rt::quantVarianceFactor(e->chosen);
+        return e->options[e->chosen].cost;
       };
       llvm::sort(top, [&](const Entry *a, const Entry *b) {
         return contribution(a) > contribution(b);
@@ -286,15 +419,20 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
                            "{0:e} is {1:f1}% of the gradient "
                            "variance {2:e} (GACT's limit: 10%); most "
                            "from",
-                           predicted, 100 * ratio, *profile.gradientVariance)
+                           predicted, 100 * ratio, *gradientVariance)
                  .str();
-      for (size_t i = 0; i < top.size() && i < 3; ++i)
+      for (size_t i = 0; i < top.size() && i < 3; ++i) {
+        const Choice &c = top[i]->options[top[i]->chosen];
         w << (i ? ", " : " ") << "tensor " << top[i]->saved->id << " ("
-          << top[i]->chosen << " bits, "
+          << (isa_and_nonnull<QuantEncodingAttr>(c.encoding) || !c.encoding
+                  ? ""
+                  : (getFamily(c.encoding) + " ").str())
+          << c.bits << " bits, "
           << llvm::formatv("{0:f0}%", 100 * contribution(top[i]) /
                                           std::max(predicted, 1e-300))
                  .str()
           << ")";
+      }
       w << "; raise average-bits";
     }
   } else {
@@ -305,45 +443,54 @@ LogicalResult AllocateBitsPass::allocate(TrainingGraph &graph,
   }
   if (!reportFile.empty())
     writeReport(graph, entries, exact, greedy, totalBudget, predicted,
-                profile.gradientVariance);
+                gradientVariance);
 
   // Place the encodings.
-  MLIRContext *ctx = &getContext();
-  DenseMap<int64_t, unsigned> bitsOf;
+  DenseMap<int64_t, EncodingAttrInterface> encodingOf;
   for (const Entry &e : entries)
-    bitsOf[e.saved->id] = e.chosen;
+    encodingOf[e.saved->id] = e.options[e.chosen].encoding;
   insertEncodings(graph, [&](const SavedValue &saved) -> EncodingAttrInterface {
     // Integers proven small (max-pool indices): narrowed, losslessly, outside
     // the budget (which counts float tensors).
     if (IndexEncodingAttr narrow = getIndexEncoding(saved);
         narrow && isEncodingCandidate(saved, /*lossHead=*/false, minBytes))
       return narrow;
-    auto it = bitsOf.find(saved.id);
-    if (it == bitsOf.end() || it->second >= 32)
-      return nullptr;
     // (A sign-only value becomes its mask under any lossy encoding.)
-    return QuantEncodingAttr::get(ctx, it->second, group, Rounding::Stochastic);
+    return encodingOf.lookup(saved.id);
   });
   return success();
 }
 
 void AllocateBitsPass::writeReport(TrainingGraph &graph,
                                    ArrayRef<Entry> entries,
-                                   const BitAllocation &exact,
-                                   const BitAllocation &greedy, int64_t budget,
-                                   double predicted,
+                                   const KnapsackSolution &exact,
+                                   const KnapsackSolution &greedy,
+                                   int64_t budget, double predicted,
                                    std::optional<double> gradientVariance) {
   json::Array tensors;
-  for (const Entry &e : entries)
-    tensors.push_back(
-        json::Object{{"id", e.saved->id},
-                     {"elements", e.elements},
-                     {"sensitivity", e.measured ? json::Value(e.sensitivity)
-                                                : json::Value(nullptr)},
-                     {"sign_only", e.signOnly},
-                     {"bits", int64_t(e.chosen)},
-                     {"bits_exact", int64_t(e.exact)},
-                     {"bits_greedy", int64_t(e.greedy)}});
+  auto print = [](const Choice &o) -> std::string {
+    if (!o.encoding)
+      return "f32";
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    o.encoding.print(os);
+    return text;
+  };
+  for (const Entry &e : entries) {
+    const Choice &c = e.options[e.chosen];
+    tensors.push_back(json::Object{
+        {"id", e.saved->id},
+        {"elements", e.elements},
+        {"sensitivity",
+         e.measured ? json::Value(c.sensitivity) : json::Value(nullptr)},
+        {"sign_only", e.signOnly},
+        {"bits", int64_t(c.bits)},
+        {"encoding", e.signOnly ? "mask" : print(c)},
+        {"bits_exact", int64_t(e.options[e.exact].bits)},
+        {"encoding_exact", e.signOnly ? "mask" : print(e.options[e.exact])},
+        {"bits_greedy", int64_t(e.options[e.greedy].bits)},
+        {"encoding_greedy", e.signOnly ? "mask" : print(e.options[e.greedy])}});
+  }
   json::Object root{
       {"version", 1},
       {"function", graph.forward.getSymName()},
@@ -351,11 +498,11 @@ void AllocateBitsPass::writeReport(TrainingGraph &graph,
       {"budget_bits", budget},
       {"solver", getBitSolverName(solver)},
       {"exact", json::Object{{"objective", exact.objective},
-                             {"used_bits", exact.usedBits},
+                             {"used_bits", exact.usedWeight},
                              {"proven_optimal", exact.provenOptimal},
                              {"nodes", int64_t(exact.nodes)}}},
       {"greedy", json::Object{{"objective", greedy.objective},
-                              {"used_bits", greedy.usedBits}}},
+                              {"used_bits", greedy.usedWeight}}},
       {"predicted_variance", predicted},
       {"gradient_variance", gradientVariance ? json::Value(*gradientVariance)
                                              : json::Value(nullptr)},

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace act::rt {
@@ -47,6 +48,9 @@ public:
     int64_t elements = 0;
     /// Bits of the stochastic quantizer the step was compiled with.
     unsigned bits = 0;
+    /// The encoding it was measured with, as printed (the profile's
+    /// "encoding"); empty when unknown.
+    std::string encoding;
   };
 
   explicit SensitivityEstimator(std::vector<Tensor> tensors);

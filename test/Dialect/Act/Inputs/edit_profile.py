@@ -1,5 +1,6 @@
 """Edits a profile for the allocate-bits tests:
-edit_profile.py IN OUT [path=json-value ...] [drop=tensor-index] [raw=TEXT]
+edit_profile.py IN OUT [path=json-value ...] [drop=tensor-index]
+                [unset=path] [raw=TEXT]
 path: dotted keys, list indices as numbers (tensors.0.sensitivity)."""
 import json
 import sys
@@ -14,9 +15,13 @@ for e in edits:
     if key == "drop":
         del p["tensors"][int(value)]
         continue
-    *parents, last = key.split(".")
+    unset = key == "unset"
+    *parents, last = (value if unset else key).split(".")
     node = p
     for k in parents:
         node = node[int(k)] if isinstance(node, list) else node[k]
+    if unset:
+        del node[last]
+        continue
     node[int(last) if isinstance(node, list) else last] = json.loads(value)
 json.dump(p, open(dst, "w"))

@@ -75,7 +75,14 @@ class Act_EncodingAttr<string name, string attrMnemonic>
   let genVerifyDecl = 1;
 }
 
-def Act_QuantEncoding : Act_EncodingAttr<"QuantEncoding", "quant"> {
+def Act_QuantEncoding
+    : AttrDef<Act_Dialect, "QuantEncoding",
+              [DeclareAttrInterfaceMethods<Act_EncodingAttrInterface,
+                                           ["getQuantizerBits",
+                                            "withQuantizerBits"]>]> {
+  let mnemonic = "quant";
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
   let summary = "per-group min/scale integer quantization (GACT, ActNN)";
   let description = [{
     Splits the flattened tensor into groups of `group` consecutive elements
@@ -221,7 +228,9 @@ def Act_SparseEncoding : Act_EncodingAttr<"SparseEncoding", "sparse"> {
 def Act_DivisionEncoding
     : AttrDef<Act_Dialect, "DivisionEncoding",
               [DeclareAttrInterfaceMethods<Act_EncodingAttrInterface,
-                                           ["getShapedStorageLayout"]>]> {
+                                           ["getShapedStorageLayout",
+                                            "getQuantizerBits",
+                                            "withQuantizerBits"]>]> {
   let mnemonic = "division";
   let summary = "block averages kept exactly, the residual quantized (DIVISION)";
   let description = [{
@@ -240,7 +249,8 @@ def Act_DivisionEncoding
 
     Storage: the quant payload and metadata of the residual, then the block
     averages, tensor<N x C x ceil(H/block) x ceil(W/block)> (NHWC:
-    N x ceil(H/block) x ceil(W/block) x C). Compression of f32 maps is about
+    N x ceil(H/block) x ceil(W/block) x C); reports count the averages as
+    payload (element data, not per-group side data). Compression of f32 maps is about
     (block^-2 + bits/32 + 2/group)^-1: 11.6x at the defaults (the paper's
     (B^-2 + Q/32)^-1 = 12.8x counts no per-group metadata). Spatial
     dimensions must be static.

@@ -66,6 +66,27 @@ def Act_EncodingAttrInterface : AttrInterface<"EncodingAttrInterface"> {
         return $_attr.getStorageLayout(
             *::mlir::act::getSizedElementCount(shape), elementType);
       }]>,
+    InterfaceMethod<
+      /*desc=*/[{
+        The bit width `b` of the quantizer whose noise this encoding adds:
+        its compression variance is modeled as `c * S(b)`, `S(b) =
+        (2^b - 1)^-2`, with `c` the sensitivity `act-run --sensitivity`
+        measures with this encoding (GACT's model; docs/Profile.md).
+        std::nullopt for encodings without such a quantizer.
+      }],
+      "std::optional<unsigned>", "getQuantizerBits", (ins),
+      /*methodBody=*/"",
+      /*defaultImplementation=*/"return std::nullopt;">,
+    InterfaceMethod<
+      /*desc=*/[{
+        This encoding with its quantizer at `bits` bits, every other
+        parameter kept: the options act-allocate-bits chooses from. Null when
+        the encoding has no quantizer or does not allow `bits`.
+      }],
+      "::mlir::act::EncodingAttrInterface", "withQuantizerBits",
+      (ins "unsigned":$bits),
+      /*methodBody=*/"",
+      /*defaultImplementation=*/"return nullptr;">,
   ];
   let extraSharedClassDeclaration = [{
     /// Storage of a whole tensor; std::nullopt when its shape is not static

@@ -142,16 +142,22 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
   let summary = "Choose each saved tensor's quantization bits from measured "
                 "sensitivities (GACT)";
   let description = [{
-    Reads a sensitivity profile (`act-run --sensitivity`, schema in
-    docs/Profile.md) measured on this graph and chooses, for every saved
-    tensor, b_l in `bits` (default 1, 2, 4, 8, 32; 32 = not compressed) to
-    minimize the predicted compression variance sum_l c_l S(b_l),
-    S(b) = (2^b - 1)^-2, subject to sum_l b_l D_l <= average-bits * sum_l D_l
-    (GACT Eq. 4). `solver=exact` (default) solves this multiple-choice
-    knapsack by branch and bound and proves optimality; `solver=greedy` uses
+    Reads sensitivity profiles (`act-run --sensitivity`, schema in
+    docs/Profile.md) measured on this graph, one per encoding family
+    (`profile=quant.json,division.json`: the graph measured once with
+    #act.quant and once with #act.division), and chooses for every saved
+    tensor one option: a measured family at a width b in `bits` (default
+    1, 2, 4, 8, 32; 32 = f32, not compressed) to minimize the predicted
+    compression variance sum_l c_l^family S(b_l), S(b) = (2^b - 1)^-2,
+    subject to sum_l W_l <= average-bits * sum_l D_l (GACT Eq. 4), where W_l
+    counts element data: b_l D_l for #act.quant, the residual's codes plus
+    the block averages for #act.division (per-group metadata is not
+    counted). `solver=exact` (default) solves this multiple-choice knapsack
+    by branch and bound and proves optimality; `solver=greedy` uses
     ActNN/GACT's greedy. Both objectives are reported. Each tensor then gets
-    `#act.quant<bits = b_l, group = G>` (or stays in f32 at 32 bits),
-    placed like act-insert-encode-decode places encodings.
+    its chosen encoding (`#act.quant<bits = b_l, group = G>`, the measured
+    `#act.division` at b_l, or stays in f32), placed like
+    act-insert-encode-decode places encodings.
 
     Run it on the graph before act-insert-encode-decode. A tensor missing
     from the profile gets `default-bits` and a warning; loss-head tensors are
@@ -165,8 +171,9 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
   let options = [
-    Option<"profileFile", "profile", "std::string", "\"\"",
-           "the sensitivity profile (required)">,
+    ListOption<"profileFiles", "profile", "std::string",
+               "the sensitivity profiles (required): one per encoding "
+               "family measured (act-run --sensitivity)">,
     Option<"averageBits", "average-bits", "double", "4.0",
            "the budget: average bits per element over the allocated tensors">,
     Option<"solver", "solver", "::mlir::act::BitSolver",

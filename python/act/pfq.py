@@ -57,3 +57,41 @@ def parse_stages(text):
         f, _, b = part.partition("/")
         stages.append((int(f), int(b or f)))
     return stages
+
+
+class Stage(tuple):
+    """One PFQ stage: `compute` = (forward, backward) bits of the
+    contractions' operands (act-quantize-compute) or None (float), `saved` =
+    the bits of the saved activations' #act.quant or None (the configured
+    encoding)."""
+
+    def __new__(cls, compute, saved):
+        return super().__new__(cls, (compute, saved))
+
+    compute = property(lambda self: self[0])
+    saved = property(lambda self: self[1])
+
+    def __str__(self):
+        text = f"{self.compute[0]}/{self.compute[1]}" if self.compute else ""
+        return text + (f"@{self.saved}" if self.saved else "")
+
+
+def parse_schedule(text):
+    """'3/6@2,4/8@4,8/16@8' -> Stages: each 'F/B' (compute), '@S' (saved
+    activations at S bits) or 'F/B@S' (both); every stage names the same
+    axes."""
+    stages = []
+    for part in text.split(","):
+        compute, _, saved = part.partition("@")
+        stage = Stage(parse_stages(compute)[0] if compute else None,
+                      int(saved) if saved else None)
+        if stage.saved is not None and stage.saved not in (1, 2, 4, 8):
+            raise ValueError(f"PFQ stage '{part}': saved bits must be 1, 2, 4 or 8")
+        if stage == (None, None) or (stages and (stage.compute is None) !=
+                                     (stages[0].compute is None)
+                                     or stages and (stage.saved is None) !=
+                                     (stages[0].saved is None)):
+            raise ValueError(f"PFQ stages '{text}': each stage is F/B, @S or F/B@S, "
+                             "the same form throughout")
+        stages.append(stage)
+    return stages

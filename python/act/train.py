@@ -4,7 +4,7 @@ next to PyTorch eager on the same data, initial weights and batches.
     python3 -m act.train digits-mlp|digits-cnn [--encoding E;E;...] [--epochs N]
                          [--seeds S,S,...] [--batch B] [--lr LR]
                          [--pfq-eps 0.05] [--pfq-alpha 0.3] [--pfq-window 5]
-                         [--log FILE.jsonl]
+                         [--log FILE.jsonl] [--plot FILE.svg]
 
 Data: the handwritten digits scikit-learn ships (sklearn.datasets.load_digits,
 1,797 8x8 images, no download); fixed split: a permutation by
@@ -16,15 +16,24 @@ its median step time.
 
 FracTrain: a configuration may end in "+compute=F/B" (the contractions'
 operands quantized at F forward / B backward bits, act-quantize-compute) or
-"+pfq=F/B,F/B,..." (PFQ: the stages in order, switched when the epoch loss
-plateaus, FracTrain Alg. 1, act.pfq); the table then gives FracTrain's
-computational cost (effective MACs over the run) saved against fp32 and
-against fixed FW-8/BW-8, and --log writes each epoch (loss, stage) and each
-switch as JSON lines.
+"+pfq=STAGES" (PFQ: the stages in order, switched when the epoch loss
+plateaus, FracTrain Alg. 1, act.pfq). A stage is "F/B" (compute bits),
+"@S" (the saved activations' #act.quant at S bits) or "F/B@S" (both):
+"#act.quant<bits=2>+pfq=@2,@4,@8" raises the saved-activation bits,
+"none+pfq=3/6,4/8,6/12,8/16" the compute precision. The table then gives
+FracTrain's computational cost (effective MACs over the run) saved against
+fp32 and against fixed FW-8/BW-8, and the saved bytes averaged over the
+steps.
+
+A progress bar (tqdm) runs on a terminal; --log writes every run's epochs
+(loss, test accuracy, seconds, peak, saved bytes, bits) and PFQ switches
+as JSON lines; --plot draws the loss and accuracy curves of all
+configurations and the PFQ schedules on one figure.
 """
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -69,6 +78,30 @@ def accuracy(model, x, y):
     return acc
 
 
+def saved_encoding(encoding, bits):
+    """`encoding` (an #act.quant) at `bits` bits; #act.quant<bits=B>
+    when it is none."""
+    if encoding and encoding.startswith("#act.quant") and "bits" in encoding:
+        return re.sub(r"bits\s*=\s*\d+", f"bits={bits}", encoding)
+    if encoding in (None, "none") or encoding.startswith("#act.quant"):
+        return f"#act.quant<bits={bits}>"
+    raise ValueError(f"PFQ's saved-activation bits apply to #act.quant, not {encoding}")
+
+
+def progress(total, desc):
+    """tqdm's bar on stderr (python3-tqdm); none when tqdm is missing or
+    stderr is not a terminal."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is None or not sys.stderr.isatty():
+        class Silent:
+            update = set_postfix = close = lambda self, *a, **k: None
+        return Silent()
+    return tqdm(total=total, desc=desc, leave=False, dynamic_ncols=True)
+
+
 def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None,
           info=None):
     """Trains `task` with act (encoding: an act encoding, "none" for act
@@ -77,12 +110,14 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
     measured step peak or None, median step seconds, saved bytes (before,
     after) or None). pfq: PlateauSchedule options (eps, alpha, window).
     info, a dict, receives FracTrain's cost and the PFQ epochs/switches."""
-    from .pfq import PlateauSchedule, parse_stages
+    from .pfq import PlateauSchedule, parse_schedule, parse_stages
     schedule, compute_bits = None, None
     if encoding is not None and "+pfq=" in encoding:
         encoding, _, stages = encoding.partition("+pfq=")
-        schedule = PlateauSchedule(parse_stages(stages), **(pfq or {}))
-        compute_bits = schedule.stage
+        schedule = PlateauSchedule(parse_schedule(stages), **(pfq or {}))
+        compute_bits = schedule.stage.compute
+        if schedule.stage.saved:
+            encoding = saved_encoding(encoding, schedule.stage.saved)
     elif encoding is not None and "+compute=" in encoding:
         encoding, _, bits = encoding.partition("+compute=")
         compute_bits = parse_stages(bits)[0]
@@ -106,8 +141,13 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
     gen = torch.Generator().manual_seed(seed)
     times = []
     epochs_log = []
+    batches = (len(xtr) + batch - 1) // batch
+    bar = progress(total=epochs * batches, desc=f"{encoding or 'eager'} seed {seed}")
     for epoch in range(epochs):
         epoch_losses = []
+        epoch_start = time.perf_counter()
+        saved_at_start = list(step.saved_sum) if step is not None else None
+        calls_at_start = step.calls if step is not None else 0
         order = torch.randperm(len(xtr), generator=gen)
         for start in range(0, len(xtr), batch):
             idx = order[start:start + batch]
@@ -124,17 +164,32 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
             epoch_losses.append(float(loss))
             if log is not None:
                 log.append(float(loss))
+            bar.update(1)
         mean_loss = statistics.mean(epoch_losses)
-        epochs_log.append({"epoch": epoch + 1, "loss": mean_loss,
-                           "compute_bits": list(step.compute_bits)
-                           if step is not None and step.compute_bits else None})
+        bar.set_postfix(loss=f"{mean_loss:.3f}")
+        epochs_log.append({
+            "epoch": epoch + 1, "loss": mean_loss,
+            "test_accuracy": accuracy(model, xte, yte),
+            "seconds": time.perf_counter() - epoch_start,
+            "peak_bytes": step.last_peak_bytes if step is not None else None,
+            # Mean over the epoch's steps (the last, partial batch included).
+            "saved_bytes": (step.saved_sum[1] - saved_at_start[1])
+            / max(step.calls - calls_at_start, 1) if step is not None else None,
+            "compute_bits": list(step.compute_bits)
+            if step is not None and step.compute_bits else None,
+            "encoding": step.encoding if step is not None else None})
         if schedule is not None and schedule.update(mean_loss):
-            step.compute_bits = schedule.stage
+            step.compute_bits = schedule.stage.compute
+            if schedule.stage.saved:
+                step.encoding = saved_encoding(step.encoding, schedule.stage.saved)
+    bar.close()
     if info is not None:
         info["epochs"] = epochs_log
         if schedule is not None:
-            info["switches"] = [{"epoch": e, "stage": list(st), "eps": eps}
+            info["switches"] = [{"epoch": e, "stage": str(st), "eps": eps}
                                 for e, st, eps in schedule.switches]
+        if step is not None and step.calls:
+            info["saved_sum"] = list(step.saved_sum)
         if step is not None and step.fp32_macs:
             # FW-8/BW-8: every operand at 8 bits.
             info["effective_macs"] = step.effective_macs
@@ -143,6 +198,53 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
             info["saved_vs_8bit"] = 1 - step.effective_macs / (step.fp32_macs / 16)
     return accuracy(model, xte, yte), (step.peak_bytes if step else None), \
         statistics.median(times), (step.saved_bytes if step else None)
+
+
+def plot(runs, path, title):
+    """Loss and test accuracy per epoch (mean over seeds) of every
+    configuration on one figure, and the PFQ schedules (each seed's stage
+    bits per epoch, switches marked) beside them."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    scheduled = [(n, infos) for n, infos in runs
+                 if any(i.get("switches") is not None for i in infos)]
+    fig, axes = plt.subplots(1, 3 if scheduled else 2, figsize=(13 if scheduled else 9, 3.6))
+    for name, infos in runs:
+        epochs = [e["epoch"] for e in infos[0]["epochs"]]
+        for ax, key in zip(axes, ("loss", "test_accuracy")):
+            ax.plot(epochs, [statistics.mean(i["epochs"][k][key] for i in infos)
+                             for k in range(len(epochs))], label=name, lw=1.2)
+    axes[0].set_yscale("log")
+    axes[0].set_title("training loss (mean over seeds)", fontsize=9)
+    axes[1].set_title("test accuracy (mean over seeds)", fontsize=9)
+    for ax in axes[:2]:
+        ax.set_xlabel("epoch")
+    axes[1].legend(fontsize=7, loc="lower right")
+    if scheduled:
+        ax = axes[2]
+        for name, infos in scheduled:
+            for i in infos:
+                epochs = [e["epoch"] for e in i["epochs"]]
+                if any(e["compute_bits"] for e in i["epochs"]):
+                    ax.step(epochs, [e["compute_bits"][0] if e["compute_bits"] else 32
+                                     for e in i["epochs"]], where="post", lw=1,
+                            label=f"{name} seed {i['seed']}: forward bits")
+                bits = [int(re.search(r"bits\s*=\s*(\d+)", e["encoding"]).group(1))
+                        if e["encoding"] and "bits" in e["encoding"] else None
+                        for e in i["epochs"]]
+                if any(b is not None for b in bits):
+                    ax.step(epochs, bits, where="post", lw=1, ls="--",
+                            label=f"{name} seed {i['seed']}: saved bits")
+                for sw in i["switches"]:
+                    ax.axvline(sw["epoch"] + 1, color="grey", lw=0.5, alpha=0.5)
+        ax.set_title("PFQ schedule (grey: first epoch of a new stage)", fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.legend(fontsize=6)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def main(argv=None):
@@ -161,7 +263,10 @@ def main(argv=None):
     p.add_argument("--pfq-eps", type=float, default=0.05)
     p.add_argument("--pfq-alpha", type=float, default=0.3)
     p.add_argument("--pfq-window", type=int, default=5)
-    p.add_argument("--log", help="write every run's epochs and PFQ switches as JSON lines")
+    p.add_argument("--log", help="write every run's epochs (loss, test accuracy, time, peak, "
+                   "saved bytes, bits) and PFQ switches as JSON lines")
+    p.add_argument("--plot", help="write the loss and accuracy curves of every configuration "
+                   "and the PFQ schedules to this .svg/.png")
     a = p.parse_args(argv)
     pfq = {"eps": a.pfq_eps, "alpha": a.pfq_alpha, "window": a.pfq_window}
     log = open(a.log, "w") if a.log else None
@@ -172,10 +277,11 @@ def main(argv=None):
     print("| configuration | test accuracy (mean +- std) | saved activations B | "
           "act step peak B | step ms | compute saved vs fp32 / vs FW-8/BW-8 |")
     print("|---|---|---|---|---|---|")
+    runs = []
     for enc in [None] + a.encoding.split(";"):
         accs, peaks, times, saved, infos = [], [], [], None, []
         for s in seeds:
-            info = {}
+            info = {"seed": s}
             acc, peak, t, saved = train(a.task, enc, s, a.epochs, a.batch, a.lr, pfq=pfq,
                                         info=info)
             accs.append(acc)
@@ -187,6 +293,7 @@ def main(argv=None):
                                       "accuracy": acc, **info}) + "\n")
                 log.flush()
         name = "PyTorch eager fp32" if enc is None else f"act {enc}"
+        runs.append((name, infos))
         std = statistics.stdev(accs) if len(accs) > 1 else 0.0
         peak = f"{max(peaks):,}" if enc is not None else ""
         ratio = (f"{saved[1]:,} ({saved[0] / max(saved[1], 1):.1f}x smaller)" if saved else "")
@@ -197,8 +304,15 @@ def main(argv=None):
             switches = [[sw["epoch"] for sw in i.get("switches", [])] for i in infos]
             if any(switches):
                 cost += f" (switches at epochs {switches})"
+        if infos and "saved_sum" in infos[0] and any(i.get("switches") for i in infos):
+            before = sum(i["saved_sum"][0] for i in infos)
+            after = sum(i["saved_sum"][1] for i in infos)
+            ratio += f" (over all steps {before / max(after, 1):.1f}x smaller)"
         print(f"| {name} | {100 * statistics.mean(accs):.2f} +- {100 * std:.2f} % | {ratio} | "
               f"{peak} | {1000 * statistics.median(times):.2f} | {cost} |", flush=True)
+    if a.plot:
+        plot(runs, a.plot, f"{a.task}: {a.epochs} epochs, seeds {seeds}")
+        print(f"plot: {a.plot}")
     return 0
 
 

@@ -59,17 +59,21 @@ class Step:
         self.seed = seed
         self.calls = 0
         self.work_dir = work_dir or tempfile.mkdtemp(prefix="act-compile-")
-        self.compiled = {}  # (input shape, target shape) -> (CompiledStep, layout)
+        # (shapes, compute_bits, encoding) -> (CompiledStep, layout, saved bytes)
+        self.compiled = {}
         self.last_peak_bytes = 0
         self.peak_bytes = 0  # the most any call's step had allocated at once
-        self.saved_bytes = None  # (before, after) encoding, act's memory report
+        # (before, after) encoding, act's memory report, of the last call's
+        # variant, and summed over calls (PFQ and partial batches change them).
+        self.saved_bytes = None
+        self.saved_sum = [0, 0]
         self.batch_norms = [m for m in module.modules()
                             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
                             and m.num_batches_tracked is not None]
 
     def _compile(self, inputs, targets):
         key = (tuple(inputs.shape), str(inputs.dtype), tuple(targets.shape), str(targets.dtype),
-               self.compute_bits)
+               self.compute_bits, self.encoding)
         if key in self.compiled:
             return self.compiled[key]
         name = f"step{len(self.compiled)}"
@@ -107,11 +111,10 @@ class Step:
                 self.cost[self.compute_bits] = json.load(f)["totals"]
             mlir = quantized
         step = capi.CompiledStep.from_file(mlir)
-        if self.saved_bytes is None:
-            report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
-            totals = report["graphs"][0]["totals"]
-            self.saved_bytes = (totals["saved_bytes_before"], totals["saved_bytes_after"])
-        self.compiled[key] = (step, layout)
+        report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
+        totals = report["graphs"][0]["totals"]
+        self.compiled[key] = (step, layout,
+                              (totals["saved_bytes_before"], totals["saved_bytes_after"]))
         return self.compiled[key]
 
     def _tune(self, name, src, args):
@@ -141,7 +144,9 @@ class Step:
 
     def __call__(self, inputs, targets):
         inputs, targets = inputs.contiguous(), targets.contiguous()
-        step, layout = self._compile(inputs, targets)
+        step, layout, self.saved_bytes = self._compile(inputs, targets)
+        self.saved_sum[0] += self.saved_bytes[0]
+        self.saved_sum[1] += self.saved_bytes[1]
         self.calls += 1
         call_seed = (self.seed * 1000003 + self.calls) & 0x7FFFFFFFFFFFFFFF
         run = step.run(self._arguments(layout, inputs, targets, call_seed), seed=call_seed)
@@ -181,7 +186,8 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     with phi's optimal table instead (Few-bit backward, docs/FewBit.md).
     compute_bits: (forward, backward) bits of FracTrain's compute
     quantization (act-quantize-compute), or None; `step.compute_bits` may be
-    changed between calls (PFQ), each setting compiled once and cached;
+    changed between calls (PFQ), each setting compiled once and cached (so
+    may `step.encoding`: PFQ's saved-activation bits);
     `step.effective_macs` / `step.fp32_macs` sum FracTrain's cost over calls.
     The example batch, if given, compiles the step now."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,

@@ -54,3 +54,18 @@ def test_bad_options():
     with pytest.raises(ValueError):
         PlateauSchedule([(8, 8)], alpha=0)
     assert parse_stages("8") == [(8, 8)]
+
+
+def test_schedule_of_saved_and_compute_bits():
+    from act.pfq import parse_schedule
+    s = parse_schedule("3/6@2,4/8@4,8/16@8")
+    assert [st.compute for st in s] == [(3, 6), (4, 8), (8, 16)]
+    assert [st.saved for st in s] == [2, 4, 8]
+    assert str(s[1]) == "4/8@4"
+    saved_only = parse_schedule("@2,@4,@8")
+    assert [st.compute for st in saved_only] == [None] * 3
+    assert [st.saved for st in saved_only] == [2, 4, 8]
+    assert parse_schedule("3/6,8/16")[1] == ((8, 16), None)
+    for bad in ["@3", "3/6,@4", "@2,4/8@4", ""]:
+        with pytest.raises(ValueError):
+            parse_schedule(bad)

@@ -7,6 +7,7 @@ Needs act-opt (ACT_BIN_DIR) and libActCAPI.so (ACT_LIB_DIR); lit sets both.
 """
 
 import copy
+import json
 import os
 import sys
 import warnings
@@ -133,10 +134,33 @@ def test_pfq_switches_precision_during_training_and_counts_the_cost():
                          pfq={"eps": 0.2, "alpha": 0.5, "window": 1}, info=info)
     stages = [e["compute_bits"] for e in info["epochs"]]
     assert stages[0] == [3, 6]
-    assert [s["stage"] for s in info["switches"]] == [[4, 8], [8, 8]][:len(info["switches"])]
+    assert [s["stage"] for s in info["switches"]] == ["4/8", "8/8"][:len(info["switches"])]
     assert info["switches"], stages
     # The epochs after a switch ran at the new stage.
     first = info["switches"][0]["epoch"]
     assert stages[first] == [4, 8]
     assert 0 < info["saved_vs_8bit"] < 1 and info["saved_vs_fp32"] > 0.9
     assert acc > 0.85
+
+
+def test_pfq_raises_saved_activation_bits(tmp_path):
+    """PFQ on the saved activations: '@2,@4,@8' starts the step with
+    #act.quant<bits=2> and swaps in the 4- and 8-bit variants at plateaus;
+    the log gives each epoch's encoding and saved bytes (more bits, more
+    bytes), --plot draws the schedule."""
+    from act.train import main
+    log, figure = tmp_path / "log.jsonl", tmp_path / "curves.svg"
+    assert main(["digits-mlp", "--epochs", "5", "--seeds", "0",
+                 "--encoding", "#act.quant<bits=2>+pfq=@2,@4,@8", "--pfq-eps", "0.5",
+                 "--pfq-window", "1", "--log", str(log), "--plot", str(figure)]) == 0
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    pfq = [r for r in runs if r["configuration"] != "eager"][0]
+    epochs = pfq["epochs"]
+    assert epochs[0]["encoding"] == "#act.quant<bits=2>"
+    assert [s["stage"] for s in pfq["switches"]] == ["@4", "@8"][:len(pfq["switches"])]
+    assert pfq["switches"], epochs
+    first = pfq["switches"][0]["epoch"]
+    assert epochs[first]["encoding"] == "#act.quant<bits=4>"
+    assert epochs[first]["saved_bytes"] > epochs[0]["saved_bytes"]
+    assert all(0 < e["test_accuracy"] <= 1 and e["seconds"] > 0 for e in epochs)
+    assert figure.stat().st_size > 5000

@@ -1628,6 +1628,11 @@ def max_all(g, node, x):
     return g.reduce(x, list(range(x.rank)), kind="max", hint=node.name)
 
 
+@lowering("aten.min.default")
+def min_all(g, node, x):
+    return amin(g, node, x)
+
+
 @lowering("aten.scatter.src", "aten.scatter.value")
 def scatter(g, node, x, dim, index, src):
     """x with x[.., index[i], ..] = src[i] along dim (for repeated indices

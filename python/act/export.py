@@ -185,6 +185,19 @@ def substituted(module, tensors):
             m._flat_weights = flat
 
 
+_RECORDS = []  # the (name, tensor) list of the trace under way, or None
+
+
+def record(name, value):
+    """Makes `value` (detached) an output of the exported step, named
+    `name`: how a model reports what its forward decided (DFQ's executed
+    bits) without changing the loss. A no-op outside act's export; AOTAutograd
+    itself drops in-place writes to buffers other than BatchNorm's running
+    statistics, so a buffer cannot carry it."""
+    if _RECORDS and _RECORDS[-1] is not None:
+        _RECORDS[-1].append((name, value.detach()))
+
+
 class ExportError(Exception):
     pass
 
@@ -233,13 +246,23 @@ class Traced:
         names = self.param_names + self.buffer_names
         graphs = {}
 
+        self.record_names = []
+
         def step(*args):
-            with substituted(module, dict(zip(names, args[:len(names)]))):
-                out = module(args[len(names)])
-            targets = args[len(names) + 1]
-            if workload.loss_fn is F.cross_entropy:
-                check_classification(out, targets)
-            return workload.loss_fn(out, targets)
+            _RECORDS.append([])
+            try:
+                # (The loss too may read the module's parameters and buffers:
+                # a penalty term, DFQ's beta.)
+                with substituted(module, dict(zip(names, args[:len(names)]))):
+                    out = module(args[len(names)])
+                    targets = args[len(names) + 1]
+                    if workload.loss_fn is F.cross_entropy:
+                        check_classification(out, targets)
+                    loss = workload.loss_fn(out, targets)
+            finally:
+                records = _RECORDS.pop()
+            self.record_names = [n for n, _ in records]
+            return (loss, *[v for _, v in records]) if records else loss
 
         def keep(kind):
             def compiler(gm, example_inputs):
@@ -265,6 +288,8 @@ class Traced:
             with random_ops("trace"):
                 loss = fn(*primals, *[b.clone() for b in self.buffers], workload.inputs,
                           workload.targets)
+            if self.record_names:
+                loss = loss[0]
             if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
                 what = (f"has shape {list(loss.shape)}" if isinstance(loss, torch.Tensor)
                         else f"is a {type(loss).__name__}")
@@ -308,10 +333,18 @@ class Traced:
         nstate = len(self.params) + len(self.buffers)
         self.placeholder_args = list(range(nstate)) + [len(self.args) - 2, len(self.args) - 1]
         fw_out = self._output(self.forward)
-        self.loss_node, self.saved = fw_out[0], list(fw_out[1:])
+        nrec = len(self.record_names)
+        self.loss_node, self.saved = fw_out[0], list(fw_out[1 + nrec:])
+        self.record_nodes = list(fw_out[1:1 + nrec])
         bw_ph = [n for n in self.backward.graph.nodes if n.op == "placeholder"]
         self.bw_saved, self.bw_tangents = bw_ph[:len(self.saved)], bw_ph[len(self.saved):]
-        if len(fw_out) != 1 + len(self.saved) or len(self.bw_tangents) != 1:
+        # (AOTAutograd gives the recorded outputs tangents too; they are
+        # detached, so the backward never reads them.)
+        self.bw_record_tangents = self.bw_tangents[1:]
+        self.bw_tangents = self.bw_tangents[:1]
+        if (len(fw_out) != 1 + nrec + len(self.saved)
+                or len(self.bw_record_tangents) != nrec
+                or any(n.users for n in self.bw_record_tangents)):
             raise ExportError("unexpected AOTAutograd partition (one loss output expected)")
         self.fw_placeholders = [n for n in self.forward.graph.nodes if n.op == "placeholder"]
         # AOTAutograd's partition lists the saved values in set order, which
@@ -454,6 +487,11 @@ class Exporter:
                 out.append((i, updates[name]))
         return out
 
+    def _records(self, fw):
+        """The values the model recorded (act.export.record), after the
+        buffer updates."""
+        return [fw.env[n] for n in self.t.record_nodes]
+
     def _saved_in_backward(self, low, fw_env, bw_args=None):
         """Binds the backward graph's saved placeholders: views of arguments
         are re-derived from the argument."""
@@ -491,7 +529,8 @@ class Exporter:
         self._saved_in_backward(bw, fw.env)
         bw.env[self.t.bw_tangents[0]] = g.fill((), 1.0, hint="tangent")
         bw.run(self.t.backward.graph.nodes)
-        results = [fw.env[self.t.loss_node]] + self._gradients(bw) + [v for _, v in self.updated]
+        results = ([fw.env[self.t.loss_node]] + self._gradients(bw) + [v for _, v in self.updated]
+                   + self._records(fw))
         return func(f"{self.name}_step", args, results, g.lines, result_attrs={0: "act.loss"})
 
     def split(self):
@@ -501,7 +540,8 @@ class Exporter:
             chain = self.t.view_chain(s)
             saved.append(fw.env[chain[0] if chain else s])
         updated = [v for _, v in self._buffer_updates(g, args)]
-        fwd = func(f"{self.name}_forward", args, [fw.env[self.t.loss_node]] + updated + saved,
+        fwd = func(f"{self.name}_forward", args,
+                   [fw.env[self.t.loss_node]] + updated + self._records(fw) + saved,
                    g.lines,
                    attrs=f"act.backward = @{self.name}_backward, act.num_saved = {len(saved)} : i64",
                    result_attrs={0: "act.loss"})
@@ -597,6 +637,7 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
         # Results after the gradients (joint form), or after the loss (split
         # forward): the new values of these buffers, in this order.
         "updated_buffers": [traced.buffer_names[i] for i, _ in ex.updated],
+        "records": traced.record_names,
         "constants": {"inlined": len(traced.constants) - len(traced.large_constants),
                       "arguments": traced.large_constants},
         "dropout_calls": traced.random_counts["dropout"],

@@ -111,8 +111,15 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
     after) or None). pfq: PlateauSchedule options (eps, alpha, window).
     info, a dict, receives FracTrain's cost and the PFQ epochs/switches."""
     from .pfq import PlateauSchedule, parse_schedule, parse_stages
-    schedule, compute_bits = None, None
-    if encoding is not None and "+pfq=" in encoding:
+    schedule, compute_bits, dfq, targets = None, None, None, None
+    if encoding is not None and "+dfq=" in encoding:
+        # DFQ at a target cost; several targets: FracTrain (PFQ's plateau
+        # rule moves through them, Alg. 2).
+        encoding, _, targets = encoding.partition("+dfq=")
+        targets = [float(t) for t in targets.split(",")]
+        if len(targets) > 1:
+            schedule = PlateauSchedule(targets, **(pfq or {}))
+    elif encoding is not None and "+pfq=" in encoding:
         encoding, _, stages = encoding.partition("+pfq=")
         schedule = PlateauSchedule(parse_schedule(stages), **(pfq or {}))
         compute_bits = schedule.stage.compute
@@ -124,6 +131,11 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
     (xtr, ytr), (xte, yte) = digits()
     torch.manual_seed(seed)
     model = TASKS[task]()
+    loss_fn = F.cross_entropy
+    if targets:
+        from .dfq import DFQ
+        model = dfq = DFQ(model, targets[0])  # (the gates after the same initial weights)
+        loss_fn = dfq.loss_fn(F.cross_entropy)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     step = None
     if encoding is not None:
@@ -135,7 +147,7 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
             # "ENCODING+few-bit=B": Few-bit codes where the backward reads
             # phi(x), ENCODING elsewhere.
             encoding, _, few = encoding.partition("+few-bit=")
-            step = act_compile(model, F.cross_entropy, xtr[:batch], ytr[:batch],
+            step = act_compile(model, loss_fn, xtr[:batch], ytr[:batch],
                                encoding=None if encoding == "none" else encoding, seed=seed,
                                few_bit=int(few) if few else 0, compute_bits=compute_bits)
     gen = torch.Generator().manual_seed(seed)
@@ -144,7 +156,7 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
     batches = (len(xtr) + batch - 1) // batch
     bar = progress(total=epochs * batches, desc=f"{encoding or 'eager'} seed {seed}")
     for epoch in range(epochs):
-        epoch_losses = []
+        epoch_losses, epoch_costs = [], []
         epoch_start = time.perf_counter()
         saved_at_start = list(step.saved_sum) if step is not None else None
         calls_at_start = step.calls if step is not None else 0
@@ -159,6 +171,8 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
                 loss.backward()
             else:
                 loss = step(xb, yb)
+            if dfq is not None:
+                epoch_costs.append(dfq.control(len(xb), step.records if step else None))
             opt.step()
             times.append(time.perf_counter() - t)
             epoch_losses.append(float(loss))
@@ -177,8 +191,17 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
             / max(step.calls - calls_at_start, 1) if step is not None else None,
             "compute_bits": list(step.compute_bits)
             if step is not None and step.compute_bits else None,
-            "encoding": step.encoding if step is not None else None})
-        if schedule is not None and schedule.update(mean_loss):
+            "encoding": step.encoding if step is not None else None,
+            # DFQ: the executed cost over fp32's (mean over the epoch's steps),
+            # the target, and each layer's forward bits of the last step.
+            "dfq_cost": statistics.mean(epoch_costs) if epoch_costs else None,
+            "dfq_target": dfq.target_cost if dfq is not None else None,
+            "dfq_forward_bits": {l.name: float(l.executed[0]) for l in dfq.layers}
+            if dfq is not None else None})
+        if dfq is not None:
+            if schedule is not None and schedule.update(mean_loss):
+                dfq.target_cost = schedule.stage
+        elif schedule is not None and schedule.update(mean_loss):
             step.compute_bits = schedule.stage.compute
             if schedule.stage.saved:
                 step.encoding = saved_encoding(step.encoding, schedule.stage.saved)
@@ -190,7 +213,13 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
                                 for e, st, eps in schedule.switches]
         if step is not None and step.calls:
             info["saved_sum"] = list(step.saved_sum)
-        if step is not None and step.fp32_macs:
+        if dfq is not None and dfq.fp32_macs:
+            # The executed cost: the bits the gates chose, batch by batch.
+            info["effective_macs"] = dfq.executed_macs
+            info["fp32_macs"] = dfq.fp32_macs
+            info["saved_vs_fp32"] = 1 - dfq.executed_macs / dfq.fp32_macs
+            info["saved_vs_8bit"] = 1 - dfq.executed_macs / (dfq.fp32_macs / 16)
+        elif step is not None and step.fp32_macs:
             # FW-8/BW-8: every operand at 8 bits.
             info["effective_macs"] = step.effective_macs
             info["fp32_macs"] = step.fp32_macs

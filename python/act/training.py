@@ -58,6 +58,7 @@ class Step:
         self.allocation = None  # act-allocate-bits' report, with average_bits
         self.seed = seed
         self.calls = 0
+        self.records = {}  # the last call's act.export.record values
         self.work_dir = work_dir or tempfile.mkdtemp(prefix="act-compile-")
         # (shapes, compute_bits, encoding) -> (CompiledStep, layout, saved bytes)
         self.compiled = {}
@@ -91,6 +92,7 @@ class Step:
             "constants": [traced.constants[k].numpy() for k in traced.large_constants],
             "has_dropout": traced.has_dropout,
             "updated": [buffers[traced.buffer_names[i]] for i, _ in ex.updated],
+            "records": list(traced.record_names),
         }
         if self.average_bits is not None:
             mlir = self._tune(name, src, self._arguments(layout, inputs, targets, self.seed))
@@ -164,8 +166,12 @@ class Step:
                 p.grad = grad
             else:
                 p.grad.add_(grad)
+        nupdated = len(layout["updated"])
         for b, value in zip(layout["updated"], results[1 + nparams:]):
             b.data.copy_(torch.from_numpy(value))
+        # What the forward recorded (act.export.record), by name.
+        self.records = {name: torch.from_numpy(value) for name, value in
+                        zip(layout["records"], results[1 + nparams + nupdated:])}
         for m in self.batch_norms:
             if m.training:
                 m.num_batches_tracked.add_(1)

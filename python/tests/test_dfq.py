@@ -1,0 +1,118 @@
+"""FracTrain's DFQ (act.dfq) through act.compile: the gates' precision is
+chosen inside the compiled step per batch, gradients (backbone and gates)
+match eager PyTorch, the executed bits come back (act.export.record), the
+cost arithmetic is FracTrain's Sec. 4.1, and beta's sign follows the target."""
+
+import copy
+import os
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import act  # noqa: E402
+from act.dfq import DFQ  # noqa: E402
+
+
+def small_cnn():
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
+
+
+def batch(shift=0.0, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(16, 1, 8, 8, generator=g) + shift, torch.randint(0, 10, (16,), generator=g)
+
+
+def test_gradients_and_executed_bits_match_eager():
+    torch.manual_seed(0)
+    m = DFQ(small_cnn(), 0.03)
+    ref = copy.deepcopy(m)
+    x, y = batch()
+    loss = ref.loss_fn(F.cross_entropy)(ref(x), y)
+    loss.backward()
+    step = act.compile(m, m.loss_fn(F.cross_entropy), x, y)
+    got = step(x, y)
+    assert abs(float(got) - float(loss)) < 1e-5 * abs(float(loss))
+    for (name, p), q in zip(ref.named_parameters(), m.parameters()):
+        scale = float(p.grad.abs().max()) + 1e-30
+        assert float((p.grad - q.grad).abs().max()) <= 1e-4 * scale, name
+    assert set(step.records) == {l.name for l in m.layers}
+    for l, r in zip(m.layers, ref.layers):
+        assert step.records[l.name].tolist() == r.executed.tolist()
+        assert tuple(step.records[l.name].tolist()) in {(float(f), float(b))
+                                                        for f, b in m.options}
+
+
+def test_gates_change_precision_per_batch_without_recompiling():
+    """A gate set to read the sign of its input's mean: batches shifted up
+    and down get different precisions from the same compiled step."""
+    torch.manual_seed(0)
+    m = DFQ(small_cnn(), 0.03)
+    gate = m.layers[0].gate.fc
+    with torch.no_grad():
+        gate.weight.zero_()
+        gate.bias.zero_()
+        gate.weight[0, 0], gate.weight[1, 0] = 10.0, -10.0  # options (2, 6) and (3, 6)
+    x, y = batch()
+    step = act.compile(m, m.loss_fn(F.cross_entropy), x, y)
+    chosen = []
+    for shift in (2.0, -2.0, 2.0):
+        xs = x + shift
+        step(xs, y)
+        chosen.append(tuple(step.records[m.layers[0].name].tolist()))
+        # eager PyTorch makes the same choice
+        m(xs)
+        assert tuple(m.layers[0].executed.tolist()) == chosen[-1]
+    assert chosen == [(2.0, 6.0), (3.0, 6.0), (2.0, 6.0)]
+    assert len(step.compiled) == 1
+
+
+def test_cost_arithmetic_and_beta_sign():
+    """FracTrain Sec. 4.1: forward MACs x FW/32 x FW/32, the two backward
+    products x FW/32 x BW/32 each; fp32 is 3 x MACs."""
+    m = DFQ(small_cnn(), 0.03)
+    m(torch.randn(2, 1, 8, 8))
+    conv, linear = m.layers
+    assert conv.macs_per_sample == 8 * 8 * 8 * 9 and linear.macs_per_sample == 10 * 128
+    conv.executed.copy_(torch.tensor([6.0, 8.0]))
+    linear.executed.copy_(torch.tensor([4.0, 12.0]))
+    eff, fp32 = m.executed_cost(5)
+    want = 5 * (4608 * ((6 / 32) ** 2 + 2 * (6 / 32) * (8 / 32))
+                + 1280 * ((4 / 32) ** 2 + 2 * (4 / 32) * (12 / 32)))
+    assert eff == pytest.approx(want, rel=1e-6)
+    assert fp32 == 3 * 5 * (4608 + 1280)
+    cp = m.control(5)
+    assert cp == pytest.approx(want / fp32)
+    assert cp == pytest.approx(0.0416, abs=1e-4)
+    assert float(m.beta) > 0  # above the target 0.03: the penalty pushes cp down
+    m.target_cost = 0.05
+    m.control(5)
+    assert float(m.beta) < 0 and m.history[-1][1] < 0  # below: pushes it up
+    with pytest.raises(ValueError):
+        DFQ(small_cnn(), 1.5)
+    with pytest.raises(ValueError):
+        DFQ(nn.ReLU(), 0.03)
+
+
+def test_dfq_and_fractrain_train_digits():
+    """DFQ alone and FracTrain (PFQ's plateau rule over DFQ targets) in
+    act.train: the model learns, the executed precision changes during
+    training, and the executed cost is FracTrain's saving."""
+    from act.train import train
+    for encoding in ("none+dfq=0.03", "none+dfq=0.015,0.03"):
+        info = {}
+        acc, _, _, _ = train("digits-mlp", encoding, seed=0, epochs=4,
+                             pfq={"eps": 0.5, "alpha": 0.5, "window": 1}, info=info)
+        costs = [e["dfq_cost"] for e in info["epochs"]]
+        assert acc > 0.85, (encoding, acc)
+        assert 0.005 < min(costs) and max(costs) < 0.06
+        assert info["saved_vs_fp32"] > 0.9
+        if "," in encoding:
+            assert [e["dfq_target"] for e in info["epochs"]][0] == 0.015
+            assert info["switches"], info["epochs"]

@@ -153,6 +153,15 @@ class DFQLayer(nn.Module):
         return quantize_gradient(y, bw) * chosen
 
 
+def _tracing(t):
+    """True for a tensor of act.export's trace (no value to read)."""
+    try:
+        float(t.detach())
+        return False
+    except Exception:  # a tracer's proxy tensor
+        return True
+
+
 class DFQ(nn.Module):
     """`model` with every Conv2d and Linear under a DFQ gate, and the cost
     penalty: `loss_fn(loss)` wraps a loss function as Eq. 2's
@@ -178,6 +187,7 @@ class DFQ(nn.Module):
         self.executed_macs = 0.0  # effective MACs summed over control() calls
         self.fp32_macs = 0.0
         self.history = []  # (cp executed, beta) per step
+        self.penalty = 0.0  # beta * cp the last step added to its loss
 
     def _wrap(self, module, prefix="dfq"):
         if isinstance(module, (nn.Conv2d, nn.Linear)):
@@ -197,7 +207,12 @@ class DFQ(nn.Module):
     def loss_fn(self, loss):
         """Eq. 2 with cp relative to the target (beta * cp / target): the
         penalty's pull does not shrink with the target."""
-        return lambda out, target: loss(out, target) + self.beta * self.cost()
+        def penalized(out, target):
+            penalty = self.beta * self.cost()
+            self.penalty = float(penalty.detach()) if not _tracing(penalty) else None
+            record("dfq.penalty", penalty)  # act's step: the penalty it added
+            return loss(out, target) + penalty
+        return penalized
 
     def executed_cost(self, batch):
         """(effective MACs, fp32 MACs) of the last step of `batch` samples
@@ -215,6 +230,8 @@ class DFQ(nn.Module):
         for layer in self.layers:
             if records is not None:
                 layer.executed.copy_(records[layer.name])
+        if records is not None:
+            self.penalty = float(records["dfq.penalty"])
         eff, fp32 = self.executed_cost(batch)
         self.executed_macs += eff
         self.fp32_macs += fp32

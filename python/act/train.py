@@ -173,6 +173,7 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
                 loss = step(xb, yb)
             if dfq is not None:
                 epoch_costs.append(dfq.control(len(xb), step.records if step else None))
+                loss = loss - dfq.penalty  # the task's loss, without Eq. 2's penalty
             opt.step()
             times.append(time.perf_counter() - t)
             epoch_losses.append(float(loss))
@@ -231,14 +232,18 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
 
 def plot(runs, path, title):
     """Loss and test accuracy per epoch (mean over seeds) of every
-    configuration on one figure, and the PFQ schedules (each seed's stage
-    bits per epoch, switches marked) beside them."""
+    configuration on one figure; beside them the PFQ schedules (each seed's
+    stage bits per epoch) and DFQ's executed cost against its target."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    scheduled = [(n, infos) for n, infos in runs
-                 if any(i.get("switches") is not None for i in infos)]
-    fig, axes = plt.subplots(1, 3 if scheduled else 2, figsize=(13 if scheduled else 9, 3.6))
+    bits_runs = [(n, infos) for n, infos in runs
+                 if any(e.get("compute_bits") or e.get("encoding") for i in infos
+                        for e in i["epochs"]) and any("switches" in i for i in infos)]
+    dfq_runs = [(n, infos) for n, infos in runs
+                if any(e.get("dfq_cost") is not None for i in infos for e in i["epochs"])]
+    panels = 2 + bool(bits_runs) + bool(dfq_runs)
+    fig, axes = plt.subplots(1, panels, figsize=(4.4 * panels, 3.6))
     for name, infos in runs:
         epochs = [e["epoch"] for e in infos[0]["epochs"]]
         for ax, key in zip(axes, ("loss", "test_accuracy")):
@@ -247,12 +252,14 @@ def plot(runs, path, title):
     axes[0].set_yscale("log")
     axes[0].set_title("training loss (mean over seeds)", fontsize=9)
     axes[1].set_title("test accuracy (mean over seeds)", fontsize=9)
-    for ax in axes[:2]:
+    for ax in axes:
         ax.set_xlabel("epoch")
-    axes[1].legend(fontsize=7, loc="lower right")
-    if scheduled:
-        ax = axes[2]
-        for name, infos in scheduled:
+    axes[1].legend(fontsize=6, loc="lower right")
+    k = 2
+    if bits_runs:
+        ax = axes[k]
+        k += 1
+        for name, infos in bits_runs:
             for i in infos:
                 epochs = [e["epoch"] for e in i["epochs"]]
                 if any(e["compute_bits"] for e in i["epochs"]):
@@ -265,10 +272,22 @@ def plot(runs, path, title):
                 if any(b is not None for b in bits):
                     ax.step(epochs, bits, where="post", lw=1, ls="--",
                             label=f"{name} seed {i['seed']}: saved bits")
-                for sw in i["switches"]:
+                for sw in i.get("switches", []):
                     ax.axvline(sw["epoch"] + 1, color="grey", lw=0.5, alpha=0.5)
         ax.set_title("PFQ schedule (grey: first epoch of a new stage)", fontsize=9)
-        ax.set_xlabel("epoch")
+        ax.legend(fontsize=6)
+    if dfq_runs:
+        ax = axes[k]
+        for name, infos in dfq_runs:
+            epochs = [e["epoch"] for e in infos[0]["epochs"]]
+            line, = ax.plot(epochs, [100 * statistics.mean(i["epochs"][j]["dfq_cost"]
+                                                           for i in infos)
+                                     for j in range(len(epochs))], lw=1.2,
+                            label=f"{name}: executed")
+            ax.step(epochs, [100 * infos[0]["epochs"][j]["dfq_target"]
+                             for j in range(len(epochs))], where="post", ls=":",
+                    color=line.get_color(), lw=1, label=f"{name}: target (seed {infos[0]['seed']})")
+        ax.set_title("DFQ: cost, % of fp32 (mean over seeds)", fontsize=9)
         ax.legend(fontsize=6)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()

@@ -42,7 +42,8 @@ def test_gradients_and_executed_bits_match_eager():
     for (name, p), q in zip(ref.named_parameters(), m.parameters()):
         scale = float(p.grad.abs().max()) + 1e-30
         assert float((p.grad - q.grad).abs().max()) <= 1e-4 * scale, name
-    assert set(step.records) == {l.name for l in m.layers}
+    assert set(step.records) == {l.name for l in m.layers} | {"dfq.penalty"}
+    assert float(step.records["dfq.penalty"]) == pytest.approx(ref.penalty, rel=1e-5)
     for l, r in zip(m.layers, ref.layers):
         assert step.records[l.name].tolist() == r.executed.tolist()
         assert tuple(step.records[l.name].tolist()) in {(float(f), float(b))

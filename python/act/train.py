@@ -4,6 +4,7 @@ next to PyTorch eager on the same data, initial weights and batches.
     python3 -m act.train digits-mlp|digits-cnn [--encoding E;E;...] [--epochs N]
                          [--seeds S,S,...] [--batch B] [--lr LR]
                          [--pfq-eps 0.05] [--pfq-alpha 0.3] [--pfq-window 5]
+                         [--adapt-interval N] [--adapt-batches K] [--processes P]
                          [--log FILE.jsonl] [--plot FILE.svg]
 
 Data: the handwritten digits scikit-learn ships (sklearn.datasets.load_digits,
@@ -25,6 +26,17 @@ FracTrain's computational cost (effective MACs over the run) saved against
 fp32 and against fixed FW-8/BW-8, and the saved bytes averaged over the
 steps.
 
+GACT: "average-bits=B" allocates bits per tensor from sensitivities act-run
+measures; with --adapt-interval N it measures again every N steps (on the
+last K batches) and swaps in the re-allocated step (GACT's adaptive loop;
+the table gives the allocations, how many changed, the variance alerts and
+the share of training time adapting took).
+
+Data-parallel: --processes P splits every batch over P processes
+(torch.distributed, gloo on localhost); each runs its act step on its
+share and the gradients are all-reduced (weighted by share) before the
+optimizer, so the update is the whole batch's.
+
 A progress bar (tqdm) runs on a terminal; --log writes every run's epochs
 (loss, test accuracy, seconds, peak, saved bytes, bits) and PFQ switches
 as JSON lines; --plot draws the loss and accuracy curves of all
@@ -33,6 +45,7 @@ configurations and the PFQ schedules on one figure.
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -103,13 +116,21 @@ def progress(total, desc):
 
 
 def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None,
-          info=None):
+          info=None, adapt_interval=0, adapt_batches=2, rank=0, world=1):
     """Trains `task` with act (encoding: an act encoding, "none" for act
     without encodings, or None for PyTorch eager; "+compute=F/B" or
     "+pfq=STAGES" appended for FracTrain); returns (test accuracy, act's
     measured step peak or None, median step seconds, saved bytes (before,
     after) or None). pfq: PlateauSchedule options (eps, alpha, window).
-    info, a dict, receives FracTrain's cost and the PFQ epochs/switches."""
+    info, a dict, receives FracTrain's cost and the PFQ epochs/switches.
+    adapt_interval (average-bits=B only): GACT's adaptive loop, re-allocated
+    every adapt_interval steps on the last adapt_batches batches.
+    rank, world: data-parallel training in a torch.distributed group of
+    `world` processes (the caller has initialized it): every process takes
+    its share of each batch (numpy.array_split of the batch's indices),
+    runs its own act step and the gradients are summed by all_reduce,
+    weighted by share, so the update is the whole batch's, as one process
+    would compute it."""
     from .pfq import PlateauSchedule, parse_schedule, parse_stages
     schedule, compute_bits, dfq, targets = None, None, None, None
     if encoding is not None and "+dfq=" in encoding:
@@ -128,6 +149,9 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
     elif encoding is not None and "+compute=" in encoding:
         encoding, _, bits = encoding.partition("+compute=")
         compute_bits = parse_stages(bits)[0]
+    if world > 1 and (targets or schedule is not None):
+        raise ValueError("data-parallel training runs fixed encodings and average-bits=B, "
+                         "not PFQ or DFQ")
     (xtr, ytr), (xte, yte) = digits()
     torch.manual_seed(seed)
     model = TASKS[task]()
@@ -137,24 +161,28 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
         model = dfq = DFQ(model, targets[0])  # (the gates after the same initial weights)
         loss_fn = dfq.loss_fn(F.cross_entropy)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    local = len(np.array_split(np.arange(batch), world)[rank])  # this process's share
     step = None
     if encoding is not None:
         from . import compile as act_compile
         if encoding.startswith("average-bits="):
-            step = act_compile(model, F.cross_entropy, xtr[:batch], ytr[:batch], seed=seed,
-                               average_bits=float(encoding.split("=", 1)[1]))
+            step = act_compile(model, F.cross_entropy, xtr[:local], ytr[:local],
+                               seed=seed + 1000 * rank, average_bits=float(encoding.split("=", 1)[1]),
+                               adapt_interval=adapt_interval, adapt_batches=adapt_batches)
         else:
             # "ENCODING+few-bit=B": Few-bit codes where the backward reads
             # phi(x), ENCODING elsewhere.
             encoding, _, few = encoding.partition("+few-bit=")
-            step = act_compile(model, loss_fn, xtr[:batch], ytr[:batch],
-                               encoding=None if encoding == "none" else encoding, seed=seed,
+            step = act_compile(model, loss_fn, xtr[:local], ytr[:local],
+                               encoding=None if encoding == "none" else encoding,
+                               seed=seed + 1000 * rank,
                                few_bit=int(few) if few else 0, compute_bits=compute_bits)
     gen = torch.Generator().manual_seed(seed)
     times = []
     epochs_log = []
     batches = (len(xtr) + batch - 1) // batch
     bar = progress(total=epochs * batches, desc=f"{encoding or 'eager'} seed {seed}")
+    train_start = time.perf_counter()
     for epoch in range(epochs):
         epoch_losses, epoch_costs = [], []
         epoch_start = time.perf_counter()
@@ -163,6 +191,9 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
         order = torch.randperm(len(xtr), generator=gen)
         for start in range(0, len(xtr), batch):
             idx = order[start:start + batch]
+            share = len(idx)
+            if world > 1:
+                idx = torch.from_numpy(np.array_split(idx.numpy(), world)[rank])
             xb, yb = xtr[idx], ytr[idx]
             t = time.perf_counter()
             opt.zero_grad(set_to_none=True)
@@ -171,6 +202,19 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
                 loss.backward()
             else:
                 loss = step(xb, yb)
+            if world > 1:
+                # The batch's mean loss and gradient: each process's mean
+                # weighted by its share, summed over the group.
+                import torch.distributed as dist
+                weight = len(idx) / share
+                grads = [p.grad for p in model.parameters() if p.grad is not None]
+                flat = torch.cat([g.reshape(-1) for g in grads] + [loss.reshape(1)]) * weight
+                dist.all_reduce(flat)
+                offset = 0
+                for g in grads:
+                    g.copy_(flat[offset:offset + g.numel()].view_as(g))
+                    offset += g.numel()
+                loss = flat[-1]
             if dfq is not None:
                 epoch_costs.append(dfq.control(len(xb), step.records if step else None))
                 loss = loss - dfq.penalty  # the task's loss, without Eq. 2's penalty
@@ -193,6 +237,10 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
             "compute_bits": list(step.compute_bits)
             if step is not None and step.compute_bits else None,
             "encoding": step.encoding if step is not None else None,
+            # average-bits: the bits per tensor of the allocation in force
+            # (GACT's adaptive loop changes it).
+            "allocation_bits": step.adaptations[-1]["bits"]
+            if step is not None and step.adaptations else None,
             # DFQ: the executed cost over fp32's (mean over the epoch's steps),
             # the target, and each layer's forward bits of the last step.
             "dfq_cost": statistics.mean(epoch_costs) if epoch_costs else None,
@@ -207,8 +255,23 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
             if schedule.stage.saved:
                 step.encoding = saved_encoding(step.encoding, schedule.stage.saved)
     bar.close()
+    train_seconds = time.perf_counter() - train_start
     if info is not None:
         info["epochs"] = epochs_log
+        if world > 1:
+            # The processes must end with the same parameters.
+            import hashlib
+            info["parameters_sha1"] = hashlib.sha1(b"".join(
+                p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
+        if step is not None and step.adaptations:
+            # GACT: every (re-)allocation (bits per tensor, variances, alert)
+            # and what adapting cost against the whole training loop (the
+            # first allocation, made before the loop, included).
+            info["adaptations"] = step.adaptations
+            info["adapt_seconds"] = step.adapt_seconds
+            info["train_seconds"] = train_seconds
+            info["adapt_fraction"] = step.adapt_seconds / (train_seconds + step.adaptations[0]
+                                                           ["seconds"])
         if schedule is not None:
             info["switches"] = [{"epoch": e, "stage": str(st), "eps": eps}
                                 for e, st, eps in schedule.switches]
@@ -230,6 +293,48 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
         statistics.median(times), (step.saved_bytes if step else None)
 
 
+def _distributed_worker(rank, world, port, kwargs, out):
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    try:
+        warnings.simplefilter("ignore")
+        info = {"seed": kwargs["seed"], "rank": rank}
+        result = train(**kwargs, info=info, rank=rank, world=world)
+        with open(f"{out}.{rank}", "w") as f:
+            json.dump({"result": result, "info": info}, f)
+    finally:
+        dist.destroy_process_group()
+
+
+def train_distributed(processes, **kwargs):
+    """train(**kwargs) data-parallel in `processes` processes on this
+    machine (torch.distributed, gloo over localhost TCP): returns rank 0's
+    result and info, after checking every rank ended with the same
+    parameters."""
+    import socket
+    import tempfile
+    import torch.multiprocessing as mp
+    with socket.socket() as sock:  # a free port for the group's rendezvous
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with tempfile.TemporaryDirectory(prefix="act-train-") as tmp:
+        out = os.path.join(tmp, "rank")
+        mp.spawn(_distributed_worker, args=(processes, port, kwargs, out), nprocs=processes,
+                 join=True)
+        ranks = []
+        for r in range(processes):
+            with open(f"{out}.{r}") as f:
+                ranks.append(json.load(f))
+    hashes = {r["info"]["parameters_sha1"] for r in ranks}
+    if len(hashes) != 1:
+        raise RuntimeError(f"the {processes} processes ended with different parameters")
+    acc, peak, t, saved = ranks[0]["result"]
+    info = ranks[0]["info"]
+    info["processes"] = processes
+    return (acc, peak, t, tuple(saved) if saved else None), info
+
+
 def plot(runs, path, title):
     """Loss and test accuracy per epoch (mean over seeds) of every
     configuration on one figure; beside them the PFQ schedules (each seed's
@@ -242,7 +347,9 @@ def plot(runs, path, title):
                         for e in i["epochs"]) and any("switches" in i for i in infos)]
     dfq_runs = [(n, infos) for n, infos in runs
                 if any(e.get("dfq_cost") is not None for i in infos for e in i["epochs"])]
-    panels = 2 + bool(bits_runs) + bool(dfq_runs)
+    gact_runs = [(n, infos) for n, infos in runs
+                 if len(infos[0].get("adaptations", [])) > 1]
+    panels = 2 + bool(bits_runs) + bool(dfq_runs) + len(gact_runs)
     fig, axes = plt.subplots(1, panels, figsize=(4.4 * panels, 3.6))
     for name, infos in runs:
         epochs = [e["epoch"] for e in infos[0]["epochs"]]
@@ -289,6 +396,29 @@ def plot(runs, path, title):
                     color=line.get_color(), lw=1, label=f"{name}: target (seed {infos[0]['seed']})")
         ax.set_title("DFQ: cost, % of fp32 (mean over seeds)", fontsize=9)
         ax.legend(fontsize=6)
+        k += 1
+    for name, infos in gact_runs:
+        # GACT's adaptive loop: each tensor's bits at every re-allocation
+        # (the first seed; the full-size batches' allocations).
+        ax = axes[k]
+        k += 1
+        info = infos[0]
+        first = info["adaptations"][0]["shapes"]
+        allocs = [x for x in info["adaptations"] if x["shapes"] == first]
+        ids = sorted({t for x in allocs for t in x["bits"]}, key=int)
+        steps = [x["call"] for x in allocs]
+        for j, t in enumerate(ids):
+            bits = [x["bits"].get(t) for x in allocs]
+            # A small offset keeps tensors with equal bits apart.
+            ax.step(steps, [b * (1 + 0.03 * (j - len(ids) / 2)) if b else None
+                            for b in bits], where="post", lw=1, label=f"tensor {t}")
+        for x in allocs:
+            if x["alert"]:
+                ax.axvline(x["call"], color="red", lw=0.5, alpha=0.5)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("step")
+        ax.set_title(f"{name}: bits per tensor (seed {info['seed']}; red: alert)", fontsize=8)
+        ax.legend(fontsize=6)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
@@ -311,6 +441,14 @@ def main(argv=None):
     p.add_argument("--pfq-eps", type=float, default=0.05)
     p.add_argument("--pfq-alpha", type=float, default=0.3)
     p.add_argument("--pfq-window", type=int, default=5)
+    p.add_argument("--adapt-interval", type=int, default=0,
+                   help="average-bits=B: GACT's adaptive loop, re-measure and re-allocate "
+                        "every N steps (0: once per batch shape)")
+    p.add_argument("--adapt-batches", type=int, default=2,
+                   help="mini-batches per re-estimation (the last ones trained on)")
+    p.add_argument("--processes", type=int, default=1,
+                   help="data-parallel: each batch split over N processes (torch.distributed, "
+                        "gloo), gradients all-reduced after act's step")
     p.add_argument("--log", help="write every run's epochs (loss, test accuracy, time, peak, "
                    "saved bytes, bits) and PFQ switches as JSON lines")
     p.add_argument("--plot", help="write the loss and accuracy curves of every configuration "
@@ -321,17 +459,24 @@ def main(argv=None):
     warnings.simplefilter("ignore")
     seeds = [int(s) for s in a.seeds.split(",")]
     print(f"{a.task}: {a.epochs} epochs, batch {a.batch}, SGD lr {a.lr} momentum 0.9, "
-          f"seeds {seeds}; test accuracy on 360 held-out digits")
+          f"seeds {seeds}; test accuracy on 360 held-out digits"
+          + (f"; data-parallel over {a.processes} processes (torch.distributed, gloo)"
+             if a.processes > 1 else ""))
     print("| configuration | test accuracy (mean +- std) | saved activations B | "
-          "act step peak B | step ms | compute saved vs fp32 / vs FW-8/BW-8 |")
+          "act step peak B | step ms | compute saved vs fp32 / vs FW-8/BW-8, or adaptation |")
     print("|---|---|---|---|---|---|")
     runs = []
     for enc in [None] + a.encoding.split(";"):
         accs, peaks, times, saved, infos = [], [], [], None, []
         for s in seeds:
             info = {"seed": s}
-            acc, peak, t, saved = train(a.task, enc, s, a.epochs, a.batch, a.lr, pfq=pfq,
-                                        info=info)
+            kwargs = dict(task=a.task, encoding=enc, seed=s, epochs=a.epochs, batch=a.batch,
+                          lr=a.lr, pfq=pfq, adapt_interval=a.adapt_interval,
+                          adapt_batches=a.adapt_batches)
+            if a.processes > 1:
+                (acc, peak, t, saved), info = train_distributed(a.processes, **kwargs)
+            else:
+                acc, peak, t, saved = train(**kwargs, info=info)
             accs.append(acc)
             peaks.append(peak)
             times.append(t)
@@ -352,7 +497,16 @@ def main(argv=None):
             switches = [[sw["epoch"] for sw in i.get("switches", [])] for i in infos]
             if any(switches):
                 cost += f" (switches at epochs {switches})"
-        if infos and "saved_sum" in infos[0] and any(i.get("switches") for i in infos):
+        if infos and len(infos[0].get("adaptations", [])) > 1:
+            adaptations = [i["adaptations"] for i in infos]
+            cost = (f"GACT: {statistics.mean(len(a) for a in adaptations):.0f} allocations, "
+                    f"{statistics.mean(sum(x['changed'] for x in a) for a in adaptations):.0f}"
+                    f" changed, {sum(bool(x['alert']) for a in adaptations for x in a)} "
+                    f"alerts, adapting "
+                    f"{100 * statistics.mean(i['adapt_fraction'] for i in infos):.1f}% of "
+                    "training time")
+        if infos and "saved_sum" in infos[0] and (any(i.get("switches") for i in infos)
+                                                  or len(infos[0].get("adaptations", [])) > 1):
             before = sum(i["saved_sum"][0] for i in infos)
             after = sum(i["saved_sum"][1] for i in infos)
             ratio += f" (over all steps {before / max(after, 1):.1f}x smaller)"

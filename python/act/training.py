@@ -18,11 +18,21 @@ updated running statistics into the module's buffers (and counts
 num_batches_tracked), and returns the loss. Every call draws new seeds for
 stochastic rounding and dropout. A batch of another shape (the last, partial
 one) is exported and compiled once more and cached by shape.
+
+GACT's adaptive loop (average_bits= with adapt_interval=N): every N calls
+the sensitivities are measured again by act-run on the last adapt_batches
+training batches and the current parameters, act-allocate-bits re-allocates
+the budget, and the step compiled for the new allocation (cached by
+allocation) takes over. Every (re-)allocation is logged in
+`step.adaptations` with its bits per tensor, predicted and gradient
+variance and GACT's variance alert; `step.adapt_seconds` is its cost.
 """
 
+import collections
 import json
 import os
 import tempfile
+import time
 
 import numpy as np
 import torch
@@ -36,9 +46,21 @@ from .tune import allocate, measure
 
 class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
-                 measure_bits=4, few_bit=0, compute_bits=None):
+                 measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
+                 adapt_batches=2):
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
+        if adapt_interval and average_bits is None:
+            raise ValueError("adapt_interval= re-allocates average_bits=; give average_bits=")
+        if adapt_interval < 0 or adapt_batches < 1:
+            raise ValueError("adapt_interval must be >= 0 and adapt_batches >= 1")
+        # GACT's adaptive loop: re-measure and re-allocate every
+        # adapt_interval calls on the last adapt_batches batches.
+        self.adapt_interval, self.adapt_batches = adapt_interval, adapt_batches
+        self.adaptations = []  # one entry per (re-)allocation, in order
+        self.adapt_seconds = 0.0  # measuring, allocating, compiling new allocations
+        self.step_seconds = 0.0  # running the compiled steps
+        self._recent = collections.deque(maxlen=adapt_batches)
         if few_bit and (average_bits is not None or encoding in (None, "none")):
             raise ValueError("few_bit= goes with a lossy encoding= (the values it does "
                              "not apply to get that encoding)")
@@ -56,6 +78,9 @@ class Step:
         self.encoding = encoding
         self.average_bits, self.measure_bits = average_bits, measure_bits
         self.allocation = None  # act-allocate-bits' report, with average_bits
+        self._exports = {}  # shapes -> (name, exported joint graph, argument layout)
+        self._allocated = {}  # shapes -> (tuned graph, allocation signature)
+        self.variant = None  # the key of the compiled variant in use
         self.seed = seed
         self.calls = 0
         self.records = {}  # the last call's act.export.record values
@@ -72,12 +97,16 @@ class Step:
                             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
                             and m.num_batches_tracked is not None]
 
-    def _compile(self, inputs, targets):
-        key = (tuple(inputs.shape), str(inputs.dtype), tuple(targets.shape), str(targets.dtype),
-               self.compute_bits, self.encoding)
-        if key in self.compiled:
-            return self.compiled[key]
-        name = f"step{len(self.compiled)}"
+    @staticmethod
+    def _shapes(inputs, targets):
+        return (tuple(inputs.shape), str(inputs.dtype), tuple(targets.shape), str(targets.dtype))
+
+    def _export(self, inputs, targets):
+        """The step's joint graph for this batch shape (exported once)."""
+        shapes = self._shapes(inputs, targets)
+        if shapes in self._exports:
+            return self._exports[shapes]
+        name = f"step{len(self._exports)}"
         # Tracing leaves the module's buffers alone (it substitutes copies).
         traced = Traced(Workload(name, self.module, inputs, targets, self.loss_fn), self.seed)
         ex = Exporter(traced)
@@ -94,9 +123,24 @@ class Step:
             "updated": [buffers[traced.buffer_names[i]] for i, _ in ex.updated],
             "records": list(traced.record_names),
         }
+        self._exports[shapes] = (name, src, layout)
+        return self._exports[shapes]
+
+    def _compile(self, inputs, targets):
+        shapes = self._shapes(inputs, targets)
+        name, src, layout = self._export(inputs, targets)
         if self.average_bits is not None:
-            mlir = self._tune(name, src, self._arguments(layout, inputs, targets, self.seed))
+            if shapes not in self._allocated:
+                self._allocate(shapes, [(inputs, targets)])
+            mlir, variant = self._allocated[shapes]
         else:
+            variant = self.encoding
+        key = shapes + (self.compute_bits, variant)
+        self.variant = key  # the compiled variant in use
+        if key in self.compiled:
+            return self.compiled[key]
+        name = f"{name}_v{len(self.compiled)}"
+        if self.average_bits is None:
             options = ("policy=none" if self.encoding in (None, "none")
                        else f"encoding={self.encoding}")
             if self.few_bit:
@@ -119,23 +163,71 @@ class Step:
                               (totals["saved_bytes_before"], totals["saved_bytes_after"]))
         return self.compiled[key]
 
-    def _tune(self, name, src, args):
-        """GACT's allocation for this graph, as act-tune makes it: sensitivities
-        measured by act-run on this batch at measure_bits, bits chosen by
-        act-allocate-bits for the average budget. The loss head (logits'
-        bias, softmax, the loss) stays f32: measured into the budget, it got
-        4 bits and a bias training does not survive (docs/Training.md)."""
+    def _allocate(self, shapes, batches):
+        """GACT's allocation for this batch shape, as act-tune makes it:
+        sensitivities measured by act-run on `batches` (the first with the
+        current parameters and buffers, the others replacing its inputs and
+        targets) at measure_bits, bits chosen by act-allocate-bits for the
+        average budget. The loss head (logits' bias, softmax, the loss) stays
+        f32: measured into the budget, it got 4 bits and a bias training
+        does not survive (docs/Training.md). Logged in self.adaptations."""
+        name, src, layout = self._exports[shapes]
+        tag = f"{name}_a{len(self.adaptations)}"
         paths = []
-        for i, a in enumerate(args):
-            path = os.path.join(self.work_dir, f"{name}_arg{i:03d}.npy")
-            np.save(path, np.asarray(a.detach().numpy() if hasattr(a, "detach") else a))
-            paths.append(path)
-        profile = os.path.join(self.work_dir, f"{name}_profile.json")
-        measure(src, paths, [], profile, self.measure_bits)
-        tuned = os.path.join(self.work_dir, f"{name}_tuned.mlir")
+        for k, (inputs, targets) in enumerate(batches):
+            args = (self._arguments(layout, inputs, targets, self.seed) if k == 0
+                    else [inputs.detach(), targets.detach()])
+            batch = []
+            for i, a in enumerate(args):
+                path = os.path.join(self.work_dir, f"{tag}_b{k}_arg{i:03d}.npy")
+                np.save(path, np.asarray(a.detach().numpy() if hasattr(a, "detach") else a))
+                batch.append(path)
+            paths.append(batch)
+        profile = os.path.join(self.work_dir, f"{tag}_profile.json")
+        measure(src, paths[0], paths[1:], profile, self.measure_bits)
+        tuned = os.path.join(self.work_dir, f"{tag}_tuned.mlir")
         _, self.allocation = allocate(src, profile, self.average_bits, tuned,
-                                      os.path.join(self.work_dir, f"{name}_allocation.json"))
-        return tuned
+                                      os.path.join(self.work_dir, f"{tag}_allocation.json"))
+        tensors = self.allocation["tensors"]
+        signature = tuple((t["id"], t["encoding"]) for t in tensors)
+        previous = self._allocated.get(shapes)
+        self._allocated[shapes] = (tuned, signature)
+        predicted = self.allocation["predicted_variance"]
+        gradient = self.allocation["gradient_variance"]
+        alert = None
+        if gradient and predicted > 0.1 * gradient:
+            # GACT's alert: compression variance above 10% of the gradient's;
+            # the tensors that contribute most.
+            top = sorted((t for t in tensors if t["variance"] is not None),
+                         key=lambda t: -t["variance"])[:3]
+            alert = [{"id": t["id"], "bits": t["bits"], "share": t["variance"] / predicted}
+                     for t in top]
+        self.adaptations.append({
+            "call": self.calls, "batches": len(batches), "shapes": [list(shapes[0]),
+                                                                   list(shapes[2])],
+            "bits": {str(t["id"]): t["bits"] for t in tensors},
+            "encodings": {str(t["id"]): t["encoding"] for t in tensors},
+            "predicted_variance": predicted, "gradient_variance": gradient,
+            "alert": alert, "changed": previous is not None and previous[1] != signature,
+            "seconds": None})
+
+    def _prepare(self, inputs, targets):
+        """The compiled step for this batch (exported, allocated and compiled
+        on first use; the first allocation counts as adaptation time)."""
+        self._export(inputs, targets)
+        start = time.perf_counter()
+        fresh = (self.average_bits is not None
+                 and self._shapes(inputs, targets) not in self._allocated)
+        compiled = self._compile(inputs, targets)
+        if fresh:
+            self._charge(start)
+        return compiled
+
+    def _charge(self, start):
+        """The last (re-)allocation took from `start` until now (measuring,
+        allocating and compiling what it chose)."""
+        self.adaptations[-1]["seconds"] = time.perf_counter() - start
+        self.adapt_seconds += self.adaptations[-1]["seconds"]
 
     @staticmethod
     def _arguments(layout, inputs, targets, call_seed):
@@ -146,12 +238,27 @@ class Step:
 
     def __call__(self, inputs, targets):
         inputs, targets = inputs.contiguous(), targets.contiguous()
-        step, layout, self.saved_bytes = self._compile(inputs, targets)
+        shapes = self._shapes(inputs, targets)
+        self._export(inputs, targets)
+        if self.adapt_interval:
+            self._recent.append((shapes, inputs.detach().clone(), targets.detach().clone()))
+            if (self.calls and self.calls % self.adapt_interval == 0
+                    and shapes in self._allocated):
+                # Re-estimate on the recent batches of this shape (the
+                # current one first: its arguments carry the parameters).
+                start = time.perf_counter()
+                self._allocate(shapes, [(x, y) for s_, x, y in reversed(self._recent)
+                                        if s_ == shapes])
+                self._compile(inputs, targets)  # a new allocation compiles here
+                self._charge(start)
+        step, layout, self.saved_bytes = self._prepare(inputs, targets)
+        run_start = time.perf_counter()
         self.saved_sum[0] += self.saved_bytes[0]
         self.saved_sum[1] += self.saved_bytes[1]
         self.calls += 1
         call_seed = (self.seed * 1000003 + self.calls) & 0x7FFFFFFFFFFFFFFF
         run = step.run(self._arguments(layout, inputs, targets, call_seed), seed=call_seed)
+        self.step_seconds += time.perf_counter() - run_start
         if self.compute_bits is not None:
             cost = self.cost[self.compute_bits]
             self.effective_macs += cost["effective_macs"]
@@ -180,7 +287,7 @@ class Step:
 
 def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
             encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
-            compute_bits=None):
+            compute_bits=None, adapt_interval=0, adapt_batches=2):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), or None for none.
@@ -195,9 +302,15 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     changed between calls (PFQ), each setting compiled once and cached (so
     may `step.encoding`: PFQ's saved-activation bits);
     `step.effective_macs` / `step.fp32_macs` sum FracTrain's cost over calls.
+    adapt_interval: with average_bits, GACT's adaptive loop: every
+    adapt_interval calls, re-measure on the last adapt_batches batches,
+    re-allocate and swap in the step of the new allocation (cached by
+    allocation); `step.adaptations` logs each allocation (bits per tensor,
+    predicted and gradient variance, the variance alert, seconds),
+    `step.adapt_seconds` against `step.step_seconds` is its cost.
     The example batch, if given, compiles the step now."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
-                compute_bits)
+                compute_bits, adapt_interval, adapt_batches)
     if example_inputs is not None and example_targets is not None:
-        step._compile(example_inputs.contiguous(), example_targets.contiguous())
+        step._prepare(example_inputs.contiguous(), example_targets.contiguous())
     return step

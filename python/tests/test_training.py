@@ -164,3 +164,90 @@ def test_pfq_raises_saved_activation_bits(tmp_path):
     assert epochs[first]["saved_bytes"] > epochs[0]["saved_bytes"]
     assert all(0 < e["test_accuracy"] <= 1 and e["seconds"] > 0 for e in epochs)
     assert figure.stat().st_size > 5000
+
+
+def test_gact_adaptive_loop_reallocates_and_swaps_the_step(tmp_path):
+    """average_bits=3, adapt_interval=4: allocations at calls 0 (one batch),
+    4 and 8 (the last two batches, so the profile has a gradient variance
+    and the alert is checked). The inputs shrink 100x from call 4 on: the
+    sensitivities change, the re-allocation moves bits (1/4/4 instead of
+    2/2/4) and the step compiled for it takes over; each allocation's
+    per-tensor variances sum to its prediction and its alert follows
+    GACT's 10% rule."""
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 64), nn.Tanh(),
+                          nn.Linear(64, 4))
+    x, y = torch.randn(320, 16), torch.randint(0, 4, (320,))
+    step = act.compile(model, F.cross_entropy, x[:32], y[:32], work_dir=str(tmp_path),
+                       average_bits=3, adapt_interval=4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(10):
+        xb, yb = x[i * 32:][:32], y[i * 32:][:32]
+        if i >= 4:
+            xb = xb * 0.01
+        opt.zero_grad(set_to_none=True)
+        assert torch.isfinite(step(xb, yb))
+        opt.step()
+    adaptations = step.adaptations
+    assert [a["call"] for a in adaptations] == [0, 4, 8]
+    assert [a["batches"] for a in adaptations] == [1, 2, 2]
+    assert adaptations[0]["gradient_variance"] is None
+    signatures = []
+    for a in adaptations:
+        assert a["seconds"] > 0
+        bits = list(a["bits"].values())
+        assert sum(bits) <= 3 * len(bits)  # equal sizes: the average budget
+        if a["gradient_variance"] is not None:
+            assert (a["alert"] is not None) == (a["predicted_variance"]
+                                                > 0.1 * a["gradient_variance"])
+        signatures.append(tuple(sorted(a["encodings"].items())))
+    shares = sum(t["variance"] for t in step.allocation["tensors"] if t["variance"] is not None)
+    assert shares == pytest.approx(adaptations[-1]["predicted_variance"], rel=1e-9)
+    assert adaptations[1]["changed"] and not adaptations[2]["changed"]
+    assert signatures[1] != signatures[0] and signatures[2] == signatures[1]
+    # One compiled step per allocation; the last call ran the newest.
+    assert len(step.compiled) == 2
+    assert step.variant[-1] == tuple((int(k), v) for k, v in adaptations[-1]["encodings"].items())
+    assert step.adapt_seconds == pytest.approx(sum(a["seconds"] for a in adaptations))
+
+
+def test_gact_adaptive_training_logs_allocations(tmp_path):
+    """act.train with average-bits=2 and --adapt-interval: the log has every
+    allocation and the share of training time adapting took; the plot
+    draws the bits per tensor over the steps."""
+    from act.train import main
+    log, figure = tmp_path / "log.jsonl", tmp_path / "curves.svg"
+    assert main(["digits-mlp", "--epochs", "2", "--seeds", "0", "--encoding", "average-bits=2",
+                 "--adapt-interval", "10", "--log", str(log), "--plot", str(figure)]) == 0
+    run = [json.loads(line) for line in log.read_text().splitlines()][1]
+    # 2 epochs of 23 steps (the last partial: its own shape, allocated once):
+    # the full batches' allocations at calls 0, 10, 20, 30, 40.
+    calls = [a["call"] for a in run["adaptations"] if a["shapes"][0][0] == 64]
+    assert calls == [0, 10, 20, 30, 40]
+    assert 0 < run["adapt_fraction"] < 1
+    assert run["accuracy"] > 0.8
+    assert all(e["allocation_bits"] for e in run["epochs"])
+    assert figure.stat().st_size > 5000
+
+
+def test_data_parallel_two_processes_train_like_one():
+    """torch.distributed (gloo, 2 processes on localhost): each process runs
+    act's step on half of every batch and the gradients are all-reduced
+    after it; without encodings the losses follow the one-process run of
+    the same batches (float reassociation only) and both processes end with
+    the same parameters (train_distributed checks); with 4-bit activations
+    it trains as well."""
+    from act.train import train_distributed
+    one = {"seed": 0}
+    acc_one, _, _, _ = train("digits-mlp", "none", seed=0, epochs=3, info=one)
+    (acc_two, _, _, _), two = train_distributed(2, task="digits-mlp", encoding="none",
+                                                seed=0, epochs=3)
+    for a, b in zip(one["epochs"], two["epochs"]):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-4)
+    assert abs(acc_one - acc_two) <= 1 / 360
+    (acc_4bit, _, _, _), info = train_distributed(2, task="digits-mlp",
+                                                  encoding="#act.quant<bits=4>", seed=0,
+                                                  epochs=5)
+    print(f"data-parallel digits-mlp: none {100 * acc_two:.2f} % (one process "
+          f"{100 * acc_one:.2f} %), 4-bit {100 * acc_4bit:.2f} %")
+    assert info["processes"] == 2 and acc_4bit > 0.9

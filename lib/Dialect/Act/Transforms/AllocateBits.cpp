@@ -483,6 +483,8 @@ void AllocateBitsPass::writeReport(TrainingGraph &graph,
         {"elements", e.elements},
         {"sensitivity",
          e.measured ? json::Value(c.sensitivity) : json::Value(nullptr)},
+        // Its share of the predicted compression variance, c * S(bits).
+        {"variance", e.measured ? json::Value(c.cost) : json::Value(nullptr)},
         {"sign_only", e.signOnly},
         {"bits", int64_t(c.bits)},
         {"encoding", e.signOnly ? "mask" : print(c)},

@@ -120,8 +120,9 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
     """Trains `task` with act (encoding: an act encoding, "none" for act
     without encodings, or None for PyTorch eager; "+compute=F/B" or
     "+pfq=STAGES" appended for FracTrain); returns (test accuracy, act's
-    measured step peak or None, median step seconds, saved bytes (before,
-    after) or None). pfq: PlateauSchedule options (eps, alpha, window).
+    measured step peak or None, median step seconds, a full batch's saved
+    bytes (before, after; the first step's, of this process) or None).
+    pfq: PlateauSchedule options (eps, alpha, window).
     info, a dict, receives FracTrain's cost and the PFQ epochs/switches.
     adapt_interval (average-bits=B only): GACT's adaptive loop, re-allocated
     every adapt_interval steps on the last adapt_batches batches.
@@ -183,6 +184,7 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
     batches = (len(xtr) + batch - 1) // batch
     bar = progress(total=epochs * batches, desc=f"{encoding or 'eager'} seed {seed}")
     train_start = time.perf_counter()
+    full_saved = None
     for epoch in range(epochs):
         epoch_losses, epoch_costs = [], []
         epoch_start = time.perf_counter()
@@ -202,6 +204,8 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
                 loss.backward()
             else:
                 loss = step(xb, yb)
+                if full_saved is None:
+                    full_saved = step.saved_bytes  # a full batch's (per process)
             if world > 1:
                 # The batch's mean loss and gradient: each process's mean
                 # weighted by its share, summed over the group.
@@ -290,7 +294,7 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
             info["saved_vs_fp32"] = 1 - step.effective_macs / step.fp32_macs
             info["saved_vs_8bit"] = 1 - step.effective_macs / (step.fp32_macs / 16)
     return accuracy(model, xte, yte), (step.peak_bytes if step else None), \
-        statistics.median(times), (step.saved_bytes if step else None)
+        statistics.median(times), full_saved
 
 
 def _distributed_worker(rank, world, port, kwargs, out):

@@ -60,7 +60,7 @@ class Step:
         self.adaptations = []  # one entry per (re-)allocation, in order
         self.adapt_seconds = 0.0  # measuring, allocating, compiling new allocations
         self.step_seconds = 0.0  # running the compiled steps
-        self._recent = collections.deque(maxlen=adapt_batches)
+        self._recent = {}  # shapes -> the last adapt_batches batches of that shape
         if few_bit and (average_bits is not None or encoding in (None, "none")):
             raise ValueError("few_bit= goes with a lossy encoding= (the values it does "
                              "not apply to get that encoding)")
@@ -241,14 +241,15 @@ class Step:
         shapes = self._shapes(inputs, targets)
         self._export(inputs, targets)
         if self.adapt_interval:
-            self._recent.append((shapes, inputs.detach().clone(), targets.detach().clone()))
+            recent = self._recent.setdefault(
+                shapes, collections.deque(maxlen=self.adapt_batches))
+            recent.append((inputs.detach().clone(), targets.detach().clone()))
             if (self.calls and self.calls % self.adapt_interval == 0
                     and shapes in self._allocated):
                 # Re-estimate on the recent batches of this shape (the
                 # current one first: its arguments carry the parameters).
                 start = time.perf_counter()
-                self._allocate(shapes, [(x, y) for s_, x, y in reversed(self._recent)
-                                        if s_ == shapes])
+                self._allocate(shapes, list(reversed(recent)))
                 self._compile(inputs, targets)  # a new allocation compiles here
                 self._charge(start)
         step, layout, self.saved_bytes = self._prepare(inputs, targets)

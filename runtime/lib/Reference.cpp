@@ -63,15 +63,20 @@ act::rt::PackedPosition act::rt::locatePacked(int64_t i, int64_t n,
   return {t, j / width, j % width};
 }
 
+act::rt::RandomSlot act::rt::locateRandom(int64_t i, int64_t n,
+                                          unsigned perWord) {
+  PackedPosition p = locatePacked(i, n, perWord);
+  int64_t blocksPerTile = (perWord + 15) / 16;
+  return {uint64_t((p.tile * blocksPerTile + p.lane / 16) * 16 + p.word),
+          unsigned(p.lane % 16 / 4), unsigned(p.lane % 4)};
+}
+
 uint32_t act::rt::philox(int64_t i, int64_t n, unsigned perWord, uint64_t seed,
                          uint64_t id) {
-  PackedPosition p = locatePacked(i, n, perWord);
-  int64_t blocksPerTile = (perWord + 3) / 4;
-  uint64_t counter =
-      uint64_t((p.tile * blocksPerTile + p.lane / 4) * 16 + p.word);
+  RandomSlot slot = locateRandom(i, n, perWord);
   uint32_t out[4];
-  philox4x32(counter, seed, id, out);
-  return out[p.lane % 4];
+  philox4x32(slot.counter, seed, id, out);
+  return (out[slot.word] >> (8 * slot.byte)) & 255u;
 }
 
 //===----------------------------------------------------------------------===//
@@ -299,8 +304,8 @@ void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
       y = 0.0f;
     float offset = 0.5f;
     if (p.stochastic) {
-      uint32_t r = philox(i, n, 32 / p.bits, p.seed, p.id) >> 8;
-      offset = float(r) * (1.0f / 16777216.0f);
+      uint32_t r = philox(i, n, 32 / p.bits, p.seed, p.id);
+      offset = (float(r) + 0.5f) * (1.0f / 256.0f);
     }
     float q = std::floor(y + offset);
     q = std::min(std::max(q, 0.0f), levels);

@@ -15,6 +15,8 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <tuple>
+#include <vector>
 
 using namespace act::rt;
 
@@ -41,20 +43,24 @@ TEST(Philox, KeyingSeparatesTensorsAndSeeds) {
   EXPECT_EQ(philox(5, 256, 8, 7, 9), philox(5, 256, 8, 7, 9));
 }
 
-TEST(Packed, LayoutIsABijectionAndRandomWordsAreDistinct) {
-  // Every element gets its own (word, lane) and its own (counter, word) of
-  // the generator, for full and partial tiles alike.
+TEST(Packed, LayoutIsABijectionAndRandomBitsAreDistinct) {
+  // Every element gets its own (word, lane) and its own 8 bits (counter,
+  // word, byte) of the generator, for full and partial tiles alike.
   for (unsigned perWord : {3u, 4u, 8u, 16u, 32u})
     for (int64_t n : {1, 5, 47, 48, 100, 512, 1000, 1031}) {
       std::set<std::pair<int64_t, int64_t>> slots;
-      std::set<uint32_t> randoms;
+      std::set<std::tuple<uint64_t, unsigned, unsigned>> randoms;
       for (int64_t i = 0; i < n; ++i) {
         PackedPosition p = locatePacked(i, n, perWord);
         ASSERT_LT(p.lane, int64_t(perWord)) << n << " " << i;
         int64_t word = p.tile * 16 + p.word;
         ASSERT_LT(word, (n + perWord - 1) / perWord) << n << " " << i;
         slots.insert({word, p.lane});
-        randoms.insert(philox(i, n, perWord, 3, 4));
+        RandomSlot r = locateRandom(i, n, perWord);
+        ASSERT_LT(r.word, 4u);
+        ASSERT_LT(r.byte, 4u);
+        randoms.insert({r.counter, r.word, r.byte});
+        ASSERT_LT(philox(i, n, perWord, 3, 4), 256u);
       }
       EXPECT_EQ(int64_t(slots.size()), n) << perWord << " " << n;
       EXPECT_EQ(int64_t(randoms.size()), n) << perWord << " " << n;
@@ -64,6 +70,38 @@ TEST(Packed, LayoutIsABijectionAndRandomWordsAreDistinct) {
   EXPECT_EQ(p.tile, 1);
   EXPECT_EQ(p.lane, 3);
   EXPECT_EQ(p.word, 5);
+  // One Philox block serves 16 lanes: at 2 bits (16 lanes) every lane of a
+  // word reads the same block; at 1 bit (32 lanes) two blocks.
+  for (unsigned lane = 0; lane < 16; ++lane)
+    EXPECT_EQ(locateRandom(16 * lane + 3, 4096, 16).counter, 3u);
+  EXPECT_EQ(locateRandom(16 * 17 + 3, 4096, 32).counter, 16u + 3u);
+}
+
+TEST(Philox, EightBitsPerElementAreUniformAndIndependent) {
+  // The bytes an encode draws: uniform over 0..255 (chi-square, 255
+  // degrees of freedom, below the 0.1% critical value 330) and
+  // uncorrelated between neighbouring lanes of a word (elements i and
+  // i + 16 at 16 lanes: bytes of the same Philox word or block).
+  const int64_t n = 1 << 18;
+  std::vector<uint32_t> r(n);
+  std::vector<int64_t> counts(256, 0);
+  for (int64_t i = 0; i < n; ++i)
+    ++counts[r[i] = philox(i, n, 16, 11, 5)];
+  double expected = double(n) / 256, chi2 = 0.0;
+  for (int64_t c : counts)
+    chi2 += (c - expected) * (c - expected) / expected;
+  EXPECT_LT(chi2, 330.0);
+  double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, pairs = 0;
+  for (int64_t i = 0; i + 16 < n; ++i) {
+    if (i % 256 >= 240)
+      continue;
+    double x = r[i], y = r[i + 16];
+    sx += x, sy += y, sxx += x * x, syy += y * y, sxy += x * y, ++pairs;
+  }
+  double cov = sxy / pairs - (sx / pairs) * (sy / pairs);
+  double corr = cov / std::sqrt((sxx / pairs - (sx / pairs) * (sx / pairs)) *
+                                (syy / pairs - (sy / pairs) * (sy / pairs)));
+  EXPECT_LT(std::abs(corr), 0.01);
 }
 
 TEST(Float, F16MatchesHardwareAndClamps) {

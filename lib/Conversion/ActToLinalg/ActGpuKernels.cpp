@@ -260,7 +260,6 @@ void mlir::act::detail::buildGpuPackedEncode(
   const int64_t tilesPerGroup = group > tile ? group / tile : 1;
   const int64_t quarters = std::max<int64_t>(1, 4 * tilesPerGroup / 32);
   const uint32_t cluster = 4 * tilesPerGroup / quarters;
-  const int64_t blocksPerTile = (k + 3) / 4;
 
   Value in = readBuffer(b, loc, flat);
   Value payloadBuffer = allocRows(b, loc, words, {}, b.getI32Type());
@@ -380,8 +379,7 @@ void mlir::act::detail::buildGpuPackedEncode(
       Value tj = ix.div(quarter, 4), qj = ix.rem(quarter, ix.c(4));
       auto &words = packed.emplace_back();
       for (int64_t w = 0; w < 4; ++w) {
-        LaneRandom rnd(random, blocksPerTile, tj,
-                       ix.add(ix.mul(qj, 4), ix.c(w)));
+        LaneRandom rnd(random, k, tj, ix.add(ix.mul(qj, 4), ix.c(w)));
         Value acc;
         for (int64_t l = 0; l < k; ++l) {
           ValueRange groupValues;

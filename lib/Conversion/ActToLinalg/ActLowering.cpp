@@ -661,7 +661,6 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
   PackedSplit split(ix, f, stats ? stats->group : 0, n, options.target,
                     /*decode=*/false);
   int64_t tile = split.tile, chunk = split.chunk, perWord = f.perWord;
-  int64_t blocksPerTile = (perWord + 3) / 4;
   Type i32 = b.getI32Type();
 
   // The code of lane `l` of a word, shifted into place.
@@ -729,7 +728,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
           b, loc, init.getType(), lanes, ValueRange{init}, maps,
           {utils::IteratorType::parallel},
           [&](OpBuilder &nb, Location nl, ValueRange args) {
-            LaneRandom rnd(random, blocksPerTile, globalTile,
+            LaneRandom rnd(random, perWord, globalTile,
                            linalg::IndexOp::create(nb, nl, 0));
             Value acc;
             for (int64_t l = 0; l < perWord; ++l) {
@@ -777,7 +776,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
           Value t = nx.div(wr, 16);
           Value w = nx.rem(wr, nx.c(16));
           auto [remaining, width] = tileExtent(nx, t, rest, tile, perWord);
-          LaneRandom rnd(random, blocksPerTile, nx.add(firstTile, t), w);
+          LaneRandom rnd(random, perWord, nx.add(firstTile, t), w);
           Value last = nx.sub(rest, nx.c(1));
           Value acc;
           for (int64_t l = 0; l < perWord; ++l) {

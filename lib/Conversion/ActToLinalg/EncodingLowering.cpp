@@ -313,13 +313,14 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
         y = arith::SelectOp::create(nb, nl, isNan, zero, y);
         Value offset;
         if (random) {
-          // u in [0, 1) from the top 24 bits of the Philox word.
-          Value r = arith::ShRUIOp::create(
-              nb, nl, randomWord(),
-              arith::ConstantIntOp::create(nb, nl, nb.getI32Type(), 8));
+          // u = (r + 0.5) / 256 from the element's 8 random bits (exact
+          // in f32; the rounding's bias is at most 1/512 of a step,
+          // docs/Encodings.md).
+          Value r =
+              arith::UIToFPOp::create(nb, nl, nb.getF32Type(), randomWord());
           offset = arith::MulFOp::create(
-              nb, nl, arith::SIToFPOp::create(nb, nl, nb.getF32Type(), r),
-              f32Const(nb, nl, 1.0f / 16777216.0f));
+              nb, nl, arith::AddFOp::create(nb, nl, r, f32Const(nb, nl, 0.5f)),
+              f32Const(nb, nl, 1.0f / 256.0f));
         } else {
           offset = f32Const(nb, nl, 0.5f);
         }

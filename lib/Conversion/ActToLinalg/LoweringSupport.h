@@ -68,30 +68,42 @@ struct IndexMath {
   }
 };
 
-/// The words of `key`'s Philox blocks for the lanes of one word, built once
-/// per four lanes: lane l of word w of tile t reads word l % 4 of the block
-/// with counter (t * ceil(perWord / 4) + l / 4) * 16 + w.
+/// The 8 random bits of each lane of one word (DESIGN.md, "Randomness"):
+/// one Philox block (128 bits) serves 16 lanes. Lane l of word w of tile t
+/// reads byte l % 4 of word (l % 16) / 4 of the block with counter
+/// (t * blocksPerTile(perWord) + l / 16) * 16 + w. Blocks are built once
+/// per 16 lanes.
 struct LaneRandom {
+  /// Philox blocks a tile's word needs for `perWord` lanes.
+  static int64_t blocksPerTile(int64_t perWord) { return (perWord + 15) / 16; }
+
   std::optional<RandomKey> key;
-  int64_t blocksPerTile;
+  int64_t blocks_;
   Value tile, word; // index
   llvm::DenseMap<int64_t, SmallVector<Value, 4>> blocks;
 
-  LaneRandom(std::optional<RandomKey> key, int64_t blocksPerTile, Value tile,
+  LaneRandom(std::optional<RandomKey> key, int64_t perWord, Value tile,
              Value word)
-      : key(key), blocksPerTile(blocksPerTile), tile(tile), word(word) {}
+      : key(key), blocks_(blocksPerTile(perWord)), tile(tile), word(word) {}
 
+  /// Lane `lane`'s random byte, an i32 in [0, 255].
   Value get(OpBuilder &b, Location loc, int64_t lane) {
-    auto &block = blocks[lane / 4];
+    auto &block = blocks[lane / 16];
     if (block.empty()) {
       IndexMath ix{b, loc};
       Value counter = ix.add(
-          ix.mul(ix.add(ix.mul(tile, blocksPerTile), ix.c(lane / 4)), 16),
-          word);
+          ix.mul(ix.add(ix.mul(tile, blocks_), ix.c(lane / 16)), 16), word);
       counter = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), counter);
       block = buildPhilox4(b, loc, counter, key->seed, key->id);
     }
-    return block[lane % 4];
+    Value bits = block[(lane % 16) / 4];
+    Type i32 = b.getI32Type();
+    if (lane % 4)
+      bits = arith::ShRUIOp::create(
+          b, loc, bits,
+          arith::ConstantIntOp::create(b, loc, i32, 8 * (lane % 4)));
+    return arith::AndIOp::create(
+        b, loc, bits, arith::ConstantIntOp::create(b, loc, i32, 255));
   }
 };
 

@@ -23,8 +23,9 @@
 // CHECK:        %[[LANE7:.*]] = tensor.extract_slice %[[CHUNK]][112] [16] [1]
 // CHECK:        %[[TILE0:.*]] = linalg.generic {indexing_maps = [{{.*}}], iterator_types = ["parallel"]} ins(%[[LANE0]], {{.*}}, %[[LANE7]] : tensor<16xf32>, {{.*}}) outs(%{{.*}} : tensor<16xi32>) attrs = {act.vectorize}
 // Stochastic rounding: Philox4x32-10, ten rounds of two 32x32->64 products,
-// one block per four lanes (eight lanes: two blocks per word).
-// CHECK-COUNT-40: arith.mului_extended
+// one block per sixteen lanes (8 random bits per element: one block per
+// word of eight lanes).
+// CHECK-COUNT-20: arith.mului_extended
 // CHECK-NOT:      arith.mului_extended
 // CHECK:          math.floor
 // CHECK:        tensor.insert_slice %[[TILE0]] into %[[WORDS]][0] [16] [1]

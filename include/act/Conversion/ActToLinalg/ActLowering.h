@@ -117,7 +117,8 @@ struct RandomKey {
 };
 
 /// The code (an i32 in the low `bits`) of element `x` whose group has the
-/// per-group values `group`; `random()` builds the element's random word.
+/// per-group values `group`; `random()` builds the element's 8 random bits
+/// (an i32 in [0, 255]).
 using ElementCode =
     function_ref<Value(OpBuilder &, Location, Value x, ValueRange group,
                        function_ref<Value()> random)>;

@@ -25,9 +25,16 @@ struct PackedPosition {
   int64_t tile, lane, word; // word within the tile
 };
 PackedPosition locatePacked(int64_t i, int64_t n, unsigned perWord);
-/// The random word of element `i` of an n-element tensor `id` quantized
-/// `perWord` codes to a word: word lane % 4 of the block with counter
-/// (tile * ceil(perWord / 4) + lane / 4) * 16 + word.
+/// Where element `i` of an n-element tensor quantized `perWord` codes to a
+/// word takes its 8 random bits (DESIGN.md, "Randomness"; one Philox block
+/// serves 16 lanes): byte lane % 4 of word (lane % 16) / 4 of the block
+/// with counter (tile * ceil(perWord / 16) + lane / 16) * 16 + word.
+struct RandomSlot {
+  uint64_t counter;
+  unsigned word, byte;
+};
+RandomSlot locateRandom(int64_t i, int64_t n, unsigned perWord);
+/// The 8 random bits (0..255) of element `i` of tensor `id` under `seed`.
 uint32_t philox(int64_t i, int64_t n, unsigned perWord, uint64_t seed,
                 uint64_t id);
 /// The raw generator: counter c[4], key k[2].

@@ -89,7 +89,8 @@ def Act_QuantEncoding
     (the last group may be shorter) and stores, per group, the minimum and
     the scale `(max - min) / (2^bits - 1)` as two f32 values, and per element
     the `bits`-bit code `round((x - min) / scale)`, packed `32 / bits` to a
-    32-bit word. `rounding` is `stochastic` (unbiased, Philox-driven) or
+    32-bit word. `rounding` is `stochastic` (Philox-driven, 8 random bits per
+    element: unbiased up to 1/512 of a step) or
     `nearest`. Decoding yields `min + code * scale` in the tensor's element
     type. Lossy.
 

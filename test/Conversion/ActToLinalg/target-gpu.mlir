@@ -1,5 +1,6 @@
 // RUN: act-opt %s -convert-act-to-linalg=target=gpu -split-input-file -verify-each | FileCheck %s
 // RUN: not act-opt %s -convert-act-to-linalg="target=gpu gpu-block-size=100" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADBLOCK
+// RUN: act-opt %s -convert-act-to-linalg=target=gpu -split-input-file | awk '/func.func @quant\(/,/func.func @quant_decode/' | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX
 
 // target=gpu: 4-bit quantization of 1000 elements in groups of 256. The
 // three whole groups (6 tiles) are one gpu.launch over buffers of the
@@ -47,6 +48,12 @@
 // CHECK:      %[[P:.*]] = tensor.insert_slice %[[RESTWORDS]] into %[[PAYLOAD]][96] [29] [1]
 // CHECK:      %[[M:.*]] = tensor.insert_slice %{{.*}} into %[[ROWS]][3, 0] [1, 2] [1, 1]
 // CHECK:      return %[[P]], %[[M]]
+// Philox's 32x32->64-bit products in @quant: 8 random bits per element, so
+// one block serves a word's eight lanes (it took two at 32 bits per
+// element): 18 products per block after folding (ten rounds of two), one
+// block per word, four words per thread, in both bodies of the kernel
+// (aligned and not: 144), plus one block per word of the generic remainder.
+// PHILOX: {{^}}162{{$}}
 // BADBLOCK: convert-act-to-linalg option 'gpu-block-size':0:0: error: convert-act-to-linalg: gpu-block-size must be a positive multiple of 32, got 100
 func.func @quant(%x: tensor<1000xf32>, %seed: i64) -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>> {
   %e = act.encode %x, id = 3, seed %seed : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>

@@ -239,7 +239,6 @@ class Step:
     def __call__(self, inputs, targets):
         inputs, targets = inputs.contiguous(), targets.contiguous()
         shapes = self._shapes(inputs, targets)
-        self._export(inputs, targets)
         if self.adapt_interval:
             recent = self._recent.setdefault(
                 shapes, collections.deque(maxlen=self.adapt_batches))

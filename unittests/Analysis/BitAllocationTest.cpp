@@ -16,27 +16,42 @@ static double S(unsigned b) {
                  : 1.0 / ((std::ldexp(1.0, b) - 1) * (std::ldexp(1.0, b) - 1));
 }
 
-/// Every assignment: the optimum, or infinity when none fits.
-static double bruteForce(const std::vector<BitAllocationItem> &items,
-                         int64_t budget) {
+/// Every assignment of every tensor's own options (as when #act.quant and
+/// #act.division compete: different weights per tensor, dominated and
+/// non-convex options, ties): the optimum, or infinity when none fits.
+static double
+bruteForceOptions(const std::vector<std::vector<KnapsackOption>> &items,
+                  int64_t budget) {
   double best = INFINITY;
   std::vector<size_t> idx(items.size(), 0);
   while (true) {
     int64_t used = 0;
     double cost = 0;
     for (size_t l = 0; l < items.size(); ++l) {
-      used += int64_t(kChoices[idx[l]]) * items[l].elements;
-      cost += items[l].sensitivity * S(kChoices[idx[l]]);
+      used += items[l][idx[l]].weight;
+      cost += items[l][idx[l]].cost;
     }
     if (used <= budget)
       best = std::min(best, cost);
     size_t l = 0;
-    while (l < idx.size() && ++idx[l] == kChoices.size())
+    while (l < idx.size() && ++idx[l] == items[l].size())
       idx[l++] = 0;
     if (l == idx.size())
       break;
   }
   return best;
+}
+
+/// Every assignment of the widths kChoices: the optimum, or infinity when
+/// none fits.
+static double bruteForce(const std::vector<BitAllocationItem> &items,
+                         int64_t budget) {
+  std::vector<std::vector<KnapsackOption>> options(items.size());
+  for (size_t l = 0; l < items.size(); ++l)
+    for (unsigned b : kChoices)
+      options[l].push_back(
+          {int64_t(b) * items[l].elements, items[l].sensitivity * S(b)});
+  return bruteForceOptions(options, budget);
 }
 
 static std::vector<BitAllocationItem> randomItems(std::mt19937_64 &gen,
@@ -132,31 +147,6 @@ TEST(BitAllocation, LargeInstanceIsProven) {
     EXPECT_TRUE(exact.provenOptimal) << avg << " nodes " << exact.nodes;
     EXPECT_GE(greedy.objective, exact.objective * (1 - 1e-12));
   }
-}
-
-/// Every tensor's own options (as when #act.quant and #act.division compete):
-/// different weights per tensor, dominated and non-convex options, ties.
-static double
-bruteForceOptions(const std::vector<std::vector<KnapsackOption>> &items,
-                  int64_t budget) {
-  double best = INFINITY;
-  std::vector<size_t> idx(items.size(), 0);
-  while (true) {
-    int64_t used = 0;
-    double cost = 0;
-    for (size_t l = 0; l < items.size(); ++l) {
-      used += items[l][idx[l]].weight;
-      cost += items[l][idx[l]].cost;
-    }
-    if (used <= budget)
-      best = std::min(best, cost);
-    size_t l = 0;
-    while (l < idx.size() && ++idx[l] == items[l].size())
-      idx[l++] = 0;
-    if (l == idx.size())
-      break;
-  }
-  return best;
 }
 
 TEST(Knapsack, PerTensorOptionsMatchBruteForce) {

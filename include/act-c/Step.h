@@ -85,6 +85,17 @@ ACT_CAPI_EXPORTED int actStepHasSeeds(ActStep step);
 ACT_CAPI_EXPORTED ActRun actStepRun(ActStep step, const ActTensor *args,
                                     intptr_t numArgs, uint64_t stepSeed,
                                     char **error);
+/// GACT's sensitivity estimate in process (what `act-run --sensitivity`
+/// does, without compiling the step again): `batches` holds numBatches
+/// argument lists of numArgs tensors each (actStepRun's order; typically
+/// the same parameters with each mini-batch's inputs and targets). The step
+/// must have stochastic encodings; each tensor's gradient noise is redrawn
+/// alone from `stepSeed`'s streams. Writes the profile file (docs/
+/// Profile.md) that act-allocate-bits reads to `profilePath`; non-zero and
+/// a message on failure.
+ACT_CAPI_EXPORTED int actStepEstimateSensitivity(
+    ActStep step, const ActTensor *const *batches, intptr_t numBatches,
+    intptr_t numArgs, uint64_t stepSeed, const char *profilePath, char **error);
 /// Joint form: the step's results; split form: the forward's outputs, then
 /// the backward's results.
 ACT_CAPI_EXPORTED intptr_t actRunGetNumResults(ActRun run);

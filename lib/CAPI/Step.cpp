@@ -9,6 +9,7 @@
 
 #include "act-c/Step.h"
 
+#include "act/Analysis/Profile.h"
 #include "act/Execution/Step.h"
 #include "act/InitAll.h"
 #include "act/runtime/Kernels.h"
@@ -154,18 +155,16 @@ int actStepHasSeeds(ActStep step) {
   return unwrap(step) && unwrap(step)->step->getSeedsIndex() ? 1 : 0;
 }
 
-ActRun actStepRun(ActStep step, const ActTensor *args, intptr_t numArgs,
-                  uint64_t stepSeed, char **error) {
-  StepHandle *handle = unwrap(step);
-  if (!handle) {
-    setError(error, "no step");
-    return {nullptr};
-  }
+/// The caller's `args` as the step's argument list (views of the caller's
+/// memory; the act.seeds slot left empty), or an error message.
+static std::optional<std::vector<HostTensor>>
+viewArguments(StepHandle *handle, const ActTensor *args, intptr_t numArgs,
+              char **error) {
   if (numArgs != intptr_t(handle->callerArgs.size()) || (numArgs && !args)) {
     setError(error, "the step takes " +
                         std::to_string(handle->callerArgs.size()) +
                         " arguments, got " + std::to_string(numArgs));
-    return {nullptr};
+    return std::nullopt;
   }
   const auto &specs = handle->step->getArguments();
   std::vector<HostTensor> values(specs.size());
@@ -175,15 +174,29 @@ ActRun actStepRun(ActStep step, const ActTensor *args, intptr_t numArgs,
     if (a.rank < 0 || (a.rank && !a.shape) || int(a.kind) < 0 ||
         int(a.kind) > int(ActElementI1)) {
       setError(error, "argument " + std::to_string(i) + " is malformed");
-      return {nullptr};
+      return std::nullopt;
     }
     values[handle->callerArgs[i]] = HostTensor::view(
         ElementKind(a.kind), llvm::ArrayRef<int64_t>(a.shape, a.rank), a.data,
         spec.isTensor);
   }
+  return values;
+}
+
+ActRun actStepRun(ActStep step, const ActTensor *args, intptr_t numArgs,
+                  uint64_t stepSeed, char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, "no step");
+    return {nullptr};
+  }
+  auto values = viewArguments(handle, args, numArgs, error);
+  if (!values)
+    return {nullptr};
+  const auto &specs = handle->step->getArguments();
   if (std::optional<unsigned> seeds = handle->step->getSeedsIndex())
-    values[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
-  auto outputs = handle->step->run(values);
+    (*values)[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
+  auto outputs = handle->step->run(*values);
   if (!outputs) {
     setError(error, llvm::toString(outputs.takeError()));
     return {nullptr};
@@ -191,6 +204,44 @@ ActRun actStepRun(ActStep step, const ActTensor *args, intptr_t numArgs,
   auto run = std::make_unique<RunHandle>();
   run->outputs = std::move(*outputs);
   return {run.release()};
+}
+
+int actStepEstimateSensitivity(ActStep step, const ActTensor *const *batches,
+                               intptr_t numBatches, intptr_t numArgs,
+                               uint64_t stepSeed, const char *profilePath,
+                               char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, "no step");
+    return 1;
+  }
+  if (numBatches < 1 || !batches || !profilePath) {
+    setError(error, "the sensitivity estimate needs at least one mini-batch "
+                    "and a profile path");
+    return 1;
+  }
+  std::vector<std::vector<HostTensor>> lists;
+  const auto &specs = handle->step->getArguments();
+  for (intptr_t b = 0; b < numBatches; ++b) {
+    auto values = viewArguments(handle, batches[b], numArgs, error);
+    if (!values)
+      return 1;
+    // estimateSensitivity draws every run's seeds into this tensor.
+    if (std::optional<unsigned> seeds = handle->step->getSeedsIndex())
+      (*values)[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
+    lists.push_back(std::move(*values));
+  }
+  auto estimate =
+      estimateSensitivity(*handle->step, std::move(lists), stepSeed, nullptr);
+  if (!estimate) {
+    setError(error, llvm::toString(estimate.takeError()));
+    return 1;
+  }
+  if (llvm::Error e = writeProfile(estimate->profile, profilePath)) {
+    setError(error, llvm::toString(std::move(e)));
+    return 1;
+  }
+  return 0;
 }
 
 intptr_t actRunGetNumResults(ActRun run) {

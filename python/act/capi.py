@@ -44,6 +44,9 @@ _SIGNATURES = {
     "actStepHasSeeds": (ctypes.c_int, [_Handle]),
     "actStepRun": (_Handle, [_Handle, ctypes.POINTER(_Tensor), ctypes.c_ssize_t,
                              ctypes.c_uint64, _ERROR]),
+    "actStepEstimateSensitivity": (ctypes.c_int, [_Handle, ctypes.POINTER(ctypes.POINTER(_Tensor)),
+                                                  ctypes.c_ssize_t, ctypes.c_ssize_t,
+                                                  ctypes.c_uint64, ctypes.c_char_p, _ERROR]),
     "actRunGetNumResults": (ctypes.c_ssize_t, [_Handle]),
     "actRunGetResult": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
     "actRunGetPeakBytes": (ctypes.c_int64, [_Handle]),
@@ -150,13 +153,12 @@ class CompiledStep:
                                            ctypes.byref(error))
         return cls(_check(h, error))
 
-    def run(self, args, seed=0):
-        """Runs the step on `args` (NumPy arrays or CPU torch tensors,
-        contiguous, of the arguments' dtypes: read in place)."""
+    def _tensors(self, args, keep):
+        """`args` as the C API's tensors (views; `keep` holds what they
+        point into)."""
         if len(args) != len(self.arguments):
             raise ActError(f"the step takes {len(self.arguments)} arguments, got {len(args)}")
         tensors = (_Tensor * max(1, len(args)))()
-        keep = []
         for i, (a, (dtype, _)) in enumerate(zip(args, self.arguments)):
             if hasattr(a, "numpy"):  # a torch tensor: its memory, no copy
                 a = a.detach().numpy()
@@ -169,9 +171,32 @@ class CompiledStep:
             keep.append((a, shape))
             tensors[i] = _Tensor(KINDS.index(dtype.type), a.ndim, shape,
                                  a.ctypes.data_as(ctypes.c_void_p))
+        return tensors
+
+    def run(self, args, seed=0):
+        """Runs the step on `args` (NumPy arrays or CPU torch tensors,
+        contiguous, of the arguments' dtypes: read in place)."""
+        keep = []
+        tensors = self._tensors(args, keep)
         error = ctypes.c_void_p()
         h = library().actStepRun(self._handle, tensors, len(args), seed, ctypes.byref(error))
         return Run(_check(h, error))
+
+    def estimate_sensitivity(self, batches, profile_path, seed=0):
+        """GACT's per-tensor sensitivities measured in process on `batches`
+        (argument lists, as run() takes them; the step must have stochastic
+        encodings), written as a profile to `profile_path` (what
+        act-run --sensitivity writes, act-allocate-bits reads)."""
+        keep = []
+        lists = [self._tensors(args, keep) for args in batches]
+        pointers = (ctypes.POINTER(_Tensor) * max(1, len(lists)))(
+            *[ctypes.cast(t, ctypes.POINTER(_Tensor)) for t in lists])
+        error = ctypes.c_void_p()
+        status = library().actStepEstimateSensitivity(
+            self._handle, pointers, len(lists), len(self.arguments), seed,
+            str(profile_path).encode(), ctypes.byref(error))
+        if status:
+            _check(_Handle(None), error)
 
     def __del__(self):
         if getattr(self, "_handle", None) is not None and _lib is not None:

@@ -51,6 +51,8 @@ import statistics
 import sys
 import time
 import warnings
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -80,15 +82,152 @@ def digits_cnn():
                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
 
 
-TASKS = {"digits-mlp": digits_mlp, "digits-cnn": digits_cnn}
+def digits_vgg():
+    """Two VGG-style stages (3x3 convolution, BatchNorm, ReLU, 2x2 max
+    pool) and a linear classifier: 99 +- 0.4 % in eager PyTorch at the
+    digits recipe, where digits-cnn's global average pool leaves it
+    under-fitted and seed-sensitive (91 +- 9 %)."""
+    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32),
+                         nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 10))
 
 
-def accuracy(model, x, y):
+# The character-level language model: text the Python standard library's
+# sources ship (Debian's libpython3.11-stdlib; no download).
+CONTEXT = 64
+# Characters: newline, then printable ASCII (space to '~'); anything else
+# (tabs, non-ASCII) is one "other" symbol.
+VOCAB = 97
+
+
+def python_sources(root=None):
+    """The .py files at the top of the running Python's standard library
+    (sorted by name); every 10th (names 0, 10, 20, ... in that order) is
+    validation, the rest training: a fixed split by file."""
+    import sysconfig
+    root = root or sysconfig.get_paths()["stdlib"]
+    names = sorted(f for f in os.listdir(root) if f.endswith(".py"))
+    if len(names) < 20:
+        raise RuntimeError(f"{root}: too few Python sources for the language model "
+                           f"({len(names)} .py files)")
+    train = [os.path.join(root, n) for i, n in enumerate(names) if i % 10]
+    valid = [os.path.join(root, n) for i, n in enumerate(names) if not i % 10]
+    return train, valid
+
+
+def encode_text(paths):
+    """The files' bytes, concatenated, as character ids (int64)."""
+    data = np.frombuffer(b"".join(open(p, "rb").read() for p in paths), dtype=np.uint8)
+    ids = np.full(data.shape, VOCAB - 1, dtype=np.int64)
+    printable = (data >= 32) & (data <= 126)
+    ids[printable] = data[printable].astype(np.int64) - 31
+    ids[data == 10] = 0
+    return ids
+
+
+def windows(ids, count=None):
+    """Non-overlapping windows of CONTEXT characters (inputs) and the same
+    windows shifted by one (next-character targets); `count` evenly spaced
+    windows when given."""
+    n = (len(ids) - 1) // CONTEXT
+    starts = np.arange(n) * CONTEXT
+    if count is not None and count < n:
+        starts = starts[np.linspace(0, n - 1, count).astype(np.int64)]
+    idx = starts[:, None] + np.arange(CONTEXT)[None, :]
+    return torch.from_numpy(ids[idx]), torch.from_numpy(ids[idx + 1])
+
+
+def python_text():
+    train, valid = python_sources()
+    return windows(encode_text(train)), windows(encode_text(valid), count=256)
+
+
+class Block(nn.Module):
+    """A pre-norm GPT block: LayerNorm, causal multi-head self-attention
+    written out (an additive mask buffer), LayerNorm, GELU MLP."""
+
+    def __init__(self, d, heads, context):
+        super().__init__()
+        self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.heads = heads
+        self.register_buffer("mask", torch.triu(torch.full((context, context), float("-inf")), 1))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.n1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (C // self.heads) ** -0.5 + self.mask[:T, :T]
+        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc1(self.n2(x))))
+
+
+class CharLM(nn.Module):
+    """Character embeddings and learned positions, two GPT blocks (d 64, 4
+    heads), a final LayerNorm and the next-character logits, (B * T) x
+    VOCAB."""
+
+    def __init__(self, d=64, heads=4, layers=2):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, d)
+        self.pos = nn.Parameter(0.02 * torch.randn(CONTEXT, d))
+        self.blocks = nn.Sequential(*[Block(d, heads, CONTEXT) for _ in range(layers)])
+        self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, VOCAB)
+
+    def forward(self, idx):
+        B, T = idx.shape
+        x = self.blocks(self.emb(idx) + self.pos[:T])
+        return self.head(self.norm(x)).reshape(B * T, VOCAB)
+
+
+def next_character_loss(logits, targets):
+    return F.cross_entropy(logits, targets.reshape(-1))
+
+
+@dataclass
+class Task:
+    """A training task: data, model, loss, the metric reported on held-out
+    data, and the recipe (optimizer, learning rate, batch, epochs; an epoch
+    is one pass over the training set, or steps_per_epoch random batches)."""
+    data: Callable
+    model: Callable
+    loss_fn: Callable = F.cross_entropy
+    metric: str = "accuracy"  # or "loss": mean loss on the held-out data
+    optimizer: str = "sgd"  # SGD with momentum 0.9, or "adamw"
+    lr: float = 0.05
+    batch: int = 64
+    epochs: int = 10
+    steps_per_epoch: int = 0
+    description: str = ""
+
+
+TASKS = {
+    "digits-mlp": Task(digits, digits_mlp,
+                       description="test accuracy on 360 held-out digits"),
+    "digits-cnn": Task(digits, digits_cnn,
+                       description="test accuracy on 360 held-out digits"),
+    "digits-vgg": Task(digits, digits_vgg,
+                       description="test accuracy on 360 held-out digits"),
+    "python-lm": Task(python_text, CharLM, next_character_loss, metric="loss",
+                      optimizer="adamw", lr=3e-3, batch=16, epochs=10, steps_per_epoch=100,
+                      description="validation loss (nats per character) on 256 windows of "
+                                  "64 characters from the standard library's validation files"),
+}
+
+
+def evaluate(task, model, x, y):
+    """The task's metric on held-out data: accuracy, or the mean loss."""
     model.eval()
     with torch.no_grad():
-        acc = float((model(x).argmax(1) == y).float().mean())
+        if task.metric == "accuracy":
+            value = float((model(x).argmax(1) == y).float().mean())
+        else:
+            value = statistics.mean(float(task.loss_fn(model(x[i:i + 64]), y[i:i + 64]))
+                                    for i in range(0, len(x), 64))
     model.train()
-    return acc
+    return value
 
 
 def saved_encoding(encoding, bits):
@@ -115,13 +254,16 @@ def progress(total, desc):
     return tqdm(total=total, desc=desc, leave=False, dynamic_ncols=True)
 
 
-def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None,
-          info=None, adapt_interval=0, adapt_batches=2, rank=0, world=1):
-    """Trains `task` with act (encoding: an act encoding, "none" for act
-    without encodings, or None for PyTorch eager; "+compute=F/B" or
-    "+pfq=STAGES" appended for FracTrain); returns (test accuracy, act's
-    measured step peak or None, median step seconds, a full batch's saved
-    bytes (before, after; the first step's, of this process) or None).
+def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=None,
+          info=None, adapt_interval=0, adapt_batches=2, rank=0, world=1, steps_per_epoch=None):
+    """Trains `task` (a TASKS name) with act (encoding: an act encoding,
+    "none" for act without encodings, or None for PyTorch eager;
+    "+compute=F/B" or "+pfq=STAGES" appended for FracTrain); epochs, batch
+    and lr (and steps_per_epoch, for tasks that sample batches) default to
+    the task's recipe; log, a list, receives every step's loss. Returns (the task's metric on its
+    held-out data: test accuracy or validation loss, act's measured step
+    peak or None, median step seconds, a full batch's saved bytes (before,
+    after; the first step's, of this process) or None).
     pfq: PlateauSchedule options (eps, alpha, window).
     info, a dict, receives FracTrain's cost and the PFQ epochs/switches.
     adapt_interval (average-bits=B only): GACT's adaptive loop, re-allocated
@@ -153,21 +295,28 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
     if world > 1 and (targets or schedule is not None):
         raise ValueError("data-parallel training runs fixed encodings and average-bits=B, "
                          "not PFQ or DFQ")
-    (xtr, ytr), (xte, yte) = digits()
+    name, task = task, TASKS[task]
+    epochs = epochs or task.epochs
+    batch = batch or task.batch
+    lr = lr or task.lr
+    (xtr, ytr), (xte, yte) = task.data()
     torch.manual_seed(seed)
-    model = TASKS[task]()
-    loss_fn = F.cross_entropy
+    model = task.model()
+    loss_fn = task.loss_fn
     if targets:
         from .dfq import DFQ
         model = dfq = DFQ(model, targets[0])  # (the gates after the same initial weights)
-        loss_fn = dfq.loss_fn(F.cross_entropy)
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+        loss_fn = dfq.loss_fn(task.loss_fn)
+    if task.optimizer == "adamw":
+        opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     local = len(np.array_split(np.arange(batch), world)[rank])  # this process's share
     step = None
     if encoding is not None:
         from . import compile as act_compile
         if encoding.startswith("average-bits="):
-            step = act_compile(model, F.cross_entropy, xtr[:local], ytr[:local],
+            step = act_compile(model, task.loss_fn, xtr[:local], ytr[:local],
                                seed=seed + 1000 * rank, average_bits=float(encoding.split("=", 1)[1]),
                                adapt_interval=adapt_interval, adapt_batches=adapt_batches)
         else:
@@ -181,8 +330,13 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
     gen = torch.Generator().manual_seed(seed)
     times = []
     epochs_log = []
-    batches = (len(xtr) + batch - 1) // batch
-    bar = progress(total=epochs * batches, desc=f"{encoding or 'eager'} seed {seed}")
+    # An epoch: one pass over the training set in a random order, or
+    # steps_per_epoch batches of windows drawn without replacement.
+    steps_per_epoch = steps_per_epoch or task.steps_per_epoch
+    samples = steps_per_epoch * batch if steps_per_epoch else len(xtr)
+    batches = (samples + batch - 1) // batch
+    metric_key = "test_accuracy" if task.metric == "accuracy" else "validation_loss"
+    bar = progress(total=epochs * batches, desc=f"{name} {encoding or 'eager'} seed {seed}")
     train_start = time.perf_counter()
     full_saved = None
     for epoch in range(epochs):
@@ -190,8 +344,8 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
         epoch_start = time.perf_counter()
         saved_at_start = list(step.saved_sum) if step is not None else None
         calls_at_start = step.calls if step is not None else 0
-        order = torch.randperm(len(xtr), generator=gen)
-        for start in range(0, len(xtr), batch):
+        order = torch.randperm(len(xtr), generator=gen)[:samples]
+        for start in range(0, samples, batch):
             idx = order[start:start + batch]
             share = len(idx)
             if world > 1:
@@ -200,7 +354,7 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
             t = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             if step is None:
-                loss = F.cross_entropy(model(xb), yb)
+                loss = task.loss_fn(model(xb), yb)
                 loss.backward()
             else:
                 loss = step(xb, yb)
@@ -232,7 +386,7 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
         bar.set_postfix(loss=f"{mean_loss:.3f}")
         epochs_log.append({
             "epoch": epoch + 1, "loss": mean_loss,
-            "test_accuracy": accuracy(model, xte, yte),
+            metric_key: evaluate(task, model, xte, yte),
             "seconds": time.perf_counter() - epoch_start,
             "peak_bytes": step.last_peak_bytes if step is not None else None,
             # Mean over the epoch's steps (the last, partial batch included).
@@ -293,7 +447,7 @@ def train(task, encoding, seed, epochs=10, batch=64, lr=0.05, log=None, pfq=None
             info["fp32_macs"] = step.fp32_macs
             info["saved_vs_fp32"] = 1 - step.effective_macs / step.fp32_macs
             info["saved_vs_8bit"] = 1 - step.effective_macs / (step.fp32_macs / 16)
-    return accuracy(model, xte, yte), (step.peak_bytes if step else None), \
+    return evaluate(task, model, xte, yte), (step.peak_bytes if step else None), \
         statistics.median(times), full_saved
 
 
@@ -355,17 +509,19 @@ def plot(runs, path, title):
                  if len(infos[0].get("adaptations", [])) > 1]
     panels = 2 + bool(bits_runs) + bool(dfq_runs) + len(gact_runs)
     fig, axes = plt.subplots(1, panels, figsize=(4.4 * panels, 3.6))
+    metric = "test_accuracy" if "test_accuracy" in runs[0][1][0]["epochs"][0] else \
+        "validation_loss"
     for name, infos in runs:
         epochs = [e["epoch"] for e in infos[0]["epochs"]]
-        for ax, key in zip(axes, ("loss", "test_accuracy")):
+        for ax, key in zip(axes, ("loss", metric)):
             ax.plot(epochs, [statistics.mean(i["epochs"][k][key] for i in infos)
                              for k in range(len(epochs))], label=name, lw=1.2)
     axes[0].set_yscale("log")
     axes[0].set_title("training loss (mean over seeds)", fontsize=9)
-    axes[1].set_title("test accuracy (mean over seeds)", fontsize=9)
+    axes[1].set_title(f"{metric.replace('_', ' ')} (mean over seeds)", fontsize=9)
     for ax in axes:
         ax.set_xlabel("epoch")
-    axes[1].legend(fontsize=6, loc="lower right")
+    axes[1].legend(fontsize=6, loc="lower right" if metric == "test_accuracy" else "upper right")
     k = 2
     if bits_runs:
         ax = axes[k]
@@ -438,10 +594,11 @@ def main(argv=None):
                         "codes where the backward reads an activation's derivative, "
                         "ENCODING elsewhere), or average-bits=B (GACT's allocation from "
                         "measured sensitivities)")
-    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--epochs", type=int, help="default: the task's (10)")
     p.add_argument("--seeds", default="0,1,2")
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--batch", type=int, help="default: the task's (digits 64, python-lm 16)")
+    p.add_argument("--lr", type=float, help="default: the task's (digits: SGD 0.05 with "
+                   "momentum 0.9, python-lm: AdamW 3e-3)")
     p.add_argument("--pfq-eps", type=float, default=0.05)
     p.add_argument("--pfq-alpha", type=float, default=0.3)
     p.add_argument("--pfq-window", type=int, default=5)
@@ -462,20 +619,26 @@ def main(argv=None):
     log = open(a.log, "w") if a.log else None
     warnings.simplefilter("ignore")
     seeds = [int(s) for s in a.seeds.split(",")]
-    print(f"{a.task}: {a.epochs} epochs, batch {a.batch}, SGD lr {a.lr} momentum 0.9, "
-          f"seeds {seeds}; test accuracy on 360 held-out digits"
+    task = TASKS[a.task]
+    epochs, batch, lr = a.epochs or task.epochs, a.batch or task.batch, a.lr or task.lr
+    recipe = (f"AdamW lr {lr}" if task.optimizer == "adamw" else f"SGD lr {lr} momentum 0.9")
+    print(f"{a.task}: {epochs} epochs"
+          + (f" of {task.steps_per_epoch} steps" if task.steps_per_epoch else "")
+          + f", batch {batch}, {recipe}, seeds {seeds}; {task.description}"
           + (f"; data-parallel over {a.processes} processes (torch.distributed, gloo)"
              if a.processes > 1 else ""))
-    print("| configuration | test accuracy (mean +- std) | saved activations B | "
+    loss_metric = task.metric == "loss"
+    print(f"| configuration | {'validation loss' if loss_metric else 'test accuracy'} "
+          "(mean +- std) | saved activations B | "
           "act step peak B | step ms | compute saved vs fp32 / vs FW-8/BW-8, or adaptation |")
     print("|---|---|---|---|---|---|")
-    runs = []
+    runs, reference = [], None
     for enc in [None] + a.encoding.split(";"):
         accs, peaks, times, saved, infos = [], [], [], None, []
         for s in seeds:
             info = {"seed": s}
-            kwargs = dict(task=a.task, encoding=enc, seed=s, epochs=a.epochs, batch=a.batch,
-                          lr=a.lr, pfq=pfq, adapt_interval=a.adapt_interval,
+            kwargs = dict(task=a.task, encoding=enc, seed=s, epochs=epochs, batch=batch,
+                          lr=lr, pfq=pfq, adapt_interval=a.adapt_interval,
                           adapt_batches=a.adapt_batches)
             if a.processes > 1:
                 (acc, peak, t, saved), info = train_distributed(a.processes, **kwargs)
@@ -487,7 +650,8 @@ def main(argv=None):
             infos.append(info)
             if log:
                 log.write(json.dumps({"configuration": enc or "eager", "seed": s,
-                                      "accuracy": acc, **info}) + "\n")
+                                      ("validation_loss" if loss_metric else "accuracy"): acc,
+                                      **info}) + "\n")
                 log.flush()
         name = "PyTorch eager fp32" if enc is None else f"act {enc}"
         runs.append((name, infos))
@@ -509,15 +673,30 @@ def main(argv=None):
                     f"alerts, adapting "
                     f"{100 * statistics.mean(i['adapt_fraction'] for i in infos):.1f}% of "
                     "training time")
+            # What one re-estimation costs (measuring in process and
+            # allocating), apart from the first allocation of each batch
+            # shape, which compiles the measuring step.
+            again = [x["seconds"] for a in adaptations for k, x in enumerate(a)
+                     if x["shapes"] in [y["shapes"] for y in a[:k]]]
+            if again:
+                cost += f", {1000 * statistics.median(again):.0f} ms per re-estimation"
         if infos and "saved_sum" in infos[0] and (any(i.get("switches") for i in infos)
                                                   or len(infos[0].get("adaptations", [])) > 1):
             before = sum(i["saved_sum"][0] for i in infos)
             after = sum(i["saved_sum"][1] for i in infos)
             ratio += f" (over all steps {before / max(after, 1):.1f}x smaller)"
-        print(f"| {name} | {100 * statistics.mean(accs):.2f} +- {100 * std:.2f} % | {ratio} | "
+        if loss_metric:
+            # The validation loss, and its mean relative to the first
+            # configuration's (PyTorch eager's).
+            mean = statistics.mean(accs)
+            reference = reference or mean
+            value = f"{mean:.4f} +- {std:.4f} ({100 * (mean / reference - 1):+.2f}%)"
+        else:
+            value = f"{100 * statistics.mean(accs):.2f} +- {100 * std:.2f} %"
+        print(f"| {name} | {value} | {ratio} | "
               f"{peak} | {1000 * statistics.median(times):.2f} | {cost} |", flush=True)
     if a.plot:
-        plot(runs, a.plot, f"{a.task}: {a.epochs} epochs, seeds {seeds}")
+        plot(runs, a.plot, f"{a.task}: {epochs} epochs, seeds {seeds}")
         print(f"plot: {a.plot}")
     return 0
 

@@ -20,7 +20,8 @@ stochastic rounding and dropout. A batch of another shape (the last, partial
 one) is exported and compiled once more and cached by shape.
 
 GACT's adaptive loop (average_bits= with adapt_interval=N): every N calls
-the sensitivities are measured again by act-run on the last adapt_batches
+the sensitivities are measured again (act-run's estimator, in process
+through the C API) on the last adapt_batches
 training batches and the current parameters, act-allocate-bits re-allocates
 the budget, and the step compiled for the new allocation (cached by
 allocation) takes over. Every (re-)allocation is logged in
@@ -41,7 +42,7 @@ import torch.nn.functional as F
 from . import capi, driver
 from .export import Exporter, Traced, header
 from .models import Workload
-from .tune import allocate, measure
+from .tune import allocate
 
 
 class Step:
@@ -80,11 +81,13 @@ class Step:
         self.allocation = None  # act-allocate-bits' report, with average_bits
         self._exports = {}  # shapes -> (name, exported joint graph, argument layout)
         self._allocated = {}  # shapes -> (tuned graph, allocation signature)
+        self._measuring = {}  # shapes -> the compiled step that measures sensitivities
         self.variant = None  # the key of the compiled variant in use
         self.seed = seed
         self.calls = 0
         self.records = {}  # the last call's act.export.record values
         self.work_dir = work_dir or tempfile.mkdtemp(prefix="act-compile-")
+        os.makedirs(self.work_dir, exist_ok=True)  # a work_dir given may not exist yet
         # (shapes, compute_bits, encoding) -> (CompiledStep, layout, saved bytes)
         self.compiled = {}
         self.last_peak_bytes = 0
@@ -141,7 +144,10 @@ class Step:
             return self.compiled[key]
         name = f"{name}_v{len(self.compiled)}"
         if self.average_bits is None:
+            # "lossless": Gist's lossless encodings only (sign masks, narrow
+            # indices, sparse storage of values with structural zeros).
             options = ("policy=none" if self.encoding in (None, "none")
+                       else "policy=lossless" if self.encoding == "lossless"
                        else f"encoding={self.encoding}")
             if self.few_bit:
                 options += f" few-bit={self.few_bit}"
@@ -165,7 +171,8 @@ class Step:
 
     def _allocate(self, shapes, batches):
         """GACT's allocation for this batch shape, as act-tune makes it:
-        sensitivities measured by act-run on `batches` (the first with the
+        sensitivities measured in process (act-run's estimator through the
+        C API, the measuring step compiled once per shape) on `batches` (the first with the
         current parameters and buffers, the others replacing its inputs and
         targets) at measure_bits, bits chosen by act-allocate-bits for the
         average budget. The loss head (logits' bias, softmax, the loss) stays
@@ -173,18 +180,22 @@ class Step:
         does not survive (docs/Training.md). Logged in self.adaptations."""
         name, src, layout = self._exports[shapes]
         tag = f"{name}_a{len(self.adaptations)}"
-        paths = []
-        for k, (inputs, targets) in enumerate(batches):
-            args = (self._arguments(layout, inputs, targets, self.seed) if k == 0
-                    else [inputs.detach(), targets.detach()])
-            batch = []
-            for i, a in enumerate(args):
-                path = os.path.join(self.work_dir, f"{tag}_b{k}_arg{i:03d}.npy")
-                np.save(path, np.asarray(a.detach().numpy() if hasattr(a, "detach") else a))
-                batch.append(path)
-            paths.append(batch)
+        if shapes not in self._measuring:
+            # The step with every tensor stochastically quantized at
+            # measure_bits (the loss head f32), compiled once per shape and
+            # run in process (the C API) at every re-estimation.
+            measured = driver.insert(src, os.path.join(self.work_dir, f"{name}_measure.mlir"),
+                                     f"encoding=\"#act.quant<bits={self.measure_bits}>\" "
+                                     "encode-loss-head=0 min-bytes=1024")
+            self._measuring[shapes] = capi.CompiledStep.from_file(measured)
+        # The current parameters and buffers (read in place) with each
+        # batch's inputs and targets.
+        first = self._arguments(layout, batches[0][0], batches[0][1], self.seed)
+        lists = [first] + [first[:-2] + [inputs.detach(), targets.detach()]
+                           for inputs, targets in batches[1:]]
         profile = os.path.join(self.work_dir, f"{tag}_profile.json")
-        measure(src, paths[0], paths[1:], profile, self.measure_bits)
+        # act-run's default step seed (1): the estimator's streams.
+        self._measuring[shapes].estimate_sensitivity(lists, profile, seed=1)
         tuned = os.path.join(self.work_dir, f"{tag}_tuned.mlir")
         _, self.allocation = allocate(src, profile, self.average_bits, tuned,
                                       os.path.join(self.work_dir, f"{tag}_allocation.json"))
@@ -290,7 +301,8 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
             compute_bits=None, adapt_interval=0, adapt_batches=2):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
-    (act-insert-encode-decode's uniform policy), or None for none.
+    (act-insert-encode-decode's uniform policy), "lossless" for Gist's
+    lossless encodings only (its lossless policy), or None for none.
     average_bits: instead, GACT's per-tensor bits for that average budget,
     from sensitivities act-run measures on the first batch of each shape
     (at measure_bits; act-allocate-bits; `step.allocation` is its report).

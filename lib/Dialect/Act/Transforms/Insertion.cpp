@@ -1239,8 +1239,12 @@ void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
   // Recompute first, in id order: a copy reads the forward values it needs,
   // and the encodings placed after it give it their decoded forms. A value
   // recomputed is not stored, so later copies recompute through it.
+  // Without a budget, only reshapes of a value stored anyway are: the
+  // exporter saves both a tensor and its reshaped view (softmax's output
+  // and the batch-matmul operand it becomes), one buffer that would be
+  // stored, and encoded, twice; the view costs nothing to re-derive.
   llvm::DenseSet<Value> recomputed;
-  if (recompute.maxOperationsPerByte > 0 && graph.form == GraphForm::Joint) {
+  if (graph.form == GraphForm::Joint) {
     // What the backward has anyway: saved values it reads in full (not
     // only their sign or phi(x)). A copy must not make it store more.
     llvm::DenseSet<Value> savedValues, readInFull;
@@ -1265,7 +1269,11 @@ void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
           [&](Value v) { return v != saved.value && isStored(v); },
           [&](Value v) { return savedValues.contains(v); },
           recompute.maxOperationsPerByte);
-      if (!slice)
+      if (!slice ||
+          (recompute.maxOperationsPerByte <= 0 &&
+           !llvm::all_of(slice->ops, [](Operation *op) {
+             return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op);
+           })))
         continue;
       inserter.encodeRecompute(saved, *slice);
       recomputed.insert(saved.value);

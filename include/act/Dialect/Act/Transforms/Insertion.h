@@ -72,8 +72,10 @@ bool hasStructuralZeros(Value v);
 /// instead (getFewBitEncoding); a chosen #act.fewbit is placed that way.
 /// Which values are recomputed in the backward instead of stored
 /// (#act.recompute): those whose recomputation costs at most
-/// `maxOperationsPerByte` operations per byte of the value (0: none), among
-/// `isCandidate` (default: all). Joint form only.
+/// `maxOperationsPerByte` operations per byte of the value (0: only
+/// reshapes, tensor.expand_shape/collapse_shape, of a value stored anyway:
+/// the same buffer, never stored twice), among `isCandidate` (default:
+/// all). Joint form only.
 struct RecomputePolicy {
   double maxOperationsPerByte = 0;
   std::function<bool(const SavedValue &)> isCandidate;

@@ -44,7 +44,11 @@ def ActInsertEncodeDecodePass
     `#act.recompute` (zero bytes), and the backward runs a copy of the slice
     before its first use, marked `act.recomputed` (GACT's and checkpointing's
     trade of compute for memory; bitwise the same value when what it reads
-    is stored losslessly).
+    is stored losslessly). Even without it (R = 0), a saved value that is
+    only a reshape (`tensor.expand_shape`/`collapse_shape`) of a value
+    stored anyway is re-derived from it in the backward, never stored (and
+    encoded) a second time: the exporter saves softmax's output and the
+    batch-matmul operand it is reshaped into, the same buffer.
 
     Integer saved values whose range the IR proves to be [0, 2^b) for a b
     below their width (argmax indices: the exporter's window-local max-pool
@@ -114,7 +118,8 @@ def ActInsertEncodeDecodePass
            "recompute in the backward, instead of storing, every value whose "
            "recomputation from the step's arguments and the stored values "
            "costs at most this many operations per byte of it "
-           "(#act.recompute, zero bytes; joint form); 0: never">,
+           "(#act.recompute, zero bytes; joint form); 0: only reshapes of "
+           "values stored anyway">,
     Option<"minBytes", "min-bytes", "int64_t", "1024",
            "leave saved tensors smaller than this many bytes unencoded">,
     Option<"encodeLossHead", "encode-loss-head", "bool", "false",

@@ -86,18 +86,21 @@ def quantize_gradient(x, bits):
 
 class Gate(nn.Module):
     """Picks one of `n` options per batch from the input's mean per channel
-    (or feature). The result is one-hot in value; its gradient is the
-    log-softmax's (straight-through), so the cost penalty and the loss
-    train the gate."""
+    (dimension 1 of a convolution's input) or feature (the last dimension
+    of a linear layer's: (batch, features) or (batch, sequence, features)).
+    The result is one-hot in value; its gradient is the log-softmax's
+    (straight-through), so the cost penalty and the loss train the gate."""
 
     TEMPERATURE = 4.0
 
-    def __init__(self, features, n):
+    def __init__(self, features, n, channel_dim=1):
         super().__init__()
         self.fc = nn.Linear(features, n)
+        self.channel_dim = channel_dim
 
     def forward(self, x):
-        dims = [0] + list(range(2, x.dim()))
+        channel = self.channel_dim % x.dim()
+        dims = [d for d in range(x.dim()) if d != channel]
         logits = self.fc(x.detach().mean(dim=dims))
         hard = (logits == logits.max()).to(logits.dtype)
         hard = hard / hard.sum()  # (a tie splits evenly)
@@ -114,8 +117,9 @@ class DFQLayer(nn.Module):
     def __init__(self, layer, options, name):
         super().__init__()
         self.layer, self.name = layer, name
-        features = layer.in_channels if isinstance(layer, nn.Conv2d) else layer.in_features
-        self.gate = Gate(features, len(options))
+        conv = isinstance(layer, nn.Conv2d)
+        self.gate = Gate(layer.in_channels if conv else layer.in_features, len(options),
+                         channel_dim=1 if conv else -1)
         self.register_buffer("forward_bits", torch.tensor([float(f) for f, _ in options]))
         self.register_buffer("backward_bits", torch.tensor([float(b) for _, b in options]))
         # (FW, BW) of the last batch: written in the forward, copied back by

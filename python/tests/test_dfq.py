@@ -118,3 +118,29 @@ def test_dfq_and_fractrain_train_digits():
         if "," in encoding:
             assert [e["dfq_target"] for e in info["epochs"]][0] == 0.03
             assert info["switches"], info["epochs"]
+
+
+def test_linear_gates_read_features_of_sequences():
+    """A linear layer applied to (batch, sequence, features), as in a
+    transformer: its gate averages over batch and sequence, one value per
+    input feature, and the cost counts every position's MACs; through
+    act.compile the gradients match eager's."""
+    torch.manual_seed(2)
+    model = nn.Sequential(nn.Linear(12, 20), nn.GELU(), nn.Linear(20, 5))
+    m = DFQ(model, 0.04)
+    ref = copy.deepcopy(m)
+    x = torch.randn(4, 7, 12)
+    y = torch.randint(0, 5, (4, 7))
+
+    def seq_loss(out, t):
+        return F.cross_entropy(out.reshape(-1, 5), t.reshape(-1))
+
+    loss = ref.loss_fn(seq_loss)(ref(x), y)
+    loss.backward()
+    assert [l.gate.fc.in_features for l in ref.layers] == [12, 20]
+    assert [l.macs_per_sample for l in ref.layers] == [7 * 20 * 12, 7 * 5 * 20]
+    step = act.compile(m, m.loss_fn(seq_loss), x, y)
+    got = step(x, y)
+    assert float(got) == pytest.approx(float(loss), rel=1e-5)
+    for p, q in zip(m.parameters(), ref.parameters()):
+        assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-6)

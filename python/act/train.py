@@ -610,6 +610,9 @@ def main(argv=None):
     p.add_argument("--processes", type=int, default=1,
                    help="data-parallel: each batch split over N processes (torch.distributed, "
                         "gloo), gradients all-reduced after act's step")
+    p.add_argument("--no-eager", action="store_true",
+                   help="leave out the PyTorch eager row (the relative validation loss is "
+                        "then against the first configuration)")
     p.add_argument("--log", help="write every run's epochs (loss, test accuracy, time, peak, "
                    "saved bytes, bits) and PFQ switches as JSON lines")
     p.add_argument("--plot", help="write the loss and accuracy curves of every configuration "
@@ -633,7 +636,7 @@ def main(argv=None):
           "act step peak B | step ms | compute saved vs fp32 / vs FW-8/BW-8, or adaptation |")
     print("|---|---|---|---|---|---|")
     runs, reference = [], None
-    for enc in [None] + a.encoding.split(";"):
+    for enc in ([] if a.no_eager else [None]) + a.encoding.split(";"):
         accs, peaks, times, saved, infos = [], [], [], None, []
         for s in seeds:
             info = {"seed": s}

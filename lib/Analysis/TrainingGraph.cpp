@@ -498,3 +498,31 @@ mlir::act::analyzeTrainingGraphs(ModuleOp module) {
     }
   return graphs;
 }
+
+Value mlir::act::getOrCreateSeeds(func::FuncOp func, int64_t count) {
+  MLIRContext *ctx = func.getContext();
+  auto type = [&](int64_t n) {
+    return RankedTensorType::get({n}, IntegerType::get(ctx, 64));
+  };
+  for (BlockArgument arg : func.getArguments()) {
+    if (!func.getArgAttr(arg.getArgNumber(), kSeedsAttrName))
+      continue;
+    auto current = dyn_cast<RankedTensorType>(arg.getType());
+    if (!current || current.getRank() != 1 || current.isDynamicDim(0))
+      return nullptr;
+    if (current.getDimSize(0) < count) {
+      arg.setType(type(count));
+      SmallVector<Type> inputs(func.getArgumentTypes());
+      inputs[arg.getArgNumber()] = arg.getType();
+      func.setType(FunctionType::get(ctx, inputs, func.getResultTypes()));
+    }
+    return arg;
+  }
+  unsigned index = func.getNumArguments();
+  auto attrs = DictionaryAttr::get(
+      ctx, {NamedAttribute(StringAttr::get(ctx, kSeedsAttrName),
+                           UnitAttr::get(ctx))});
+  if (failed(func.insertArgument(index, type(count), attrs, func.getLoc())))
+    return nullptr;
+  return func.getArgument(index);
+}

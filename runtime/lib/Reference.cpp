@@ -410,7 +410,8 @@ void act::rt::decodeDivision(const uint32_t *words, const float *meta,
 // Compute quantization
 //===----------------------------------------------------------------------===//
 
-void act::rt::fakeQuant(const float *x, int64_t n, int bits, float *out) {
+void act::rt::fakeQuant(const float *x, int64_t n, int bits, float *out,
+                        bool stochastic, uint64_t seed, uint64_t id) {
   float mn = INFINITY, mx = -INFINITY;
   for (int64_t i = 0; i < n; ++i)
     if (std::fabs(x[i]) < INFINITY) {
@@ -427,7 +428,15 @@ void act::rt::fakeQuant(const float *x, int64_t n, int bits, float *out) {
       out[i] = x[i];
       continue;
     }
-    float q = std::floor((x[i] - mn) * inverse + 0.5f);
+    float u = 0.5f;
+    if (stochastic) {
+      // Byte i % 4 of word (i / 4) % 4 of the block with counter i / 16.
+      uint32_t block[4];
+      philox4x32(uint64_t(i) >> 4, seed, id, block);
+      uint32_t r = (block[(i >> 2) & 3] >> (8 * (i & 3))) & 255u;
+      u = (float(r) + 0.5f) * (1.0f / 256.0f);
+    }
+    float q = std::floor((x[i] - mn) * inverse + u);
     q = std::min(std::max(q, 0.0f), levels);
     out[i] = std::fma(q, scale, mn);
   }

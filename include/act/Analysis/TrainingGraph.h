@@ -123,6 +123,13 @@ void forEachValueRead(Operation *op, Block *block,
 /// static.
 std::optional<int64_t> getTensorBytes(RankedTensorType type);
 
+/// The `act.seeds` argument of `func` with at least `count` slots: the
+/// existing one, widened if it is shorter (its readers extract slots at
+/// constant indices, so they stay valid), or a new last argument. Null if
+/// the function cannot take one. Shared by every pass that draws random
+/// numbers (the encodings' ids, compute quantization's gradients).
+Value getOrCreateSeeds(func::FuncOp func, int64_t count);
+
 /// Contractions and convolutions (linalg ops that are either, TOSA's
 /// matmul and convolutions): what ends the forward's loss head and what
 /// compute quantization quantizes.

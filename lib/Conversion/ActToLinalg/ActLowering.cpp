@@ -1202,11 +1202,17 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
 //===----------------------------------------------------------------------===//
 
 Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
-                                Value bits) {
+                                Value bits, std::optional<RandomKey> random) {
   MLIRContext *ctx = b.getContext();
-  auto type = cast<RankedTensorType>(input.getType());
+  auto shapedType = cast<RankedTensorType>(input.getType());
   Type f32 = b.getF32Type();
-  unsigned rank = type.getRank();
+  SmallVector<Value> shapedSizes =
+      tensor::createDynamicDimValues(b, loc, input);
+  // Over the row-major elements (a view): one loop, whose index is the
+  // element's index for stochastic rounding.
+  input = flatten(b, loc, input);
+  auto type = cast<RankedTensorType>(input.getType());
+  unsigned rank = 1;
   SmallVector<Value> dynamicSizes =
       tensor::createDynamicDimValues(b, loc, input);
   auto constF = [&](OpBuilder &nb, Location nl, float v) -> Value {
@@ -1274,28 +1280,67 @@ Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
       arith::OrIOp::create(b, loc, notPositive, isNonFinite(b, loc, range)));
 
   Value init = tensor::EmptyOp::create(b, loc, type, dynamicSizes);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, ValueRange{input}, ValueRange{init},
-             {all, all},
-             SmallVector<utils::IteratorType>(rank,
-                                              utils::IteratorType::parallel),
-             [&](OpBuilder &nb, Location nl, ValueRange args) {
-               Value x = detail::toF32(nb, nl, args[0]);
-               Value y = arith::MulFOp::create(
-                   nb, nl, arith::SubFOp::create(nb, nl, x, mn), inverse);
-               Value q = math::FloorOp::create(
-                   nb, nl,
-                   arith::AddFOp::create(nb, nl, y, constF(nb, nl, 0.5f)));
-               q = arith::MinimumFOp::create(
-                   nb, nl, arith::MaximumFOp::create(nb, nl, q, zero), levels);
-               Value v = math::FmaOp::create(nb, nl, q, scale, mn);
-               Value pass =
-                   arith::OrIOp::create(nb, nl, keep, isNonFinite(nb, nl, x));
-               v = detail::fromF32(nb, nl, v, type.getElementType());
-               // The input element itself where it passes through (no
-               // round trip through f32 for f64 tensors).
-               v = arith::SelectOp::create(nb, nl, pass, args[0], v);
-               linalg::YieldOp::create(nb, nl, v);
-             })
-      .getResult(0);
+  Value out =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{type}, ValueRange{input}, ValueRange{init},
+          {all, all},
+          SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value x = detail::toF32(nb, nl, args[0]);
+            Value y = arith::MulFOp::create(
+                nb, nl, arith::SubFOp::create(nb, nl, x, mn), inverse);
+            Value offset = constF(nb, nl, 0.5f);
+            if (random) {
+              // Element i takes byte i % 4 of word (i / 4) % 4 of the
+              // block with counter i / 16; u = (r + 0.5) / 256.
+              Value flat = linalg::IndexOp::create(nb, nl, 0);
+              Type i64 = nb.getI64Type(), i32 = nb.getI32Type();
+              Value i = arith::IndexCastUIOp::create(nb, nl, i64, flat);
+              Value counter = arith::ShRUIOp::create(
+                  nb, nl, i, arith::ConstantIntOp::create(nb, nl, i64, 4));
+              SmallVector<Value, 4> block =
+                  buildPhilox4(nb, nl, counter, random->seed, random->id);
+              Value low = arith::TruncIOp::create(nb, nl, i32, i);
+              Value word = arith::AndIOp::create(
+                  nb, nl,
+                  arith::ShRUIOp::create(nb, nl, low,
+                                         detail::i32Const(nb, nl, 2)),
+                  detail::i32Const(nb, nl, 3));
+              Value picked = block[0];
+              for (int w = 1; w < 4; ++w)
+                picked = arith::SelectOp::create(
+                    nb, nl,
+                    arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                          word, detail::i32Const(nb, nl, w)),
+                    block[w], picked);
+              Value shift = arith::ShLIOp::create(
+                  nb, nl,
+                  arith::AndIOp::create(nb, nl, low,
+                                        detail::i32Const(nb, nl, 3)),
+                  detail::i32Const(nb, nl, 3));
+              Value r = arith::AndIOp::create(
+                  nb, nl, arith::ShRUIOp::create(nb, nl, picked, shift),
+                  detail::i32Const(nb, nl, 255));
+              offset = arith::MulFOp::create(
+                  nb, nl,
+                  arith::AddFOp::create(nb, nl,
+                                        arith::UIToFPOp::create(nb, nl, f32, r),
+                                        constF(nb, nl, 0.5f)),
+                  constF(nb, nl, 1.0f / 256.0f));
+            }
+            Value q = math::FloorOp::create(
+                nb, nl, arith::AddFOp::create(nb, nl, y, offset));
+            q = arith::MinimumFOp::create(
+                nb, nl, arith::MaximumFOp::create(nb, nl, q, zero), levels);
+            Value v = math::FmaOp::create(nb, nl, q, scale, mn);
+            Value pass =
+                arith::OrIOp::create(nb, nl, keep, isNonFinite(nb, nl, x));
+            v = detail::fromF32(nb, nl, v, type.getElementType());
+            // The input element itself where it passes through (no
+            // round trip through f32 for f64 tensors).
+            v = arith::SelectOp::create(nb, nl, pass, args[0], v);
+            linalg::YieldOp::create(nb, nl, v);
+          })
+          .getResult(0);
+  return unflatten(b, loc, out, shapedType, shapedSizes);
 }

@@ -126,9 +126,12 @@ struct FakeQuantOpLowering : OpConversionPattern<FakeQuantOp> {
   LogicalResult
   matchAndRewrite(FakeQuantOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    std::optional<RandomKey> random;
+    if (op.getSeed())
+      random = RandomKey{adaptor.getSeed(), int64_t(*op.getId())};
     rewriter.replaceOp(op,
                        buildFakeQuant(rewriter, op.getLoc(), adaptor.getInput(),
-                                      adaptor.getBits()));
+                                      adaptor.getBits(), random));
     return success();
   }
 };

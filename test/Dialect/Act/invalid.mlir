@@ -227,3 +227,11 @@ func.func @fake_quant_int(%x: tensor<4xi32>, %b: i32) -> tensor<4xi32> {
   %q = act.fake_quant %x, bits %b : tensor<4xi32>
   return %q : tensor<4xi32>
 }
+
+// -----
+
+func.func @fake_quant_id_without_seed(%x: tensor<4xf32>, %b: i32) -> tensor<4xf32> {
+  // expected-error @+1 {{'act.fake_quant' op rounds stochastically with both an id and a seed, not one of them}}
+  %q = "act.fake_quant"(%x, %b) <{id = 3 : i64}> : (tensor<4xf32>, i32) -> tensor<4xf32>
+  return %q : tensor<4xf32>
+}

@@ -576,6 +576,76 @@ TEST_F(LoweringTest, FakeQuantMatchesReferenceAtRunTimeBits) {
   }
 }
 
+// act.fake_quant with stochastic rounding (id, seed): the reference's values
+// bit for bit on a 2-d tensor (the row-major index keys the random bytes),
+// different seeds round differently, and the rounding is unbiased: averaged
+// over seeds, each element is within a small part of a step of itself.
+TEST_F(LoweringTest, StochasticFakeQuantMatchesReferenceAndIsUnbiased) {
+  const int64_t rows = 25, cols = 40, n = rows * cols;
+  std::string t = "tensor<25x40xf32>";
+  module = parseSourceString<ModuleOp>(
+      "func.func @fq(%x: " + t + ", %b: i32, %s: i64) -> " + t +
+          " {\n  %q = act.fake_quant %x, bits %b, id = 7, seed %s : " + t +
+          "\n  return %q : " + t + "\n}\n",
+      &context);
+  ASSERT_TRUE(module);
+  auto jit = JitFunction::compile(*module, "fq", true);
+  ASSERT_TRUE(bool(jit)) << llvm::toString(jit.takeError());
+  std::vector<float> x = data(n, 9, false);
+  x[11] = INFINITY;
+  for (int bits : {2, 4}) {
+    SCOPED_TRACE("bits=" + std::to_string(bits));
+    std::vector<double> sum(n, 0.0);
+    std::vector<float> nearest(n), first;
+    rt::fakeQuant(x.data(), n, bits, nearest.data());
+    const int seeds = 200;
+    for (int seed = 1; seed <= seeds; ++seed) {
+      std::vector<HostTensor> outs;
+      std::string error;
+      HostTensor in = HostTensor::allocate(ElementKind::F32, {rows, cols});
+      std::memcpy(in.data(), x.data(), in.byteSize());
+      ASSERT_TRUE(
+          callJit(**jit,
+                  {in, HostTensor::scalar<int32_t>(ElementKind::I32, bits),
+                   HostTensor::scalar<int64_t>(ElementKind::I64, seed)},
+                  outs, error))
+          << error;
+      std::vector<float> want(n);
+      rt::fakeQuant(x.data(), n, bits, want.data(), true, seed, 7);
+      ASSERT_EQ(values<uint32_t>(outs[0]), values<uint32_t>(tensor(want)))
+          << "seed " << seed;
+      if (seed == 1)
+        first = want;
+      else if (seed == 2)
+        EXPECT_NE(values<uint32_t>(tensor(first)),
+                  values<uint32_t>(tensor(want)));
+      for (int64_t i = 0; i < n; ++i)
+        sum[i] += want[i];
+    }
+    EXPECT_TRUE(std::isinf(first[11]));
+    float mn = INFINITY, mx = -INFINITY;
+    for (float v : x)
+      if (std::isfinite(v))
+        mn = std::fmin(mn, v), mx = std::fmax(mx, v);
+    double step = (mx - mn) / ((1 << bits) - 1);
+    // 200 draws of a rounding whose spread is at most half a step: the
+    // mean's error is below 0.25 step with overwhelming probability, while
+    // rounding to the nearest is off by up to half a step (on average a
+    // quarter) for most elements.
+    double worst = 0, nearestMean = 0;
+    int64_t finite = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (!std::isfinite(x[i]))
+        continue;
+      ++finite;
+      worst = std::max(worst, std::fabs(sum[i] / seeds - x[i]) / step);
+      nearestMean += std::fabs(nearest[i] - x[i]) / step;
+    }
+    EXPECT_LT(worst, 0.2);
+    EXPECT_GT(nearestMean / finite, 0.2);
+  }
+}
+
 /// The GPU kernels (convert-act-to-linalg{target=gpu}: whole tiles by a
 /// thread per four words, 16-byte accesses, group statistics over each
 /// group's threads) run on the CPU as loops (target=gpu-emulated), against

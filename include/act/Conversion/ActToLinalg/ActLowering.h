@@ -167,10 +167,13 @@ Value buildSparseDecode(OpBuilder &b, Location loc, Value bitmap, Value values,
                         const LoweringOptions &options);
 
 /// act.fake_quant (compute quantization): the finite extremes of `input` by
-/// one reduction generic, then every element rounded to the nearest of
-/// 2^bits levels over them by one parallel generic; `bits` (i32) is read
-/// at run time.
-Value buildFakeQuant(OpBuilder &b, Location loc, Value input, Value bits);
+/// one reduction generic, then every element rounded to one of 2^bits
+/// levels over them by one parallel generic (to the nearest, or
+/// stochastically with `random`: element i's 8 random bits are byte i % 4
+/// of word (i / 4) % 4 of the block with counter i / 16); `bits` (i32) is
+/// read at run time.
+Value buildFakeQuant(OpBuilder &b, Location loc, Value input, Value bits,
+                     std::optional<RandomKey> random = std::nullopt);
 
 } // namespace mlir::act
 

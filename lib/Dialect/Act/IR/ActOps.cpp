@@ -39,6 +39,9 @@ LogicalResult FakeQuantOp::verify() {
   if (!isa<FloatType>(getInput().getType().getElementType()))
     return emitOpError("quantizes floating-point tensors, not ")
            << getInput().getType();
+  if (getId().has_value() != bool(getSeed()))
+    return emitOpError("rounds stochastically with both an id and a seed, "
+                       "not one of them");
   return success();
 }
 

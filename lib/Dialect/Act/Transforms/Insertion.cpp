@@ -1032,15 +1032,7 @@ private:
     int64_t count = 0;
     for (const SavedValue &saved : graph.saved)
       count = std::max(count, saved.id + 1);
-    func::FuncOp func = graph.forward;
-    auto type = RankedTensorType::get({count}, IntegerType::get(ctx, 64));
-    unsigned index = func.getNumArguments();
-    auto attrs = DictionaryAttr::get(
-        ctx, {NamedAttribute(StringAttr::get(ctx, kSeedsAttrName),
-                             UnitAttr::get(ctx))});
-    if (failed(func.insertArgument(index, type, attrs, func.getLoc())))
-      return nullptr;
-    seeds = func.getArgument(index);
+    seeds = getOrCreateSeeds(graph.forward, count);
     return seeds;
   }
 

@@ -32,6 +32,10 @@ namespace json = llvm::json;
 
 namespace {
 
+/// The Philox id of the first gradient's stochastic rounding (2^32: above
+/// every encoding's id).
+constexpr int64_t kGradientIdBase = int64_t(1) << 32;
+
 /// One quantized op of the report.
 struct CostRow {
   std::string op, location;
@@ -61,9 +65,10 @@ struct QuantizeComputePass
   void runOnOperation() override;
 
 private:
-  /// The bits of operand `v` of a backward op: gradients (values the
-  /// backward computes) at backward-bits, forward values at forward-bits.
-  unsigned getBackwardOperandBits(TrainingGraph &graph, Value v) const;
+  /// Gives the gradients' fake_quants `quants` stochastic rounding: each a
+  /// new slot of the act.seeds argument and id kGradientIdBase + its index.
+  LogicalResult seedGradients(TrainingGraph &graph,
+                              ArrayRef<FakeQuantOp> quants);
   LogicalResult writeReport(TrainingGraph &graph, ArrayRef<CostRow> rows);
 };
 
@@ -84,12 +89,40 @@ static Value getViewSource(Value v) {
   return v;
 }
 
-unsigned QuantizeComputePass::getBackwardOperandBits(TrainingGraph &graph,
-                                                     Value v) const {
-  Value source = getViewSource(v);
-  Operation *def = source.getDefiningOp();
-  bool forwardValue = !def || graph.isForward(def);
-  return forwardValue ? forwardBits : backwardBits;
+/// Whether operand `v` of a backward op is a gradient (a value the backward
+/// computes) rather than a forward value it reads (weights, saved
+/// activations).
+static bool isGradient(TrainingGraph &graph, Value v) {
+  Operation *def = getViewSource(v).getDefiningOp();
+  return def && !graph.isForward(def);
+}
+
+LogicalResult QuantizeComputePass::seedGradients(TrainingGraph &graph,
+                                                 ArrayRef<FakeQuantOp> quants) {
+  if (quants.empty())
+    return success();
+  // New slots after the seeds there are; ids from 2^32 on, so no stream is
+  // an encoding's.
+  int64_t first = 0;
+  for (BlockArgument arg : graph.forward.getArguments())
+    if (graph.forward.getArgAttr(arg.getArgNumber(), kSeedsAttrName))
+      if (auto type = dyn_cast<RankedTensorType>(arg.getType());
+          type && type.hasStaticShape() && type.getRank() == 1)
+        first = type.getDimSize(0);
+  Value seeds = getOrCreateSeeds(graph.forward, first + quants.size());
+  if (!seeds)
+    return emitError(graph.forward.getLoc(),
+                     "act-quantize-compute: the act.seeds argument is not a "
+                     "static tensor<K x i64>");
+  OpBuilder b = OpBuilder::atBlockBegin(seeds.getParentBlock());
+  for (auto [j, constQuant] : llvm::enumerate(quants)) {
+    FakeQuantOp quant = constQuant;
+    Value index = arith::ConstantIndexOp::create(b, quant.getLoc(), first + j);
+    Value seed = tensor::ExtractOp::create(b, quant.getLoc(), seeds, index);
+    quant.setIdAttr(b.getI64IntegerAttr(kGradientIdBase + int64_t(j)));
+    quant.getSeedMutable().assign(seed);
+  }
+  return success();
 }
 
 /// A linalg op's iterations (its MACs, for a contraction or convolution), or
@@ -136,6 +169,7 @@ void QuantizeComputePass::runOnOperation() {
       return c;
     };
     SmallVector<CostRow> rows;
+    SmallVector<FakeQuantOp> stochastic;
     for (linalg::LinalgOp op : ops) {
       bool forward = graph.isForward(op);
       CostRow row{op->getName().getStringRef().str(),
@@ -144,18 +178,24 @@ void QuantizeComputePass::runOnOperation() {
                   getMacs(op).value_or(0),
                   {0, 0}};
       for (auto [i, operand] : llvm::enumerate(op.getDpsInputOperands())) {
-        unsigned bits = forward ? unsigned(forwardBits)
-                                : getBackwardOperandBits(graph, operand->get());
+        bool gradient = !forward && isGradient(graph, operand->get());
+        unsigned bits =
+            gradient ? unsigned(backwardBits) : unsigned(forwardBits);
         row.bits[i] = bits;
         if (bits >= 32)
           continue;
         OpBuilder at(op);
         Value q = FakeQuantOp::create(at, op.getLoc(), operand->get().getType(),
-                                      operand->get(), bitsValue(bits));
+                                      operand->get(), bitsValue(bits),
+                                      /*id=*/nullptr, /*seed=*/Value());
         operand->set(q);
+        if (gradient && stochasticGradients)
+          stochastic.push_back(q.getDefiningOp<FakeQuantOp>());
       }
       rows.push_back(std::move(row));
     }
+    if (failed(seedGradients(graph, stochastic)))
+      return signalPassFailure();
     if (failed(writeReport(graph, rows)))
       return signalPassFailure();
   }

@@ -86,11 +86,14 @@ void decodeDivision(const uint32_t *words, const float *meta,
                     const float *averages, const DivisionParams &params,
                     float *out);
 
-/// act.fake_quant (compute quantization): `x` rounded to the nearest of
-/// 2^bits levels over the range of its finite elements (bits clamped to
-/// 1..23; from 24 on, and for constant tensors, unchanged; non-finite
-/// elements pass through).
-void fakeQuant(const float *x, int64_t n, int bits, float *out);
+/// act.fake_quant (compute quantization): `x` rounded to one of 2^bits
+/// levels over the range of its finite elements (bits clamped to 1..23;
+/// from 24 on, and for constant tensors, unchanged; non-finite elements
+/// pass through): to the nearest, or `stochastic`ally with element i's 8
+/// random bits from byte i % 4 of word (i / 4) % 4 of the Philox block with
+/// counter i / 16 keyed by (seed, id).
+void fakeQuant(const float *x, int64_t n, int bits, float *out,
+               bool stochastic = false, uint64_t seed = 0, uint64_t id = 0);
 
 enum class MaskPredicate { Positive, NonNegative, NonZero };
 std::vector<uint32_t> encodeMask(const float *x, int64_t n,

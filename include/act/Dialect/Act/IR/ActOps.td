@@ -84,26 +84,38 @@ def Act_FakeQuantOp : Act_Op<"fake_quant", [Pure,
   let summary = "quantize and dequantize a tensor at a run-time bit width";
   let description = [{
     Compute quantization (FracTrain, papers/fractrain.txt): yields `input`
-    rounded to the nearest of `2^bits` levels spread over the range of its
-    finite elements (one range for the whole tensor, as FracTrain's
-    per-layer precisions): with `min`, `max` the finite extremes,
+    rounded to one of `2^bits` levels spread over the range of its finite
+    elements (one range for the whole tensor, as FracTrain's per-layer
+    precisions): with `min`, `max` the finite extremes,
     `scale = (max - min) / (2^bits - 1)`, each finite element becomes
-    `fma(q, scale, min)` with `q = clamp(floor((x - min) / scale + 0.5),
-    0, 2^bits - 1)` (computed with the inverse step `(2^bits - 1) / (max -
+    `fma(q, scale, min)` with `q = clamp(floor((x - min) / scale + u), 0,
+    2^bits - 1)` (computed with the inverse step `(2^bits - 1) / (max -
     min)`, in f32). Non-finite elements pass through; a constant tensor is
     unchanged. `bits` is an `i32` operand, so the precision can change at
     run time without recompiling: below 1 it counts as 1; from 24 on (f32's
     significand) the tensor is returned as it is.
 
+    Without `id` and `seed`, `u = 0.5` (round to nearest). With them, the
+    rounding is stochastic (unbiased, as SBM's gradient quantization that
+    FracTrain builds on): `u = (r + 0.5) / 256` from the element's 8 random
+    bits `r`, byte `i % 4` of word `(i / 4) % 4` of the Philox4x32-10 block
+    with counter `i / 16` keyed by (`seed`, `id`), `i` the element's
+    row-major index (DESIGN.md, "Randomness"; `id` keeps its stream apart
+    from the encodings').
+
     ```mlir
     %b = arith.constant 6 : i32
     %q = act.fake_quant %x, bits %b : tensor<64x256xf32>
+    %g = act.fake_quant %dy, bits %b, id = 12, seed %s : tensor<64x256xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input, I32:$bits);
+  let arguments = (ins AnyRankedTensor:$input, I32:$bits,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$id,
+                       Optional<I64>:$seed);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `,` `bits` $bits attr-dict `:` type($input)
+    $input `,` `bits` $bits (`,` `id` `=` $id^ `,` `seed` $seed)? attr-dict
+    `:` type($input)
   }];
   let hasVerifier = 1;
 }

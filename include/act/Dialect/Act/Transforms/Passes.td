@@ -264,6 +264,16 @@ def ActQuantizeComputePass
     loss, the elementwise ops) stays in float. Composes with the encodings:
     run it before or after act-insert-encode-decode.
 
+    Forward operands round to the nearest level. Gradients round
+    stochastically (unbiased, as in SBM, the 8-bit training FracTrain builds
+    on, whose gradient quantizer adds uniform noise before rounding; nearest
+    rounding of 8-bit gradients costs the character-level language model of
+    docs/Training.md 20% of its validation loss): each gradient's
+    act.fake_quant takes a new slot of the step's `act.seeds` argument
+    (added, or widened, as the encodings' seeds) and a Philox id from 2^32
+    on, apart from every encoding's stream; the runtime draws new seeds per
+    step. `stochastic-gradients=false` rounds them to the nearest too.
+
     It prints FracTrain's cost model (Sec. 4.1): per op its MACs (a linalg
     op's iterations), the bits of its two operands and its effective MACs,
     MACs * bits_a / 32 * bits_b / 32; the totals, and the saving against
@@ -281,6 +291,9 @@ def ActQuantizeComputePass
            "bits of the backward's gradients: 1-32">,
     Option<"reportFile", "report", "std::string", "\"\"",
            "write the cost report as JSON to this file">,
+    Option<"stochasticGradients", "stochastic-gradients", "bool", "true",
+           "round the backward's gradients stochastically (SBM); false: to "
+           "the nearest, as the forward's operands">,
   ];
 }
 

@@ -423,6 +423,27 @@ mlir::act::analyzeTrainingGraphs(ModuleOp module) {
   SmallVector<TrainingGraph> graphs;
   llvm::DenseSet<Operation *> backwards;
 
+  // At most one act.seeds argument per function, a static tensor<K x i64>:
+  // what the passes that draw random numbers widen and the runtime fills.
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    bool seen = false;
+    for (BlockArgument arg : func.getArguments()) {
+      if (!func.getArgAttr(arg.getArgNumber(), kSeedsAttrName))
+        continue;
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (seen || !type || type.getRank() != 1 || !type.hasStaticShape() ||
+          !type.getElementType().isInteger(64))
+        return func.emitError("act: @")
+               << func.getSymName() << " argument " << arg.getArgNumber()
+               << ": `" << kSeedsAttrName
+               << "` marks one argument, a static tensor<K x i64>; got "
+               << arg.getType() << (seen ? " (a second one)" : "");
+      seen = true;
+    }
+  }
+
   // Split pairs first, so that their backward functions are not mistaken for
   // joint steps.
   for (auto func : module.getOps<func::FuncOp>()) {

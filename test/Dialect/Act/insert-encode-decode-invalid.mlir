@@ -122,3 +122,19 @@ func.func @duplicate_ids(%x: tensor<64xf32>) -> (f32 {act.loss}, tensor<64xf32>)
   %g = arith.mulf %da, %db : tensor<64xf32>
   return %l, %g : f32, tensor<64xf32>
 }
+
+// -----
+
+// expected-error @+1 {{act: @dynamic_seeds argument 1: `act.seeds` marks one argument, a static tensor<K x i64>; got 'tensor<?xi64>'}}
+func.func @dynamic_seeds(%x: tensor<4xf32>, %s: tensor<?xi64> {act.seeds}) -> (tensor<f32> {act.loss}) {
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{act: @two_seeds argument 2: `act.seeds` marks one argument, a static tensor<K x i64>; got 'tensor<2xi64>' (a second one)}}
+func.func @two_seeds(%x: tensor<4xf32>, %s: tensor<2xi64> {act.seeds}, %t: tensor<2xi64> {act.seeds}) -> (tensor<f32> {act.loss}) {
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c : tensor<f32>
+}

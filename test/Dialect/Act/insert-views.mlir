@@ -9,6 +9,15 @@
 // Under the lossless policy %t stays as it is (no lossless encoding holds
 // its floats); the view is still re-derived from it, not kept beside it.
 // RUN: act-opt %s -act-insert-encode-decode=policy=lossless | FileCheck %s --check-prefix=LOSSLESS
+// The bit allocator leaves the view out of its budget (it stores nothing,
+// whatever its bits): average 4 bits of %t's 1024 elements, no warning that
+// the view was not measured (act-run measures only what is stored).
+// RUN: rm -rf %t.d && mkdir -p %t.d
+// RUN: act-opt %s -act-insert-encode-decode="encoding='#act.quant<bits = 4>'" -o %t.d/q.mlir
+// RUN: act-run %t.d/q.mlir --sensitivity=%t.d/p.json
+// RUN: act-opt %s -act-allocate-bits="profile=%t.d/p.json average-bits=4 report=%t.d/r.json" 2>&1 >/dev/null | FileCheck %s --check-prefix=ALLOC --implicit-check-not=warning
+// RUN: %system_python -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['budget_bits'] == 4096, r['budget_bits']; assert [t['id'] for t in r['tensors']] == [0], r['tensors']" %t.d/r.json
+// ALLOC: act bit allocation
 //
 // CHECK-LABEL: func.func @views
 // CHECK:      %[[T:.*]] = linalg.generic

@@ -239,7 +239,15 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
   // loss-head values only when measured.
   std::vector<Entry> entries;
   int64_t totalElements = 0;
+  // Values the placement re-derives in the backward (reshapes of a value
+  // stored anyway) store nothing: outside the budget, as in a uniform
+  // encoding's bytes.
+  llvm::DenseSet<Value> recomputed;
+  for (auto &[saved, slice] : planRecomputation(graph))
+    recomputed.insert(saved->value);
   for (const SavedValue &saved : graph.saved) {
+    if (recomputed.contains(saved.value))
+      continue;
     const ProfileTensor *measured = lookup(saved.id);
     if (!isEncodingCandidate(saved, /*lossHead=*/measured != nullptr, minBytes))
       continue;

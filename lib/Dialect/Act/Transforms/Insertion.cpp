@@ -1224,52 +1224,64 @@ FewBitEncodingAttr mlir::act::getFewBitEncoding(TrainingGraph &graph,
   return read ? getPolicyTable(graph, saved, *read, policy) : nullptr;
 }
 
-void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
-                                const FewBitPolicy &fewBit,
-                                const RecomputePolicy &recompute) {
-  Inserter inserter(graph);
-  // Recompute first, in id order: a copy reads the forward values it needs,
-  // and the encodings placed after it give it their decoded forms. A value
+SmallVector<std::pair<const SavedValue *, RecomputeSlice>>
+mlir::act::planRecomputation(TrainingGraph &graph, const FewBitPolicy &fewBit,
+                             const RecomputePolicy &recompute) {
+  // In id order: a copy reads the forward values it needs, and the
+  // encodings placed after it give it their decoded forms. A value
   // recomputed is not stored, so later copies recompute through it.
   // Without a budget, only reshapes of a value stored anyway are: the
   // exporter saves both a tensor and its reshaped view (softmax's output
   // and the batch-matmul operand it becomes), one buffer that would be
   // stored, and encoded, twice; the view costs nothing to re-derive.
+  SmallVector<std::pair<const SavedValue *, RecomputeSlice>> plan;
+  if (graph.form != GraphForm::Joint)
+    return plan;
   llvm::DenseSet<Value> recomputed;
-  if (graph.form == GraphForm::Joint) {
-    // What the backward has anyway: saved values it reads in full (not
-    // only their sign or phi(x)). A copy must not make it store more.
-    llvm::DenseSet<Value> savedValues, readInFull;
-    for (const SavedValue &saved : graph.saved) {
-      savedValues.insert(saved.value);
-      if (saved.status == SaveStatus::Encodable &&
-          !isReadOnlyThroughSignTests(graph, saved) &&
-          !getFewBitEncoding(graph, saved, fewBit))
-        readInFull.insert(saved.value);
-    }
-    auto isStored = [&](Value v) {
-      return readInFull.contains(v) && !recomputed.contains(v);
-    };
-    for (const SavedValue &saved : graph.saved) {
-      // A value read only through its sign or phi(x) stores far less than
-      // itself: not worth a recomputation.
-      if (!readInFull.contains(saved.value) ||
-          (recompute.isCandidate && !recompute.isCandidate(saved)))
-        continue;
-      std::optional<RecomputeSlice> slice = getRecomputeSlice(
-          graph, saved,
-          [&](Value v) { return v != saved.value && isStored(v); },
-          [&](Value v) { return savedValues.contains(v); },
-          recompute.maxOperationsPerByte);
-      if (!slice ||
-          (recompute.maxOperationsPerByte <= 0 &&
-           !llvm::all_of(slice->ops, [](Operation *op) {
-             return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op);
-           })))
-        continue;
-      inserter.encodeRecompute(saved, *slice);
-      recomputed.insert(saved.value);
-    }
+  // What the backward has anyway: saved values it reads in full (not only
+  // their sign or phi(x)). A copy must not make it store more.
+  llvm::DenseSet<Value> savedValues, readInFull;
+  for (const SavedValue &saved : graph.saved) {
+    savedValues.insert(saved.value);
+    if (saved.status == SaveStatus::Encodable &&
+        !isReadOnlyThroughSignTests(graph, saved) &&
+        !getFewBitEncoding(graph, saved, fewBit))
+      readInFull.insert(saved.value);
+  }
+  auto isStored = [&](Value v) {
+    return readInFull.contains(v) && !recomputed.contains(v);
+  };
+  for (const SavedValue &saved : graph.saved) {
+    // A value read only through its sign or phi(x) stores far less than
+    // itself: not worth a recomputation.
+    if (!readInFull.contains(saved.value) ||
+        (recompute.isCandidate && !recompute.isCandidate(saved)))
+      continue;
+    std::optional<RecomputeSlice> slice = getRecomputeSlice(
+        graph, saved, [&](Value v) { return v != saved.value && isStored(v); },
+        [&](Value v) { return savedValues.contains(v); },
+        recompute.maxOperationsPerByte);
+    if (!slice ||
+        (recompute.maxOperationsPerByte <= 0 &&
+         !llvm::all_of(slice->ops, [](Operation *op) {
+           return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op);
+         })))
+      continue;
+    recomputed.insert(saved.value);
+    plan.push_back({&saved, std::move(*slice)});
+  }
+  return plan;
+}
+
+void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
+                                const FewBitPolicy &fewBit,
+                                const RecomputePolicy &recompute) {
+  Inserter inserter(graph);
+  // Recompute first (planRecomputation), then encode the rest.
+  llvm::DenseSet<Value> recomputed;
+  for (auto &[saved, slice] : planRecomputation(graph, fewBit, recompute)) {
+    inserter.encodeRecompute(*saved, slice);
+    recomputed.insert(saved->value);
   }
   // Backward ops that read an encoded value only through its sign (ReLU's
   // backward) read an exact 1-bit mask instead: under a lossy encoding,

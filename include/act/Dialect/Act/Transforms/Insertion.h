@@ -97,6 +97,14 @@ getRecomputeSlice(TrainingGraph &graph, const SavedValue &saved,
                   function_ref<bool(Value)> isSaved,
                   double maxOperationsPerByte);
 
+/// The saved values insertEncodings recomputes instead of storing under
+/// `recompute` (joint form; none in the split form), in id order, with
+/// their slices. The bit allocator leaves them out of its budget: they
+/// cost no storage whatever their bits.
+SmallVector<std::pair<const SavedValue *, RecomputeSlice>>
+planRecomputation(TrainingGraph &graph, const FewBitPolicy &fewBit = {},
+                  const RecomputePolicy &recompute = {});
+
 void insertEncodings(TrainingGraph &graph, EncodingChoice choose,
                      const FewBitPolicy &fewBit = {},
                      const RecomputePolicy &recompute = {});

@@ -1279,11 +1279,51 @@ Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
       b, loc, exact,
       arith::OrIOp::create(b, loc, notPositive, isNonFinite(b, loc, range)));
 
+  // Stochastic rounding: one Philox block per 16 elements, its four words
+  // computed once by a generic over the blocks (not once per element).
+  SmallVector<Value> inputs{input};
+  SmallVector<AffineMap> maps{all};
+  if (random) {
+    Value n = tensor::DimOp::create(b, loc, input, 0);
+    Value blocks = arith::DivUIOp::create(
+        b, loc,
+        arith::AddIOp::create(b, loc, n,
+                              arith::ConstantIndexOp::create(b, loc, 15)),
+        arith::ConstantIndexOp::create(b, loc, 16));
+    int64_t staticBlocks = type.isDynamicDim(0)
+                               ? ShapedType::kDynamic
+                               : (type.getDimSize(0) + 15) / 16;
+    auto wordType = RankedTensorType::get({staticBlocks}, b.getI32Type());
+    SmallVector<Value> blockSizes;
+    if (ShapedType::isDynamic(staticBlocks))
+      blockSizes.push_back(blocks);
+    SmallVector<Value> empties;
+    for (int w = 0; w < 4; ++w)
+      empties.push_back(
+          tensor::EmptyOp::create(b, loc, wordType, blockSizes).getResult());
+    auto words = linalg::GenericOp::create(
+        b, loc, SmallVector<Type>(4, wordType), ValueRange{}, empties,
+        SmallVector<AffineMap>(4, all),
+        SmallVector<utils::IteratorType>(1, utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location nl, ValueRange) {
+          Value counter = arith::IndexCastUIOp::create(
+              nb, nl, nb.getI64Type(), linalg::IndexOp::create(nb, nl, 0));
+          linalg::YieldOp::create(
+              nb, nl, buildPhilox4(nb, nl, counter, random->seed, random->id));
+        });
+    AffineMap ofBlock =
+        AffineMap::get(1, 0, {getAffineDimExpr(0, ctx).floorDiv(16)}, ctx);
+    for (Value w : words.getResults()) {
+      inputs.push_back(w);
+      maps.push_back(ofBlock);
+    }
+  }
+  maps.push_back(all);
+
   Value init = tensor::EmptyOp::create(b, loc, type, dynamicSizes);
   Value out =
       linalg::GenericOp::create(
-          b, loc, TypeRange{type}, ValueRange{input}, ValueRange{init},
-          {all, all},
+          b, loc, TypeRange{type}, inputs, ValueRange{init}, maps,
           SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
           [&](OpBuilder &nb, Location nl, ValueRange args) {
             Value x = detail::toF32(nb, nl, args[0]);
@@ -1294,13 +1334,9 @@ Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
               // Element i takes byte i % 4 of word (i / 4) % 4 of the
               // block with counter i / 16; u = (r + 0.5) / 256.
               Value flat = linalg::IndexOp::create(nb, nl, 0);
-              Type i64 = nb.getI64Type(), i32 = nb.getI32Type();
-              Value i = arith::IndexCastUIOp::create(nb, nl, i64, flat);
-              Value counter = arith::ShRUIOp::create(
-                  nb, nl, i, arith::ConstantIntOp::create(nb, nl, i64, 4));
-              SmallVector<Value, 4> block =
-                  buildPhilox4(nb, nl, counter, random->seed, random->id);
-              Value low = arith::TruncIOp::create(nb, nl, i32, i);
+              Type i32 = nb.getI32Type();
+              ValueRange block = args.slice(1, 4);
+              Value low = arith::IndexCastUIOp::create(nb, nl, i32, flat);
               Value word = arith::AndIOp::create(
                   nb, nl,
                   arith::ShRUIOp::create(nb, nl, low,

@@ -170,8 +170,9 @@ Value buildSparseDecode(OpBuilder &b, Location loc, Value bitmap, Value values,
 /// one reduction generic, then every element rounded to one of 2^bits
 /// levels over them by one parallel generic (to the nearest, or
 /// stochastically with `random`: element i's 8 random bits are byte i % 4
-/// of word (i / 4) % 4 of the block with counter i / 16); `bits` (i32) is
-/// read at run time.
+/// of word (i / 4) % 4 of the block with counter i / 16, the blocks'
+/// words computed first by a generic over the blocks, one Philox per 16
+/// elements); `bits` (i32) is read at run time.
 Value buildFakeQuant(OpBuilder &b, Location loc, Value input, Value bits,
                      std::optional<RandomKey> random = std::nullopt);
 

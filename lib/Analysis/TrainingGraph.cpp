@@ -520,14 +520,19 @@ mlir::act::analyzeTrainingGraphs(ModuleOp module) {
   return graphs;
 }
 
+BlockArgument mlir::act::getSeedsArgument(func::FuncOp func) {
+  for (BlockArgument arg : func.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), kSeedsAttrName))
+      return arg;
+  return nullptr;
+}
+
 Value mlir::act::getOrCreateSeeds(func::FuncOp func, int64_t count) {
   MLIRContext *ctx = func.getContext();
   auto type = [&](int64_t n) {
     return RankedTensorType::get({n}, IntegerType::get(ctx, 64));
   };
-  for (BlockArgument arg : func.getArguments()) {
-    if (!func.getArgAttr(arg.getArgNumber(), kSeedsAttrName))
-      continue;
+  if (BlockArgument arg = getSeedsArgument(func)) {
     auto current = dyn_cast<RankedTensorType>(arg.getType());
     if (!current || current.getRank() != 1 || current.isDynamicDim(0))
       return nullptr;

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from . import capi, driver
 from .export import Exporter, Traced, header
 from .models import Workload
-from .tune import allocate
+from .tune import allocate, measuring_step
 
 
 class Step:
@@ -184,9 +184,8 @@ class Step:
             # The step with every tensor stochastically quantized at
             # measure_bits (the loss head f32), compiled once per shape and
             # run in process (the C API) at every re-estimation.
-            measured = driver.insert(src, os.path.join(self.work_dir, f"{name}_measure.mlir"),
-                                     f"encoding=\"#act.quant<bits={self.measure_bits}>\" "
-                                     "encode-loss-head=0 min-bytes=1024")
+            measured = measuring_step(src, os.path.join(self.work_dir, f"{name}_measure.mlir"),
+                                      self.measure_bits)
             self._measuring[shapes] = capi.CompiledStep.from_file(measured)
         # The current parameters and buffers (read in place) with each
         # batch's inputs and targets.

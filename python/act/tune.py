@@ -65,17 +65,25 @@ def plot(profile, allocation, path, title):
     plt.close(fig)
 
 
+def measuring_step(joint, path, measure_bits=4, min_bytes=1024, loss_head=False,
+                   encoding=None):
+    """The joint step `joint` with every saved tensor of at least min_bytes
+    under a uniform stochastic `encoding` (default #act.quant<bits =
+    measure_bits>; the loss head too with loss_head), written to `path`:
+    the step GACT's sensitivities are measured on."""
+    encoding = encoding or f"#act.quant<bits={measure_bits}>"
+    return driver.insert(joint, path, f"encoding=\"{encoding}\" "
+                         f"encode-loss-head={int(loss_head)} min-bytes={min_bytes}")
+
+
 def measure(joint, inputs, batches, profile_path, measure_bits=4, min_bytes=1024,
             loss_head=False, progress=False, encoding=None):
-    """GACT's sensitivities of the joint step `joint`: compiled with a
-    uniform stochastic `encoding` (default #act.quant<bits = measure_bits>;
-    the loss head too with loss_head), measured by act-run --sensitivity on
-    the mini-batch `inputs` (.npy paths) and the extra `batches` into
-    profile_path. Returns act-run's report."""
-    encoding = encoding or f"#act.quant<bits={measure_bits}>"
-    measured = driver.insert(joint, os.path.splitext(profile_path)[0] + "_measure.mlir",
-                             f"encoding=\"{encoding}\" "
-                             f"encode-loss-head={int(loss_head)} min-bytes={min_bytes}")
+    """GACT's sensitivities of the joint step `joint` (its measuring_step),
+    measured by act-run --sensitivity on the mini-batch `inputs` (.npy
+    paths) and the extra `batches` into profile_path. Returns act-run's
+    report."""
+    measured = measuring_step(joint, os.path.splitext(profile_path)[0] + "_measure.mlir",
+                              measure_bits, min_bytes, loss_head, encoding)
     args = [measured, "--inputs=" + ",".join(inputs), f"--sensitivity={profile_path}"]
     args += [f"--batch-inputs={','.join(b)}" for b in batches]
     return driver.run("act-run", *args, progress=progress).stdout.rstrip()

@@ -304,8 +304,7 @@ void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
       y = 0.0f;
     float offset = 0.5f;
     if (p.stochastic) {
-      uint32_t r = philox(i, n, 32 / p.bits, p.seed, p.id);
-      offset = (float(r) + 0.5f) * (1.0f / 256.0f);
+      offset = stochasticOffset(philox(i, n, 32 / p.bits, p.seed, p.id));
     }
     float q = std::floor(y + offset);
     q = std::min(std::max(q, 0.0f), levels);
@@ -433,8 +432,7 @@ void act::rt::fakeQuant(const float *x, int64_t n, int bits, float *out,
       // Byte i % 4 of word (i / 4) % 4 of the block with counter i / 16.
       uint32_t block[4];
       philox4x32(uint64_t(i) >> 4, seed, id, block);
-      uint32_t r = (block[(i >> 2) & 3] >> (8 * (i & 3))) & 255u;
-      u = (float(r) + 0.5f) * (1.0f / 256.0f);
+      u = stochasticOffset((block[(i >> 2) & 3] >> (8 * (i & 3))) & 255u);
     }
     float q = std::floor((x[i] - mn) * inverse + u);
     q = std::min(std::max(q, 0.0f), levels);

@@ -123,6 +123,9 @@ void forEachValueRead(Operation *op, Block *block,
 /// static.
 std::optional<int64_t> getTensorBytes(RankedTensorType type);
 
+/// The argument of `func` marked `act.seeds`, or null.
+BlockArgument getSeedsArgument(func::FuncOp func);
+
 /// The `act.seeds` argument of `func` with at least `count` slots: the
 /// existing one, widened if it is shorter (its readers extract slots at
 /// constant indices, so they stay valid), or a new last argument. Null if

@@ -1332,7 +1332,7 @@ Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
             Value offset = constF(nb, nl, 0.5f);
             if (random) {
               // Element i takes byte i % 4 of word (i / 4) % 4 of the
-              // block with counter i / 16; u = (r + 0.5) / 256.
+              // block with counter i / 16.
               Value flat = linalg::IndexOp::create(nb, nl, 0);
               Type i32 = nb.getI32Type();
               ValueRange block = args.slice(1, 4);
@@ -1357,12 +1357,7 @@ Value mlir::act::buildFakeQuant(OpBuilder &b, Location loc, Value input,
               Value r = arith::AndIOp::create(
                   nb, nl, arith::ShRUIOp::create(nb, nl, picked, shift),
                   detail::i32Const(nb, nl, 255));
-              offset = arith::MulFOp::create(
-                  nb, nl,
-                  arith::AddFOp::create(nb, nl,
-                                        arith::UIToFPOp::create(nb, nl, f32, r),
-                                        constF(nb, nl, 0.5f)),
-                  constF(nb, nl, 1.0f / 256.0f));
+              offset = detail::stochasticOffset(nb, nl, r);
             }
             Value q = math::FloorOp::create(
                 nb, nl, arith::AddFOp::create(nb, nl, y, offset));

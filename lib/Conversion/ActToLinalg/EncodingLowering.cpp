@@ -313,14 +313,9 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
         y = arith::SelectOp::create(nb, nl, isNan, zero, y);
         Value offset;
         if (random) {
-          // u = (r + 0.5) / 256 from the element's 8 random bits (exact
-          // in f32; the rounding's bias is at most 1/512 of a step,
-          // docs/Encodings.md).
-          Value r =
-              arith::UIToFPOp::create(nb, nl, nb.getF32Type(), randomWord());
-          offset = arith::MulFOp::create(
-              nb, nl, arith::AddFOp::create(nb, nl, r, f32Const(nb, nl, 0.5f)),
-              f32Const(nb, nl, 1.0f / 256.0f));
+          // u from the element's 8 random bits (the rounding's bias is at
+          // most 1/512 of a step, docs/Encodings.md).
+          offset = detail::stochasticOffset(nb, nl, randomWord());
         } else {
           offset = f32Const(nb, nl, 0.5f);
         }

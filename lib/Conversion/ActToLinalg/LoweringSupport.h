@@ -26,6 +26,19 @@ inline Value i32Const(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
 }
 
+/// The offset `u` a stochastic rounding `floor(y + u)` adds, from an
+/// element's 8 random bits `r` (an i32 in [0, 255]): (r + 0.5) / 256, exact
+/// in f32 (act::rt::stochasticOffset; DESIGN.md, "Randomness").
+inline Value stochasticOffset(OpBuilder &b, Location loc, Value r) {
+  FloatType f32 = b.getF32Type();
+  Value u = arith::UIToFPOp::create(b, loc, f32, r);
+  u = arith::AddFOp::create(
+      b, loc, u, arith::ConstantFloatOp::create(b, loc, f32, APFloat(0.5f)));
+  return arith::MulFOp::create(
+      b, loc, u,
+      arith::ConstantFloatOp::create(b, loc, f32, APFloat(1.0f / 256.0f)));
+}
+
 /// A static size for a tensor dimension, if `v` folds to a constant.
 inline int64_t staticOr(Value v) {
   APInt value;

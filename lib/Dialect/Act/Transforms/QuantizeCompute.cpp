@@ -103,12 +103,11 @@ LogicalResult QuantizeComputePass::seedGradients(TrainingGraph &graph,
     return success();
   // New slots after the seeds there are; ids from 2^32 on, so no stream is
   // an encoding's.
+  // (The analysis checked that an act.seeds argument is a static
+  // tensor<K x i64>.)
   int64_t first = 0;
-  for (BlockArgument arg : graph.forward.getArguments())
-    if (graph.forward.getArgAttr(arg.getArgNumber(), kSeedsAttrName))
-      if (auto type = dyn_cast<RankedTensorType>(arg.getType());
-          type && type.hasStaticShape() && type.getRank() == 1)
-        first = type.getDimSize(0);
+  if (BlockArgument existing = getSeedsArgument(graph.forward))
+    first = cast<RankedTensorType>(existing.getType()).getDimSize(0);
   Value seeds = getOrCreateSeeds(graph.forward, first + quants.size());
   if (!seeds)
     return emitError(graph.forward.getLoc(),

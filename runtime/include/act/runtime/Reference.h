@@ -37,6 +37,12 @@ RandomSlot locateRandom(int64_t i, int64_t n, unsigned perWord);
 /// The 8 random bits (0..255) of element `i` of tensor `id` under `seed`.
 uint32_t philox(int64_t i, int64_t n, unsigned perWord, uint64_t seed,
                 uint64_t id);
+/// The offset `u` a stochastic rounding `floor(y + u)` adds, from an
+/// element's 8 random bits `r` (0..255): (r + 0.5) / 256, exact in f32 (the
+/// rounding's bias is at most 1/512 of a step; DESIGN.md, "Randomness").
+inline float stochasticOffset(uint32_t r) {
+  return (float(r) + 0.5f) * (1.0f / 256.0f);
+}
 /// The raw generator: counter c[4], key k[2].
 void philox4x32Raw(const uint32_t c[4], const uint32_t k[2], uint32_t out[4]);
 

@@ -50,6 +50,11 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // Elementwise arith/math on tensors become linalg.generic, which bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
+  // An elementwise op read by one other op is computed inside it, and
+  // elementwise ops write into an input that dies there (Gist's in-place):
+  // the backward holds fewer full-size temporaries at a time.
+  pm.addNestedPass<func::FuncOp>(act::createActFuseElementwisePass());
+  pm.addNestedPass<func::FuncOp>(act::createActInPlacePass());
   if (target != act::LoweringTarget::GPU) {
     // The lowering's per-chunk kernels and the graph's elementwise ops and
     // reductions as vector code (16 lanes: an AVX-512 register of f32, two
@@ -76,6 +81,8 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
     pm.addNestedPass<func::FuncOp>(
         bufferization::createBufferLoopHoistingPass());
   }
+  // Matmuls and convolutions read transposed operands through views.
+  pm.addNestedPass<func::FuncOp>(act::createActTransposeViewsPass());
   if (resultsToOutParams) {
     bufferization::BufferResultsToOutParamsPassOptions outParams;
     outParams.hoistStaticAllocs = true;

@@ -381,13 +381,16 @@ def convolution_backward(g, node, grad, x, w, bias_sizes, stride, padding, dilat
             gw = _weight_gradient(g, x, gp, w.shape, stride, dilation, groups,
                                   node.name + "_weight")
     else:
-        if output_mask[0]:
-            gi = _input_gradient(g, grad, w, x.shape, stride, padding, dilation, groups,
-                                 node.name + "_input")
+        # The weight gradient first: the input (decoded, when act stores it
+        # encoded) and its padded copy die before the input gradient is
+        # allocated, so the three are never live together.
         if output_mask[1]:
             xp = g.pad(x, [0, 0, p0, p1], [0, 0, p0, p1], hint=node.name + "_pad")
             gw = _weight_gradient(g, grad, xp, w.shape, stride, dilation, groups,
                                   node.name + "_weight")
+        if output_mask[0]:
+            gi = _input_gradient(g, grad, w, x.shape, stride, padding, dilation, groups,
+                                 node.name + "_input")
     if output_mask[2]:
         gb = g.reduce(grad, [0, 2, 3], hint=node.name + "_bias")
     return gi, gw, gb

@@ -246,6 +246,70 @@ def ActEarlyDeallocPass : Pass<"act-early-dealloc", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def ActInPlacePass : Pass<"act-in-place", "::mlir::func::FuncOp"> {
+  let summary = "Elementwise ops write into an input that dies there";
+  let description = [{
+    Gist's in-place computation, through bufferization: an elementwise
+    `linalg.generic` (parallel iterators) whose init is a `tensor.empty`
+    it never reads takes as init instead an input of the same type and
+    indexing map whose value has no later use, and its payload reads that
+    input as the init (so tiling reads and writes the same slice). One-Shot
+    Bufferize then
+    writes the result into that input's buffer instead of allocating one:
+    ReLU's and BatchNorm's backward, the GELU derivative times the
+    gradient, the residual adds, each reuse the buffer of the tensor they
+    consume, so the backward holds one full-size temporary fewer at a time.
+
+    ```mlir
+    %g = linalg.generic ... outs(%e0 : tensor<16x32xf32>)  // %g dies below
+    %e = tensor.empty() : tensor<16x32xf32>
+    %r = linalg.generic {maps = [id, id, id]} ins(%g, %mask : ...) outs(%e : ...)
+    // becomes
+    %r = linalg.generic {maps = [id, id]} ins(%mask : ...) outs(%g : ...)
+    ```
+
+    Inputs that are function arguments (the caller's tensors), constants
+    or slices of other tensors are never chosen; a reshape
+    (`tensor.expand_shape`/`collapse_shape`) is, when its source dies too. Whether
+    the write really lands in place stays One-Shot Bufferize's decision,
+    which copies on a conflict, so the rewrite cannot change a result.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+def ActFuseElementwisePass
+    : Pass<"act-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Compute an elementwise op read by one other op inside it";
+  let description = [{
+    Upstream's producer-consumer fusion of `linalg.generic` ops on tensors
+    (`linalg::populateElementwiseOpsFusionPatterns`), for producers with a
+    single use and nothing else: no reshape propagation, no constant
+    folding (upstream's `linalg-fuse-elementwise-ops` does both, and its
+    reshape propagation moved the exported steps' contractions off the
+    kernels: 6-10x slower steps). The fused temporary is never
+    materialized: softmax's backward `sum(dP * P)` reads dP and P in the
+    reduction instead of holding a third attention-sized tensor.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+def ActTransposeViewsPass
+    : Pass<"act-transpose-views", "::mlir::func::FuncOp"> {
+  let summary = "Contractions read transposed operands through strided views";
+  let description = [{
+    On buffers, before deallocation is placed: a `linalg.transpose` into
+    a fresh buffer read only by matmuls, batch matmuls and convolutions
+    (which act's kernels read through any strides) becomes a strided view
+    of its source (`memref.reinterpret_cast`: unlike `memref.transpose` it
+    is a `ViewLikeOpInterface`, so deallocation sees the alias). The exported backward
+    transposes every weight gradient's operands (a convolution's
+    weight gradient reads its padded input and output gradient with batch
+    and channels swapped); as views they cost neither a copy nor memory.
+    The source must not be written between the transpose and the view's
+    last reader (checked through the buffers' allocations; an op with
+    unknown effects keeps the copy).
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
 
 def ActQuantizeComputePass
     : Pass<"act-quantize-compute", "::mlir::ModuleOp"> {

@@ -1,0 +1,83 @@
+// RUN: act-opt %s -split-input-file -allow-unregistered-dialect -act-transpose-views | FileCheck %s
+// RUN: act-opt %s -split-input-file -allow-unregistered-dialect -act-transpose-views -act-early-dealloc | FileCheck %s --check-prefix=FREE
+
+// A weight gradient's operands: the transposes become views, their
+// buffers go. (Sources are the step's own buffers: two arguments may be
+// one buffer, so an argument read through a view while another is written
+// keeps its copy.)
+// CHECK-LABEL: func.func @views
+// CHECK-NOT:   linalg.transpose
+// CHECK:       %[[S:.*]] = memref.alloc() : memref<16x8xf32>
+// CHECK:       %[[A:.*]] = memref.reinterpret_cast %[[S]] to offset: [0], sizes: [8, 16], strides: [1, 8] : memref<16x8xf32> to memref<8x16xf32, strided<[1, 8]>>
+// CHECK-NOT:   memref.alloc() : memref<8x16xf32>
+// CHECK:       linalg.matmul ins(%[[A]], %arg1 : memref<8x16xf32, strided<[1, 8]>>, memref<16x4xf32>)
+// CHECK:       %[[X:.*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [3, 2, 6, 6], strides: [36, 108, 6, 1]
+// CHECK:       %[[G:.*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [5, 2, 4, 4], strides: [16, 80, 4, 1]
+// CHECK:       linalg.conv_2d_nchw_fchw {{.*}} ins(%[[X]], %[[G]] :
+// CHECK-NOT:   linalg.transpose
+func.func @views(%a0: memref<16x8xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>,
+                 %x0: memref<2x3x6x6xf32>, %g0: memref<2x5x4x4xf32>, %w: memref<3x5x3x3xf32>) {
+  %a = memref.alloc() : memref<16x8xf32>
+  memref.copy %a0, %a : memref<16x8xf32> to memref<16x8xf32>
+  %x = memref.alloc() : memref<2x3x6x6xf32>
+  memref.copy %x0, %x : memref<2x3x6x6xf32> to memref<2x3x6x6xf32>
+  %g = memref.alloc() : memref<2x5x4x4xf32>
+  memref.copy %g0, %g : memref<2x5x4x4xf32> to memref<2x5x4x4xf32>
+  %t = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%a : memref<16x8xf32>) outs(%t : memref<8x16xf32>) permutation = [1, 0]
+  linalg.matmul ins(%t, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  %xt = memref.alloc() : memref<3x2x6x6xf32>
+  linalg.transpose ins(%x : memref<2x3x6x6xf32>) outs(%xt : memref<3x2x6x6xf32>) permutation = [1, 0, 2, 3]
+  %gt = memref.alloc() : memref<5x2x4x4xf32>
+  linalg.transpose ins(%g : memref<2x5x4x4xf32>) outs(%gt : memref<5x2x4x4xf32>) permutation = [1, 0, 2, 3]
+  %wt = memref.alloc() : memref<3x5x3x3xf32>
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%xt, %gt : memref<3x2x6x6xf32>, memref<5x2x4x4xf32>) outs(%w : memref<3x5x3x3xf32>)
+  return
+}
+
+// -----
+
+// Kept: the source is written before the matmul reads the transpose; the
+// transpose is read by a copy (loops would read it strided); an op with
+// unknown effects sits in between.
+// CHECK-LABEL: func.func @copies
+// CHECK-COUNT-3: linalg.transpose
+// CHECK-NOT:   memref.reinterpret_cast
+func.func @copies(%a: memref<16x8xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %d: memref<8x16xf32>) {
+  %s = memref.alloc() : memref<16x8xf32>
+  memref.copy %a, %s : memref<16x8xf32> to memref<16x8xf32>
+  %t = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%s : memref<16x8xf32>) outs(%t : memref<8x16xf32>) permutation = [1, 0]
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<16x8xf32>)
+  linalg.matmul ins(%t, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  %u = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%a : memref<16x8xf32>) outs(%u : memref<8x16xf32>) permutation = [1, 0]
+  linalg.copy ins(%u : memref<8x16xf32>) outs(%d : memref<8x16xf32>)
+  %v = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%a : memref<16x8xf32>) outs(%v : memref<8x16xf32>) permutation = [1, 0]
+  "test.unknown"() : () -> ()
+  linalg.matmul ins(%v, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  return
+}
+
+// -----
+
+// The view is an alias deallocation sees: the source is freed after the
+// matmul that reads it through the view, not after the (former) transpose.
+// CHECK-LABEL: func.func @freed
+// FREE-LABEL: func.func @freed
+// FREE:       %[[S:.*]] = memref.alloc() : memref<16x8xf32>
+// FREE:       linalg.matmul
+// FREE-NEXT:  memref.dealloc %[[S]]
+func.func @freed(%a0: memref<16x8xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
+  %a = memref.alloc() : memref<16x8xf32>
+  memref.copy %a0, %a : memref<16x8xf32> to memref<16x8xf32>
+  %t = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%a : memref<16x8xf32>) outs(%t : memref<8x16xf32>) permutation = [1, 0]
+  linalg.matmul ins(%t, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  "test.other"() : () -> ()
+  memref.dealloc %a : memref<16x8xf32>
+  return
+}

@@ -254,8 +254,8 @@ def ActInPlacePass : Pass<"act-in-place", "::mlir::func::FuncOp"> {
     it never reads takes as init instead an input of the same type and
     indexing map whose value has no later use, and its payload reads that
     input as the init (so tiling reads and writes the same slice). One-Shot
-    Bufferize then
-    writes the result into that input's buffer instead of allocating one:
+    Bufferize then writes the result into that input's buffer instead of
+    allocating one:
     ReLU's and BatchNorm's backward, the GELU derivative times the
     gradient, the residual adds, each reuse the buffer of the tensor they
     consume, so the backward holds one full-size temporary fewer at a time.

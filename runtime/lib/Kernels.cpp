@@ -91,20 +91,28 @@ int threadsFor(int64_t count) {
   return count >= threads && threads > 1 ? threads : 1;
 }
 
-/// in[n, g] (strided) gathered as the CKK x P matrix of its windows.
-void im2col(const ConvShape &s, const float *x, float *col) {
-  int64_t p = s.oh * s.ow;
+/// Floats of gathered windows a convolution keeps per thread: GEMMs run on
+/// bands of output rows (PerImage) or of images (PerChannel) that fit, so
+/// the scratch stays small next to the step's tensors (a full im2col of a
+/// 32-channel 32x32 map is 1.2 MB per thread) while the GEMMs stay large.
+constexpr int64_t kWindowFloats = 64 * 1024;
+
+/// Output rows [i0, i1) of in[n, g] (strided) gathered as the CKK x
+/// (i1 - i0) OW matrix of their windows.
+void im2col(const ConvShape &s, const float *x, int64_t i0, int64_t i1,
+            float *col) {
+  int64_t p = (i1 - i0) * s.ow;
   const int64_t *st = s.inStride;
   int64_t step = s.stride[1] * st[4];
   for (int64_t c = 0; c < s.c; ++c)
     for (int64_t u = 0; u < s.kh; ++u)
       for (int64_t v = 0; v < s.kw; ++v) {
         float *row = col + ((c * s.kh + u) * s.kw + v) * p;
-        for (int64_t i = 0; i < s.oh; ++i) {
+        for (int64_t i = i0; i < i1; ++i) {
           const float *src = x + c * st[2] +
                              (i * s.stride[0] + u * s.dilation[0]) * st[3] +
                              v * s.dilation[1] * st[4];
-          float *dst = row + i * s.ow;
+          float *dst = row + (i - i0) * s.ow;
           if (step == 1)
             std::memcpy(dst, src, s.ow * sizeof(float));
           else
@@ -114,8 +122,8 @@ void im2col(const ConvShape &s, const float *x, float *col) {
       }
 }
 
-/// A GEMM per image and group: out[n, g] (F x P) += weight[g] (F x CKK) *
-/// im2col(in[n, g]) (CKK x P).
+/// A GEMM per image, group and band of output rows: out[n, g] (F x P) +=
+/// weight[g] (F x CKK) * im2col(in[n, g]) (CKK x P), P in bands.
 void convPerImage(const ConvShape &s, const float *in, const float *wt,
                   float *out) {
   int64_t p = s.oh * s.ow, ckk = s.c * s.kh * s.kw;
@@ -123,19 +131,22 @@ void convPerImage(const ConvShape &s, const float *in, const float *wt,
                    s.stride[1] == 1 && s.oh == s.h && s.ow == s.w &&
                    s.inStride[4] == 1 && s.inStride[3] == s.w &&
                    s.inStride[2] == s.h * s.w;
+  int64_t band = std::clamp<int64_t>(kWindowFloats / (ckk * s.ow), 1, s.oh);
   int64_t count = s.n * s.g;
-  Scratch col(pointwise ? 0 : size_t(threadsFor(count)) * ckk * p);
+  Scratch col(pointwise ? 0 : size_t(threadsFor(count)) * ckk * band * s.ow);
   forEach(count, [&](int64_t idx, int thread) {
     int64_t g = idx % s.g;
     const float *x = in + idx / s.g * s.inStride[0] + g * s.inStride[1];
-    const float *b = x;
-    if (!pointwise) {
-      float *buffer = col.data + thread * ckk * p;
-      im2col(s, x, buffer);
-      b = buffer;
+    if (pointwise)
+      return sgemm(false, false, s.f, p, ckk, wt + g * s.f * ckk, ckk, x, p,
+                   1.0f, out + idx * s.f * p, p);
+    float *buffer = col.data + thread * ckk * band * s.ow;
+    for (int64_t i0 = 0; i0 < s.oh; i0 += band) {
+      int64_t i1 = std::min(i0 + band, s.oh), cols = (i1 - i0) * s.ow;
+      im2col(s, x, i0, i1, buffer);
+      sgemm(false, false, s.f, cols, ckk, wt + g * s.f * ckk, ckk, buffer, cols,
+            1.0f, out + idx * s.f * p + i0 * s.ow, p);
     }
-    sgemm(false, false, s.f, p, ckk, wt + g * s.f * ckk, ckk, b, p, 1.0f,
-          out + idx * s.f * p, p);
   });
 }
 
@@ -190,24 +201,48 @@ void convPerPosition(const ConvShape &s, const float *in, const float *wt,
 void convPerChannel(const ConvShape &s, const float *in, const float *wt,
                     float *out) {
   int64_t p = s.oh * s.ow, kk = s.kh * s.kw, np = s.n * p;
+  int64_t band = std::clamp<int64_t>(kWindowFloats / (p * kk), 1, s.n);
   int threads = threadsFor(s.c);
-  Scratch windows(size_t(threads) * np * kk);
+  Scratch windows(size_t(threads) * band * p * kk);
   Scratch sums(size_t(threads) * s.f * np);
+  bool windowsRowMajor =
+      (s.kw == 1 || s.weightStride[4] == 1) &&
+      (s.kh == 1 || s.weightStride[3] == s.kw * s.weightStride[4]);
+  Scratch weights(windowsRowMajor ? 0 : size_t(threads) * s.f * kk);
   const int64_t *st = s.inStride;
   for (int64_t g = 0; g < s.g; ++g) {
     std::fill_n(sums.data, size_t(threads) * s.f * np, 0.0f);
     forEach(s.c, [&](int64_t c, int thread) {
-      // windows[(n, i, j), (u, v)] = in[n, g, c, i s0 + u d0, j s1 + v d1]
-      float *a = windows.data + thread * np * kk;
-      for (int64_t n = 0; n < s.n; ++n)
-        for (int64_t i = 0; i < s.oh; ++i)
-          for (int64_t j = 0; j < s.ow; ++j) {
-            const float *x = in + n * st[0] + g * st[1] + c * st[2] +
-                             i * s.stride[0] * st[3] + j * s.stride[1] * st[4];
-            gatherWindow(s, x, a + ((n * s.oh + i) * s.ow + j) * kk);
-          }
-      sgemm(false, true, s.f, np, kk, wt + (g * s.f * s.c + c) * kk, s.c * kk,
-            a, kk, 1.0f, sums.data + thread * s.f * np, np);
+      // weight[g, :, c] as an F x KK matrix: in place when its windows are
+      // row-major, else gathered.
+      const int64_t *ws = s.weightStride;
+      const float *w = wt + g * ws[0] + c * ws[2];
+      int64_t lda = ws[1];
+      if (!windowsRowMajor) {
+        float *dst = weights.data + thread * s.f * kk;
+        for (int64_t f = 0; f < s.f; ++f)
+          for (int64_t u = 0; u < s.kh; ++u)
+            for (int64_t v = 0; v < s.kw; ++v)
+              dst[(f * s.kh + u) * s.kw + v] =
+                  w[f * ws[1] + u * ws[3] + v * ws[4]];
+        w = dst, lda = kk;
+      }
+      // windows[(n, i, j), (u, v)] = in[n, g, c, i s0 + u d0, j s1 + v d1],
+      // a band of images at a time.
+      float *a = windows.data + thread * band * p * kk;
+      for (int64_t n0 = 0; n0 < s.n; n0 += band) {
+        int64_t n1 = std::min(n0 + band, s.n);
+        for (int64_t n = n0; n < n1; ++n)
+          for (int64_t i = 0; i < s.oh; ++i)
+            for (int64_t j = 0; j < s.ow; ++j) {
+              const float *x = in + n * st[0] + g * st[1] + c * st[2] +
+                               i * s.stride[0] * st[3] +
+                               j * s.stride[1] * st[4];
+              gatherWindow(s, x, a + (((n - n0) * s.oh + i) * s.ow + j) * kk);
+            }
+        sgemm(false, true, s.f, (n1 - n0) * p, kk, w, lda, a, kk, 1.0f,
+              sums.data + thread * s.f * np + n0 * p, np);
+      }
     });
     for (int t = 1; t < threads; ++t)
       for (int64_t e = 0; e < s.f * np; ++e)
@@ -290,6 +325,11 @@ void act::rt::conv2d(const ConvShape &shape, const float *in,
       !s.inStride[4]) {
     s.inStride[4] = 1, s.inStride[3] = s.w, s.inStride[2] = s.h * s.w;
     s.inStride[1] = s.c * s.h * s.w, s.inStride[0] = s.g * s.inStride[1];
+  }
+  if (!s.weightStrided || chooseConvAlgorithm(s) != ConvAlgorithm::PerChannel) {
+    s.weightStride[4] = 1, s.weightStride[3] = s.kw;
+    s.weightStride[2] = s.kh * s.kw, s.weightStride[1] = s.c * s.kh * s.kw;
+    s.weightStride[0] = s.f * s.weightStride[1];
   }
   switch (chooseConvAlgorithm(s)) {
   case ConvAlgorithm::PerImage:
@@ -427,8 +467,21 @@ void conv(MemRef<N> *in, MemRef<N> *weight, MemRef<N> *out, int64_t stride0,
   // The input is read through its strides (rank 4: no group stride).
   for (int i = 0, d = 0; i < 5; ++i)
     s.inStride[i] = i == 1 && !o ? 0 : in->strides[d++];
-  RowMajor<N> w(*weight), y(*out);
-  conv2d(s, in->aligned + in->offset, w.data, y.data);
+  // PerChannel reads the weight through its strides (a weight gradient's
+  // transposed output gradient: no packed copy, at most one channel's
+  // windows gathered per thread); the other algorithms read it packed.
+  std::unique_ptr<RowMajor<N>> packed;
+  const float *w = weight->aligned + weight->offset;
+  if (chooseConvAlgorithm(s) == ConvAlgorithm::PerChannel) {
+    s.weightStrided = true;
+    for (int i = 0, d = 0; i < 5; ++i)
+      s.weightStride[i] = i == 0 && !o ? 0 : weight->strides[d++];
+  } else {
+    packed = std::make_unique<RowMajor<N>>(*weight);
+    w = packed->data;
+  }
+  RowMajor<N> y(*out);
+  conv2d(s, in->aligned + in->offset, w, y.data);
   y.writeBack();
 }
 

@@ -1,6 +1,7 @@
 //===- KernelsTest.cpp - the compute kernels against plain loops ----------===//
 
 #include "act/runtime/Kernels.h"
+#include "act/runtime/Memory.h"
 
 #include <gtest/gtest.h>
 
@@ -14,6 +15,9 @@ extern "C" {
 void _mlir_ciface_act_kernel_matmul_f32(MemRef<2> *, MemRef<2> *, MemRef<2> *);
 void _mlir_ciface_act_kernel_batch_matmul_f32(MemRef<3> *, MemRef<3> *,
                                               MemRef<3> *);
+void _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(MemRef<4> *, MemRef<4> *,
+                                                   MemRef<4> *, int64_t,
+                                                   int64_t, int64_t, int64_t);
 }
 
 namespace {
@@ -120,6 +124,14 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"PerChannel",
                  {12, 1, 4, 14, 14, 10, 12, 12, 3, 3, {1, 1}, {1, 1}},
                  ConvAlgorithm::PerChannel},
+        // Gathered windows beyond the scratch budget: GEMMs on bands of
+        // output rows (PerImage) and of images (PerChannel).
+        ConvCase{"PerImageBands",
+                 {1, 1, 64, 10, 130, 16, 3, 3, 8, 128, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerImage},
+        ConvCase{"PerChannelBands",
+                 {8, 1, 4, 40, 40, 6, 32, 32, 9, 9, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerChannel},
         ConvCase{"PerChannelGrouped",
                  {8, 2, 3, 14, 14, 6, 6, 6, 4, 4, {1, 1}, {2, 2}},
                  ConvAlgorithm::PerChannel},
@@ -162,6 +174,87 @@ TEST(KernelsTest, StridedInputsAreReadInPlace) {
     conv2d(s, stored.data(), wt.data(), out.data());
     expectClose(out, want, 1e-5);
   }
+}
+
+/// A weight gradient as the exported backward computes it: the convolution
+/// of the input with the output gradient, both with batch and channels
+/// swapped (strided views, as act-transpose-views passes them). PerChannel
+/// reads the weight operand through its strides: the call allocates less
+/// than a packed copy of it would take.
+TEST(KernelsTest, TransposedWeightIsReadInPlaceByPerChannel) {
+  const int64_t batch = 4, cin = 3, cout = 5, h = 10, k = 3, oh = h - k + 1;
+  // x: batch x cin x h x h; g: batch x cout x oh x oh; gradient: cout x cin
+  // x k x k = conv(x^T (cin x batch x h x h), g^T (cout x batch x oh x oh)).
+  std::vector<float> x = randomVector(batch * cin * h * h, 7);
+  std::vector<float> g = randomVector(batch * cout * oh * oh, 8);
+  ConvShape s{cin, 1, batch, h, h, cout, oh, oh, k, k, {1, 1}, {1, 1}};
+  ASSERT_EQ(chooseConvAlgorithm(s), ConvAlgorithm::PerChannel);
+  std::vector<float> xt(x.size()), gt(g.size());
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t c = 0; c < cin; ++c)
+      for (int64_t e = 0; e < h * h; ++e)
+        xt[(c * batch + b) * h * h + e] = x[(b * cin + c) * h * h + e];
+    for (int64_t f = 0; f < cout; ++f)
+      for (int64_t e = 0; e < oh * oh; ++e)
+        gt[(f * batch + b) * oh * oh + e] = g[(b * cout + f) * oh * oh + e];
+  }
+  std::vector<float> init(cin * cout * k * k, 0.0f);
+  std::vector<double> want = referenceConv(s, xt, gt, init);
+  MemRef<4> in{
+      x.data(), x.data(), 0, {cin, batch, h, h}, {h * h, cin * h * h, h, 1}};
+  MemRef<4> weight{g.data(),
+                   g.data(),
+                   0,
+                   {cout, batch, oh, oh},
+                   {oh * oh, cout * oh * oh, oh, 1}};
+  // The scratch of one call, and its result.
+  auto call = [&](MemRef<4> w, int64_t &scratch) {
+    std::vector<float> out = init;
+    MemRef<4> result{out.data(),
+                     out.data(),
+                     0,
+                     {cin, cout, k, k},
+                     {cout * k * k, k * k, k, 1}};
+    resetPeak();
+    int64_t before = getMemoryStats().liveBytes;
+    _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(&in, &w, &result, 1, 1, 1, 1);
+    scratch = getMemoryStats().peakBytes - before;
+    return out;
+  };
+  setThreads(1);
+  int64_t viewScratch = 0, packedScratch = 0;
+  std::vector<float> viaView = call(weight, viewScratch);
+  MemRef<4> packed{gt.data(),
+                   gt.data(),
+                   0,
+                   {cout, batch, oh, oh},
+                   {batch * oh * oh, oh * oh, oh, 1}};
+  std::vector<float> viaPacked = call(packed, packedScratch);
+  // The output gradient inside a padded buffer (where the input gradient's
+  // convolution reads it): its windows are not row-major, and one
+  // channel's at a time are gathered instead of a packed copy of all.
+  const int64_t op = oh + 2;
+  std::vector<float> padded(batch * cout * op * op, 0.0f);
+  for (int64_t bf = 0; bf < batch * cout; ++bf)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < oh; ++x)
+        padded[(bf * op + y + 1) * op + x + 1] = g[(bf * oh + y) * oh + x];
+  MemRef<4> inPadded{padded.data(),
+                     padded.data(),
+                     op + 1,
+                     {cout, batch, oh, oh},
+                     {op * op, cout * op * op, op, 1}};
+  int64_t paddedScratch = 0;
+  std::vector<float> viaPadded = call(inPadded, paddedScratch);
+  setThreads(0);
+  expectClose(viaView, want, 1e-5);
+  expectClose(viaPacked, want, 1e-5);
+  expectClose(viaPadded, want, 1e-5);
+  // Without reading it in place, the view costs a packed copy more.
+  EXPECT_EQ(viewScratch, packedScratch);
+  EXPECT_GT(packedScratch, 0);
+  EXPECT_LT(paddedScratch,
+            packedScratch + int64_t(g.size() * sizeof(float)) / batch + 1);
 }
 
 /// A matmul through its entry point on strided and transposed views.

@@ -56,6 +56,11 @@ struct ConvShape {
   int64_t oh, ow;        // output: n x g x f x oh x ow
   int64_t stride[2], dilation[2];
   int64_t inStride[5] = {0, 0, 0, 0, 0};
+  /// With weightStrided, the weight's (g, f, c, kh, kw) strides, which
+  /// PerChannel reads it through (e.g. a weight gradient's transposed
+  /// output gradient, in place); without, it is packed g x f x c x kh x kw.
+  bool weightStrided = false;
+  int64_t weightStride[5] = {0, 0, 0, 0, 0};
 };
 void conv2d(const ConvShape &shape, const float *in, const float *weight,
             float *out);

@@ -550,20 +550,11 @@ def _affine_out(g, x, mean, rstd, w, bias, wshape, hint):
 def _norm_backward(g, grad, x, mean, rstd, w, wshape, axes, other_axes, count, mask, hint):
     """grad_input = rstd * (wg - mean(wg) - xhat * mean(wg * xhat)) over
     axes, wg = w * grad; grad_weight = sum(grad * xhat), grad_bias =
-    sum(grad), both over other_axes."""
+    sum(grad), both over other_axes. The parameters' gradients come first:
+    grad is then last read by wg (which can take its buffer), so the input
+    gradient is computed with two full-size tensors live, not three."""
     xhat = g.ew([x, mean, rstd], lambda b, u, m, r: b.mul(b.sub(u, m), r))
-    wv = g.reshape(w, wshape) if w is not None else None
-    wg = g.ew([grad, wv], lambda b, d, v: b.mul(d, v)) if wv is not None else grad
-    keep = [1 if i in axes else d for i, d in enumerate(x.shape)]
     gi = gw = gb = None
-    if mask[0]:
-        s1 = g.reshape(g.reduce(wg, axes), keep)
-        s2 = g.reshape(g.reduce(g.ew([wg, xhat], lambda b, u, v: b.mul(u, v)), axes), keep)
-
-        def body(b, d, xh, r, a, c):
-            inner = b.sub(b.sub(d, b.div(a, b.c(count))), b.mul(xh, b.div(c, b.c(count))))
-            return b.mul(r, inner)
-        gi = g.ew([wg, xhat, rstd, s1, s2], body, hint=hint + "_input")
     if mask[1] and w is not None:
         gw = g.reshape(g.reduce(g.ew([grad, xhat], lambda b, u, v: b.mul(u, v)), other_axes),
                        w.shape)
@@ -571,6 +562,17 @@ def _norm_backward(g, grad, x, mean, rstd, w, wshape, axes, other_axes, count, m
         gb = g.reduce(grad, other_axes)
         if w is not None:
             gb = g.reshape(gb, w.shape)
+    if mask[0]:
+        wv = g.reshape(w, wshape) if w is not None else None
+        wg = g.ew([grad, wv], lambda b, d, v: b.mul(d, v)) if wv is not None else grad
+        keep = [1 if i in axes else d for i, d in enumerate(x.shape)]
+        s1 = g.reshape(g.reduce(wg, axes), keep)
+        s2 = g.reshape(g.reduce(g.ew([wg, xhat], lambda b, u, v: b.mul(u, v)), axes), keep)
+
+        def body(b, d, xh, r, a, c):
+            inner = b.sub(b.sub(d, b.div(a, b.c(count))), b.mul(xh, b.div(c, b.c(count))))
+            return b.mul(r, inner)
+        gi = g.ew([wg, xhat, rstd, s1, s2], body, hint=hint + "_input")
     return gi, gw, gb
 
 

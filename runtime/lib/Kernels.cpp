@@ -97,8 +97,16 @@ int threadsFor(int64_t count) {
 /// 32-channel 32x32 map is 1.2 MB per thread) while the GEMMs stay large.
 constexpr int64_t kWindowFloats = 64 * 1024;
 
-/// Output rows [i0, i1) of in[n, g] (strided) gathered as the CKK x
-/// (i1 - i0) OW matrix of their windows.
+/// The j in [0, ow) whose column j * stride + x0 lies in [0, w): [lo, hi).
+void validColumns(const ConvShape &s, int64_t x0, int64_t &lo, int64_t &hi) {
+  int64_t step = s.stride[1];
+  lo = x0 >= 0 ? 0 : (-x0 + step - 1) / step;
+  hi = s.w - x0 <= 0 ? 0 : std::min(s.ow, (s.w - x0 + step - 1) / step);
+  lo = std::min(lo, hi);
+}
+
+/// Output rows [i0, i1) of in[n, g] (strided, read as if padded) gathered
+/// as the CKK x (i1 - i0) OW matrix of their windows.
 void im2col(const ConvShape &s, const float *x, int64_t i0, int64_t i1,
             float *col) {
   int64_t p = (i1 - i0) * s.ow;
@@ -108,16 +116,24 @@ void im2col(const ConvShape &s, const float *x, int64_t i0, int64_t i1,
     for (int64_t u = 0; u < s.kh; ++u)
       for (int64_t v = 0; v < s.kw; ++v) {
         float *row = col + ((c * s.kh + u) * s.kw + v) * p;
+        int64_t x0 = v * s.dilation[1] - s.pad[1], lo, hi;
+        validColumns(s, x0, lo, hi);
         for (int64_t i = i0; i < i1; ++i) {
-          const float *src = x + c * st[2] +
-                             (i * s.stride[0] + u * s.dilation[0]) * st[3] +
-                             v * s.dilation[1] * st[4];
           float *dst = row + (i - i0) * s.ow;
+          int64_t y = i * s.stride[0] + u * s.dilation[0] - s.pad[0];
+          if (y < 0 || y >= s.h) {
+            std::fill_n(dst, s.ow, 0.0f);
+            continue;
+          }
+          std::fill_n(dst, lo, 0.0f);
+          std::fill(dst + hi, dst + s.ow, 0.0f);
+          const float *src =
+              x + c * st[2] + y * st[3] + (lo * s.stride[1] + x0) * st[4];
           if (step == 1)
-            std::memcpy(dst, src, s.ow * sizeof(float));
+            std::memcpy(dst + lo, src, (hi - lo) * sizeof(float));
           else
-            for (int64_t j = 0; j < s.ow; ++j)
-              dst[j] = src[j * step];
+            for (int64_t j = lo; j < hi; ++j)
+              dst[j] = src[(j - lo) * step];
         }
       }
 }
@@ -129,8 +145,8 @@ void convPerImage(const ConvShape &s, const float *in, const float *wt,
   int64_t p = s.oh * s.ow, ckk = s.c * s.kh * s.kw;
   bool pointwise = s.kh == 1 && s.kw == 1 && s.stride[0] == 1 &&
                    s.stride[1] == 1 && s.oh == s.h && s.ow == s.w &&
-                   s.inStride[4] == 1 && s.inStride[3] == s.w &&
-                   s.inStride[2] == s.h * s.w;
+                   !s.pad[0] && !s.pad[1] && s.inStride[4] == 1 &&
+                   s.inStride[3] == s.w && s.inStride[2] == s.h * s.w;
   int64_t band = std::clamp<int64_t>(kWindowFloats / (ckk * s.ow), 1, s.oh);
   int64_t count = s.n * s.g;
   Scratch col(pointwise ? 0 : size_t(threadsFor(count)) * ckk * band * s.ow);
@@ -150,17 +166,27 @@ void convPerImage(const ConvShape &s, const float *in, const float *wt,
   });
 }
 
-/// The KH x KW window whose first element is x (strided input) into dst, row
-/// after row.
-void gatherWindow(const ConvShape &s, const float *x, float *dst) {
-  int64_t step = s.dilation[1] * s.inStride[4];
+/// The KH x KW window of channel `x` (strided) at rows y0 + u d0, columns
+/// x0 + v d1 into dst, row after row; outside the input (padding): zeros.
+void gatherWindow(const ConvShape &s, const float *x, int64_t y0, int64_t x0,
+                  float *dst) {
+  const int64_t *st = s.inStride;
+  int64_t step = s.dilation[1] * st[4];
+  bool columnsInside = x0 >= 0 && x0 + (s.kw - 1) * s.dilation[1] < s.w;
   for (int64_t u = 0; u < s.kh; ++u, dst += s.kw) {
-    const float *src = x + u * s.dilation[0] * s.inStride[3];
-    if (step == 1)
-      std::memcpy(dst, src, s.kw * sizeof(float));
+    int64_t y = y0 + u * s.dilation[0];
+    if (y < 0 || y >= s.h) {
+      std::fill_n(dst, s.kw, 0.0f);
+      continue;
+    }
+    const float *row = x + y * st[3];
+    if (columnsInside && step == 1)
+      std::memcpy(dst, row + x0 * st[4], s.kw * sizeof(float));
     else
-      for (int64_t v = 0; v < s.kw; ++v)
-        dst[v] = src[v * step];
+      for (int64_t v = 0; v < s.kw; ++v) {
+        int64_t c = x0 + v * s.dilation[1];
+        dst[v] = c >= 0 && c < s.w ? row[c * st[4]] : 0.0f;
+      }
   }
 }
 
@@ -181,9 +207,9 @@ void convPerPosition(const ConvShape &s, const float *in, const float *wt,
     const int64_t *st = s.inStride;
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t c = 0; c < s.c; ++c) {
-        const float *x = in + n * st[0] + g * st[1] + c * st[2] +
-                         i * s.stride[0] * st[3] + j * s.stride[1] * st[4];
-        gatherWindow(s, x, a + n * ckk + c * kk);
+        gatherWindow(s, in + n * st[0] + g * st[1] + c * st[2],
+                     i * s.stride[0] - s.pad[0], j * s.stride[1] - s.pad[1],
+                     a + n * ckk + c * kk);
       }
     sgemm(false, true, s.n, s.f, ckk, a, ckk, wt + g * s.f * ckk, ckk, 0.0f, t,
           s.f);
@@ -235,10 +261,10 @@ void convPerChannel(const ConvShape &s, const float *in, const float *wt,
         for (int64_t n = n0; n < n1; ++n)
           for (int64_t i = 0; i < s.oh; ++i)
             for (int64_t j = 0; j < s.ow; ++j) {
-              const float *x = in + n * st[0] + g * st[1] + c * st[2] +
-                               i * s.stride[0] * st[3] +
-                               j * s.stride[1] * st[4];
-              gatherWindow(s, x, a + (((n - n0) * s.oh + i) * s.ow + j) * kk);
+              gatherWindow(s, in + n * st[0] + g * st[1] + c * st[2],
+                           i * s.stride[0] - s.pad[0],
+                           j * s.stride[1] - s.pad[1],
+                           a + (((n - n0) * s.oh + i) * s.ow + j) * kk);
             }
         sgemm(false, true, s.f, (n1 - n0) * p, kk, w, lda, a, kk, 1.0f,
               sums.data + thread * s.f * np + n0 * p, np);
@@ -273,17 +299,20 @@ void convDirect(const ConvShape &s, const float *in, const float *wt,
       for (int64_t u = 0; u < s.kh; ++u)
         for (int64_t v = 0; v < s.kw; ++v) {
           float k = w[u * s.kw + v];
+          int64_t x0 = v * s.dilation[1] - s.pad[1], lo, hi;
+          validColumns(s, x0, lo, hi);
           for (int64_t i = 0; i < s.oh; ++i) {
-            const float *src = x +
-                               (i * s.stride[0] + u * s.dilation[0]) * st[3] +
-                               v * s.dilation[1] * st[4];
+            int64_t y = i * s.stride[0] + u * s.dilation[0] - s.pad[0];
+            if (y < 0 || y >= s.h)
+              continue;
+            const float *src = x + y * st[3] + (lo * s.stride[1] + x0) * st[4];
             float *dst = o + i * s.ow;
             if (step == 1)
-              for (int64_t j = 0; j < s.ow; ++j)
-                dst[j] += k * src[j];
+              for (int64_t j = lo; j < hi; ++j)
+                dst[j] += k * src[j - lo];
             else
-              for (int64_t j = 0; j < s.ow; ++j)
-                dst[j] += k * src[j * step];
+              for (int64_t j = lo; j < hi; ++j)
+                dst[j] += k * src[(j - lo) * step];
           }
         }
     }
@@ -451,7 +480,8 @@ MemRef<3> withBatch(const MemRef<2> &m) {
 
 template <int N>
 void conv(MemRef<N> *in, MemRef<N> *weight, MemRef<N> *out, int64_t stride0,
-          int64_t stride1, int64_t dilation0, int64_t dilation1) {
+          int64_t stride1, int64_t dilation0, int64_t dilation1, int64_t pad0,
+          int64_t pad1) {
   // Rank 4: N C H W, F C KH KW, N F OH OW; rank 5: with G after N (input,
   // output) or first (weight).
   constexpr int o = N - 4;
@@ -464,6 +494,7 @@ void conv(MemRef<N> *in, MemRef<N> *weight, MemRef<N> *out, int64_t stride0,
   s.oh = out->sizes[2 + o], s.ow = out->sizes[3 + o];
   s.stride[0] = stride0, s.stride[1] = stride1;
   s.dilation[0] = dilation0, s.dilation[1] = dilation1;
+  s.pad[0] = pad0, s.pad[1] = pad1;
   // The input is read through its strides (rank 4: no group stride).
   for (int i = 0, d = 0; i < 5; ++i)
     s.inStride[i] = i == 1 && !o ? 0 : in->strides[d++];
@@ -586,14 +617,16 @@ void _mlir_ciface_act_kernel_batch_matmul_f32(MemRef<3> *a, MemRef<3> *b,
 
 void _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(
     MemRef<4> *in, MemRef<4> *weight, MemRef<4> *out, int64_t stride0,
-    int64_t stride1, int64_t dilation0, int64_t dilation1) {
-  conv(in, weight, out, stride0, stride1, dilation0, dilation1);
+    int64_t stride1, int64_t dilation0, int64_t dilation1, int64_t pad0,
+    int64_t pad1) {
+  conv(in, weight, out, stride0, stride1, dilation0, dilation1, pad0, pad1);
 }
 
 void _mlir_ciface_act_kernel_conv_2d_ngchw_gfchw_f32(
     MemRef<5> *in, MemRef<5> *weight, MemRef<5> *out, int64_t stride0,
-    int64_t stride1, int64_t dilation0, int64_t dilation1) {
-  conv(in, weight, out, stride0, stride1, dilation0, dilation1);
+    int64_t stride1, int64_t dilation0, int64_t dilation1, int64_t pad0,
+    int64_t pad1) {
+  conv(in, weight, out, stride0, stride1, dilation0, dilation1, pad0, pad1);
 }
 
 } // extern "C"

@@ -17,7 +17,8 @@ void _mlir_ciface_act_kernel_batch_matmul_f32(MemRef<3> *, MemRef<3> *,
                                               MemRef<3> *);
 void _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(MemRef<4> *, MemRef<4> *,
                                                    MemRef<4> *, int64_t,
-                                                   int64_t, int64_t, int64_t);
+                                                   int64_t, int64_t, int64_t,
+                                                   int64_t, int64_t);
 }
 
 namespace {
@@ -45,12 +46,17 @@ std::vector<double> referenceConv(const ConvShape &s,
             double acc = 0;
             for (int64_t c = 0; c < s.c; ++c)
               for (int64_t u = 0; u < s.kh; ++u)
-                for (int64_t v = 0; v < s.kw; ++v)
-                  acc += double(in[(((n * s.g + g) * s.c + c) * s.h +
-                                    i * s.stride[0] + u * s.dilation[0]) *
-                                       s.w +
-                                   j * s.stride[1] + v * s.dilation[1]]) *
-                         wt[(((g * s.f + f) * s.c + c) * s.kh + u) * s.kw + v];
+                for (int64_t v = 0; v < s.kw; ++v) {
+                  // Zeros outside the input (its padding).
+                  int64_t y = i * s.stride[0] + u * s.dilation[0] - s.pad[0];
+                  int64_t x = j * s.stride[1] + v * s.dilation[1] - s.pad[1];
+                  if (y < 0 || y >= s.h || x < 0 || x >= s.w)
+                    continue;
+                  acc +=
+                      double(
+                          in[(((n * s.g + g) * s.c + c) * s.h + y) * s.w + x]) *
+                      wt[(((g * s.f + f) * s.c + c) * s.kh + u) * s.kw + v];
+                }
             out[(((n * s.g + g) * s.f + f) * s.oh + i) * s.ow + j] += acc;
           }
   return out;
@@ -132,6 +138,23 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"PerChannelBands",
                  {8, 1, 4, 40, 40, 6, 32, 32, 9, 9, {1, 1}, {1, 1}},
                  ConvAlgorithm::PerChannel},
+        // Read as if padded (zeros around, none copied): each algorithm,
+        // with strides and dilations, windows partly and wholly outside.
+        ConvCase{"PaddedPerImage",
+                 {2, 1, 8, 9, 9, 16, 3, 3, 9, 9, {1, 1}, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerImage},
+        ConvCase{"PaddedStridedDilated",
+                 {2, 1, 8, 9, 10, 16, 3, 3, 6, 5, {2, 3}, {2, 1}, {3, 2}},
+                 ConvAlgorithm::PerImage},
+        ConvCase{"PaddedPerPosition",
+                 {16, 1, 32, 3, 3, 12, 3, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerPosition},
+        ConvCase{"PaddedPerChannel",
+                 {8, 1, 4, 12, 12, 6, 12, 12, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerChannel},
+        ConvCase{"PaddedDepthwise",
+                 {2, 6, 1, 9, 9, 1, 3, 3, 5, 5, {2, 2}, {1, 1}, {1, 1}},
+                 ConvAlgorithm::Direct},
         ConvCase{"PerChannelGrouped",
                  {8, 2, 3, 14, 14, 6, 6, 6, 4, 4, {1, 1}, {2, 2}},
                  ConvAlgorithm::PerChannel},
@@ -217,7 +240,8 @@ TEST(KernelsTest, TransposedWeightIsReadInPlaceByPerChannel) {
                      {cout * k * k, k * k, k, 1}};
     resetPeak();
     int64_t before = getMemoryStats().liveBytes;
-    _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(&in, &w, &result, 1, 1, 1, 1);
+    _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(&in, &w, &result, 1, 1, 1, 1,
+                                                  0, 0);
     scratch = getMemoryStats().peakBytes - before;
     return out;
   };

@@ -4,12 +4,16 @@
 // and linalg.conv_2d_ngchw_gfchw of f32 become calls of the runtime's
 // _mlir_ciface_act_kernel_* (act/runtime/Kernels.h: oneDNN GEMMs, threaded).
 // Operands go as fully dynamic strided memrefs (memref.cast), the
-// convolution's strides and dilations as i64 arguments. Everything else, and
-// contractions below `min-macs`, stays for convert-linalg-to-loops.
+// convolution's strides, dilations and padding as i64 arguments. A
+// convolution whose input is a zero-padded copy of a buffer (tensor.pad,
+// bufferized) reads that buffer with the kernel's padding instead, and the
+// padded copy goes. Everything else, and contractions below `min-macs`,
+// stays for convert-linalg-to-loops.
 //
 //===----------------------------------------------------------------------===//
 
 #include "act/Conversion/Passes.h"
+#include "act/Support/BufferWrites.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -39,9 +43,9 @@ MemRefType getAnyStridedType(MLIRContext *context, int64_t rank) {
 /// Replaces `op` by a call of _mlir_ciface_act_kernel_<name>_f32 on
 /// `memrefs` (cast to fully dynamic strided memrefs, or unranked ones) and
 /// `scalars`, declaring the callee on first use.
-void replaceWithCall(PatternRewriter &rewriter, Operation *op, StringRef name,
-                     ValueRange memrefs, ArrayRef<int64_t> scalars,
-                     bool unranked = false) {
+func::CallOp replaceWithCall(RewriterBase &rewriter, Operation *op,
+                             StringRef name, ValueRange memrefs,
+                             ArrayRef<int64_t> scalars, bool unranked = false) {
   Location loc = op->getLoc();
   MLIRContext *context = op->getContext();
   SmallVector<Value> operands;
@@ -68,7 +72,7 @@ void replaceWithCall(PatternRewriter &rewriter, Operation *op, StringRef name,
     function->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                       rewriter.getUnitAttr());
   }
-  rewriter.replaceOpWithNewOp<func::CallOp>(op, function, operands);
+  return rewriter.replaceOpWithNewOp<func::CallOp>(op, function, operands);
 }
 
 /// Whether op is on buffers, all f32 and static with at least minMacs
@@ -111,6 +115,7 @@ template <typename OpTy> struct NamedOpToCall : OpRewritePattern<OpTy> {
                          op.getStrides().template getValues<int64_t>());
       llvm::append_range(scalars,
                          op.getDilations().template getValues<int64_t>());
+      scalars.append({0, 0}); // padding
     }
     replaceWithCall(rewriter, op, name, op->getOperands(), scalars);
     return success();
@@ -210,6 +215,168 @@ struct MoveToCall : OpRewritePattern<linalg::GenericOp> {
   int64_t minElements;
 };
 
+/// Whether `value` is the constant 0.0.
+bool isZero(Value value) {
+  auto constant = value.getDefiningOp<arith::ConstantFloatOp>();
+  return constant && constant.value().isZero();
+}
+
+/// Whether `op` writes 0 to every element of `buffer`: linalg.fill, or the
+/// linalg.map a bufferized tensor.pad fills with.
+bool fillsWithZero(Operation *op, Value buffer) {
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getOutputs()[0] == buffer && isZero(fill.getInputs()[0]);
+  if (auto map = dyn_cast<linalg::MapOp>(op)) {
+    auto yield = cast<linalg::YieldOp>(map.getBody()->getTerminator());
+    return map.getInit() == buffer && map.getInputs().empty() &&
+           yield.getNumOperands() == 1 && isZero(yield.getOperand(0));
+  }
+  return false;
+}
+
+/// The static strides and offset of `type`, or failure.
+LogicalResult getStaticLayout(MemRefType type,
+                              SmallVectorImpl<int64_t> &strides,
+                              int64_t &offset) {
+  if (!type.hasStaticShape() ||
+      failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset) ||
+      llvm::any_of(strides, ShapedType::isDynamic))
+    return failure();
+  return success();
+}
+
+/// A convolution (on buffers) whose input is a zero-padded copy of another
+/// buffer as a kernel call reading that buffer with padding:
+///
+///   %p = memref.alloc()                      // N x C x (H+t+b) x (W+l+r)
+///   <%p filled with 0>
+///   memref.copy %x, subview %p[0, 0, t, l] [N, C, H, W] [1, 1, 1, 1]
+///   conv(%p, ...)   or   conv(reinterpret_cast %p (dims 0, 1 permuted))
+///
+/// becomes conv(%x (or the same view of it), ..., padding t, l); the padded
+/// buffer and its fill and copy go, and %x is freed after the call.
+LogicalResult convOnPaddedCopy(IRRewriter &rewriter, linalg::LinalgOp op,
+                               StringRef name, int64_t minMacs) {
+  if (!isCandidate(op, minMacs))
+    return failure();
+  int64_t rank = cast<MemRefType>(op->getOperand(0).getType()).getRank();
+  int64_t spatial = rank - 2; // first spatial dimension
+  Value input = op->getOperand(0);
+  auto view = input.getDefiningOp<memref::ReinterpretCastOp>();
+  Value padded = view ? view.getSource() : input;
+  auto alloc = padded.getDefiningOp<memref::AllocOp>();
+  if (!alloc || alloc->getBlock() != op->getBlock() ||
+      !alloc.getType().getLayout().isIdentity() ||
+      !alloc.getType().hasStaticShape())
+    return failure();
+  Operation *filler = nullptr;
+  memref::SubViewOp subview;
+  SmallVector<Operation *> deallocs;
+  for (Operation *user : padded.getUsers()) {
+    if (user == op.getOperation() || user == view.getOperation())
+      continue;
+    if (isa<memref::DeallocOp>(user))
+      deallocs.push_back(user);
+    else if (!filler && fillsWithZero(user, padded))
+      filler = user;
+    else if (auto sv = dyn_cast<memref::SubViewOp>(user); sv && !subview)
+      subview = sv;
+    else
+      return failure();
+  }
+  if (!filler || !subview || !subview->hasOneUse() ||
+      (view && !view->hasOneUse()))
+    return failure();
+  auto copy = dyn_cast<memref::CopyOp>(*subview->getUsers().begin());
+  if (!copy || copy.getTarget() != subview.getResult() ||
+      copy->getBlock() != op->getBlock() || !filler->isBeforeInBlock(copy) ||
+      !copy->isBeforeInBlock(op))
+    return failure();
+  // The copy fills the interior: offsets 0 but along H and W, unit strides.
+  Value source = copy.getSource();
+  auto sourceType = cast<MemRefType>(source.getType());
+  SmallVector<int64_t> pads;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t offset = subview.getStaticOffsets()[d];
+    if (ShapedType::isDynamic(offset) || subview.getStaticStrides()[d] != 1 ||
+        subview.getStaticSizes()[d] != sourceType.getDimSize(d) ||
+        (d < spatial && offset != 0))
+      return failure();
+    if (d >= spatial)
+      pads.push_back(offset);
+  }
+  SmallVector<int64_t> sourceStrides;
+  int64_t sourceOffset;
+  if (failed(getStaticLayout(sourceType, sourceStrides, sourceOffset)))
+    return failure();
+  // The source must hold its values until the call reads them.
+  Value root = act::getBufferRoot(source);
+  SmallVector<Operation *> sourceFrees;
+  for (Operation *between = copy->getNextNode(); between != op;
+       between = between->getNextNode()) {
+    if (auto dealloc = dyn_cast<memref::DeallocOp>(between);
+        dealloc && dealloc.getMemref() == root) {
+      sourceFrees.push_back(dealloc);
+      continue;
+    }
+    if (act::mayWriteBuffer(between, root))
+      return failure();
+  }
+  // The view permutes the dimensions before the spatial ones: the same
+  // view of the source.
+  Value newInput = source;
+  if (view) {
+    SmallVector<int64_t> paddedStrides, viewStrides;
+    int64_t paddedOffset, viewOffset;
+    if (failed(getStaticLayout(alloc.getType(), paddedStrides, paddedOffset)) ||
+        failed(getStaticLayout(view.getType(), viewStrides, viewOffset)) ||
+        viewOffset != 0)
+      return failure();
+    SmallVector<int64_t> sizes, strides;
+    for (int64_t d = 0; d < rank; ++d) {
+      auto *at = llvm::find(paddedStrides, viewStrides[d]);
+      int64_t from = at - paddedStrides.begin();
+      if (at == paddedStrides.end() || llvm::count(paddedStrides, *at) != 1 ||
+          (d >= spatial) != (from >= spatial) || (d >= spatial && from != d))
+        return failure();
+      sizes.push_back(sourceType.getDimSize(from));
+      strides.push_back(sourceStrides[from]);
+    }
+    rewriter.setInsertionPoint(op);
+    auto type = MemRefType::get(
+        sizes, sourceType.getElementType(),
+        StridedLayoutAttr::get(op->getContext(), sourceOffset, strides),
+        sourceType.getMemorySpace());
+    newInput = memref::ReinterpretCastOp::create(
+        rewriter, view.getLoc(), type, source, sourceOffset, sizes, strides);
+  }
+  SmallVector<int64_t> scalars;
+  auto attrValues = [&](StringRef attr) {
+    for (int64_t v :
+         cast<DenseIntElementsAttr>(op->getAttr(attr)).getValues<int64_t>())
+      scalars.push_back(v);
+  };
+  attrValues("strides");
+  attrValues("dilations");
+  scalars.append(pads);
+  rewriter.setInsertionPoint(op);
+  func::CallOp call = replaceWithCall(
+      rewriter, op, name, {newInput, op->getOperand(1), op->getOperand(2)},
+      scalars);
+  for (Operation *free : sourceFrees)
+    free->moveAfter(call);
+  if (view)
+    rewriter.eraseOp(view);
+  rewriter.eraseOp(copy);
+  rewriter.eraseOp(subview);
+  rewriter.eraseOp(filler);
+  for (Operation *dealloc : deallocs)
+    rewriter.eraseOp(dealloc);
+  rewriter.eraseOp(alloc);
+  return success();
+}
+
 struct ConvertLinalgToActKernelsPass
     : act::impl::ConvertLinalgToActKernelsPassBase<
           ConvertLinalgToActKernelsPass> {
@@ -225,6 +392,19 @@ struct ConvertLinalgToActKernelsPass
     patterns.add<NamedOpToCall<linalg::Conv2DNgchwGfchwOp>>(
         context, "conv_2d_ngchw_gfchw", minMacs);
     patterns.add<TransposeToCall, MoveToCall>(context, minMacs);
+    // Convolutions on zero-padded copies first: they erase ops around them.
+    SmallVector<linalg::LinalgOp> convs;
+    getOperation().walk([&](Operation *op) {
+      if (isa<linalg::Conv2DNchwFchwOp, linalg::Conv2DNgchwGfchwOp>(op))
+        convs.push_back(cast<linalg::LinalgOp>(op));
+    });
+    IRRewriter rewriter(context);
+    for (linalg::LinalgOp conv : convs)
+      (void)convOnPaddedCopy(rewriter, conv,
+                             isa<linalg::Conv2DNchwFchwOp>(conv)
+                                 ? "conv_2d_nchw_fchw"
+                                 : "conv_2d_ngchw_gfchw",
+                             minMacs);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

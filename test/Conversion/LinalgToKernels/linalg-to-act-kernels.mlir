@@ -3,8 +3,8 @@
 
 // f32 contractions and convolutions on buffers call the runtime's kernels
 // (C interface: descriptor pointers), operands cast to fully dynamic strided
-// memrefs, convolution strides then dilations as i64.
-// CHECK-LABEL: func.func private @act_kernel_conv_2d_nchw_fchw_f32(memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, i64, i64, i64, i64) attributes {llvm.emit_c_interface}
+// memrefs, convolution strides, dilations and padding as i64.
+// CHECK-LABEL: func.func private @act_kernel_conv_2d_nchw_fchw_f32(memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, i64, i64, i64, i64, i64, i64) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func private @act_kernel_matmul_f32(memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func @step
 // CHECK: %[[A:.*]] = memref.cast %arg0 : memref<64x256xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
@@ -16,7 +16,9 @@
 // CHECK: %[[S1:.*]] = arith.constant 2 : i64
 // CHECK: %[[D0:.*]] = arith.constant 3 : i64
 // CHECK: %[[D1:.*]] = arith.constant 3 : i64
-// CHECK: call @act_kernel_conv_2d_nchw_fchw_f32({{.*}}, %[[S0]], %[[S1]], %[[D0]], %[[D1]])
+// CHECK: %[[P0:.*]] = arith.constant 0 : i64
+// CHECK: %[[P1:.*]] = arith.constant 0 : i64
+// CHECK: call @act_kernel_conv_2d_nchw_fchw_f32({{.*}}, %[[S0]], %[[S1]], %[[D0]], %[[D1]], %[[P0]], %[[P1]])
 // Other element types, and matmuls with their own indexing maps, stay.
 // CHECK: linalg.matmul {{.*}}i32
 // CHECK: linalg.matmul indexing_maps
@@ -64,4 +66,51 @@ func.func @grouped(%x: memref<2x4x8x10x10xf32>, %w: memref<4x8x8x3x3xf32>,
   %r = linalg.batch_matmul ins(%t, %t : tensor<4x32x32xf32>, tensor<4x32x32xf32>)
                            outs(%t : tensor<4x32x32xf32>) -> tensor<4x32x32xf32>
   return %r : tensor<4x32x32xf32>
+}
+
+// -----
+
+// A convolution on a zero-padded copy (tensor.pad, bufferized) reads the
+// copied buffer with the kernel's padding: the padded buffer, its fill and
+// the copy go, and the source is freed after the call. The weight
+// gradient's form too: the padded copy read through a view that swaps
+// batch and channels becomes the same view of the source.
+// CHECK-LABEL: func.func @padded
+// CHECK-NOT:   memref.alloc() : memref<2x8x2{{[23]}}x22xf32>
+// CHECK-NOT:   memref.copy %{{.*}}, %{{.*}} : memref<2x8x20x20xf32> to memref<2x8x20x20xf32, strided
+// CHECK:       %[[X:.*]] = memref.alloc() : memref<2x8x20x20xf32>
+// CHECK:       %[[XC:.*]] = memref.cast %[[X]]
+// CHECK:       %[[P0:.*]] = arith.constant 2 : i64
+// CHECK:       call @act_kernel_conv_2d_nchw_fchw_f32(%[[XC]], {{.*}}, %[[P0]], %{{.*}})
+// CHECK-NEXT:  memref.dealloc %[[X]]
+// CHECK:       %[[V:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [8, 2, 20, 20], strides: [400, 3200, 20, 1]
+// CHECK:       %[[VC:.*]] = memref.cast %[[V]]
+// CHECK:       call @act_kernel_conv_2d_nchw_fchw_f32(%[[VC]], {{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NOT:   memref.dealloc
+// CHECK:       return
+func.func @padded(%x0: memref<2x8x20x20xf32>, %w: memref<16x8x3x3xf32>, %y: memref<2x16x21x20xf32>,
+                  %g: memref<16x2x20x20xf32>, %gw: memref<8x16x3x3xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %x = memref.alloc() : memref<2x8x20x20xf32>
+  memref.copy %x0, %x : memref<2x8x20x20xf32> to memref<2x8x20x20xf32>
+  %p = memref.alloc() : memref<2x8x23x22xf32>
+  linalg.map outs(%p : memref<2x8x23x22xf32>)
+    (%init: f32) {
+      linalg.yield %zero : f32
+    }
+  %s = memref.subview %p[0, 0, 2, 1] [2, 8, 20, 20] [1, 1, 1, 1] : memref<2x8x23x22xf32> to memref<2x8x20x20xf32, strided<[4048, 506, 22, 1], offset: 45>>
+  memref.copy %x, %s : memref<2x8x20x20xf32> to memref<2x8x20x20xf32, strided<[4048, 506, 22, 1], offset: 45>>
+  memref.dealloc %x : memref<2x8x20x20xf32>
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%p, %w : memref<2x8x23x22xf32>, memref<16x8x3x3xf32>) outs(%y : memref<2x16x21x20xf32>)
+  memref.dealloc %p : memref<2x8x23x22xf32>
+  %q = memref.alloc() : memref<2x8x22x22xf32>
+  linalg.fill ins(%zero : f32) outs(%q : memref<2x8x22x22xf32>)
+  %t = memref.subview %q[0, 0, 1, 1] [2, 8, 20, 20] [1, 1, 1, 1] : memref<2x8x22x22xf32> to memref<2x8x20x20xf32, strided<[3872, 484, 22, 1], offset: 23>>
+  memref.copy %x0, %t : memref<2x8x20x20xf32> to memref<2x8x20x20xf32, strided<[3872, 484, 22, 1], offset: 23>>
+  %v = memref.reinterpret_cast %q to offset: [0], sizes: [8, 2, 22, 22], strides: [484, 3872, 22, 1] : memref<2x8x22x22xf32> to memref<8x2x22x22xf32, strided<[484, 3872, 22, 1]>>
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%v, %g : memref<8x2x22x22xf32, strided<[484, 3872, 22, 1]>>, memref<16x2x20x20xf32>) outs(%gw : memref<8x16x3x3xf32>)
+  memref.dealloc %q : memref<2x8x22x22xf32>
+  return
 }

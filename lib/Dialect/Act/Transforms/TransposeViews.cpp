@@ -1,12 +1,11 @@
 //===- TransposeViews.cpp - transposed kernel operands as strided views ---===//
 
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/BufferWrites.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTTRANSPOSEVIEWSPASS
@@ -16,49 +15,6 @@ namespace mlir::act {
 using namespace mlir;
 
 namespace {
-
-/// The buffer `value` views (through view-like ops), or `value`.
-Value getRoot(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
-}
-
-/// Whether two roots may be the same memory: the same value, or two
-/// function arguments (the caller may pass one buffer twice).
-bool mayAlias(Value a, Value b) {
-  return a == b || (isa<BlockArgument>(a) && isa<BlockArgument>(b));
-}
-
-/// Whether `op` or an op nested in it may write memory that `root` holds.
-bool mayWrite(Operation *op, Value root) {
-  bool writes = false;
-  op->walk([&](Operation *nested) {
-    if (writes)
-      return WalkResult::interrupt();
-    auto effects = dyn_cast<MemoryEffectOpInterface>(nested);
-    if (!effects) {
-      // Ops that only hold others (loops, their terminators) are judged by
-      // what they hold.
-      writes = !nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
-               !isPure(nested);
-      return writes ? WalkResult::interrupt() : WalkResult::advance();
-    }
-    SmallVector<MemoryEffects::EffectInstance> instances;
-    effects.getEffects(instances);
-    for (auto &instance : instances) {
-      if (!isa<MemoryEffects::Write, MemoryEffects::Free>(instance.getEffect()))
-        continue;
-      Value target = instance.getValue();
-      if (!target || mayAlias(getRoot(target), root)) {
-        writes = true;
-        return WalkResult::interrupt();
-      }
-    }
-    return WalkResult::advance();
-  });
-  return writes;
-}
 
 bool readsThroughStrides(Operation *op, Value buffer) {
   if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp,
@@ -98,14 +54,7 @@ struct TransposeViewsPass
       }
       if (!viewable || !last)
         continue;
-      Value root = getRoot(source);
-      for (Operation *between = op->getNextNode();
-           between != last->getNextNode(); between = between->getNextNode())
-        if (mayWrite(between, root)) {
-          viewable = false;
-          break;
-        }
-      if (!viewable)
+      if (act::mayWriteBufferBetween(op, last, act::getBufferRoot(source)))
         continue;
       // memref.reinterpret_cast, not memref.transpose: the buffer analyses
       // (BufferViewFlowAnalysis, so deallocation) follow ViewLikeOpInterface,

@@ -55,6 +55,9 @@ struct ConvShape {
   int64_t f, kh, kw;     // weight: g x f x c x kh x kw
   int64_t oh, ow;        // output: n x g x f x oh x ow
   int64_t stride[2], dilation[2];
+  /// Zeros above and left of the input (those below and right follow from
+  /// oh, ow): the input is read as if padded, without a padded copy.
+  int64_t pad[2] = {0, 0};
   int64_t inStride[5] = {0, 0, 0, 0, 0};
   /// With weightStrided, the weight's (g, f, c, kh, kw) strides, which
   /// PerChannel reads it through (e.g. a weight gradient's transposed

@@ -1,0 +1,73 @@
+//===- BufferWrites.h - may an op write a buffer? -------------------------===//
+//
+// The conservative test act's buffer rewrites use before reading a buffer
+// later than the IR did (a transpose as a view, a padded copy read in
+// place): no op in between may write the memory behind it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_SUPPORT_BUFFERWRITES_H
+#define ACT_SUPPORT_BUFFERWRITES_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace mlir::act {
+
+/// The buffer `value` views (through view-like ops), or `value`.
+inline Value getBufferRoot(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+/// Whether two roots may be the same memory: the same value, or two
+/// function arguments (the caller may pass one buffer twice).
+inline bool mayAliasRoots(Value a, Value b) {
+  return a == b || (isa<BlockArgument>(a) && isa<BlockArgument>(b));
+}
+
+/// Whether `op` or an op nested in it may write (or free) memory that
+/// `root` holds. Ops without MemoryEffectOpInterface that are not pure and
+/// do not just hold others (loops) are assumed to.
+inline bool mayWriteBuffer(Operation *op, Value root) {
+  bool writes = false;
+  op->walk([&](Operation *nested) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(nested);
+    if (!effects) {
+      writes = !nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
+               !isPure(nested);
+      return writes ? WalkResult::interrupt() : WalkResult::advance();
+    }
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (auto &instance : instances) {
+      if (!isa<MemoryEffects::Write, MemoryEffects::Free>(instance.getEffect()))
+        continue;
+      Value target = instance.getValue();
+      if (!target || mayAliasRoots(getBufferRoot(target), root)) {
+        writes = true;
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return writes;
+}
+
+/// Whether an op strictly after `from` and up to `to` (same block) may write
+/// the memory `root` holds.
+inline bool mayWriteBufferBetween(Operation *from, Operation *to, Value root) {
+  for (Operation *op = from->getNextNode(); op; op = op->getNextNode()) {
+    if (mayWriteBuffer(op, root))
+      return true;
+    if (op == to)
+      return false;
+  }
+  return true;
+}
+
+} // namespace mlir::act
+
+#endif // ACT_SUPPORT_BUFFERWRITES_H

@@ -92,6 +92,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-in-place",
                                           "act-transpose-views",
                                           "act-early-dealloc",
+                                          "act-buffer-peak",
                                           "convert-act-to-linalg",
                                           "act-vectorize",
                                           "convert-linalg-to-act-kernels",

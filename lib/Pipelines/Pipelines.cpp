@@ -109,6 +109,11 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   // (elementwise chains, reductions, the encodings) become loops.
   if (options.kernels)
     pm.addPass(act::createConvertLinalgToActKernelsPass());
+  if (!options.peakReport.empty()) {
+    act::ActBufferPeakPassOptions peak;
+    peak.report = options.peakReport;
+    pm.addPass(act::createActBufferPeakPass(peak));
+  }
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // n-D vector transfers as unrolled 1-D ones, which become plain loads and
   // stores.

@@ -36,6 +36,11 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("each encode reports its storage's bytes at run time "
                      "to the runtime (act_record_storage; act-run --storage)"),
       llvm::cl::init(false)};
+  Option<std::string> peakReport{
+      *this, "peak-report",
+      llvm::cl::desc("write the peak of the lowered step's buffers here "
+                     "(act-buffer-peak; - for stderr, .json for JSON)"),
+      llvm::cl::init("")};
 };
 
 /// What act-gpu-pipeline embeds for each gpu.module.

@@ -310,6 +310,31 @@ def ActTransposeViewsPass
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
+def ActBufferPeakPass : Pass<"act-buffer-peak", "::mlir::ModuleOp"> {
+  let summary = "Report the peak of a bufferized step's own buffers";
+  let description = [{
+    The peak-memory estimate of the step as the pipeline lowers it: on
+    buffers, after deallocation is placed (and after
+    convert-linalg-to-act-kernels, which drops padded copies), each
+    function's `memref.alloc`s are live from the allocation to their
+    `memref.dealloc` (or to the end: results), in block order; allocations
+    inside loops count, all of them, at the op holding the loop. Arguments
+    are not counted (as in act-run). What this cannot see: the compute
+    kernels' scratch (bounded by the kernels, e.g. 256 KB of gathered
+    windows per thread for a convolution) and allocations of dynamic size
+    (counted as 0, and said). act-memory-report's estimate models the graph
+    before bufferization; this is what the lowered step allocates.
+
+    Prints, per function with allocations, the peak, the op where it is
+    reached and the largest buffers live there, to `report` ("-": stderr),
+    as text or, for a `.json` path, as JSON. act-cpu-pipeline runs it with
+    its `peak-report` option.
+  }];
+  let options = [
+    Option<"report", "report", "std::string", /*default=*/"\"-\"",
+           "where to write the report (- for stderr; a .json path for JSON)">,
+  ];
+}
 
 def ActQuantizeComputePass
     : Pass<"act-quantize-compute", "::mlir::ModuleOp"> {

@@ -39,3 +39,29 @@ def test_bad_report_is_an_error(tmp_path, capsys):
     bad.write_text(json.dumps({"graphs": [{}]}))
     assert memory_plot.main([str(bad), "-o", str(tmp_path / "x.svg")]) == 1
     assert "is not an act memory report" in capsys.readouterr().err
+
+
+def test_buffer_timelines_of_lowered_steps(tmp_path, capsys):
+    """act-cpu-pipeline{peak-report}: the timeline's maximum is the peak, the
+    live buffers add up to it, and encodings lower it; --buffers plots
+    both steps on one figure."""
+    src = os.path.join(ROOT, "examples", "cnn.mlir")
+    reports = []
+    for name, options in (("none", "policy=none"), ("q2", "encoding={#act.quant<bits = 2>}")):
+        mlir = driver.insert(src, str(tmp_path / f"{name}.mlir"), options)
+        path = str(tmp_path / f"{name}.json")
+        driver.run("act-opt", mlir, f"-act-cpu-pipeline=peak-report={path}", "-o", os.devnull)
+        function = json.load(open(path))["functions"][0]
+        assert max(function["timeline"]) == function["peak_bytes"]
+        assert sum(b["bytes"] for b in function["live"]) <= function["peak_bytes"]
+        reports.append((path, function["peak_bytes"]))
+    assert reports[1][1] < reports[0][1]
+    out = tmp_path / "buffers.svg"
+    assert memory_plot.main(["--buffers", f"{reports[0][0]}:none", f"{reports[1][0]}:2-bit",
+                             "-o", str(out)]) == 0
+    assert out.stat().st_size > 1000
+    assert "2-bit: peak" in capsys.readouterr().out
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"functions": []}))
+    assert memory_plot.main(["--buffers", str(bad), "-o", str(tmp_path / "x.svg")]) == 1
+    assert "is not an act-buffer-peak report" in capsys.readouterr().err

@@ -27,6 +27,8 @@ struct Peak {
   Operation *at = nullptr;
   /// (bytes, where allocated), largest first.
   SmallVector<std::pair<int64_t, Location>> live;
+  /// Bytes live while each op of the body runs, in order.
+  std::vector<int64_t> timeline;
 };
 
 int64_t getBytes(memref::AllocOp alloc, int64_t &dynamicBuffers) {
@@ -54,6 +56,7 @@ Peak findPeak(func::FuncOp func) {
         current -= it->second;
         live.erase(it);
       }
+      peak.timeline.push_back(current);
       continue;
     }
     // Allocations inside the op's regions (loops' temporaries): all live
@@ -63,6 +66,7 @@ Peak findPeak(func::FuncOp func) {
       region.walk([&](memref::AllocOp alloc) {
         nested += getBytes(alloc, peak.dynamicBuffers);
       });
+    peak.timeline.push_back(current + nested);
     if (current + nested <= peak.bytes)
       continue;
     peak.bytes = current + nested;
@@ -113,7 +117,8 @@ struct BufferPeakPass : act::impl::ActBufferPeakPassBase<BufferPeakPass> {
                                {"dynamic_buffers", peak.dynamicBuffers},
                                {"op", peak.at->getName().getStringRef()},
                                {"location", where(peak.at->getLoc())},
-                               {"live", std::move(live)}});
+                               {"live", std::move(live)},
+            {"timeline", llvm::json::Array(peak.timeline)}});
         continue;
       }
       os << "buffer peak of @" << func.getSymName() << ": " << peak.bytes

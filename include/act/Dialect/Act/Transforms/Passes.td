@@ -327,8 +327,9 @@ def ActBufferPeakPass : Pass<"act-buffer-peak", "::mlir::ModuleOp"> {
 
     Prints, per function with allocations, the peak, the op where it is
     reached and the largest buffers live there, to `report` ("-": stderr),
-    as text or, for a `.json` path, as JSON. act-cpu-pipeline runs it with
-    its `peak-report` option.
+    as text or, for a `.json` path, as JSON with the timeline (bytes live
+    at each op; `python3 -m act.memory_plot --buffers` draws it).
+    act-cpu-pipeline runs it with its `peak-report` option.
   }];
   let options = [
     Option<"report", "report", "std::string", /*default=*/"\"-\"",

@@ -160,6 +160,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     options.countAllocations = countAllocations;
     options.emulateGpuKernels = target.emulateGpuKernels;
     options.recordStorage = target.recordStorage;
+    options.peakReport = target.peakReport;
     buildCPUPipeline(pm, options);
   }
   if (failed(pm.run(module)))

@@ -97,6 +97,13 @@ static cl::opt<std::string> gpuChip("gpu-chip", cl::init("sm_90"),
 static cl::opt<std::string> gpuFeatures("gpu-features", cl::init("+ptx80"),
                                         cl::desc("--device=gpu: PTX features"),
                                         cl::cat(runCategory));
+static cl::opt<std::string> peakReport(
+    "peak-report",
+    cl::desc("name where the step's peak is: the lowered step's buffers at "
+             "their peak, by allocation site (act-cpu-pipeline{peak-report}; "
+             "- for stderr, a .json path for JSON with the timeline)"),
+    cl::value_desc("file"), cl::cat(measureCategory));
+
 static cl::opt<bool> storage(
     "storage",
     cl::desc("report the bytes each encoded tensor was stored in, as the "
@@ -266,10 +273,14 @@ int main(int argc, char **argv) {
   if (!module)
     return fail("cannot parse '" + inputFile + "'");
 
+  if (!peakReport.empty() && device == Device::GPU)
+    return fail("--peak-report reads act-cpu-pipeline's buffers: use it with "
+                "--device=cpu or gpu-emulated");
   JitTarget target;
   target.gpu = device == Device::GPU;
   target.emulateGpuKernels = device == Device::GPUEmulated;
   target.recordStorage = storage;
+  target.peakReport = peakReport;
   if (storage && target.gpu)
     return fail("--storage is not available with --device=gpu (use "
                 "--device=cpu or gpu-emulated: the same storage)");

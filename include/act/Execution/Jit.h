@@ -50,6 +50,9 @@ struct JitTarget {
   /// CPU only: encodes report their storage's bytes at run time
   /// (act::rt::getStorageRecords; act-cpu-pipeline{record-storage}).
   bool recordStorage = false;
+  /// CPU only: write the lowered step's buffer peak here
+  /// (act-cpu-pipeline{peak-report}; "-": stderr); empty: none.
+  std::string peakReport;
 };
 
 class JitFunction {

@@ -118,7 +118,7 @@ struct BufferPeakPass : act::impl::ActBufferPeakPassBase<BufferPeakPass> {
                                {"op", peak.at->getName().getStringRef()},
                                {"location", where(peak.at->getLoc())},
                                {"live", std::move(live)},
-            {"timeline", llvm::json::Array(peak.timeline)}});
+                               {"timeline", llvm::json::Array(peak.timeline)}});
         continue;
       }
       os << "buffer peak of @" << func.getSymName() << ": " << peak.bytes

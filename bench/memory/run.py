@@ -33,12 +33,19 @@ WORKLOADS = {  # label -> (exporter spec, default batches)
 }
 
 
+WHOLE = " (shared decode)"
+
+
 def configs(joint, inputs, out):
-    """(label, step .mlir) for every configuration of one workload."""
+    """(label, step .mlir) for every configuration of one workload; the
+    uniform ones also with every reader sharing one decoded tensor
+    (decode-into-consumers=false), labelled WHOLE."""
     yield "none", driver.insert(joint, os.path.join(out, "none.mlir"), "policy=none")
     for bits in (4, 2):
-        yield f"uniform {bits}", driver.insert(
+        mlir = driver.insert(
             joint, os.path.join(out, f"q{bits}.mlir"), f"encoding=#act.quant<bits={bits}>")
+        yield f"uniform {bits}", mlir
+        yield f"uniform {bits}{WHOLE}", mlir
     profile = os.path.join(out, "profile.json")
     tune.measure(joint, inputs, [], profile)
     for bits in (4, 2):
@@ -47,10 +54,11 @@ def configs(joint, inputs, out):
         yield f"GACT avg {bits}", mlir
 
 
-def buffer_peak(mlir):
+def buffer_peak(mlir, whole=False):
     """act-cpu-pipeline{peak-report}: the lowered step's buffer peak."""
     path = mlir + ".peak.json"
-    driver.run("act-opt", mlir, f"-act-cpu-pipeline=peak-report={path}", "-o", os.devnull)
+    options = f"peak-report={path}" + (" decode-into-consumers=false" if whole else "")
+    driver.run("act-opt", mlir, f"-act-cpu-pipeline={options}", "-o", os.devnull)
     with open(path) as f:
         return json.load(f)["functions"][0]["peak_bytes"]
 
@@ -78,14 +86,16 @@ def main():
                 joint, inputs = manifest["files"]["joint"], manifest["inputs"]
                 base = None
                 for label, mlir in configs(joint, inputs, out):
-                    _, peak, ms = driver.step(mlir, inputs, os.path.join(out, "run"), 1,
-                                              f"--repeat={args.runs}")
+                    whole = label.endswith(WHOLE)
+                    flags = [f"--repeat={args.runs}"] + (["--decode-into-consumers=false"] if whole else [])
+                    _, peak, ms = driver.step(mlir, inputs, os.path.join(out, "run"), 1, *flags)
                     report = driver.memory_report(mlir, mlir + ".report.json")
                     estimate = report["graphs"][0]["peak_estimate"]["bytes_after"]
-                    buffers = buffer_peak(mlir)
+                    buffers = buffer_peak(mlir, whole)
                     base = base or (peak, ms)
                     ratio = base[0] / peak
-                    goal = {"4": args.goal_4, "2": args.goal_2}.get(label[-1]) if label != "none" else None
+                    bits = label.removesuffix(WHOLE)[-1]
+                    goal = {"4": args.goal_4, "2": args.goal_2}.get(bits) if label != "none" and not whole else None
                     mark = " (under goal)" if goal and ratio < goal else ""
                     missed |= bool(mark)
                     print(f"| {name}, batch {batch} | {label} | {peak / 2**20:.2f} MiB | "

@@ -122,6 +122,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
                       : target.emulateGpuKernels ? LoweringTarget::GPUEmulated
                                                  : LoweringTarget::CPU;
     lowering.recordStorage = target.recordStorage;
+    lowering.decodeIntoConsumers = target.decodeIntoConsumers;
     pm.addPass(createConvertActToLinalgPass(lowering));
     if (failed(pm.run(module)))
       return llvm::createStringError("lowering the act ops failed");
@@ -161,6 +162,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     options.emulateGpuKernels = target.emulateGpuKernels;
     options.recordStorage = target.recordStorage;
     options.peakReport = target.peakReport;
+    options.decodeIntoConsumers = target.decodeIntoConsumers;
     buildCPUPipeline(pm, options);
   }
   if (failed(pm.run(module)))

@@ -90,6 +90,8 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-quantize-compute",
                                           "act-fuse-elementwise",
                                           "act-in-place",
+                                          "act-hoist-encodes",
+                                          "act-sink-to-users",
                                           "act-transpose-views",
                                           "act-early-dealloc",
                                           "act-buffer-peak",

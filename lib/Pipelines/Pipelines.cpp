@@ -40,12 +40,17 @@ using namespace mlir;
 static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
                                  act::LoweringTarget target,
                                  int64_t gpuBlockSize = 256,
-                                 bool recordStorage = false) {
+                                 bool recordStorage = false,
+                                 bool decodeIntoConsumers = false) {
   bool vectorize = target == act::LoweringTarget::CPU;
   act::ConvertActToLinalgPassOptions lowering;
   lowering.target = target;
   lowering.gpuBlockSize = gpuBlockSize;
   lowering.recordStorage = recordStorage;
+  lowering.decodeIntoConsumers = decodeIntoConsumers;
+  // Saved values are encoded as soon as they are computed, so that their
+  // last forward reader may write in place.
+  pm.addNestedPass<func::FuncOp>(act::createActHoistEncodesPass());
   pm.addPass(act::createConvertActToLinalgPass(lowering));
   // Elementwise arith/math on tensors become linalg.generic, which bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
@@ -54,6 +59,9 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // elementwise ops write into an input that dies there (Gist's in-place):
   // the backward holds fewer full-size temporaries at a time.
   pm.addNestedPass<func::FuncOp>(act::createActFuseElementwisePass());
+  // Results computed early (a linear layer's input gradient) wait for
+  // their first user instead of being live beside a decoded activation.
+  pm.addNestedPass<func::FuncOp>(act::createActSinkToUsersPass());
   pm.addNestedPass<func::FuncOp>(act::createActInPlacePass());
   if (target != act::LoweringTarget::GPU) {
     // The lowering's per-chunk kernels and the graph's elementwise ops and
@@ -99,11 +107,11 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
 
 void mlir::act::buildCPUPipeline(OpPassManager &pm,
                                  const CPUPipelineOptions &options) {
-  buildBufferizedLoops(pm, options.resultsToOutParams,
-                       options.emulateGpuKernels
-                           ? act::LoweringTarget::GPUEmulated
-                           : act::LoweringTarget::CPU,
-                       /*gpuBlockSize=*/256, options.recordStorage);
+  buildBufferizedLoops(
+      pm, options.resultsToOutParams,
+      options.emulateGpuKernels ? act::LoweringTarget::GPUEmulated
+                                : act::LoweringTarget::CPU,
+      /*gpuBlockSize=*/256, options.recordStorage, options.decodeIntoConsumers);
 
   // Contractions and convolutions call the runtime's kernels; the rest
   // (elementwise chains, reductions, the encodings) become loops.

@@ -104,6 +104,13 @@ static cl::opt<std::string> peakReport(
              "- for stderr, a .json path for JSON with the timeline)"),
     cl::value_desc("file"), cl::cat(measureCategory));
 
+static cl::opt<bool> decodeIntoConsumers(
+    "decode-into-consumers", cl::init(true),
+    cl::desc("--device=cpu: an elementwise reader of a decoded value decodes "
+             "for itself inside its loop (act-cpu-pipeline{decode-into-"
+             "consumers}); false: every reader shares one decoded tensor"),
+    cl::cat(runCategory));
+
 static cl::opt<bool> storage(
     "storage",
     cl::desc("report the bytes each encoded tensor was stored in, as the "
@@ -281,6 +288,7 @@ int main(int argc, char **argv) {
   target.emulateGpuKernels = device == Device::GPUEmulated;
   target.recordStorage = storage;
   target.peakReport = peakReport;
+  target.decodeIntoConsumers = decodeIntoConsumers;
   if (storage && target.gpu)
     return fail("--storage is not available with --device=gpu (use "
                 "--device=cpu or gpu-emulated: the same storage)");

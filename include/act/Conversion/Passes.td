@@ -64,6 +64,11 @@ def ConvertActToLinalgPass : Pass<"convert-act-to-linalg", "::mlir::ModuleOp"> {
            "each encode calls the runtime's act_record_storage(id, bytes) "
            "with its storage's size at run time (what data-dependent "
            "encodings, #act.sparse, really store; act-run --storage)">,
+    Option<"decodeIntoConsumers", "decode-into-consumers", "bool",
+           /*default=*/"false",
+           "target=cpu: an elementwise generic reading a decoded value "
+           "gets its own per-element decode for act-fuse-elementwise to "
+           "fuse (encodings whose decodesPerElement holds)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

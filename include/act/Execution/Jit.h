@@ -53,6 +53,9 @@ struct JitTarget {
   /// CPU only: write the lowered step's buffer peak here
   /// (act-cpu-pipeline{peak-report}; "-": stderr); empty: none.
   std::string peakReport;
+  /// CPU only: elementwise readers of a decoded value decode for themselves
+  /// (act-cpu-pipeline{decode-into-consumers}).
+  bool decodeIntoConsumers = true;
 };
 
 class JitFunction {

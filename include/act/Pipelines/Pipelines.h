@@ -36,6 +36,14 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("each encode reports its storage's bytes at run time "
                      "to the runtime (act_record_storage; act-run --storage)"),
       llvm::cl::init(false)};
+  Option<bool> decodeIntoConsumers{
+      *this, "decode-into-consumers",
+      llvm::cl::desc("each elementwise reader of a decoded value decodes "
+                     "for itself inside its own loop (convert-act-to-linalg"
+                     "{decode-into-consumers}, act-fuse-elementwise): the "
+                     "decoded tensor is materialized only for the other "
+                     "readers"),
+      llvm::cl::init(true)};
   Option<std::string> peakReport{
       *this, "peak-report",
       llvm::cl::desc("write the peak of the lowered step's buffers here "

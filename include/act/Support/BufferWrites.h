@@ -9,6 +9,8 @@
 #ifndef ACT_SUPPORT_BUFFERWRITES_H
 #define ACT_SUPPORT_BUFFERWRITES_H
 
+#include "mlir/Dialect/Bufferization/Transforms/BufferViewFlowAnalysis.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -22,16 +24,15 @@ inline Value getBufferRoot(Value value) {
   return value;
 }
 
-/// Whether two roots may be the same memory: the same value, or two
-/// function arguments (the caller may pass one buffer twice).
-inline bool mayAliasRoots(Value a, Value b) {
-  return a == b || (isa<BlockArgument>(a) && isa<BlockArgument>(b));
-}
-
-/// Whether `op` or an op nested in it may write (or free) memory that
-/// `root` holds. Ops without MemoryEffectOpInterface that are not pure and
-/// do not just hold others (loops) are assumed to.
-inline bool mayWriteBuffer(Operation *op, Value root) {
+/// Whether `op` or an op nested in it may write (or free) memory of the
+/// allocation `buffer` views. `origin` (upstream's BufferOriginAnalysis of
+/// the enclosing function) follows views and buffers carried through loops
+/// (a vectorized generic's scf.for iter_args); a target of unknown origin
+/// (two function arguments may be one buffer) may. Ops without
+/// MemoryEffectOpInterface that are not pure and do not just hold others
+/// (loops) are assumed to write.
+inline bool mayWriteBuffer(Operation *op, Value buffer,
+                           BufferOriginAnalysis &origin) {
   bool writes = false;
   op->walk([&](Operation *nested) {
     auto effects = dyn_cast<MemoryEffectOpInterface>(nested);
@@ -46,7 +47,7 @@ inline bool mayWriteBuffer(Operation *op, Value root) {
       if (!isa<MemoryEffects::Write, MemoryEffects::Free>(instance.getEffect()))
         continue;
       Value target = instance.getValue();
-      if (!target || mayAliasRoots(getBufferRoot(target), root)) {
+      if (!target || origin.isSameAllocation(target, buffer) != false) {
         writes = true;
         return WalkResult::interrupt();
       }
@@ -57,10 +58,12 @@ inline bool mayWriteBuffer(Operation *op, Value root) {
 }
 
 /// Whether an op strictly after `from` and up to `to` (same block) may write
-/// the memory `root` holds.
-inline bool mayWriteBufferBetween(Operation *from, Operation *to, Value root) {
+/// the memory `buffer` views.
+inline bool mayWriteBufferBetween(Operation *from, Operation *to,
+                                  Value buffer) {
+  BufferOriginAnalysis origin(from->getParentOp());
   for (Operation *op = from->getNextNode(); op; op = op->getNextNode()) {
-    if (mayWriteBuffer(op, root))
+    if (mayWriteBuffer(op, buffer, origin))
       return true;
     if (op == to)
       return false;

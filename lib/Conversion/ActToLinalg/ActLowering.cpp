@@ -835,6 +835,54 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
                                  i32Const(nb, nl, mask));
   };
 
+  if (options.perElementDecode && options.target == LoweringTarget::CPU &&
+      type.hasStaticShape()) {
+    // One parallel generic over `type`: element i (row-major) reads lane
+    // (i % tile) / width of word (i / tile) * 16 + (i % tile) % width, the
+    // width of every tile but a partial last one being 16 words, and row
+    // i / group of the metadata (flattened: 1-D reads vectorize as gathers).
+    int64_t total = type.getNumElements();
+    Value flatMeta;
+    if (meta)
+      flatMeta = tensor::CollapseShapeOp::create(
+          b, loc, meta, SmallVector<ReassociationIndices>{{0, 1}});
+    unsigned rank = type.getRank();
+    Value init = tensor::EmptyOp::create(b, loc, type.getShape(), elementType);
+    auto generic = linalg::GenericOp::create(
+        b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
+        ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank)},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location nl, ValueRange) {
+          IndexMath nx{nb, nl};
+          Value i = nx.c(0);
+          int64_t stride = 1;
+          for (int64_t d = rank - 1; d >= 0; --d) {
+            i = nx.add(i, nx.mul(linalg::IndexOp::create(nb, nl, d), stride));
+            stride *= type.getDimSize(d);
+          }
+          Value t = nx.div(i, tile);
+          Value within = nx.rem(i, nx.c(tile));
+          Value width = nx.c(16);
+          if (total % tile != 0)
+            width = nx.select(
+                nx.ult(t, nx.c(total / tile)), width,
+                nx.ceilDiv(nx.sub(nx.c(total), nx.mul(t, tile)), perWord));
+          Value word = tensor::ExtractOp::create(
+              nb, nl, payload, nx.add(nx.mul(t, 16), nx.rem(within, width)));
+          Value lane = arith::DivUIOp::create(nb, nl, within, width);
+          SmallVector<Value> row;
+          if (meta) {
+            Value first = nx.mul(nx.div(i, group), columns);
+            for (int64_t col = 0; col < columns; ++col)
+              row.push_back(tensor::ExtractOp::create(
+                  nb, nl, flatMeta, nx.add(first, nx.c(col))));
+          }
+          linalg::YieldOp::create(
+              nb, nl, value(nb, nl, laneCode(nb, nl, word, lane), row));
+        });
+    return generic.getResult(0);
+  }
+
   Value out = emptyRows(b, loc, n, {}, elementType);
   if (split.fast && split.chunksStatic != 0 && isGpu(options)) {
     out = buildGpuPackedDecode(b, loc, payload, f, split.chunks, n, elementType,

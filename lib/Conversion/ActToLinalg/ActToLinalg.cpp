@@ -18,6 +18,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_CONVERTACTTOLINALGPASS
@@ -136,16 +137,41 @@ struct FakeQuantOpLowering : OpConversionPattern<FakeQuantOp> {
   }
 };
 
+/// Whether `use` is an input of an elementwise generic on tensors (in the
+/// same block) that reads it through a permutation of its loops: linalg's
+/// elementwise fusion can fuse a per-element decode into it. A reduction
+/// qualifies when its other inputs still give every loop its size (what
+/// the fusion requires: the decode has no input).
+bool isElementwiseReader(OpOperand &use, Block *block) {
+  auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
+  if (!generic || generic->getBlock() != block ||
+      !generic.hasPureTensorSemantics() || !generic.isDpsInput(&use) ||
+      !generic.getMatchingIndexingMap(&use).isPermutation())
+    return false;
+  if (generic.getNumReductionLoops() == 0)
+    return true;
+  llvm::SmallBitVector sized(generic.getNumLoops());
+  for (OpOperand *input : generic.getDpsInputOperands())
+    if (input->get() != use.get())
+      for (AffineExpr e : generic.getMatchingIndexingMap(input).getResults())
+        if (auto dim = dyn_cast<AffineDimExpr>(e))
+          sized.set(dim.getPosition());
+  return sized.all();
+}
+
 struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
   DecodeOpLowering(const TypeConverter &converter, MLIRContext *context,
-                   LoweringOptions options)
-      : OpConversionPattern(converter, context), options(options) {}
+                   LoweringOptions options, bool intoConsumers)
+      : OpConversionPattern(converter, context), options(options),
+        intoConsumers(intoConsumers) {}
   LoweringOptions options;
+  bool intoConsumers;
 
   LogicalResult
   matchAndRewrite(DecodeOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto type = cast<EncodedType>(op.getInput().getType());
+    EncodingLoweringAttrInterface lowering = getLowering(type);
     Location loc = op.getLoc();
     ValueRange storage = adaptor.getInput();
     SmallVector<Value> dynamicSizes;
@@ -157,8 +183,31 @@ struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
             rewriter, loc, dims,
             ValueRange{arith::ConstantIndexOp::create(rewriter, loc, i)}));
     }
-    Value decoded = getLowering(type).buildDecode(
-        rewriter, loc, storage, op.getType(), dynamicSizes, options);
+
+    // Each elementwise reader decodes for itself, per element, just before
+    // it (act-fuse-elementwise then fuses the two): the full decoded tensor
+    // exists only for the other readers, and dies with the last of them.
+    LoweringOptions perElement = options;
+    perElement.perElementDecode = true;
+    if (intoConsumers && lowering.decodesPerElement(op.getType(), perElement)) {
+      SmallVector<OpOperand *> readers;
+      for (OpOperand &use : op->getUses())
+        if (isElementwiseReader(use, op->getBlock()))
+          readers.push_back(&use);
+      for (OpOperand *use : readers) {
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPoint(use->getOwner());
+        Value decoded = lowering.buildDecode(rewriter, loc, storage,
+                                             op.getType(), {}, perElement);
+        rewriter.modifyOpInPlace(use->getOwner(), [&] { use->set(decoded); });
+      }
+      if (op->use_empty()) {
+        rewriter.eraseOp(op);
+        return success();
+      }
+    }
+    Value decoded = lowering.buildDecode(rewriter, loc, storage, op.getType(),
+                                         dynamicSizes, options);
     rewriter.replaceOp(op, decoded);
     return success();
   }
@@ -244,8 +293,10 @@ struct ConvertActToLinalgPass
       decl.setPrivate();
     }
     patterns.add<RecomputedOpLowering, FakeQuantOpLowering>(converter, context);
-    patterns.add<EncodeOpLowering, DecodeOpLowering>(converter, context,
-                                                     options);
+    patterns.add<EncodeOpLowering>(converter, context, options);
+    patterns.add<DecodeOpLowering>(converter, context, options,
+                                   decodeIntoConsumers &&
+                                       options.target == LoweringTarget::CPU);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);

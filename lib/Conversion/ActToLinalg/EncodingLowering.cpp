@@ -46,6 +46,11 @@ struct EncodingModel
                     ValueRange storage, RankedTensorType decodedType,
                     ValueRange dynamicSizes,
                     const LoweringOptions &options) const;
+  /// Packed encodings specialize it (packedDecodesPerElement).
+  bool decodesPerElement(Attribute, RankedTensorType,
+                         const LoweringOptions &) const {
+    return false;
+  }
 };
 
 } // namespace mlir::act::detail
@@ -69,6 +74,13 @@ static RankedTensorType packedPayloadType(RankedTensorType type,
                                           int64_t perWord) {
   return RankedTensorType::get({staticWords(type, perWord)},
                                IntegerType::get(type.getContext(), 32));
+}
+
+/// Whether buildPackedDecode decodes `type` per element when asked
+/// (LoweringOptions::perElementDecode): CPU, static shapes.
+static bool packedDecodesPerElement(RankedTensorType type,
+                                    const LoweringOptions &options) {
+  return options.target == LoweringTarget::CPU && type.hasStaticShape();
 }
 
 using mlir::act::detail::toF32;
@@ -336,6 +348,12 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
 }
 
 template <>
+bool EncodingModel<QuantEncodingAttr>::decodesPerElement(
+    Attribute, RankedTensorType type, const LoweringOptions &options) const {
+  return packedDecodesPerElement(type, options);
+}
+
+template <>
 Value EncodingModel<QuantEncodingAttr>::buildDecode(
     Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
     RankedTensorType decodedType, ValueRange dynamicSizes,
@@ -468,6 +486,12 @@ SmallVector<Value> EncodingModel<FloatEncodingAttr>::buildEncode(
 }
 
 template <>
+bool EncodingModel<FloatEncodingAttr>::decodesPerElement(
+    Attribute, RankedTensorType type, const LoweringOptions &options) const {
+  return packedDecodesPerElement(type, options);
+}
+
+template <>
 Value EncodingModel<FloatEncodingAttr>::buildDecode(
     Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
     RankedTensorType decodedType, ValueRange dynamicSizes,
@@ -544,6 +568,12 @@ SmallVector<Value> EncodingModel<MaskEncodingAttr>::buildEncode(
 }
 
 template <>
+bool EncodingModel<MaskEncodingAttr>::decodesPerElement(
+    Attribute, RankedTensorType type, const LoweringOptions &options) const {
+  return packedDecodesPerElement(type, options);
+}
+
+template <>
 Value EncodingModel<MaskEncodingAttr>::buildDecode(
     Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
     RankedTensorType decodedType, ValueRange dynamicSizes,
@@ -593,6 +623,12 @@ SmallVector<Value> EncodingModel<FewBitEncodingAttr>::buildEncode(
         }
         return code;
       })};
+}
+
+template <>
+bool EncodingModel<FewBitEncodingAttr>::decodesPerElement(
+    Attribute, RankedTensorType type, const LoweringOptions &options) const {
+  return packedDecodesPerElement(type, options);
 }
 
 template <>
@@ -664,6 +700,12 @@ SmallVector<Value> EncodingModel<IndexEncodingAttr>::buildEncode(
             arith::ConstantIntOp::create(nb, nl, i32,
                                          (int64_t(1) << bits) - 1));
       })};
+}
+
+template <>
+bool EncodingModel<IndexEncodingAttr>::decodesPerElement(
+    Attribute, RankedTensorType type, const LoweringOptions &options) const {
+  return packedDecodesPerElement(type, options);
 }
 
 template <>
@@ -867,6 +909,16 @@ SmallVector<Value> EncodingModel<DivisionEncodingAttr>::buildEncode(
       b, loc, residual, seed, id, options);
   storage.push_back(averages);
   return storage;
+}
+
+template <>
+bool EncodingModel<DivisionEncodingAttr>::decodesPerElement(
+    Attribute attr, RankedTensorType type,
+    const LoweringOptions &options) const {
+  // The residual's decode, then one generic adding the block averages.
+  return getResidualLowering(cast<DivisionEncodingAttr>(attr))
+      .decodesPerElement(type.clone(Float32Type::get(type.getContext())),
+                         options);
 }
 
 template <>

@@ -312,6 +312,7 @@ LogicalResult convOnPaddedCopy(IRRewriter &rewriter, linalg::LinalgOp op,
     return failure();
   // The source must hold its values until the call reads them.
   Value root = act::getBufferRoot(source);
+  BufferOriginAnalysis origin(op->getParentOp());
   SmallVector<Operation *> sourceFrees;
   for (Operation *between = copy->getNextNode(); between != op;
        between = between->getNextNode()) {
@@ -320,7 +321,7 @@ LogicalResult convOnPaddedCopy(IRRewriter &rewriter, linalg::LinalgOp op,
       sourceFrees.push_back(dealloc);
       continue;
     }
-    if (act::mayWriteBuffer(between, root))
+    if (act::mayWriteBuffer(between, root, origin))
       return failure();
   }
   // The view permutes the dimensions before the spatial ones: the same

@@ -81,3 +81,32 @@ func.func @freed(%a0: memref<16x8xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32
   memref.dealloc %a : memref<16x8xf32>
   return
 }
+
+// -----
+
+// Kept: the source is written between the transpose and the matmul through
+// a loop that carries it (a vectorized in-place generic: scf.for iter_args,
+// then a collapse of the loop's result), which upstream's
+// BufferOriginAnalysis traces back to the same allocation. (This order
+// arises once act-sink-to-users moves the matmul down to its result's
+// reader.)
+// CHECK-LABEL: func.func @loop_carried_write
+// CHECK:       linalg.transpose
+// CHECK-NOT:   memref.reinterpret_cast
+func.func @loop_carried_write(%a: memref<16x8xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %v: vector<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %s = memref.alloc() : memref<16x8xf32>
+  memref.copy %a, %s : memref<16x8xf32> to memref<16x8xf32>
+  %t = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%s : memref<16x8xf32>) outs(%t : memref<8x16xf32>) permutation = [1, 0]
+  %r = scf.for %i = %c0 to %c16 step %c1 iter_args(%acc = %s) -> (memref<16x8xf32>) {
+    %row = memref.subview %acc[%i, 0] [1, 8] [1, 1] : memref<16x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    vector.transfer_write %v, %row[%c0] {in_bounds = [true]} : vector<8xf32>, memref<8xf32, strided<[1], offset: ?>>
+    scf.yield %acc : memref<16x8xf32>
+  }
+  linalg.matmul ins(%t, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  "test.use"(%r) : (memref<16x8xf32>) -> ()
+  return
+}

@@ -47,6 +47,11 @@ struct LoweringOptions {
   /// Every encode reports its storage's bytes at run time through
   /// act_record_storage(id, bytes) (act-run --storage).
   bool recordStorage = false;
+  /// Decode (target CPU, static shapes) as parallel generics over the
+  /// decoded shape, each element reading its own word and group row, for an
+  /// elementwise consumer to fuse (EncodingLoweringAttrInterface::
+  /// decodesPerElement says which encodings do).
+  bool perElementDecode = false;
 };
 
 /// Attaches the lowering models of act's encodings (the promised

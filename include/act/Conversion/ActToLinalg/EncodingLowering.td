@@ -53,6 +53,17 @@ def Act_EncodingLoweringAttrInterface
            "::mlir::RankedTensorType":$decodedType,
            "::mlir::ValueRange":$dynamicSizes,
            "const ::mlir::act::LoweringOptions &":$options)>,
+    InterfaceMethod<
+      /*desc=*/[{
+        Whether buildDecode of a `type` tensor, given
+        `options.perElementDecode`, builds parallel generics in which each
+        element reads its own codes (no sequential pass, no loop over
+        chunks), ending in one over `type` itself: linalg's elementwise
+        fusion then fuses the decode into an elementwise consumer.
+      }],
+      "bool", "decodesPerElement",
+      (ins "::mlir::RankedTensorType":$type,
+           "const ::mlir::act::LoweringOptions &":$options)>,
   ];
 }
 

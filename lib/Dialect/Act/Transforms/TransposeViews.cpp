@@ -54,7 +54,7 @@ struct TransposeViewsPass
       }
       if (!viewable || !last)
         continue;
-      if (act::mayWriteBufferBetween(op, last, act::getBufferRoot(source)))
+      if (act::mayWriteBufferBetween(op, last, source))
         continue;
       // memref.reinterpret_cast, not memref.transpose: the buffer analyses
       // (BufferViewFlowAnalysis, so deallocation) follow ViewLikeOpInterface,

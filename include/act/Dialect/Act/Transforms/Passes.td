@@ -292,6 +292,37 @@ def ActFuseElementwisePass
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::affine::AffineDialect"];
 }
+def ActHoistEncodesPass : Pass<"act-hoist-encodes", "::mlir::func::FuncOp"> {
+  let summary = "Encode each saved value as soon as it is computed";
+  let description = [{
+    Moves every `act.encode` of the function's top-level block up to just
+    after the last definition of its operands (the saved value, the seed),
+    encodes that follow the same op keeping their order.
+    `act-insert-encode-decode` places an encode after the value's last
+    forward use; encoded first, the value's last forward reader (a GELU, a
+    bias add) is its last reader and `act-in-place` lets it write into
+    the value's buffer. The storage, a fraction of the value, lives a few
+    ops longer.
+  }];
+}
+def ActSinkToUsersPass : Pass<"act-sink-to-users", "::mlir::func::FuncOp"> {
+  let summary = "Move tensor ops down to their first user when that never "
+                "raises the live bytes";
+  let description = [{
+    A memory-aware schedule of the function's top-level block, on tensors:
+    from the bottom up, an op free of memory effects (linalg, tensor,
+    arith, a lowered decode) moves to just before its first user when its
+    results (static tensors) hold more bytes than the operands it is the
+    last reader of. Every program point it moves across then holds its
+    inputs a little longer and its results no longer: fewer live bytes
+    there, the same at the op itself, so the peak can only fall. The
+    exported backward computes a linear layer's input gradient before its
+    weight gradient; moved down to the activation's backward that reads it,
+    the input gradient is no longer live beside the decoded activation the
+    weight gradient reads. Scalars, dynamic shapes and ops whose users are
+    all in nested regions of it stay where they are.
+  }];
+}
 def ActTransposeViewsPass
     : Pass<"act-transpose-views", "::mlir::func::FuncOp"> {
   let summary = "Contractions read transposed operands through strided views";

@@ -6,7 +6,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTFUSEELEMENTWISEPASS
@@ -16,6 +18,64 @@ namespace mlir::act {
 using namespace mlir;
 
 namespace {
+/// Bytes of a static tensor; nullopt otherwise.
+std::optional<int64_t> staticBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !tensor.getElementType().isIntOrFloat())
+    return std::nullopt;
+  return tensor.getNumElements() *
+         std::max<int64_t>(1,
+                           tensor.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+/// Whether `producer`, read by several ops, is computed inside each of them
+/// instead: every reader can fuse it (so it disappears), and the tensors it
+/// reads that would then live until its last reader (computed here, no
+/// later reader; captured tensors included) hold no more bytes than its
+/// result, which no longer lives at all. A BatchNorm backward's normalized
+/// input (x - mean) * invstd, read by two ops, is then never materialized;
+/// with decode-into-consumers neither is the decoded x.
+bool recomputedByEveryReader(linalg::GenericOp producer) {
+  if (producer->getNumResults() != 1 || producer.getNumReductionLoops() != 0)
+    return false;
+  Block *block = producer->getBlock();
+  Operation *last = nullptr;
+  for (OpOperand &use : producer->getResult(0).getUses()) {
+    Operation *reader = use.getOwner();
+    if (!isa<linalg::GenericOp>(reader) || reader->getBlock() != block ||
+        !linalg::areElementwiseOpsFusable(&use))
+      return false;
+    if (!last || last->isBeforeInBlock(reader))
+      last = reader;
+  }
+  std::optional<int64_t> produced =
+      staticBytes(producer->getResult(0).getType());
+  if (!produced)
+    return false;
+  SetVector<Value> read;
+  for (OpOperand *input : producer.getDpsInputOperands())
+    read.insert(input->get());
+  getUsedValuesDefinedAbove(producer->getRegions(), read);
+  int64_t extended = 0;
+  for (Value value : read) {
+    if (!isa<TensorType>(value.getType()) || !value.getDefiningOp() ||
+        matchPattern(value, m_Constant()))
+      continue;
+    bool readLater = llvm::any_of(value.getUsers(), [&](Operation *user) {
+      Operation *at = block->findAncestorOpInBlock(*user);
+      return at && at != producer && !at->isBeforeInBlock(last);
+    });
+    if (readLater)
+      continue;
+    std::optional<int64_t> bytes = staticBytes(value.getType());
+    if (!bytes)
+      return false;
+    extended += *bytes;
+  }
+  return extended <= *produced;
+}
+
 struct FuseElementwisePass
     : act::impl::ActFuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
@@ -23,7 +83,12 @@ struct FuseElementwisePass
     linalg::populateElementwiseOpsFusionPatterns(
         patterns, [](OpOperand *operand) {
           Operation *producer = operand->get().getDefiningOp();
-          return producer && producer->hasOneUse();
+          if (!producer)
+            return false;
+          if (producer->hasOneUse())
+            return true;
+          auto generic = dyn_cast<linalg::GenericOp>(producer);
+          return generic && recomputedByEveryReader(generic);
         });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

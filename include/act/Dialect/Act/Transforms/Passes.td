@@ -287,7 +287,11 @@ def ActFuseElementwisePass
     reshape propagation moved the exported steps' contractions off the
     kernels: 6-10x slower steps). The fused temporary is never
     materialized: softmax's backward `sum(dP * P)` reads dP and P in the
-    reduction instead of holding a third attention-sized tensor.
+    reduction instead of holding a third attention-sized tensor. A
+    producer with several readers is recomputed inside each of them when
+    every reader can fuse it and the tensors it reads would not live
+    longer in total than its result (BatchNorm's normalized input, read
+    by two ops of its backward).
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::affine::AffineDialect"];

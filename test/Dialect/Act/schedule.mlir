@@ -10,7 +10,7 @@
 // beside H: dY and W are read later anyway, nothing lives longer.
 // CHECK-LABEL: func.func @input_gradient_waits
 // CHECK:       %[[H:.*]] = act.decode
-// CHECK-NEXT:  %[[DW:.*]] = linalg.matmul ins(%{{.*}}, %[[H]] :
+// CHECK:       %[[DW:.*]] = linalg.matmul ins(%{{.*}}, %[[H]] :
 // CHECK:       %[[DX:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<128x64xf32>, tensor<64x128xf32>)
 // CHECK-NEXT:  linalg.generic {{.*}} ins(%[[DX]], %{{.*}} :
 // CHECK:       return %[[DW]]
@@ -120,4 +120,31 @@ func.func @encode_early(%a: tensor<64x32xf32>, %w: tensor<32x64xf32>, %s: tensor
   %q = act.encode %x, id = 0, seed %seed : tensor<64x64xf32> -> !act.encoded<tensor<64x64xf32>, #act.quant<bits = 4>>
   %h = act.encode %x, id = 1 : tensor<64x64xf32> -> !act.encoded<tensor<64x64xf32>, #act.float<format = bf16>>
   return %g, %q, %h : tensor<64x64xf32>, !act.encoded<tensor<64x64xf32>, #act.quant<bits = 4>>, !act.encoded<tensor<64x64xf32>, #act.float<format = bf16>>
+}
+
+// -----
+
+// A zero padding (51 KB) read by a convolution whose output (32 KB) is
+// filled just before it: moved below the fill, the pad would run beside
+// the filled output and its own input (x dies at the pad): it stays.
+// CHECK-LABEL: func.func @pad_stays
+// CHECK:       tensor.pad
+// CHECK:       linalg.fill
+// CHECK:       linalg.conv_2d_nchw_fchw
+func.func @pad_stays(%a: tensor<16x8x8x8xf32>, %w: tensor<8x8x3x3xf32>) -> tensor<16x8x8x8xf32> {
+  %z = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<16x8x8x8xf32>
+  %x = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a : tensor<16x8x8x8xf32>) outs(%e0 : tensor<16x8x8x8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %t = math.tanh %v : f32
+    linalg.yield %t : f32
+  } -> tensor<16x8x8x8xf32>
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %z : f32
+  } : tensor<16x8x8x8xf32> to tensor<16x8x10x10xf32>
+  %e = tensor.empty() : tensor<16x8x8x8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x8x8x8xf32>) -> tensor<16x8x8x8xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%p, %w : tensor<16x8x10x10xf32>, tensor<8x8x3x3xf32>) outs(%f : tensor<16x8x8x8xf32>) -> tensor<16x8x8x8xf32>
+  return %c : tensor<16x8x8x8xf32>
 }

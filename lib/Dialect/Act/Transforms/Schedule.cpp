@@ -13,6 +13,7 @@
 #include "act/Dialect/Act/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -109,6 +110,12 @@ struct SinkToUsersPass : act::impl::ActSinkToUsersPassBase<SinkToUsersPass> {
     }
     if (!first || first == op->getNextNode())
       return;
+    // The destination of an insert_slice (a zero-padded buffer) stays
+    // before the inserted value's producer: empty-tensor elimination then
+    // computes the value in place, inside the destination.
+    if (auto insert = dyn_cast<tensor::InsertSliceOp>(first);
+        insert && llvm::is_contained(op->getResults(), insert.getDest()))
+      return;
     int64_t produced = 0;
     for (Value result : op->getResults()) {
       std::optional<int64_t> bytes = tensorBytes(result);
@@ -139,7 +146,34 @@ struct SinkToUsersPass : act::impl::ActSinkToUsersPassBase<SinkToUsersPass> {
         return;
       extended += *bytes;
     }
-    if (produced > extended)
+    if (produced <= extended)
+      return;
+    // At its new place the op also sees what the ops it crosses allocate
+    // and is still live there; it must not exceed what dies among them
+    // (its own operands aside), or the op's own point would rise.
+    int64_t allocated = 0, died = 0;
+    for (Operation *crossed = op->getNextNode(); crossed != first;
+         crossed = crossed->getNextNode()) {
+      if (!isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+               tensor::ExtractSliceOp>(crossed))
+        for (Value result : crossed->getResults())
+          if (!isExtended(block, op, result, first))
+            allocated += tensorBytes(result).value_or(0);
+      for (Value operand : crossed->getOperands()) {
+        if (!operand.getDefiningOp() || read.contains(operand) ||
+            isa<tensor::EmptyOp>(operand.getDefiningOp()) ||
+            matchPattern(operand, m_Constant()))
+          continue;
+        Operation *lastReader = nullptr;
+        for (Operation *user : operand.getUsers())
+          if (Operation *at = ancestorIn(block, user))
+            if (!lastReader || lastReader->isBeforeInBlock(at))
+              lastReader = at;
+        if (lastReader == crossed)
+          died += tensorBytes(operand).value_or(0);
+      }
+    }
+    if (allocated <= died)
       op->moveBefore(first);
   }
 };

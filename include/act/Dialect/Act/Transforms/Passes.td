@@ -315,11 +315,13 @@ def ActSinkToUsersPass : Pass<"act-sink-to-users", "::mlir::func::FuncOp"> {
   let description = [{
     A memory-aware schedule of the function's top-level block, on tensors:
     from the bottom up, an op free of memory effects (linalg, tensor,
-    arith, a lowered decode) moves to just before its first user when its
-    results (static tensors) hold more bytes than the operands it is the
-    last reader of. Every program point it moves across then holds its
-    inputs a little longer and its results no longer: fewer live bytes
-    there, the same at the op itself, so the peak can only fall. The
+    arith, a lowered decode) moves to just before its first user when (1)
+    its results (static tensors) hold more bytes than the operands it
+    would keep alive longer (captured values included), so every program
+    point it crosses holds fewer live bytes, and (2) what the crossed ops
+    allocate and is still live at its new place holds no more bytes than
+    what dies among them, so its own point does not rise either (a pad
+    does not move below the fill of its convolution's output). The
     exported backward computes a linear layer's input gradient before its
     weight gradient; moved down to the activation's backward that reads it,
     the input gradient is no longer live beside the decoded activation the

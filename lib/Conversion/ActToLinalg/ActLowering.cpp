@@ -448,6 +448,20 @@ static std::pair<Value, Value> tileExtent(IndexMath &ix, Value t, Value rest,
   return {remaining, width};
 }
 
+/// Where element `j` of a packed run of `rest` elements starting at a tile
+/// boundary lies: {word index, lane} (the last tile of a run that is not a
+/// whole number of tiles is narrower, tileExtent).
+static std::pair<Value, Value> wordAndLane(IndexMath &ix, Value j, Value rest,
+                                           int64_t tile, int64_t perWord) {
+  Value t = ix.div(j, tile);
+  Value within = ix.rem(j, ix.c(tile));
+  Value width = ix.c(16);
+  if (staticOr(rest) == ShapedType::kDynamic || staticOr(rest) % tile != 0)
+    width = tileExtent(ix, t, rest, tile, perWord).second;
+  return {ix.add(ix.mul(t, 16), ix.rem(within, width)),
+          arith::DivUIOp::create(ix.b, ix.loc, within, width)};
+}
+
 /// An empty tensor with dim 0 of `rows` (static when it folds).
 static Value emptyRows(OpBuilder &b, Location loc, Value rows,
                        ArrayRef<int64_t> inner, Type type) {
@@ -860,16 +874,9 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
             i = nx.add(i, nx.mul(linalg::IndexOp::create(nb, nl, d), stride));
             stride *= type.getDimSize(d);
           }
-          Value t = nx.div(i, tile);
-          Value within = nx.rem(i, nx.c(tile));
-          Value width = nx.c(16);
-          if (total % tile != 0)
-            width = nx.select(
-                nx.ult(t, nx.c(total / tile)), width,
-                nx.ceilDiv(nx.sub(nx.c(total), nx.mul(t, tile)), perWord));
-          Value word = tensor::ExtractOp::create(
-              nb, nl, payload, nx.add(nx.mul(t, 16), nx.rem(within, width)));
-          Value lane = arith::DivUIOp::create(nb, nl, within, width);
+          auto [wordIndex, lane] =
+              wordAndLane(nx, i, nx.c(total), tile, perWord);
+          Value word = tensor::ExtractOp::create(nb, nl, payload, wordIndex);
           SmallVector<Value> row;
           if (meta) {
             Value first = nx.mul(nx.div(i, group), columns);
@@ -989,11 +996,7 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
         [&](OpBuilder &nb, Location nl, ValueRange) {
           IndexMath nx{nb, nl};
           Value j = linalg::IndexOp::create(nb, nl, 0);
-          Value t = nx.div(j, tile);
-          Value within = nx.rem(j, nx.c(tile));
-          Value width = tileExtent(nx, t, rest, tile, perWord).second;
-          Value wordIndex = nx.add(nx.mul(t, 16), nx.rem(within, width));
-          Value lane = arith::DivUIOp::create(nb, nl, within, width);
+          auto [wordIndex, lane] = wordAndLane(nx, j, rest, tile, perWord);
           Value word = tensor::ExtractOp::create(nb, nl, words, wordIndex);
           SmallVector<Value> row;
           if (meta) {

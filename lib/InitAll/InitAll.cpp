@@ -90,6 +90,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-quantize-compute",
                                           "act-fuse-elementwise",
                                           "act-in-place",
+                                          "act-tile-decoded-convolutions",
                                           "act-hoist-encodes",
                                           "act-sink-to-users",
                                           "act-transpose-views",

@@ -59,6 +59,9 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // elementwise ops write into an input that dies there (Gist's in-place):
   // the backward holds fewer full-size temporaries at a time.
   pm.addNestedPass<func::FuncOp>(act::createActFuseElementwisePass());
+  // A weight gradient's per-element decoded input, one chunk of the batch
+  // at a time.
+  pm.addNestedPass<func::FuncOp>(act::createActTileDecodedConvolutionsPass());
   // Results computed early (a linear layer's input gradient) wait for
   // their first user instead of being live beside a decoded activation.
   pm.addNestedPass<func::FuncOp>(act::createActSinkToUsersPass());

@@ -14,7 +14,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -159,6 +161,32 @@ bool isElementwiseReader(OpOperand &use, Block *block) {
   return sized.all();
 }
 
+/// Whether `use` is the input of a weight gradient's convolution, read
+/// through a transpose of batch and channels (and a zero padding):
+/// act-tile-decoded-convolutions decodes it a chunk of the batch at a time
+/// when the decode is per element. Lossless encodings stay whole, so that
+/// their steps sum as the unencoded step does.
+bool isDecodedConvolutionInput(OpOperand &use, Block *block, EncodedType type) {
+  if (cast<EncodingAttrInterface>(type.getEncoding())
+          .isLossless(type.getTensorType().getElementType()))
+    return false;
+  Operation *reader = use.getOwner();
+  if (reader->getBlock() != block)
+    return false;
+  if (isa<tensor::PadOp>(reader)) {
+    if (!reader->hasOneUse())
+      return false;
+    reader = *reader->getUsers().begin();
+  }
+  auto transpose = dyn_cast<linalg::TransposeOp>(reader);
+  if (!transpose || !transpose->hasOneUse() ||
+      transpose.getPermutation() != ArrayRef<int64_t>{1, 0, 2, 3})
+    return false;
+  auto conv =
+      dyn_cast<linalg::Conv2DNchwFchwOp>(*transpose->getUsers().begin());
+  return conv && conv.getInputs()[0] == transpose->getResult(0);
+}
+
 struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
   DecodeOpLowering(const TypeConverter &converter, MLIRContext *context,
                    LoweringOptions options, bool intoConsumers)
@@ -192,7 +220,8 @@ struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
     if (intoConsumers && lowering.decodesPerElement(op.getType(), perElement)) {
       SmallVector<OpOperand *> readers;
       for (OpOperand &use : op->getUses())
-        if (isElementwiseReader(use, op->getBlock()))
+        if (isElementwiseReader(use, op->getBlock()) ||
+            isDecodedConvolutionInput(use, op->getBlock(), type))
           readers.push_back(&use);
       for (OpOperand *use : readers) {
         OpBuilder::InsertionGuard guard(rewriter);

@@ -296,6 +296,36 @@ def ActFuseElementwisePass
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::affine::AffineDialect"];
 }
+def ActTileDecodedConvolutionsPass
+    : Pass<"act-tile-decoded-convolutions", "::mlir::func::FuncOp"> {
+  let summary = "Decode a weight gradient's input one chunk of the batch at "
+                "a time";
+  let description = [{
+    A weight gradient computed as `linalg.conv_2d_nchw_fchw` reads its input
+    transposed (batch and channels swapped: the batch is the convolution's
+    reduction channel), often zero-padded. When that input is a per-element
+    decode (a `linalg.generic` without inputs, as
+    `convert-act-to-linalg{decode-into-consumers}` builds for a lossy
+    encoding), the convolution becomes a sum of convolutions over chunks of
+    the batch, each reading its own decode (the generic over the chunk, its
+    batch index shifted), pad and transpose, and its slice of the filter;
+    unrolled, so every offset is static and the transposes stay views for
+    act-transpose-views. The decoded input exists one chunk of `chunk-bytes`
+    at a time instead of whole. (Upstream's tile-and-fuse builds the same
+    as an `scf.for`, but its tiled `tensor.pad` is guarded by an `scf.if`
+    and its filter slices have dynamic offsets: both allocate.) The sum over the batch is
+    then taken chunk by chunk (float32 reassociation; lossless encodings
+    are never decoded this way, so their steps stay bitwise those without
+    encodings).
+  }];
+  let options = [
+    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"524288",
+           "Largest decoded chunk (the batch is split into the largest "
+           "divisor whose images fit)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
 def ActHoistEncodesPass : Pass<"act-hoist-encodes", "::mlir::func::FuncOp"> {
   let summary = "Encode each saved value as soon as it is computed";
   let description = [{

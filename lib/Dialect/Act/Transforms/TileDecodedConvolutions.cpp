@@ -1,0 +1,184 @@
+//===- TileDecodedConvolutions.cpp - decode a weight gradient's input by chunks
+//-===//
+//
+// A convolution computing a weight gradient reads its (decoded) input with
+// batch and channels swapped: the batch is its reduction channel. When that
+// input is a per-element decode (convert-act-to-linalg{decode-into-consumers}),
+// optionally zero-padded, the convolution is tiled along the batch and the
+// decode, pad and transpose are fused into each chunk (upstream's
+// tile-and-fuse): the decoded input exists one chunk at a time (Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/Dialect/Act/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::act {
+#define GEN_PASS_DEF_ACTTILEDECODEDCONVOLUTIONSPASS
+#include "act/Dialect/Act/Transforms/Passes.h.inc"
+} // namespace mlir::act
+
+using namespace mlir;
+
+namespace {
+struct TileDecodedConvolutionsPass
+    : act::impl::ActTileDecodedConvolutionsPassBase<
+          TileDecodedConvolutionsPass> {
+  using Base::Base;
+
+  /// The chain transpose([1, 0, 2, 3]) <- [pad <-] generic without inputs
+  /// feeding `conv`'s input, or nothing.
+  static SmallVector<Operation *> decodedInput(linalg::Conv2DNchwFchwOp conv) {
+    auto transpose = conv.getInputs()[0].getDefiningOp<linalg::TransposeOp>();
+    if (!transpose || !transpose->hasOneUse() ||
+        transpose.getPermutation() != ArrayRef<int64_t>{1, 0, 2, 3})
+      return {};
+    SmallVector<Operation *> chain = {transpose};
+    Value source = transpose.getInput();
+    if (auto pad = source.getDefiningOp<tensor::PadOp>()) {
+      if (!pad->hasOneUse())
+        return {};
+      chain.push_back(pad);
+      source = pad.getSource();
+    }
+    auto decode = source.getDefiningOp<linalg::GenericOp>();
+    if (!decode || !decode->hasOneUse() || decode.getNumDpsInputs() != 0 ||
+        decode.getNumReductionLoops() != 0 || decode.hasDynamicShape())
+      return {};
+    chain.push_back(decode);
+    return chain;
+  }
+
+  void runOnOperation() override {
+    SmallVector<linalg::Conv2DNchwFchwOp> convs;
+    getOperation().walk([&](linalg::Conv2DNchwFchwOp conv) {
+      if (conv.hasPureTensorSemantics() && !decodedInput(conv).empty())
+        convs.push_back(conv);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::Conv2DNchwFchwOp conv : convs)
+      if (failed(chunk(rewriter, conv)))
+        return signalPassFailure();
+  }
+
+  /// conv(transpose(pad(decode)), filter) as a sum over chunks of the
+  /// batch, each chunk decoded, padded and transposed on its own (unrolled:
+  /// static offsets, so the transposes stay views for act-transpose-views).
+  LogicalResult chunk(IRRewriter &rewriter, linalg::Conv2DNchwFchwOp conv) {
+    SmallVector<Operation *> chain = decodedInput(conv);
+    auto transpose = cast<linalg::TransposeOp>(chain.front());
+    auto pad = dyn_cast<tensor::PadOp>(chain[1]);
+    auto decode = cast<linalg::GenericOp>(chain.back());
+    auto decoded = cast<RankedTensorType>(decode->getResult(0).getType());
+    int64_t batch = decoded.getDimSize(0);
+    int64_t imageBytes =
+        decoded.getNumElements() / batch *
+        std::max<int64_t>(1, decoded.getElementTypeBitWidth() / 8);
+    if (batch * imageBytes <= chunkBytes)
+      return success();
+    int64_t size = 0;
+    for (int64_t n = batch - 1; n >= 1; --n)
+      if (batch % n == 0 && n * imageBytes <= chunkBytes) {
+        size = n;
+        break;
+      }
+    if (size == 0)
+      return success();
+    Location loc = conv.getLoc();
+    rewriter.setInsertionPoint(conv);
+    Value filter = conv.getInputs()[1];
+    auto filterType = cast<RankedTensorType>(filter.getType());
+    Value acc = conv.getOutputs()[0];
+    for (int64_t first = 0; first < batch; first += size) {
+      // The decode of images [first, first + size): the same generic over
+      // the chunk, its batch index shifted.
+      SmallVector<int64_t> shape(decoded.getShape());
+      shape[0] = size;
+      auto chunkType = decoded.clone(shape);
+      Value init = tensor::EmptyOp::create(rewriter, loc, shape,
+                                           decoded.getElementType());
+      IRMapping map;
+      map.map(decode.getDpsInits()[0], init);
+      auto part = cast<linalg::GenericOp>(rewriter.clone(*decode, map));
+      part->getResult(0).setType(chunkType);
+      if (first != 0)
+        part.walk([&](linalg::IndexOp index) {
+          if (index.getDim() != 0)
+            return;
+          OpBuilder::InsertionGuard guard(rewriter);
+          rewriter.setInsertionPointAfter(index);
+          Value shifted = arith::AddIOp::create(
+              rewriter, loc, index,
+              arith::ConstantIndexOp::create(rewriter, loc, first));
+          rewriter.replaceAllUsesExcept(index, shifted,
+                                        shifted.getDefiningOp());
+        });
+      Value input = part->getResult(0);
+      if (pad) {
+        SmallVector<int64_t> padded(
+            cast<RankedTensorType>(pad.getType()).getShape());
+        padded[0] = size;
+        auto padPart = cast<tensor::PadOp>(rewriter.clone(*pad));
+        padPart.getSourceMutable().assign(input);
+        padPart->getResult(0).setType(
+            RankedTensorType::get(padded, decoded.getElementType()));
+        input = padPart.getResult();
+      }
+      auto inputType = cast<RankedTensorType>(input.getType());
+      SmallVector<int64_t> swapped = {inputType.getDimSize(1), size,
+                                      inputType.getDimSize(2),
+                                      inputType.getDimSize(3)};
+      Value swappedInit = tensor::EmptyOp::create(rewriter, loc, swapped,
+                                                  decoded.getElementType());
+      input = linalg::TransposeOp::create(rewriter, loc, input, swappedInit,
+                                          transpose.getPermutation())
+                  ->getResult(0);
+      // The filter's channels are the batch too: the slice of the output
+      // gradient before its transpose when it is one (a view again).
+      Value filterPart;
+      auto filterTranspose = filter.getDefiningOp<linalg::TransposeOp>();
+      bool sliceSource = filterTranspose && filterTranspose.getPermutation() ==
+                                                ArrayRef<int64_t>{1, 0, 2, 3};
+      Value sliced = sliceSource ? filterTranspose.getInput() : filter;
+      auto slicedType = cast<RankedTensorType>(sliced.getType());
+      int64_t batchDim = sliceSource ? 0 : 1;
+      SmallVector<OpFoldResult> offsets(4, rewriter.getIndexAttr(0)), sizes,
+          strides(4, rewriter.getIndexAttr(1));
+      offsets[batchDim] = rewriter.getIndexAttr(first);
+      for (int64_t d = 0; d < 4; ++d)
+        sizes.push_back(rewriter.getIndexAttr(
+            d == batchDim ? size : slicedType.getDimSize(d)));
+      filterPart = tensor::ExtractSliceOp::create(rewriter, loc, sliced,
+                                                  offsets, sizes, strides);
+      if (sliceSource) {
+        SmallVector<int64_t> filterShape(filterType.getShape());
+        filterShape[1] = size;
+        Value filterInit = tensor::EmptyOp::create(rewriter, loc, filterShape,
+                                                   filterType.getElementType());
+        filterPart =
+            linalg::TransposeOp::create(rewriter, loc, filterPart, filterInit,
+                                        filterTranspose.getPermutation())
+                ->getResult(0);
+      }
+      acc = linalg::Conv2DNchwFchwOp::create(
+                rewriter, loc, acc.getType(), ValueRange{input, filterPart},
+                ValueRange{acc}, conv.getStrides(), conv.getDilations())
+                ->getResult(0);
+    }
+    Operation *filterOp = filter.getDefiningOp();
+    rewriter.replaceOp(conv, acc);
+    for (Operation *op : chain)
+      if (op->use_empty())
+        rewriter.eraseOp(op);
+    if (filterOp && isa<linalg::TransposeOp>(filterOp) && filterOp->use_empty())
+      rewriter.eraseOp(filterOp);
+    return success();
+  }
+};
+} // namespace

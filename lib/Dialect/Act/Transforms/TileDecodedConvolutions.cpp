@@ -1,5 +1,4 @@
-//===- TileDecodedConvolutions.cpp - decode a weight gradient's input by chunks
-//-===//
+//===- TileDecodedConvolutions.cpp - weight gradients by chunks -----------===//
 //
 // A convolution computing a weight gradient reads its (decoded) input with
 // batch and channels swapped: the batch is its reduction channel. When that

@@ -10,6 +10,7 @@
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/IR/Act.h"
 #include "act/Support/OptionLoc.h"
+#include "act/Support/TransposedConvolution.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
@@ -170,21 +171,8 @@ bool isDecodedConvolutionInput(OpOperand &use, Block *block, EncodedType type) {
   if (cast<EncodingAttrInterface>(type.getEncoding())
           .isLossless(type.getTensorType().getElementType()))
     return false;
-  Operation *reader = use.getOwner();
-  if (reader->getBlock() != block)
-    return false;
-  if (isa<tensor::PadOp>(reader)) {
-    if (!reader->hasOneUse())
-      return false;
-    reader = *reader->getUsers().begin();
-  }
-  auto transpose = dyn_cast<linalg::TransposeOp>(reader);
-  if (!transpose || !transpose->hasOneUse() ||
-      transpose.getPermutation() != ArrayRef<int64_t>{1, 0, 2, 3})
-    return false;
-  auto conv =
-      dyn_cast<linalg::Conv2DNchwFchwOp>(*transpose->getUsers().begin());
-  return conv && conv.getInputs()[0] == transpose->getResult(0);
+  return use.getOwner()->getBlock() == block &&
+         getTransposedConvolutionInput(use).has_value();
 }
 
 struct DecodeOpLowering : OpConversionPattern<DecodeOp> {

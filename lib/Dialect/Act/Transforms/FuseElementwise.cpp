@@ -1,6 +1,8 @@
 //===- FuseElementwise.cpp - single-use elementwise producers fused -------===//
 
+#include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/BlockOrder.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -8,7 +10,6 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTFUSEELEMENTWISEPASS
@@ -20,13 +21,7 @@ using namespace mlir;
 namespace {
 /// Bytes of a static tensor; nullopt otherwise.
 std::optional<int64_t> staticBytes(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape() ||
-      !tensor.getElementType().isIntOrFloat())
-    return std::nullopt;
-  return tensor.getNumElements() *
-         std::max<int64_t>(1,
-                           tensor.getElementType().getIntOrFloatBitWidth() / 8);
+  return act::getTensorBytes(dyn_cast<RankedTensorType>(type));
 }
 
 /// Whether `producer`, read by several ops, is computed inside each of them
@@ -53,20 +48,11 @@ bool recomputedByEveryReader(linalg::GenericOp producer) {
       staticBytes(producer->getResult(0).getType());
   if (!produced)
     return false;
-  SetVector<Value> read;
-  for (OpOperand *input : producer.getDpsInputOperands())
-    read.insert(input->get());
-  getUsedValuesDefinedAbove(producer->getRegions(), read);
   int64_t extended = 0;
-  for (Value value : read) {
+  for (Value value : act::getInputsRead(producer)) {
     if (!isa<TensorType>(value.getType()) || !value.getDefiningOp() ||
-        matchPattern(value, m_Constant()))
-      continue;
-    bool readLater = llvm::any_of(value.getUsers(), [&](Operation *user) {
-      Operation *at = block->findAncestorOpInBlock(*user);
-      return at && at != producer && !at->isBeforeInBlock(last);
-    });
-    if (readLater)
+        matchPattern(value, m_Constant()) ||
+        act::isReadAtOrAfter(block, value, last, producer))
       continue;
     std::optional<int64_t> bytes = staticBytes(value.getType());
     if (!bytes)

@@ -9,15 +9,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/IR/Act.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/BlockOrder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTHOISTENCODESPASS
@@ -30,30 +30,12 @@ using namespace mlir;
 namespace {
 /// Bytes of a static tensor value; nullopt for anything else.
 std::optional<int64_t> tensorBytes(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!type || !type.hasStaticShape() ||
-      !type.getElementType().isIntOrIndexOrFloat())
-    return std::nullopt;
-  int64_t bits = type.getElementType().isIndex()
-                     ? 64
-                     : type.getElementType().getIntOrFloatBitWidth();
-  return type.getNumElements() * std::max<int64_t>(1, bits / 8);
+  return act::getTensorBytes(dyn_cast<RankedTensorType>(v.getType()));
 }
 
 /// The ancestor of `op` in `block`, or null.
 Operation *ancestorIn(Block *block, Operation *op) {
   return block->findAncestorOpInBlock(*op);
-}
-
-/// Whether `v` lives longer when `op` (in `block`) moves down to just
-/// before `to`: no other reader of `v` is at or after `to`.
-bool isExtended(Block *block, Operation *op, Value v, Operation *to) {
-  for (Operation *user : v.getUsers()) {
-    Operation *at = ancestorIn(block, user);
-    if (at && at != op && !at->isBeforeInBlock(to))
-      return false;
-  }
-  return true;
 }
 
 struct HoistEncodesPass : act::impl::ActHoistEncodesPassBase<HoistEncodesPass> {
@@ -123,23 +105,15 @@ struct SinkToUsersPass : act::impl::ActSinkToUsersPassBase<SinkToUsersPass> {
         return;
       produced += *bytes;
     }
-    // Operands that then live longer: values computed in this function
+    // Inputs that then live longer: values computed in this function
     // (arguments are the caller's, constants are never freed) with no
-    // other reader at or after `first`, counted once each. A destination
-    // (a DPS init) does not: the result is written into it.
-    // Values its regions read count as operands (a lowered encode's chunk
-    // loop slices its input inside).
-    auto dps = dyn_cast<DestinationStyleOpInterface>(op);
-    SetVector<Value> read;
-    for (OpOperand &use : op->getOpOperands())
-      if (!dps || !dps.isDpsInit(&use))
-        read.insert(use.get());
-    getUsedValuesDefinedAbove(op->getRegions(), read);
+    // other reader at or after `first`.
+    SetVector<Value> read = act::getInputsRead(op);
     int64_t extended = 0;
     for (Value operand : read) {
       if (!operand.getDefiningOp() || matchPattern(operand, m_Constant()) ||
           !isa<TensorType>(operand.getType()) ||
-          !isExtended(block, op, operand, first))
+          act::isReadAtOrAfter(block, operand, first, op))
         continue;
       std::optional<int64_t> bytes = tensorBytes(operand);
       if (!bytes)
@@ -157,19 +131,16 @@ struct SinkToUsersPass : act::impl::ActSinkToUsersPassBase<SinkToUsersPass> {
       if (!isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
                tensor::ExtractSliceOp>(crossed))
         for (Value result : crossed->getResults())
-          if (!isExtended(block, op, result, first))
+          if (act::isReadAtOrAfter(block, result, first, op))
             allocated += tensorBytes(result).value_or(0);
+      // What `crossed` is the last reader of (`first` follows it).
       for (Value operand : crossed->getOperands()) {
         if (!operand.getDefiningOp() || read.contains(operand) ||
             isa<tensor::EmptyOp>(operand.getDefiningOp()) ||
             matchPattern(operand, m_Constant()))
           continue;
-        Operation *lastReader = nullptr;
-        for (Operation *user : operand.getUsers())
-          if (Operation *at = ancestorIn(block, user))
-            if (!lastReader || lastReader->isBeforeInBlock(at))
-              lastReader = at;
-        if (lastReader == crossed)
+        if (!act::isReadAtOrAfter(block, operand, crossed->getNextNode(),
+                                  nullptr))
           died += tensorBytes(operand).value_or(0);
       }
     }

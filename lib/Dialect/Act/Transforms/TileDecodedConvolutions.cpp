@@ -9,7 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/TransposedConvolution.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -34,22 +36,21 @@ struct TileDecodedConvolutionsPass
   /// The chain transpose([1, 0, 2, 3]) <- [pad <-] generic without inputs
   /// feeding `conv`'s input, or nothing.
   static SmallVector<Operation *> decodedInput(linalg::Conv2DNchwFchwOp conv) {
-    auto transpose = conv.getInputs()[0].getDefiningOp<linalg::TransposeOp>();
-    if (!transpose || !transpose->hasOneUse() ||
-        transpose.getPermutation() != ArrayRef<int64_t>{1, 0, 2, 3})
-      return {};
-    SmallVector<Operation *> chain = {transpose};
-    Value source = transpose.getInput();
-    if (auto pad = source.getDefiningOp<tensor::PadOp>()) {
-      if (!pad->hasOneUse())
-        return {};
-      chain.push_back(pad);
-      source = pad.getSource();
-    }
+    Value source = conv.getInputs()[0];
+    while (isa_and_nonnull<linalg::TransposeOp, tensor::PadOp>(
+        source.getDefiningOp()))
+      source = source.getDefiningOp()->getOperand(0);
     auto decode = source.getDefiningOp<linalg::GenericOp>();
     if (!decode || !decode->hasOneUse() || decode.getNumDpsInputs() != 0 ||
         decode.getNumReductionLoops() != 0 || decode.hasDynamicShape())
       return {};
+    std::optional<act::TransposedConvolutionInput> input =
+        act::getTransposedConvolutionInput(*decode->getUses().begin());
+    if (!input || input->conv != conv)
+      return {};
+    SmallVector<Operation *> chain = {input->transpose};
+    if (input->pad)
+      chain.push_back(input->pad);
     chain.push_back(decode);
     return chain;
   }
@@ -76,9 +77,10 @@ struct TileDecodedConvolutionsPass
     auto decode = cast<linalg::GenericOp>(chain.back());
     auto decoded = cast<RankedTensorType>(decode->getResult(0).getType());
     int64_t batch = decoded.getDimSize(0);
-    int64_t imageBytes =
-        decoded.getNumElements() / batch *
-        std::max<int64_t>(1, decoded.getElementTypeBitWidth() / 8);
+    std::optional<int64_t> bytes = act::getTensorBytes(decoded);
+    if (!bytes)
+      return success();
+    int64_t imageBytes = *bytes / batch;
     if (batch * imageBytes <= chunkBytes)
       return success();
     int64_t size = 0;

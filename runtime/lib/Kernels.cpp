@@ -153,15 +153,16 @@ void convPerImage(const ConvShape &s, const float *in, const float *wt,
   forEach(count, [&](int64_t idx, int thread) {
     int64_t g = idx % s.g;
     const float *x = in + idx / s.g * s.inStride[0] + g * s.inStride[1];
+    float *y = out + idx / s.g * s.outStride[0] + g * s.outStride[1];
     if (pointwise)
       return sgemm(false, false, s.f, p, ckk, wt + g * s.f * ckk, ckk, x, p,
-                   1.0f, out + idx * s.f * p, p);
+                   1.0f, y, s.outStride[2]);
     float *buffer = col.data + thread * ckk * band * s.ow;
     for (int64_t i0 = 0; i0 < s.oh; i0 += band) {
       int64_t i1 = std::min(i0 + band, s.oh), cols = (i1 - i0) * s.ow;
       im2col(s, x, i0, i1, buffer);
       sgemm(false, false, s.f, cols, ckk, wt + g * s.f * ckk, ckk, buffer, cols,
-            1.0f, out + idx * s.f * p + i0 * s.ow, p);
+            1.0f, y + i0 * s.ow, s.outStride[2]);
     }
   });
 }
@@ -213,9 +214,10 @@ void convPerPosition(const ConvShape &s, const float *in, const float *wt,
       }
     sgemm(false, true, s.n, s.f, ckk, a, ckk, wt + g * s.f * ckk, ckk, 0.0f, t,
           s.f);
+    const int64_t *os = s.outStride;
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t f = 0; f < s.f; ++f)
-        out[((n * s.g + g) * s.f + f) * p + pos] += t[n * s.f + f];
+        out[n * os[0] + g * os[1] + f * os[2] + pos] += t[n * s.f + f];
   });
 }
 
@@ -275,7 +277,8 @@ void convPerChannel(const ConvShape &s, const float *in, const float *wt,
         sums.data[e] += sums.data[t * s.f * np + e];
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t f = 0; f < s.f; ++f) {
-        float *o = out + ((n * s.g + g) * s.f + f) * p;
+        float *o =
+            out + n * s.outStride[0] + g * s.outStride[1] + f * s.outStride[2];
         const float *t = sums.data + f * np + n * p;
         for (int64_t e = 0; e < p; ++e)
           o[e] += t[e];
@@ -287,12 +290,12 @@ void convPerChannel(const ConvShape &s, const float *in, const float *wt,
 /// channel in and out per group).
 void convDirect(const ConvShape &s, const float *in, const float *wt,
                 float *out) {
-  int64_t p = s.oh * s.ow;
   const int64_t *st = s.inStride;
   int64_t step = s.stride[1] * st[4];
   forEach(s.n * s.g * s.f, [&](int64_t idx, int) {
     int64_t f = idx % s.f, ng = idx / s.f, g = ng % s.g, n = ng / s.g;
-    float *o = out + idx * p;
+    float *o =
+        out + n * s.outStride[0] + g * s.outStride[1] + f * s.outStride[2];
     for (int64_t c = 0; c < s.c; ++c) {
       const float *x = in + n * st[0] + g * st[1] + c * st[2];
       const float *w = wt + ((g * s.f + f) * s.c + c) * s.kh * s.kw;
@@ -319,7 +322,77 @@ void convDirect(const ConvShape &s, const float *in, const float *wt,
   });
 }
 
+/// The CKK x (i1 - i0) OW matrix of windows `col` added back into the
+/// image `x` (row-major C x H x W) they were gathered from: im2col's
+/// adjoint, positions outside the image (padding) dropped.
+void col2im(const ConvShape &s, const float *col, int64_t i0, int64_t i1,
+            float *x) {
+  int64_t p = (i1 - i0) * s.ow;
+  for (int64_t c = 0; c < s.c; ++c)
+    for (int64_t u = 0; u < s.kh; ++u)
+      for (int64_t v = 0; v < s.kw; ++v) {
+        const float *row = col + ((c * s.kh + u) * s.kw + v) * p;
+        int64_t x0 = v * s.dilation[1] - s.pad[1], lo, hi;
+        validColumns(s, x0, lo, hi);
+        for (int64_t i = i0; i < i1; ++i) {
+          int64_t y = i * s.stride[0] + u * s.dilation[0] - s.pad[0];
+          if (y < 0 || y >= s.h)
+            continue;
+          const float *src = row + (i - i0) * s.ow;
+          float *dst = x + (c * s.h + y) * s.w + lo * s.stride[1] + x0;
+          if (s.stride[1] == 1)
+            for (int64_t j = lo; j < hi; ++j)
+              dst[j - lo] += src[j];
+          else
+            for (int64_t j = lo; j < hi; ++j)
+              dst[(j - lo) * s.stride[1]] += src[j];
+        }
+      }
+}
+
 } // namespace
+
+void act::rt::conv2dBackwardData(const ConvShape &s, const float *outGrad,
+                                 const int64_t *gradStride, const float *weight,
+                                 float *inGrad) {
+  int64_t p = s.oh * s.ow, ckk = s.c * s.kh * s.kw;
+  if (s.n == 0 || s.g == 0 || s.c == 0 || s.h == 0 || s.w == 0 || p == 0)
+    return;
+  int64_t dense[5] = {s.g * s.f * p, s.f * p, p, s.ow, 1};
+  const int64_t *gs = gradStride ? gradStride : dense;
+  // The output gradient's rows of one image as an F x P matrix in place,
+  // or (the interior of a padded buffer) a band at a time gathered.
+  bool matrix = (s.ow == 1 || gs[4] == 1) && (s.oh == 1 || gs[3] == s.ow);
+  int64_t band = std::clamp<int64_t>(kWindowFloats / (ckk * s.ow), 1, s.oh);
+  int64_t count = s.n * s.g;
+  int threads = threadsFor(count);
+  Scratch col(size_t(threads) * ckk * band * s.ow);
+  Scratch rows(matrix ? 0 : size_t(threads) * s.f * band * s.ow);
+  forEach(count, [&](int64_t idx, int thread) {
+    int64_t n = idx / s.g, g = idx % s.g;
+    const float *dy = outGrad + n * gs[0] + g * gs[1];
+    float *dx = inGrad + idx * s.c * s.h * s.w;
+    float *buffer = col.data + thread * ckk * band * s.ow;
+    for (int64_t i0 = 0; i0 < s.oh; i0 += band) {
+      int64_t i1 = std::min(i0 + band, s.oh), cols = (i1 - i0) * s.ow;
+      const float *b = dy + i0 * gs[3];
+      int64_t ldb = gs[2];
+      if (!matrix) {
+        float *packed = rows.data + thread * s.f * band * s.ow;
+        for (int64_t f = 0; f < s.f; ++f)
+          for (int64_t i = i0; i < i1; ++i)
+            for (int64_t j = 0; j < s.ow; ++j)
+              packed[f * cols + (i - i0) * s.ow + j] =
+                  dy[f * gs[2] + i * gs[3] + j * gs[4]];
+        b = packed, ldb = cols;
+      }
+      // windows (CKK x cols) = weight[g]^T (CKK x F) * dy (F x cols).
+      sgemm(true, false, ckk, cols, s.f, weight + g * s.f * ckk, ckk, b, ldb,
+            0.0f, buffer, cols);
+      col2im(s, buffer, i0, i1, dx);
+    }
+  });
+}
 
 void act::rt::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                    const float *a, int64_t lda, const float *b, int64_t ldb,
@@ -354,6 +427,10 @@ void act::rt::conv2d(const ConvShape &shape, const float *in,
       !s.inStride[4]) {
     s.inStride[4] = 1, s.inStride[3] = s.w, s.inStride[2] = s.h * s.w;
     s.inStride[1] = s.c * s.h * s.w, s.inStride[0] = s.g * s.inStride[1];
+  }
+  if (!s.outStride[0] && !s.outStride[1] && !s.outStride[2]) {
+    s.outStride[2] = s.oh * s.ow, s.outStride[1] = s.f * s.outStride[2];
+    s.outStride[0] = s.g * s.outStride[1];
   }
   if (!s.weightStrided || chooseConvAlgorithm(s) != ConvAlgorithm::PerChannel) {
     s.weightStride[4] = 1, s.weightStride[3] = s.kw;
@@ -459,12 +536,18 @@ void batchMatmul(int64_t batch, MemRef<3> a, MemRef<3> b, MemRef<3> c) {
     pack(a, pa, ta, lda);
   if (!asMatrix(k, n, b.strides[1], b.strides[2], tb, ldb))
     pack(b, pb, tb, ldb);
-  if (!asMatrix(m, n, c.strides[1], c.strides[2], tc, ldc) || tc)
+  if (!asMatrix(m, n, c.strides[1], c.strides[2], tc, ldc))
     pack(c, pc, tc, ldc);
   forEach(batch, [&](int64_t i, int) {
-    sgemm(ta, tb, m, n, k, a.aligned + a.offset + i * a.strides[0], lda,
-          b.aligned + b.offset + i * b.strides[0], ldb, 1.0f,
-          c.aligned + c.offset + i * c.strides[0], ldc);
+    const float *ai = a.aligned + a.offset + i * a.strides[0];
+    const float *bi = b.aligned + b.offset + i * b.strides[0];
+    float *ci = c.aligned + c.offset + i * c.strides[0];
+    // A transposed C (a result written into its transposed place) is the
+    // row-major C^T += B^T A^T.
+    if (tc)
+      sgemm(!tb, !ta, n, m, k, bi, ldb, ai, lda, 1.0f, ci, ldc);
+    else
+      sgemm(ta, tb, m, n, k, ai, lda, bi, ldb, 1.0f, ci, ldc);
   });
   if (pc)
     pc->writeBack();
@@ -511,9 +594,52 @@ void conv(MemRef<N> *in, MemRef<N> *weight, MemRef<N> *out, int64_t stride0,
     packed = std::make_unique<RowMajor<N>>(*weight);
     w = packed->data;
   }
+  // The output is written through its (n, g, f) strides when its rows and
+  // columns are row-major (a weight gradient written into its transposed
+  // place), else through a row-major copy.
+  const int64_t *os = out->strides;
+  if ((s.ow == 1 || os[3 + o] == 1) && (s.oh == 1 || os[2 + o] == s.ow) &&
+      os[0] >= 0 && os[o] >= 0 && os[1 + o] >= 0) {
+    s.outStride[0] = os[0], s.outStride[1] = o ? os[1] : 0;
+    s.outStride[2] = os[1 + o];
+    if (!s.outStride[0] && !s.outStride[1] && !s.outStride[2])
+      s.outStride[2] = 1; // (one element: any stride)
+    conv2d(s, in->aligned + in->offset, w, out->aligned + out->offset);
+    return;
+  }
   RowMajor<N> y(*out);
   conv2d(s, in->aligned + in->offset, w, y.data);
   y.writeBack();
+}
+
+/// The input gradient of a convolution (conv2dBackwardData) on descriptors:
+/// the output gradient read through its strides, the weight row-major
+/// (packed if it is not), the input gradient accumulated.
+template <int N>
+void convBackwardData(MemRef<N> *outGrad, MemRef<N> *weight, MemRef<N> *inGrad,
+                      int64_t stride0, int64_t stride1, int64_t dilation0,
+                      int64_t dilation1, int64_t pad0, int64_t pad1) {
+  constexpr int o = N - 4;
+  ConvShape s;
+  s.n = inGrad->sizes[0];
+  s.g = o ? inGrad->sizes[1] : 1;
+  s.c = inGrad->sizes[1 + o], s.h = inGrad->sizes[2 + o];
+  s.w = inGrad->sizes[3 + o];
+  s.f = weight->sizes[o], s.kh = weight->sizes[2 + o];
+  s.kw = weight->sizes[3 + o];
+  s.oh = outGrad->sizes[2 + o], s.ow = outGrad->sizes[3 + o];
+  s.stride[0] = stride0, s.stride[1] = stride1;
+  s.dilation[0] = dilation0, s.dilation[1] = dilation1;
+  s.pad[0] = pad0, s.pad[1] = pad1;
+  // The output gradient through its strides (the interior of the padded
+  // buffer it was computed into), the others row-major.
+  int64_t gradStride[5];
+  for (int i = 0, d = 0; i < 5; ++i)
+    gradStride[i] = i == 1 && !o ? 0 : outGrad->strides[d++];
+  RowMajor<N> w(*weight), dx(*inGrad);
+  conv2dBackwardData(s, outGrad->aligned + outGrad->offset, gradStride, w.data,
+                     dx.data);
+  dx.writeBack();
 }
 
 /// An unranked memref: the rank and a pointer to a ranked descriptor.
@@ -629,6 +755,14 @@ void _mlir_ciface_act_kernel_conv_2d_ngchw_gfchw_f32(
   conv(in, weight, out, stride0, stride1, dilation0, dilation1, pad0, pad1);
 }
 
+void _mlir_ciface_act_kernel_conv_2d_nchw_fchw_backward_data_f32(
+    MemRef<4> *outGrad, MemRef<4> *weight, MemRef<4> *inGrad, int64_t stride0,
+    int64_t stride1, int64_t dilation0, int64_t dilation1, int64_t pad0,
+    int64_t pad1) {
+  convBackwardData(outGrad, weight, inGrad, stride0, stride1, dilation0,
+                   dilation1, pad0, pad1);
+}
+
 } // extern "C"
 
 const HookSymbol *act::rt::getKernelHooks(size_t &count) {
@@ -643,6 +777,7 @@ const HookSymbol *act::rt::getKernelHooks(size_t &count) {
       ACT_KERNEL(batch_matmul_f32),
       ACT_KERNEL(conv_2d_nchw_fchw_f32),
       ACT_KERNEL(conv_2d_ngchw_gfchw_f32),
+      ACT_KERNEL(conv_2d_nchw_fchw_backward_data_f32),
   };
 #undef ACT_KERNEL
   count = sizeof(hooks) / sizeof(hooks[0]);

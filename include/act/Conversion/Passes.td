@@ -137,6 +137,15 @@ def ConvertLinalgToActKernelsPass
     convolution's strides and dilations follow as i64. Ops with
     user-defined indexing maps, other element types, or fewer than
     `min-macs` multiply-accumulates stay for `convert-linalg-to-loops`.
+    A convolution on a zero-padded copy reads the copied buffer with the
+    kernel's padding instead. A convolution's input gradient as the
+    exported backward writes it (a stride-1 convolution of the output
+    gradient spread into zeros, by a strided copy or computed into the
+    interior of a padded buffer, with the weight read backwards and
+    channels swapped) becomes `act_kernel_conv_2d_nchw_fchw_backward_data`
+    on the output gradient and the weight themselves, with the forward
+    convolution's strides, dilations and padding: a GEMM and col2im per
+    image, no dilated copy and no flipped weight.
     Part of `act-cpu-pipeline` (option `kernels`), after bufferization and
     deallocation.
     ```mlir

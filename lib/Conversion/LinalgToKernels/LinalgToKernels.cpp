@@ -7,8 +7,10 @@
 // convolution's strides, dilations and padding as i64 arguments. A
 // convolution whose input is a zero-padded copy of a buffer (tensor.pad,
 // bufferized) reads that buffer with the kernel's padding instead, and the
-// padded copy goes. Everything else, and contractions below `min-macs`,
-// stays for convert-linalg-to-loops.
+// padded copy goes; an input gradient (the output gradient spread into
+// zeros, convolved with the weight read backwards) becomes the kernel's
+// input gradient on the gradient and the weight themselves. Everything else,
+// and contractions below `min-macs`, stays for convert-linalg-to-loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -246,6 +248,123 @@ LogicalResult getStaticLayout(MemRefType type,
   return success();
 }
 
+/// A buffer that holds a region of values among zeros, around them (a
+/// padded copy, tensor.pad bufferized) or with them spread out (a dilated
+/// copy, a strided tensor.insert_slice into zeros), read by a consumer:
+///
+///   %p = memref.alloc()
+///   <%p filled with 0>
+///   memref.copy %x, subview %p[offsets] [sizes of %x] [strides]
+///   <consumer reads %p>
+///
+/// or, with `inPlace`, the region computed where it lies (its producer
+/// wrote into the subview, and other ops may read it there): every other
+/// use of %p is a subview of the same region, after the fill.
+struct ZeroFilledRegion {
+  memref::AllocOp alloc;
+  Operation *filler = nullptr;
+  memref::SubViewOp subview;
+  /// Null when the region is computed in place.
+  memref::CopyOp copy;
+  SmallVector<Operation *> deallocs;
+  /// The values: the copy's source, or the subview.
+  Value source;
+  SmallVector<int64_t> offsets, strides;
+
+  /// Erases the buffer, its fill and copy (not in place).
+  void erase(RewriterBase &rewriter) {
+    rewriter.eraseOp(copy);
+    rewriter.eraseOp(subview);
+    rewriter.eraseOp(filler);
+    for (Operation *dealloc : deallocs)
+      rewriter.eraseOp(dealloc);
+    rewriter.eraseOp(alloc);
+  }
+};
+
+/// `padded` as a ZeroFilledRegion read by `consumer` (and `view`, a view of
+/// it the consumer reads, if any), all in one block.
+FailureOr<ZeroFilledRegion> matchZeroFilledRegion(Value padded,
+                                                  Operation *consumer,
+                                                  Operation *view,
+                                                  bool allowInPlace) {
+  ZeroFilledRegion m;
+  m.alloc = padded.getDefiningOp<memref::AllocOp>();
+  if (!m.alloc || m.alloc->getBlock() != consumer->getBlock() ||
+      !m.alloc.getType().getLayout().isIdentity() ||
+      !m.alloc.getType().hasStaticShape())
+    return failure();
+  SmallVector<memref::SubViewOp> subviews;
+  for (Operation *user : padded.getUsers()) {
+    if (user == consumer || user == view)
+      continue;
+    if (isa<memref::DeallocOp>(user))
+      m.deallocs.push_back(user);
+    else if (!m.filler && fillsWithZero(user, padded))
+      m.filler = user;
+    else if (auto sv = dyn_cast<memref::SubViewOp>(user))
+      subviews.push_back(sv);
+    else
+      return failure();
+  }
+  if (!m.filler || subviews.empty() || (view && !view->hasOneUse()))
+    return failure();
+  for (memref::SubViewOp sv : subviews)
+    if (sv->getBlock() != consumer->getBlock() ||
+        !m.filler->isBeforeInBlock(sv) || !sv->isBeforeInBlock(consumer))
+      return failure();
+  m.subview = subviews.front();
+  if (subviews.size() == 1 && m.subview->hasOneUse())
+    m.copy = dyn_cast<memref::CopyOp>(*m.subview->getUsers().begin());
+  if (m.copy && m.copy.getTarget() == m.subview.getResult() &&
+      m.copy->getBlock() == consumer->getBlock() &&
+      m.copy->isBeforeInBlock(consumer)) {
+    m.source = m.copy.getSource();
+  } else {
+    m.copy = nullptr;
+    if (!allowInPlace)
+      return failure();
+    for (memref::SubViewOp sv : subviews)
+      if (sv.getStaticOffsets() != m.subview.getStaticOffsets() ||
+          sv.getStaticSizes() != m.subview.getStaticSizes() ||
+          sv.getStaticStrides() != m.subview.getStaticStrides())
+        return failure();
+    m.source = m.subview.getResult();
+  }
+  auto sourceType = cast<MemRefType>(m.source.getType());
+  for (int64_t d = 0, rank = sourceType.getRank(); d < rank; ++d) {
+    int64_t offset = m.subview.getStaticOffsets()[d];
+    int64_t stride = m.subview.getStaticStrides()[d];
+    if (ShapedType::isDynamic(offset) || ShapedType::isDynamic(stride) ||
+        stride < 1 || m.subview.getStaticSizes()[d] != sourceType.getDimSize(d))
+      return failure();
+    m.offsets.push_back(offset);
+    m.strides.push_back(stride);
+  }
+  return m;
+}
+
+/// The deallocations of `value`'s buffer strictly between `from` and `to`
+/// (which move after the call that replaces `to`), or failure if an op in
+/// between may write it: the call reads it later than the IR did.
+FailureOr<SmallVector<Operation *>>
+getFreesIfUnwritten(Value value, Operation *from, Operation *to) {
+  Value root = act::getBufferRoot(value);
+  BufferOriginAnalysis origin(to->getParentOp());
+  SmallVector<Operation *> frees;
+  for (Operation *between = from->getNextNode(); between != to;
+       between = between->getNextNode()) {
+    if (auto dealloc = dyn_cast<memref::DeallocOp>(between);
+        dealloc && dealloc.getMemref() == root) {
+      frees.push_back(dealloc);
+      continue;
+    }
+    if (act::mayWriteBuffer(between, root, origin))
+      return failure();
+  }
+  return frees;
+}
+
 /// A convolution (on buffers) whose input is a zero-padded copy of another
 /// buffer as a kernel call reading that buffer with padding:
 ///
@@ -265,72 +384,37 @@ LogicalResult convOnPaddedCopy(IRRewriter &rewriter, linalg::LinalgOp op,
   Value input = op->getOperand(0);
   auto view = input.getDefiningOp<memref::ReinterpretCastOp>();
   Value padded = view ? view.getSource() : input;
-  auto alloc = padded.getDefiningOp<memref::AllocOp>();
-  if (!alloc || alloc->getBlock() != op->getBlock() ||
-      !alloc.getType().getLayout().isIdentity() ||
-      !alloc.getType().hasStaticShape())
-    return failure();
-  Operation *filler = nullptr;
-  memref::SubViewOp subview;
-  SmallVector<Operation *> deallocs;
-  for (Operation *user : padded.getUsers()) {
-    if (user == op.getOperation() || user == view.getOperation())
-      continue;
-    if (isa<memref::DeallocOp>(user))
-      deallocs.push_back(user);
-    else if (!filler && fillsWithZero(user, padded))
-      filler = user;
-    else if (auto sv = dyn_cast<memref::SubViewOp>(user); sv && !subview)
-      subview = sv;
-    else
-      return failure();
-  }
-  if (!filler || !subview || !subview->hasOneUse() ||
-      (view && !view->hasOneUse()))
-    return failure();
-  auto copy = dyn_cast<memref::CopyOp>(*subview->getUsers().begin());
-  if (!copy || copy.getTarget() != subview.getResult() ||
-      copy->getBlock() != op->getBlock() || !filler->isBeforeInBlock(copy) ||
-      !copy->isBeforeInBlock(op))
+  FailureOr<ZeroFilledRegion> copy =
+      matchZeroFilledRegion(padded, op, view, /*allowInPlace=*/false);
+  if (failed(copy))
     return failure();
   // The copy fills the interior: offsets 0 but along H and W, unit strides.
-  Value source = copy.getSource();
+  Value source = copy->source;
   auto sourceType = cast<MemRefType>(source.getType());
   SmallVector<int64_t> pads;
   for (int64_t d = 0; d < rank; ++d) {
-    int64_t offset = subview.getStaticOffsets()[d];
-    if (ShapedType::isDynamic(offset) || subview.getStaticStrides()[d] != 1 ||
-        subview.getStaticSizes()[d] != sourceType.getDimSize(d) ||
-        (d < spatial && offset != 0))
+    if (copy->strides[d] != 1 || (d < spatial && copy->offsets[d] != 0))
       return failure();
     if (d >= spatial)
-      pads.push_back(offset);
+      pads.push_back(copy->offsets[d]);
   }
   SmallVector<int64_t> sourceStrides;
   int64_t sourceOffset;
   if (failed(getStaticLayout(sourceType, sourceStrides, sourceOffset)))
     return failure();
   // The source must hold its values until the call reads them.
-  Value root = act::getBufferRoot(source);
-  BufferOriginAnalysis origin(op->getParentOp());
-  SmallVector<Operation *> sourceFrees;
-  for (Operation *between = copy->getNextNode(); between != op;
-       between = between->getNextNode()) {
-    if (auto dealloc = dyn_cast<memref::DeallocOp>(between);
-        dealloc && dealloc.getMemref() == root) {
-      sourceFrees.push_back(dealloc);
-      continue;
-    }
-    if (act::mayWriteBuffer(between, root, origin))
-      return failure();
-  }
+  FailureOr<SmallVector<Operation *>> sourceFrees =
+      getFreesIfUnwritten(source, copy->copy, op);
+  if (failed(sourceFrees))
+    return failure();
   // The view permutes the dimensions before the spatial ones: the same
   // view of the source.
   Value newInput = source;
   if (view) {
     SmallVector<int64_t> paddedStrides, viewStrides;
     int64_t paddedOffset, viewOffset;
-    if (failed(getStaticLayout(alloc.getType(), paddedStrides, paddedOffset)) ||
+    if (failed(getStaticLayout(copy->alloc.getType(), paddedStrides,
+                               paddedOffset)) ||
         failed(getStaticLayout(view.getType(), viewStrides, viewOffset)) ||
         viewOffset != 0)
       return failure();
@@ -365,16 +449,121 @@ LogicalResult convOnPaddedCopy(IRRewriter &rewriter, linalg::LinalgOp op,
   func::CallOp call = replaceWithCall(
       rewriter, op, name, {newInput, op->getOperand(1), op->getOperand(2)},
       scalars);
-  for (Operation *free : sourceFrees)
+  for (Operation *free : *sourceFrees)
     free->moveAfter(call);
   if (view)
     rewriter.eraseOp(view);
-  rewriter.eraseOp(copy);
-  rewriter.eraseOp(subview);
-  rewriter.eraseOp(filler);
-  for (Operation *dealloc : deallocs)
-    rewriter.eraseOp(dealloc);
-  rewriter.eraseOp(alloc);
+  copy->erase(rewriter);
+  return success();
+}
+
+/// Whether `expr` is `c - d_dim` (as d_dim * -1 + c).
+bool isReversedDim(AffineExpr expr, unsigned dim, int64_t c) {
+  auto sum = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!sum || sum.getKind() != AffineExprKind::Add)
+    return false;
+  auto constant = dyn_cast<AffineConstantExpr>(sum.getRHS());
+  auto product = dyn_cast<AffineBinaryOpExpr>(sum.getLHS());
+  if (!constant || constant.getValue() != c || !product ||
+      product.getKind() != AffineExprKind::Mul)
+    return false;
+  auto minusOne = dyn_cast<AffineConstantExpr>(product.getRHS());
+  return minusOne && minusOne.getValue() == -1 &&
+         product.getLHS() == getAffineDimExpr(dim, expr.getContext());
+}
+
+/// The input gradient of a convolution as the exported backward writes it,
+/// a stride-1 convolution of the output gradient spread into zeros (a
+/// dilated, padded copy) with the weight read backwards and channels
+/// swapped:
+///
+///   <%p: zeros, with memref.copy %dy into subview %p[0, 0, lo0, lo1]
+///        [N, F, OH, OW] [1, 1, s0, s1]>
+///   linalg.generic {%w[f, c, u, v] -> %flipped[c, f, KH-1-u, KW-1-v]}
+///   conv(%p, %flipped, %dx) {strides 1, dilations d}
+///
+/// becomes the kernel's input gradient on %dy and %w themselves (a GEMM
+/// and col2im per image: act::rt::conv2dBackwardData), for the forward
+/// convolution of strides s, dilations d and padding d (K - 1) - lo: no
+/// dilated copy (whose zeros a strided convolution's gradient computed
+/// over: 4x the work at stride 2) and no flipped weight.
+LogicalResult convBackwardDataOnSpreadCopy(IRRewriter &rewriter,
+                                           linalg::Conv2DNchwFchwOp op,
+                                           int64_t minMacs) {
+  if (!isCandidate(op, minMacs) ||
+      llvm::any_of(op.getStrides().getValues<int64_t>(),
+                   [](int64_t s) { return s != 1; }))
+    return failure();
+  FailureOr<ZeroFilledRegion> copy = matchZeroFilledRegion(
+      op.getInputs()[0], op, nullptr, /*allowInPlace=*/true);
+  if (failed(copy) || copy->offsets[0] != 0 || copy->offsets[1] != 0 ||
+      copy->strides[0] != 1 || copy->strides[1] != 1)
+    return failure();
+  // The filter: a buffer the flip writes and only the convolution reads.
+  Value filter = op.getInputs()[1];
+  auto filterAlloc = filter.getDefiningOp<memref::AllocOp>();
+  if (!filterAlloc || filterAlloc->getBlock() != op->getBlock())
+    return failure();
+  linalg::GenericOp flip;
+  SmallVector<Operation *> filterFrees;
+  for (Operation *user : filter.getUsers()) {
+    if (user == op.getOperation())
+      continue;
+    if (isa<memref::DeallocOp>(user))
+      filterFrees.push_back(user);
+    else if (auto generic = dyn_cast<linalg::GenericOp>(user);
+             generic && !flip && generic.getNumDpsInputs() == 1 &&
+             generic.getNumDpsInits() == 1 &&
+             generic.getDpsInits()[0] == filter)
+      flip = generic;
+    else
+      return failure();
+  }
+  if (!flip || flip->getBlock() != op->getBlock() ||
+      !flip->isBeforeInBlock(op) || flip.getNumReductionLoops() != 0)
+    return failure();
+  auto yield = cast<linalg::YieldOp>(flip.getBody()->getTerminator());
+  if (flip.getBody()->getOperations().size() != 1 ||
+      yield.getOperand(0) != flip.getBody()->getArgument(0))
+    return failure();
+  auto filterType = cast<MemRefType>(filter.getType());
+  int64_t kh = filterType.getDimSize(2), kw = filterType.getDimSize(3);
+  AffineMap in = flip.getIndexingMapsArray()[0];
+  if (!flip.getIndexingMapsArray()[1].isIdentity() || in.getNumResults() != 4 ||
+      in.getResult(0) != getAffineDimExpr(1, op.getContext()) ||
+      in.getResult(1) != getAffineDimExpr(0, op.getContext()) ||
+      !isReversedDim(in.getResult(2), 2, kh - 1) ||
+      !isReversedDim(in.getResult(3), 3, kw - 1))
+    return failure();
+  Value weight = flip.getDpsInputs()[0];
+  SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
+  int64_t pad0 = dilations[0] * (kh - 1) - copy->offsets[2];
+  int64_t pad1 = dilations[1] * (kw - 1) - copy->offsets[3];
+  if (pad0 < 0 || pad1 < 0)
+    return failure();
+  // Both are read by the call, later than the IR did (the gradient
+  // computed in place is read where it was).
+  FailureOr<SmallVector<Operation *>> gradFrees =
+      copy->copy ? getFreesIfUnwritten(copy->source, copy->copy, op)
+                 : SmallVector<Operation *>();
+  FailureOr<SmallVector<Operation *>> weightFrees =
+      getFreesIfUnwritten(weight, flip, op);
+  if (failed(gradFrees) || failed(weightFrees))
+    return failure();
+  rewriter.setInsertionPoint(op);
+  func::CallOp call =
+      replaceWithCall(rewriter, op, "conv_2d_nchw_fchw_backward_data",
+                      {copy->source, weight, op.getOutputs()[0]},
+                      {copy->strides[2], copy->strides[3], dilations[0],
+                       dilations[1], pad0, pad1});
+  for (Operation *free : llvm::concat<Operation *>(*gradFrees, *weightFrees))
+    free->moveAfter(call);
+  if (copy->copy)
+    copy->erase(rewriter);
+  rewriter.eraseOp(flip);
+  for (Operation *free : filterFrees)
+    rewriter.eraseOp(free);
+  rewriter.eraseOp(filterAlloc);
   return success();
 }
 
@@ -400,12 +589,17 @@ struct ConvertLinalgToActKernelsPass
         convs.push_back(cast<linalg::LinalgOp>(op));
     });
     IRRewriter rewriter(context);
-    for (linalg::LinalgOp conv : convs)
+    for (linalg::LinalgOp conv : convs) {
+      auto nchw = dyn_cast<linalg::Conv2DNchwFchwOp>(conv.getOperation());
+      if (nchw &&
+          succeeded(convBackwardDataOnSpreadCopy(rewriter, nchw, minMacs)))
+        continue;
       (void)convOnPaddedCopy(rewriter, conv,
                              isa<linalg::Conv2DNchwFchwOp>(conv)
                                  ? "conv_2d_nchw_fchw"
                                  : "conv_2d_ngchw_gfchw",
                              minMacs);
+    }
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

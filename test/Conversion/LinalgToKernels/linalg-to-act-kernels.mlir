@@ -114,3 +114,118 @@ func.func @padded(%x0: memref<2x8x20x20xf32>, %w: memref<16x8x3x3xf32>, %y: memr
   memref.dealloc %q : memref<2x8x22x22xf32>
   return
 }
+
+// -----
+
+// The input gradient of a stride-2 convolution as the exporter writes it:
+// the output gradient spread into zeros (a strided copy), convolved with
+// the weight read backwards and channels swapped. It becomes the kernel's
+// input gradient on the gradient and the weight themselves (strides 2,
+// dilations 1, the forward's padding 1 = 1 * (3 - 1) - 1): the spread
+// copy and the flipped weight go, and the gradient is freed after the call.
+// CHECK-LABEL: func.func private @act_kernel_conv_2d_nchw_fchw_backward_data_f32(memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, i64, i64, i64, i64, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @backward_data
+// CHECK-NOT:   memref.alloc() : memref<2x16x10x10xf32>
+// CHECK-NOT:   memref.alloc() : memref<8x16x3x3xf32>
+// CHECK-NOT:   linalg.generic
+// CHECK:       %[[DY:.*]] = memref.alloc() : memref<2x16x4x4xf32>
+// CHECK:       %[[DYC:.*]] = memref.cast %[[DY]]
+// CHECK:       %[[WC:.*]] = memref.cast %arg1
+// CHECK:       %[[DXC:.*]] = memref.cast %arg2
+// CHECK:       %[[S0:.*]] = arith.constant 2 : i64
+// CHECK:       %[[S1:.*]] = arith.constant 2 : i64
+// CHECK:       %[[D0:.*]] = arith.constant 1 : i64
+// CHECK:       %[[D1:.*]] = arith.constant 1 : i64
+// CHECK:       %[[P0:.*]] = arith.constant 1 : i64
+// CHECK:       %[[P1:.*]] = arith.constant 1 : i64
+// CHECK:       call @act_kernel_conv_2d_nchw_fchw_backward_data_f32(%[[DYC]], %[[WC]], %[[DXC]], %[[S0]], %[[S1]], %[[D0]], %[[D1]], %[[P0]], %[[P1]])
+// CHECK-NEXT:  memref.dealloc %[[DY]]
+// CHECK-NEXT:  return
+func.func @backward_data(%g: memref<2x16x4x4xf32>, %w: memref<16x8x3x3xf32>, %dx: memref<2x8x8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %dy = memref.alloc() : memref<2x16x4x4xf32>
+  memref.copy %g, %dy : memref<2x16x4x4xf32> to memref<2x16x4x4xf32>
+  %p = memref.alloc() : memref<2x16x10x10xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<2x16x10x10xf32>)
+  %s = memref.subview %p[0, 0, 1, 1] [2, 16, 4, 4] [1, 1, 2, 2] : memref<2x16x10x10xf32> to memref<2x16x4x4xf32, strided<[1600, 100, 20, 2], offset: 11>>
+  memref.copy %dy, %s : memref<2x16x4x4xf32> to memref<2x16x4x4xf32, strided<[1600, 100, 20, 2], offset: 11>>
+  memref.dealloc %dy : memref<2x16x4x4xf32>
+  %f = memref.alloc() : memref<8x16x3x3xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d0, -d2 + 2, -d3 + 2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%w : memref<16x8x3x3xf32>) outs(%f : memref<8x16x3x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%p, %f : memref<2x16x10x10xf32>, memref<8x16x3x3xf32>) outs(%dx : memref<2x8x8x8xf32>)
+  memref.dealloc %f : memref<8x16x3x3xf32>
+  memref.dealloc %p : memref<2x16x10x10xf32>
+  return
+}
+
+// -----
+
+// The output gradient computed in place, into the interior of its padded
+// buffer, which the weight gradient also reads (through a view): the
+// kernel reads the interior through its strides and the buffer stays.
+// CHECK-LABEL: func.func @backward_data_in_place
+// CHECK:       %[[P:.*]] = memref.alloc() : memref<2x16x10x10xf32>
+// CHECK:       %[[S:.*]] = memref.subview %[[P]][0, 0, 1, 1] [2, 16, 8, 8] [1, 1, 1, 1]
+// CHECK:       linalg.generic {{.*}} outs(%[[S]]
+// CHECK:       memref.copy
+// CHECK-NOT:   linalg.generic
+// CHECK:       %[[SC:.*]] = memref.cast %[[S]]
+// CHECK:       call @act_kernel_conv_2d_nchw_fchw_backward_data_f32(%[[SC]], {{.*}})
+// CHECK-NEXT:  memref.dealloc %[[P]]
+func.func @backward_data_in_place(%a: memref<2x16x8x8xf32>, %w: memref<16x8x3x3xf32>, %dx: memref<2x8x8x8xf32>,
+                                  %gt: memref<16x2x8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %p = memref.alloc() : memref<2x16x10x10xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<2x16x10x10xf32>)
+  %s = memref.subview %p[0, 0, 1, 1] [2, 16, 8, 8] [1, 1, 1, 1] : memref<2x16x10x10xf32> to memref<2x16x8x8xf32, strided<[1600, 100, 10, 1], offset: 11>>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%a : memref<2x16x8x8xf32>) outs(%s : memref<2x16x8x8xf32, strided<[1600, 100, 10, 1], offset: 11>>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.mulf %in, %in : f32
+    linalg.yield %m : f32
+  }
+  %v = memref.reinterpret_cast %s to offset: [11], sizes: [16, 2, 8, 8], strides: [100, 1600, 10, 1] : memref<2x16x8x8xf32, strided<[1600, 100, 10, 1], offset: 11>> to memref<16x2x8x8xf32, strided<[100, 1600, 10, 1], offset: 11>>
+  memref.copy %v, %gt : memref<16x2x8x8xf32, strided<[100, 1600, 10, 1], offset: 11>> to memref<16x2x8x8xf32>
+  %f = memref.alloc() : memref<8x16x3x3xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d0, -d2 + 2, -d3 + 2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%w : memref<16x8x3x3xf32>) outs(%f : memref<8x16x3x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%p, %f : memref<2x16x10x10xf32>, memref<8x16x3x3xf32>) outs(%dx : memref<2x8x8x8xf32>)
+  memref.dealloc %f : memref<8x16x3x3xf32>
+  memref.dealloc %p : memref<2x16x10x10xf32>
+  return
+}
+
+// -----
+
+// A filter that is the weight transposed but not read backwards is no
+// input gradient: the convolution on the padded copy stays a convolution.
+// CHECK-LABEL: func.func @not_reversed
+// CHECK-NOT:   backward_data
+// CHECK:       call @act_kernel_conv_2d_nchw_fchw_f32
+func.func @not_reversed(%g: memref<2x16x8x8xf32>, %w: memref<16x8x3x3xf32>, %dx: memref<2x8x8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %p = memref.alloc() : memref<2x16x10x10xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<2x16x10x10xf32>)
+  %s = memref.subview %p[0, 0, 1, 1] [2, 16, 8, 8] [1, 1, 1, 1] : memref<2x16x10x10xf32> to memref<2x16x8x8xf32, strided<[1600, 100, 10, 1], offset: 11>>
+  memref.copy %g, %s : memref<2x16x8x8xf32> to memref<2x16x8x8xf32, strided<[1600, 100, 10, 1], offset: 11>>
+  %t = memref.alloc() : memref<8x16x3x3xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%w : memref<16x8x3x3xf32>) outs(%t : memref<8x16x3x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%p, %t : memref<2x16x10x10xf32>, memref<8x16x3x3xf32>) outs(%dx : memref<2x8x8x8xf32>)
+  memref.dealloc %t : memref<8x16x3x3xf32>
+  memref.dealloc %p : memref<2x16x10x10xf32>
+  return
+}

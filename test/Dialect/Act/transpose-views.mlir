@@ -110,3 +110,61 @@ func.func @loop_carried_write(%a: memref<16x8xf32>, %b: memref<16x4xf32>, %c: me
   "test.use"(%r) : (memref<16x8xf32>) -> ()
   return
 }
+
+// -----
+
+// A kernel's result transposed into a fresh buffer (a weight gradient
+// computed with batch and channels swapped, into the weight's layout): the
+// kernel writes it in place, through the transposed view of the target.
+// CHECK-LABEL: func.func @result_in_transposed_place
+// CHECK-NOT:   linalg.transpose
+// CHECK:       %[[W:.*]] = memref.alloc() : memref<5x3x3x3xf32>
+// CHECK-NEXT:  %[[V:.*]] = memref.reinterpret_cast %[[W]] to offset: [0], sizes: [3, 5, 3, 3], strides: [9, 27, 3, 1]
+// CHECK-NEXT:  linalg.fill {{.*}} outs(%[[V]] :
+// CHECK-NEXT:  linalg.conv_2d_nchw_fchw {{.*}} outs(%[[V]] :
+// CHECK:       %[[M:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK-NEXT:  %[[MV:.*]] = memref.reinterpret_cast %[[M]] to offset: [0], sizes: [8, 4], strides: [1, 8]
+// CHECK:       linalg.matmul {{.*}} outs(%[[MV]] :
+// CHECK-NOT:   linalg.transpose
+// CHECK:       return %[[W]], %[[M]]
+func.func @result_in_transposed_place(%x: memref<3x2x6x6xf32>, %g: memref<5x2x4x4xf32>,
+                                      %a: memref<8x16xf32>, %b: memref<16x4xf32>)
+    -> (memref<5x3x3x3xf32>, memref<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %r = memref.alloc() : memref<3x5x3x3xf32>
+  linalg.fill ins(%zero : f32) outs(%r : memref<3x5x3x3xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %g : memref<3x2x6x6xf32>, memref<5x2x4x4xf32>) outs(%r : memref<3x5x3x3xf32>)
+  %w = memref.alloc() : memref<5x3x3x3xf32>
+  linalg.transpose ins(%r : memref<3x5x3x3xf32>) outs(%w : memref<5x3x3x3xf32>) permutation = [1, 0, 2, 3]
+  %m = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%m : memref<8x4xf32>)
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%m : memref<8x4xf32>)
+  %mt = memref.alloc() : memref<4x8xf32>
+  linalg.transpose ins(%m : memref<8x4xf32>) outs(%mt : memref<4x8xf32>) permutation = [1, 0]
+  return %w, %mt : memref<5x3x3x3xf32>, memref<4x8xf32>
+}
+
+// -----
+
+// Kept: the result is also read by another op (it would read the view), or
+// its target is used before the transpose.
+// CHECK-LABEL: func.func @result_kept
+// CHECK-COUNT-2: linalg.transpose
+func.func @result_kept(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %d: memref<8x4xf32>)
+    -> (memref<4x8xf32>, memref<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %m = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%m : memref<8x4xf32>)
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%m : memref<8x4xf32>)
+  linalg.copy ins(%m : memref<8x4xf32>) outs(%d : memref<8x4xf32>)
+  %mt = memref.alloc() : memref<4x8xf32>
+  linalg.transpose ins(%m : memref<8x4xf32>) outs(%mt : memref<4x8xf32>) permutation = [1, 0]
+  %n = memref.alloc() : memref<8x4xf32>
+  %nt = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%nt : memref<4x8xf32>)
+  linalg.fill ins(%zero : f32) outs(%n : memref<8x4xf32>)
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%n : memref<8x4xf32>)
+  linalg.transpose ins(%n : memref<8x4xf32>) outs(%nt : memref<4x8xf32>) permutation = [1, 0]
+  return %mt, %nt : memref<4x8xf32>, memref<4x8xf32>
+}

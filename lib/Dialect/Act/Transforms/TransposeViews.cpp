@@ -16,13 +16,83 @@ using namespace mlir;
 
 namespace {
 
+bool isKernelOp(Operation *op);
+
 bool readsThroughStrides(Operation *op, Value buffer) {
-  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp,
-           linalg::Conv2DNgchwGfchwOp>(op))
+  if (!isKernelOp(op))
     return false;
   auto linalgOp = cast<linalg::LinalgOp>(op);
   return llvm::none_of(linalgOp.getDpsInits(),
                        [&](Value init) { return init == buffer; });
+}
+
+bool isKernelOp(Operation *op) {
+  return isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp,
+             linalg::Conv2DNgchwGfchwOp>(op);
+}
+
+/// A kernel's result transposed into a fresh buffer, `transpose(%a -> %b)`
+/// where %a is allocated for it and only filled, written by kernels (as
+/// their output) and read by the transpose: %a becomes the transposed view
+/// of %b, so the kernel writes its result in place (act's kernels write
+/// through strides: a convolution's (n, f) strides, a matmul's transposed
+/// C as C^T += B^T A^T). The exported backward transposes every
+/// convolution's weight gradient (computed with batch and channels swapped)
+/// into the weight's layout this way.
+LogicalResult writeInTransposedPlace(linalg::TransposeOp op) {
+  Value source = op.getInput(), target = op.getInit();
+  auto sourceAlloc = source.getDefiningOp<memref::AllocOp>();
+  auto targetAlloc = target.getDefiningOp<memref::AllocOp>();
+  Block *block = op->getBlock();
+  if (!sourceAlloc || !targetAlloc || sourceAlloc->getBlock() != block ||
+      targetAlloc->getBlock() != block || targetAlloc->getNumOperands() != 0 ||
+      !sourceAlloc.getType().getLayout().isIdentity() ||
+      !targetAlloc.getType().getLayout().isIdentity() ||
+      !targetAlloc.getType().hasStaticShape())
+    return failure();
+  bool written = false;
+  for (OpOperand &use : source.getUses()) {
+    Operation *user = use.getOwner();
+    if (user == op.getOperation())
+      continue;
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(user);
+    if (!linalgOp || user->getBlock() != block || op->isBeforeInBlock(user) ||
+        !linalgOp.isDpsInit(&use) ||
+        !(isKernelOp(user) || isa<linalg::FillOp>(user)))
+      return failure();
+    written |= isKernelOp(user);
+  }
+  for (Operation *user : target.getUsers())
+    if (user != op.getOperation() &&
+        (user->getBlock() != block || user->isBeforeInBlock(op)))
+      return failure();
+  if (!written)
+    return failure();
+  // %a[x] = %b[y] with y_i = x_perm[i]: the view's stride along
+  // dimension perm[i] is %b's along i.
+  SmallVector<int64_t> targetStrides;
+  int64_t offset;
+  if (failed(targetAlloc.getType().getStridesAndOffset(targetStrides, offset)))
+    return failure();
+  auto sourceType = sourceAlloc.getType();
+  SmallVector<int64_t> strides(sourceType.getRank());
+  for (auto [i, dim] : llvm::enumerate(op.getPermutation()))
+    strides[dim] = targetStrides[i];
+  targetAlloc->moveBefore(sourceAlloc);
+  OpBuilder builder(sourceAlloc);
+  auto viewType =
+      MemRefType::get(sourceType.getShape(), sourceType.getElementType(),
+                      StridedLayoutAttr::get(op.getContext(), offset, strides),
+                      sourceType.getMemorySpace());
+  auto view =
+      memref::ReinterpretCastOp::create(builder, op.getLoc(), viewType, target,
+                                        offset, sourceType.getShape(), strides);
+  source.replaceUsesWithIf(view, [&](OpOperand &use) {
+    return use.getOwner() != op.getOperation();
+  });
+  op->erase();
+  sourceAlloc->erase();
+  return success();
 }
 
 struct TransposeViewsPass
@@ -33,6 +103,8 @@ struct TransposeViewsPass
         [&](linalg::TransposeOp op) { transposes.push_back(op); });
     for (linalg::TransposeOp op : transposes) {
       if (!op.hasPureBufferSemantics())
+        continue;
+      if (succeeded(writeInTransposedPlace(op)))
         continue;
       Value source = op.getInput(), target = op.getInit();
       auto alloc = target.getDefiningOp<memref::AllocOp>();

@@ -64,10 +64,28 @@ struct ConvShape {
   /// output gradient, in place); without, it is packed g x f x c x kh x kw.
   bool weightStrided = false;
   int64_t weightStride[5] = {0, 0, 0, 0, 0};
+  /// The output's (n, g, f) strides, in elements; its rows and columns are
+  /// row-major (OH OW contiguous). All zero: contiguous. A weight gradient
+  /// written straight into its transposed place (f, n swapped) has them.
+  int64_t outStride[3] = {0, 0, 0};
 };
 void conv2d(const ConvShape &shape, const float *in, const float *weight,
             float *out);
 
+/// The input gradient of the convolution `forward` describes:
+///   inGrad[n, g, c, i * stride0 + u * dilation0 - pad0,
+///                   j * stride1 + v * dilation1 - pad1] +=
+///     outGrad[n, g, f, i, j] * weight[g, f, c, u, v]
+/// (positions outside the input dropped), on row-major operands. A GEMM per
+/// image, group and band of output rows, weight[g]^T (C KH KW x F) *
+/// outGrad (F x P), scattered back into the windows (col2im): no flipped
+/// weight, and a strided convolution's gradient is not computed over the
+/// zeros of a dilated copy. outGrad is read through `gradStride` (n, g, f,
+/// i, j; null: row-major), a band of rows gathered when its rows are not
+/// one matrix (the interior of a padded buffer); the others are row-major.
+void conv2dBackwardData(const ConvShape &forward, const float *outGrad,
+                        const int64_t *gradStride, const float *weight,
+                        float *inGrad);
 /// How conv2d computes a shape: the algorithm whose GEMM (M, N, K) has the
 /// largest smallest dimension (then the larger M N); below 4, loops.
 ///   PerImage:    M = F, N = OH OW, K = C KH KW, per image and group (im2col)

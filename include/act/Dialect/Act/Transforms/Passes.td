@@ -361,7 +361,8 @@ def ActSinkToUsersPass : Pass<"act-sink-to-users", "::mlir::func::FuncOp"> {
 }
 def ActTransposeViewsPass
     : Pass<"act-transpose-views", "::mlir::func::FuncOp"> {
-  let summary = "Contractions read transposed operands through strided views";
+  let summary = "Contractions read transposed operands, and write transposed "
+                "results, through strided views";
   let description = [{
     On buffers, before deallocation is placed: a `linalg.transpose` into
     a fresh buffer read only by matmuls, batch matmuls and convolutions
@@ -374,6 +375,15 @@ def ActTransposeViewsPass
     The source must not be written between the transpose and the view's
     last reader (checked through the buffers' allocations; an op with
     unknown effects keeps the copy).
+
+    The other direction: a transpose of a buffer allocated for a kernel's
+    result (only filled and written by matmuls and convolutions as their
+    output before it) into a fresh buffer makes the result buffer the
+    transposed view of the target, so the kernel writes in place (act's
+    kernels write a convolution's output through its (n, f) strides and a
+    transposed matmul result as C^T += B^T A^T). The exported backward
+    computes every convolution's weight gradient with batch and channels
+    swapped and transposes it into the weight's layout this way.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }

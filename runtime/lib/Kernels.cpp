@@ -212,12 +212,25 @@ void convPerPosition(const ConvShape &s, const float *in, const float *wt,
                      i * s.stride[0] - s.pad[0], j * s.stride[1] - s.pad[1],
                      a + n * ckk + c * kk);
       }
+    const int64_t *os = s.outStride;
+    float *o = out + g * os[1] + pos;
+    // The products in the order the output holds them: T^T (F x N) =
+    // weight[g] * windows^T for an output with f outer (a weight gradient
+    // written into its transposed place), so the scatter's inner loop
+    // steps through the smaller stride.
+    if (os[2] > os[0]) {
+      sgemm(false, true, s.f, s.n, ckk, wt + g * s.f * ckk, ckk, a, ckk, 0.0f,
+            t, s.n);
+      for (int64_t f = 0; f < s.f; ++f)
+        for (int64_t n = 0; n < s.n; ++n)
+          o[n * os[0] + f * os[2]] += t[f * s.n + n];
+      return;
+    }
     sgemm(false, true, s.n, s.f, ckk, a, ckk, wt + g * s.f * ckk, ckk, 0.0f, t,
           s.f);
-    const int64_t *os = s.outStride;
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t f = 0; f < s.f; ++f)
-        out[n * os[0] + g * os[1] + f * os[2] + pos] += t[n * s.f + f];
+        o[n * os[0] + f * os[2]] += t[n * s.f + f];
   });
 }
 

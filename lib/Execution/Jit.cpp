@@ -32,7 +32,7 @@ using namespace mlir::act;
 #endif
 
 std::function<llvm::Error(llvm::Module *)>
-mlir::act::makeHostOptimizingTransformer() {
+mlir::act::makeHostOptimizingTransformer(unsigned optLevel) {
   std::shared_ptr<llvm::TargetMachine> machine;
   if (auto builder = llvm::orc::JITTargetMachineBuilder::detectHost()) {
     if (auto created = builder->createTargetMachine())
@@ -42,7 +42,7 @@ mlir::act::makeHostOptimizingTransformer() {
   } else {
     llvm::consumeError(builder.takeError());
   }
-  auto optimize = makeOptimizingTransformer(3, 0, machine.get());
+  auto optimize = makeOptimizingTransformer(optLevel, 0, machine.get());
   return [machine, optimize](llvm::Module *module) { return optimize(module); };
 }
 
@@ -170,9 +170,12 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
         target.gpu ? "the GPU pipeline failed on the module"
                    : "the CPU pipeline failed on the module");
 
-  auto transformer = makeHostOptimizingTransformer();
+  auto transformer = makeHostOptimizingTransformer(target.optLevel);
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
+  engineOptions.jitCodeGenOptLevel =
+      llvm::CodeGenOpt::getLevel(int(target.optLevel))
+          .value_or(llvm::CodeGenOptLevel::Aggressive);
   llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS};
   engineOptions.sharedLibPaths = libs;
   auto engine = ExecutionEngine::create(module, engineOptions);

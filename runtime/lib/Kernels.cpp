@@ -335,12 +335,12 @@ void convDirect(const ConvShape &s, const float *in, const float *wt,
   });
 }
 
-/// The CKK x (i1 - i0) OW matrix of windows `col` added back into the
-/// image `x` (row-major C x H x W) they were gathered from: im2col's
-/// adjoint, positions outside the image (padding) dropped.
-void col2im(const ConvShape &s, const float *col, int64_t i0, int64_t i1,
-            float *x) {
-  int64_t p = (i1 - i0) * s.ow;
+/// The CKK x (i1 - i0) OW matrix of windows `col` (rows `ld` apart) added
+/// back into the image `x` (row-major C x H x W) they were gathered from:
+/// im2col's adjoint, positions outside the image (padding) dropped.
+void col2im(const ConvShape &s, const float *col, int64_t ld, int64_t i0,
+            int64_t i1, float *x) {
+  int64_t p = ld;
   for (int64_t c = 0; c < s.c; ++c)
     for (int64_t u = 0; u < s.kh; ++u)
       for (int64_t v = 0; v < s.kw; ++v) {
@@ -366,43 +366,57 @@ void col2im(const ConvShape &s, const float *col, int64_t i0, int64_t i1,
 } // namespace
 
 void act::rt::conv2dBackwardData(const ConvShape &s, const float *outGrad,
-                                 const int64_t *gradStride, const float *weight,
-                                 float *inGrad) {
+                                 const int64_t *gradStride,
+                                 const float *weight, float *inGrad) {
   int64_t p = s.oh * s.ow, ckk = s.c * s.kh * s.kw;
   if (s.n == 0 || s.g == 0 || s.c == 0 || s.h == 0 || s.w == 0 || p == 0)
     return;
   int64_t dense[5] = {s.g * s.f * p, s.f * p, p, s.ow, 1};
   const int64_t *gs = gradStride ? gradStride : dense;
-  // The output gradient's rows of one image as an F x P matrix in place,
-  // or (the interior of a padded buffer) a band at a time gathered.
-  bool matrix = (s.ow == 1 || gs[4] == 1) && (s.oh == 1 || gs[3] == s.ow);
-  int64_t band = std::clamp<int64_t>(kWindowFloats / (ckk * s.ow), 1, s.oh);
-  int64_t count = s.n * s.g;
+  // GEMMs on bands of output rows of one image, or, when a whole image's
+  // windows are few (small maps, where one image's GEMM would be a matrix
+  // times a vector), on bands of images.
+  int64_t rowBand = std::clamp<int64_t>(kWindowFloats / (ckk * s.ow), 1, s.oh);
+  int64_t imageBand =
+      rowBand < s.oh ? 1
+                     : std::clamp<int64_t>(kWindowFloats / (ckk * p), 1, s.n);
+  int64_t bands = (s.n + imageBand - 1) / imageBand;
+  int64_t cols = std::max(rowBand * s.ow, imageBand * p);
+  // The output gradient's rows as an F x cols matrix in place (one image,
+  // rows contiguous), else gathered (images together, or the interior of a
+  // padded buffer).
+  bool matrix = imageBand == 1 && (s.ow == 1 || gs[4] == 1) &&
+                (s.oh == 1 || gs[3] == s.ow);
+  int64_t count = bands * s.g;
   int threads = threadsFor(count);
-  Scratch col(size_t(threads) * ckk * band * s.ow);
-  Scratch rows(matrix ? 0 : size_t(threads) * s.f * band * s.ow);
+  Scratch col(size_t(threads) * ckk * cols);
+  Scratch rows(matrix ? 0 : size_t(threads) * s.f * cols);
   forEach(count, [&](int64_t idx, int thread) {
-    int64_t n = idx / s.g, g = idx % s.g;
-    const float *dy = outGrad + n * gs[0] + g * gs[1];
-    float *dx = inGrad + idx * s.c * s.h * s.w;
-    float *buffer = col.data + thread * ckk * band * s.ow;
-    for (int64_t i0 = 0; i0 < s.oh; i0 += band) {
-      int64_t i1 = std::min(i0 + band, s.oh), cols = (i1 - i0) * s.ow;
-      const float *b = dy + i0 * gs[3];
+    int64_t n0 = idx / s.g * imageBand, g = idx % s.g;
+    int64_t n1 = std::min(n0 + imageBand, s.n);
+    float *buffer = col.data + thread * ckk * cols;
+    for (int64_t i0 = 0; i0 < s.oh; i0 += rowBand) {
+      int64_t i1 = std::min(i0 + rowBand, s.oh);
+      int64_t width = (i1 - i0) * s.ow, total = (n1 - n0) * width;
+      const float *b = outGrad + n0 * gs[0] + g * gs[1] + i0 * gs[3];
       int64_t ldb = gs[2];
       if (!matrix) {
-        float *packed = rows.data + thread * s.f * band * s.ow;
+        float *packed = rows.data + thread * s.f * cols;
         for (int64_t f = 0; f < s.f; ++f)
-          for (int64_t i = i0; i < i1; ++i)
-            for (int64_t j = 0; j < s.ow; ++j)
-              packed[f * cols + (i - i0) * s.ow + j] =
-                  dy[f * gs[2] + i * gs[3] + j * gs[4]];
-        b = packed, ldb = cols;
+          for (int64_t n = n0; n < n1; ++n)
+            for (int64_t i = i0; i < i1; ++i)
+              for (int64_t j = 0; j < s.ow; ++j)
+                packed[f * total + (n - n0) * width + (i - i0) * s.ow + j] =
+                    outGrad[n * gs[0] + g * gs[1] + f * gs[2] + i * gs[3] +
+                            j * gs[4]];
+        b = packed, ldb = total;
       }
-      // windows (CKK x cols) = weight[g]^T (CKK x F) * dy (F x cols).
-      sgemm(true, false, ckk, cols, s.f, weight + g * s.f * ckk, ckk, b, ldb,
-            0.0f, buffer, cols);
-      col2im(s, buffer, i0, i1, dx);
+      // windows (CKK x total) = weight[g]^T (CKK x F) * dy (F x total).
+      sgemm(true, false, ckk, total, s.f, weight + g * s.f * ckk, ckk, b, ldb,
+            0.0f, buffer, total);
+      for (int64_t n = n0; n < n1; ++n)
+        col2im(s, buffer + (n - n0) * width, total, i0, i1,
+               inGrad + (n * s.g + g) * s.c * s.h * s.w);
     }
   });
 }

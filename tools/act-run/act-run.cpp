@@ -111,6 +111,12 @@ static cl::opt<bool> decodeIntoConsumers(
              "consumers}); false: every reader shares one decoded tensor"),
     cl::cat(runCategory));
 
+static cl::opt<unsigned> jitOpt(
+    "jit-opt", cl::init(3),
+    cl::desc("LLVM's optimization level (0-3) for the lowered step, its IR "
+             "passes and code generation: lower compiles faster"),
+    cl::cat(runCategory));
+
 static cl::opt<bool> storage(
     "storage",
     cl::desc("report the bytes each encoded tensor was stored in, as the "
@@ -289,6 +295,10 @@ int main(int argc, char **argv) {
   target.recordStorage = storage;
   target.peakReport = peakReport;
   target.decodeIntoConsumers = decodeIntoConsumers;
+  if (jitOpt > 3)
+    return fail("--jit-opt must be 0, 1, 2 or 3, got " +
+                std::to_string(jitOpt));
+  target.optLevel = jitOpt;
   if (storage && target.gpu)
     return fail("--storage is not available with --device=gpu (use "
                 "--device=cpu or gpu-emulated: the same storage)");

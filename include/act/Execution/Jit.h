@@ -22,9 +22,10 @@
 
 namespace mlir::act {
 
-/// LLVM's O3 pipeline tuned for the host CPU (its vector units): without a
-/// target machine the vectorizers see no vector registers.
-std::function<llvm::Error(llvm::Module *)> makeHostOptimizingTransformer();
+/// LLVM's pipeline at `optLevel` (0-3) tuned for the host CPU (its vector
+/// units): without a target machine the vectorizers see no vector registers.
+std::function<llvm::Error(llvm::Module *)>
+makeHostOptimizingTransformer(unsigned optLevel = 3);
 
 /// What one argument or result of the function is.
 struct ValueSpec {
@@ -56,6 +57,9 @@ struct JitTarget {
   /// CPU only: elementwise readers of a decoded value decode for themselves
   /// (act-cpu-pipeline{decode-into-consumers}).
   bool decodeIntoConsumers = true;
+  /// LLVM's optimization level (0-3) for the lowered step: its IR passes
+  /// and its code generation.
+  unsigned optLevel = 3;
 };
 
 class JitFunction {

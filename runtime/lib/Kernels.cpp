@@ -366,20 +366,21 @@ void col2im(const ConvShape &s, const float *col, int64_t ld, int64_t i0,
 } // namespace
 
 void act::rt::conv2dBackwardData(const ConvShape &s, const float *outGrad,
-                                 const int64_t *gradStride,
-                                 const float *weight, float *inGrad) {
+                                 const int64_t *gradStride, const float *weight,
+                                 float *inGrad) {
   int64_t p = s.oh * s.ow, ckk = s.c * s.kh * s.kw;
   if (s.n == 0 || s.g == 0 || s.c == 0 || s.h == 0 || s.w == 0 || p == 0)
     return;
   int64_t dense[5] = {s.g * s.f * p, s.f * p, p, s.ow, 1};
   const int64_t *gs = gradStride ? gradStride : dense;
-  // GEMMs on bands of output rows of one image, or, when a whole image's
-  // windows are few (small maps, where one image's GEMM would be a matrix
-  // times a vector), on bands of images.
+  // GEMMs on bands of output rows of one image, or, on small maps (where
+  // one image's GEMM would be little more than a matrix times a vector), on
+  // bands of images of at least kMinColumns output positions together.
+  constexpr int64_t kMinColumns = 64;
   int64_t rowBand = std::clamp<int64_t>(kWindowFloats / (ckk * s.ow), 1, s.oh);
   int64_t imageBand =
-      rowBand < s.oh ? 1
-                     : std::clamp<int64_t>(kWindowFloats / (ckk * p), 1, s.n);
+      p >= kMinColumns ? 1
+                       : std::clamp<int64_t>((kMinColumns + p - 1) / p, 1, s.n);
   int64_t bands = (s.n + imageBand - 1) / imageBand;
   int64_t cols = std::max(rowBand * s.ow, imageBand * p);
   // The output gradient's rows as an F x cols matrix in place (one image,

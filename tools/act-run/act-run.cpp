@@ -112,7 +112,7 @@ static cl::opt<bool> decodeIntoConsumers(
     cl::cat(runCategory));
 
 static cl::opt<unsigned> jitOpt(
-    "jit-opt", cl::init(3),
+    "jit-opt", cl::init(2),
     cl::desc("LLVM's optimization level (0-3) for the lowered step, its IR "
              "passes and code generation: lower compiles faster"),
     cl::cat(runCategory));

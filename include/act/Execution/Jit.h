@@ -58,8 +58,10 @@ struct JitTarget {
   /// (act-cpu-pipeline{decode-into-consumers}).
   bool decodeIntoConsumers = true;
   /// LLVM's optimization level (0-3) for the lowered step: its IR passes
-  /// and its code generation.
-  unsigned optLevel = 3;
+  /// and its code generation. 2: the same step time as 3 on act's
+  /// workloads (the vector code comes from MLIR), and resnet18's compile
+  /// takes half as long (docs/Running.md).
+  unsigned optLevel = 2;
 };
 
 class JitFunction {

@@ -475,6 +475,51 @@ TEST(KernelsTest, MatmulIntoATransposedResult) {
   expectClose(got, want, 1e-5);
 }
 
+/// Ordinary convolutions run on oneDNN's direct convolution primitive (in
+/// chunks of images, here one image each),
+/// accumulating into the output, and agree with the GEMMs and with the
+/// definition; an output written through its strides too.
+TEST(KernelsTest, OrdinaryConvolutionsRunOnTheDirectPrimitive) {
+  ConvShape s{9, 1, 16, 40, 40, 24, 3, 3, 20, 20, {2, 2}, {1, 1}, {1, 1}};
+  ASSERT_EQ(chooseConvAlgorithm(s), ConvAlgorithm::PerImage);
+  std::vector<float> in = randomVector(s.n * s.c * s.h * s.w, 1);
+  std::vector<float> wt = randomVector(s.f * s.c * s.kh * s.kw, 2);
+  std::vector<float> init = randomVector(s.n * s.f * s.oh * s.ow, 3);
+  std::vector<double> want = referenceConv(s, in, wt, init);
+  for (int threads : {1, 2}) {
+    setThreads(threads);
+    int64_t before = getConvPrimitiveRuns();
+    std::vector<float> viaPrimitive = init;
+    conv2d(s, in.data(), wt.data(), viaPrimitive.data());
+    EXPECT_EQ(getConvPrimitiveRuns(), before + 1);
+    expectClose(viaPrimitive, want, 1e-5);
+    setConvPrimitives(false);
+    std::vector<float> viaGemm = init;
+    conv2d(s, in.data(), wt.data(), viaGemm.data());
+    setConvPrimitives(true);
+    EXPECT_EQ(getConvPrimitiveRuns(), before + 1);
+    expectClose(viaGemm, want, 1e-5);
+  }
+  setThreads(0);
+  // The input gradient of the same convolution: the primitive's backward
+  // data, accumulating into the input gradient.
+  std::vector<float> dy = randomVector(s.n * s.f * s.oh * s.ow, 6);
+  std::vector<float> dxInit = randomVector(in.size(), 7);
+  std::vector<double> dxWant = referenceBackwardData(s, dy, wt, dxInit);
+  int64_t runs = getConvPrimitiveRuns();
+  std::vector<float> dx = dxInit;
+  conv2dBackwardData(s, dy.data(), nullptr, wt.data(), dx.data());
+  EXPECT_EQ(getConvPrimitiveRuns(), runs + 1);
+  expectClose(dx, dxWant, 1e-5);
+  // Three input channels: the GEMMs (faster there).
+  ConvShape first{2, 1, 3, 9, 9, 16, 3, 3, 9, 9, {1, 1}, {1, 1}, {1, 1}};
+  int64_t before = getConvPrimitiveRuns();
+  std::vector<float> out(2 * 16 * 81, 0.0f);
+  conv2d(first, randomVector(2 * 3 * 81, 4).data(),
+         randomVector(16 * 3 * 9, 5).data(), out.data());
+  EXPECT_EQ(getConvPrimitiveRuns(), before);
+}
+
 /// A matmul through its entry point on strided and transposed views.
 TEST(KernelsTest, MatmulOnStridedAndTransposedViews) {
   const int64_t m = 5, k = 7, n = 6;

@@ -86,6 +86,16 @@ void conv2d(const ConvShape &shape, const float *in, const float *weight,
 void conv2dBackwardData(const ConvShape &forward, const float *outGrad,
                         const int64_t *gradStride, const float *weight,
                         float *inGrad);
+/// Whether conv2d and conv2dBackwardData may run ordinary convolutions
+/// (one group, at least 8 channels in and out, kernels up to 7x7, weights
+/// up to 1 MB, the per-image GEMM form) on oneDNN's direct convolution
+/// primitives, in the blocked layouts they choose, on chunks of images
+/// whose blocked copies take about what the GEMMs' gathered windows would
+/// (from the counted allocator; at least one image); the GEMMs otherwise.
+/// On by default;
+/// the convolutions they ran (a count, for tests).
+void setConvPrimitives(bool enabled);
+int64_t getConvPrimitiveRuns();
 /// How conv2d computes a shape: the algorithm whose GEMM (M, N, K) has the
 /// largest smallest dimension (then the larger M N); below 4, loops.
 ///   PerImage:    M = F, N = OH OW, K = C KH KW, per image and group (im2col)

@@ -1,14 +1,15 @@
 //===- bench_conv.cpp - act's convolution kernels next to oneDNN's --------===//
 //
 // For the VGG-style CNN's convolutions (batch 16, 3x3, padding 1): the
-// forward convolution and the input gradient as act's kernels compute them
-// (act::rt::conv2d: GEMMs over gathered windows; act::rt::conv2dBackwardData:
-// GEMM + col2im) next to oneDNN's direct convolution primitives in the
-// blocked layouts oneDNN chooses (format "any"), reorders from and to NCHW
-// included, as PyTorch 1.13 runs them (ONEDNN_VERBOSE=1 shows jit:avx512_core
-// on aBcd16b), all on one thread in the same run. Prints median times and
-// act / oneDNN. The figures decide whether act's kernels should call these
-// primitives (docs/benchmarks.md).
+// forward convolution and the input gradient as act's GEMM kernels compute
+// them (act::rt::conv2d: GEMMs over gathered windows;
+// act::rt::conv2dBackwardData: GEMM + col2im; act::rt::setConvPrimitives
+// (false)), as act's kernels dispatch them (the primitives below where they
+// apply), and oneDNN's direct convolution primitives in the blocked layouts
+// oneDNN chooses (format "any"), reorders from and to NCHW included, as
+// PyTorch 1.13 runs them (ONEDNN_VERBOSE=1 shows jit:avx512_core on
+// aBcd16b), all on one thread in the same run. Prints median times and the
+// ratios to oneDNN (docs/benchmarks.md).
 //
 //   act-bench-conv [runs]
 //
@@ -89,9 +90,10 @@ int main(int argc, char **argv) {
   check(dnnl_engine_create(&engine, dnnl_cpu, 0), "engine");
   check(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags),
         "stream");
-  std::printf("| layer (batch 16, 3x3, pad 1) | pass | act | oneDNN direct "
-              "(blocked, reorders included) | act / oneDNN |\n");
-  std::printf("|---|---|---|---|---|\n");
+  std::printf("| layer (batch 16, 3x3, pad 1) | pass | act GEMMs | act as "
+              "dispatched | oneDNN direct (blocked, reorders included) | "
+              "GEMMs / oneDNN | dispatched / oneDNN |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
   struct Layer {
     int64_t c, h, f;
   } layers[] = {{3, 32, 32},  {32, 32, 32}, {32, 16, 64},
@@ -171,12 +173,23 @@ int main(int argc, char **argv) {
     Operand bW = makeOperand(engine, &weiPlain, &bw, w.data());
     Operand by = makeOperand(engine, &dstPlain, &bd, y.data());
 
-    std::vector<double> actFwd, dnnlFwd, actBwd, dnnlBwd;
+    std::vector<double> actFwd, dnnlFwd, actBwd, dnnlBwd, dispFwd, dispBwd;
     for (int r = 0; r < runs; ++r) {
       std::fill(out.begin(), out.end(), 0.0f);
+      act::rt::setConvPrimitives(false);
       double t0 = nowMs();
       act::rt::conv2d(s, x.data(), w.data(), out.data());
       actFwd.push_back(nowMs() - t0);
+      t0 = nowMs();
+      act::rt::conv2dBackwardData(s, y.data(), nullptr, w.data(), grad.data());
+      actBwd.push_back(nowMs() - t0);
+      act::rt::setConvPrimitives(true);
+      t0 = nowMs();
+      act::rt::conv2d(s, x.data(), w.data(), out.data());
+      dispFwd.push_back(nowMs() - t0);
+      t0 = nowMs();
+      act::rt::conv2dBackwardData(s, y.data(), nullptr, w.data(), grad.data());
+      dispBwd.push_back(nowMs() - t0);
       std::fill(out.begin(), out.end(), 0.0f);
       t0 = nowMs();
       reorder(stream, fx.in, fx.plain, fx.blocked);
@@ -208,13 +221,16 @@ int main(int argc, char **argv) {
     const char *impl = nullptr;
     dnnl_primitive_desc_query(fwdPd, dnnl_query_impl_info_str, 0, &impl);
     std::printf("| %lld -> %lld channels, %lldx%lld (%s) | forward | %.3f ms | "
-                "%.3f ms | %.2f |\n",
+                "%.3f ms | %.3f ms | %.2f | %.2f |\n",
                 (long long)l.c, (long long)l.f, (long long)h, (long long)h,
-                impl, median(actFwd), median(dnnlFwd),
-                median(actFwd) / median(dnnlFwd));
-    std::printf("| | input gradient | %.3f ms | %.3f ms | %.2f |\n",
-                median(actBwd), median(dnnlBwd),
-                median(actBwd) / median(dnnlBwd));
+                impl, median(actFwd), median(dispFwd), median(dnnlFwd),
+                median(actFwd) / median(dnnlFwd),
+                median(dispFwd) / median(dnnlFwd));
+    std::printf("| | input gradient | %.3f ms | %.3f ms | %.3f ms | %.2f | "
+                "%.2f |\n",
+                median(actBwd), median(dispBwd), median(dnnlBwd),
+                median(actBwd) / median(dnnlBwd),
+                median(dispBwd) / median(dnnlBwd));
   }
   return 0;
 }

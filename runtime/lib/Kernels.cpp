@@ -393,8 +393,8 @@ bool isPrimitiveShape(const ConvShape &s, bool backward = false) {
   getFarPadding(s, far);
   // (The blocked copy of the weight is made per call: large weights, as
   // on small maps in deep layers, keep the GEMMs.)
-  return primitivesEnabled && s.g == 1 && s.c >= 8 && s.f >= 8 &&
-         s.kh <= 7 && s.kw <= 7 && far[0] >= 0 && far[1] >= 0 &&
+  return primitivesEnabled && s.g == 1 && s.c >= 8 && s.f >= 8 && s.kh <= 7 &&
+         s.kw <= 7 && far[0] >= 0 && far[1] >= 0 &&
          s.f * s.c * s.kh * s.kw * 4 <= kPrimitiveWeightBytes &&
          (backward || chooseConvAlgorithm(s) == ConvAlgorithm::PerImage);
 }
@@ -459,8 +459,7 @@ ConvPrimitive createConvPrimitive(const ConvShape &s, int64_t n, bool backward,
   dnnl_dims_t srcDims{n, s.c, s.h, s.w}, weiDims{s.f, s.c, s.kh, s.kw},
       dstDims{n, s.f, s.oh, s.ow};
   dnnl_dims_t inS{inStrides[0], inStrides[1], inStrides[2], inStrides[3]};
-  dnnl_dims_t outS{outStrides[0], outStrides[1], outStrides[2],
-                   outStrides[3]};
+  dnnl_dims_t outS{outStrides[0], outStrides[1], outStrides[2], outStrides[3]};
   dnnl_dims_t strides{s.stride[0], s.stride[1]};
   dnnl_dims_t dilations{s.dilation[0] - 1, s.dilation[1] - 1};
   dnnl_dims_t padL{s.pad[0], s.pad[1]}, padR{far[0], far[1]};
@@ -489,8 +488,8 @@ ConvPrimitive createConvPrimitive(const ConvShape &s, int64_t n, bool backward,
     return p;
   if (backward) {
     if (dnnl_dilated_convolution_backward_data_desc_init(
-            &inputGradient, dnnl_convolution_direct, &srcAny, &weiAny,
-            &dstAny, strides, dilations, padL, padR) != dnnl_success ||
+            &inputGradient, dnnl_convolution_direct, &srcAny, &weiAny, &dstAny,
+            strides, dilations, padL, padR) != dnnl_success ||
         dnnl_primitive_desc_create(&pd, &inputGradient, nullptr, engine,
                                    hint) != dnnl_success) {
       dnnl_primitive_desc_destroy(hint);
@@ -520,22 +519,17 @@ const ConvPrimitive &getConvPrimitive(const ConvShape &s, int64_t n,
                                       const int64_t out[4]) {
   static std::mutex mutex;
   static std::map<std::vector<int64_t>, ConvPrimitive> cache;
-  std::vector<int64_t> key = {backward,     n,
-                              s.c,          s.h,
-                              s.w,          s.f,
-                              s.kh,         s.kw,
-                              s.oh,         s.ow,
-                              s.stride[0],  s.stride[1],
-                              s.dilation[0], s.dilation[1],
-                              s.pad[0],     s.pad[1],
-                              getThreads()};
+  std::vector<int64_t> key = {
+      backward,    n,           s.c,           s.h,           s.w,
+      s.f,         s.kh,        s.kw,          s.oh,          s.ow,
+      s.stride[0], s.stride[1], s.dilation[0], s.dilation[1], s.pad[0],
+      s.pad[1],    getThreads()};
   key.insert(key.end(), in, in + 4);
   key.insert(key.end(), out, out + 4);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it == cache.end())
-    it = cache.emplace(key, createConvPrimitive(s, n, backward, in, out))
-             .first;
+    it = cache.emplace(key, createConvPrimitive(s, n, backward, in, out)).first;
   return it->second;
 }
 
@@ -543,7 +537,8 @@ const ConvPrimitive &getConvPrimitive(const ConvShape &s, int64_t n,
 /// convolution from the output gradient `in` (backward) through oneDNN's
 /// primitive, on chunks of images whose blocked copies (from the counted
 /// allocator) take about what the GEMMs' windows would; false (nothing
-/// written) if oneDNN has none. Strides of `in` and `out`: (n, channel, row, column).
+/// written) if oneDNN has none. Strides of `in` and `out`: (n, channel, row,
+/// column).
 bool convWithPrimitive(const ConvShape &s, bool backward, const float *in,
                        const int64_t inStrides[4], const float *wt, float *out,
                        const int64_t outStrides[4]) {
@@ -551,9 +546,9 @@ bool convWithPrimitive(const ConvShape &s, bool backward, const float *in,
   // output rows of C KH KW windows), at least an image.
   int64_t perImage = (s.c * s.h * s.w + s.f * s.oh * s.ow) * 4;
   int64_t ckk = s.c * s.kh * s.kw;
-  int64_t windows =
-      ckk * std::clamp<int64_t>(kWindowFloats / (ckk * s.ow), 1, s.oh) *
-      s.ow * 4;
+  int64_t windows = ckk *
+                    std::clamp<int64_t>(kWindowFloats / (ckk * s.ow), 1, s.oh) *
+                    s.ow * 4;
   int64_t chunk = std::clamp<int64_t>(windows / perImage, 1, s.n);
   const ConvPrimitive &full =
       getConvPrimitive(s, chunk, backward, inStrides, outStrides);

@@ -608,6 +608,187 @@ bool convWithPrimitive(const ConvShape &s, bool backward, const float *in,
   return ok;
 }
 
+/// A weight gradient computed as a convolution, conv(x^T, dy^T) -> dw^T
+/// with batch and channels swapped (how the exported backward writes it),
+/// through oneDNN's backward-weights primitive on x, dy and dw themselves.
+/// In `s` (the convolution as called): n = the forward's input channels,
+/// c = the batch, (h, w) = its input, f = its output channels, (kh, kw) =
+/// its output, (oh, ow) = its kernel, stride = its dilation, dilation = its
+/// stride, pad = its padding. The strides are the call's (n, c, h, w) of
+/// the input, (f, c, kh, kw) of the weight operand (dy^T) and (n, f, oh,
+/// ow) of the output.
+struct WeightGradientPrimitive {
+  dnnl_primitive_t conv = nullptr, srcIn = nullptr, dyIn = nullptr,
+                   dwOut = nullptr;
+  dnnl_memory_desc_t src, dy, dw, srcBlocked, dyBlocked, dwBlocked;
+  bool ok = false;
+};
+
+WeightGradientPrimitive createWeightGradientPrimitive(const ConvShape &s,
+                                                      int64_t batch,
+                                                      const int64_t in[4],
+                                                      const int64_t wt[4],
+                                                      const int64_t out[4]) {
+  WeightGradientPrimitive p;
+  dnnl_engine_t engine = getEngine();
+  if (!engine)
+    return p;
+  int64_t far[2];
+  getFarPadding(s, far);
+  dnnl_dims_t srcDims{batch, s.n, s.h, s.w}, dyDims{batch, s.f, s.kh, s.kw},
+      dwDims{s.f, s.n, s.oh, s.ow};
+  dnnl_dims_t srcStrides{in[1], in[0], in[2], in[3]};
+  dnnl_dims_t dyStrides{wt[1], wt[0], wt[2], wt[3]};
+  dnnl_dims_t dwStrides{out[1], out[0], out[2], out[3]};
+  dnnl_dims_t strides{s.dilation[0], s.dilation[1]};
+  dnnl_dims_t dilations{s.stride[0] - 1, s.stride[1] - 1};
+  dnnl_dims_t padL{s.pad[0], s.pad[1]}, padR{far[0], far[1]};
+  dnnl_memory_desc_t srcAny, dyAny, dwAny;
+  if (dnnl_memory_desc_init_by_strides(&p.src, 4, srcDims, dnnl_f32,
+                                       srcStrides) != dnnl_success ||
+      dnnl_memory_desc_init_by_strides(&p.dy, 4, dyDims, dnnl_f32, dyStrides) !=
+          dnnl_success ||
+      dnnl_memory_desc_init_by_strides(&p.dw, 4, dwDims, dnnl_f32, dwStrides) !=
+          dnnl_success ||
+      dnnl_memory_desc_init_by_tag(&srcAny, 4, srcDims, dnnl_f32,
+                                   dnnl_format_tag_any) != dnnl_success ||
+      dnnl_memory_desc_init_by_tag(&dyAny, 4, dyDims, dnnl_f32,
+                                   dnnl_format_tag_any) != dnnl_success ||
+      dnnl_memory_desc_init_by_tag(&dwAny, 4, dwDims, dnnl_f32,
+                                   dnnl_format_tag_any) != dnnl_success)
+    return p;
+  dnnl_convolution_desc_t forward, weights;
+  dnnl_primitive_desc_t hint = nullptr, pd = nullptr;
+  if (dnnl_dilated_convolution_forward_desc_init(
+          &forward, dnnl_forward_training, dnnl_convolution_direct, &srcAny,
+          &dwAny, nullptr, &dyAny, strides, dilations, padL,
+          padR) != dnnl_success ||
+      dnnl_primitive_desc_create(&hint, &forward, nullptr, engine, nullptr) !=
+          dnnl_success)
+    return p;
+  bool made = dnnl_dilated_convolution_backward_weights_desc_init(
+                  &weights, dnnl_convolution_direct, &srcAny, &dwAny, nullptr,
+                  &dyAny, strides, dilations, padL, padR) == dnnl_success &&
+              dnnl_primitive_desc_create(&pd, &weights, nullptr, engine,
+                                         hint) == dnnl_success;
+  dnnl_primitive_desc_destroy(hint);
+  if (!made)
+    return p;
+  p.srcBlocked = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  p.dyBlocked = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0);
+  p.dwBlocked =
+      *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0);
+  p.ok = dnnl_primitive_create(&p.conv, pd) == dnnl_success &&
+         makeReorder(&p.srcIn, &p.src, &p.srcBlocked, false) &&
+         makeReorder(&p.dyIn, &p.dy, &p.dyBlocked, false) &&
+         makeReorder(&p.dwOut, &p.dwBlocked, &p.dw, true);
+  dnnl_primitive_desc_destroy(pd);
+  return p;
+}
+
+const WeightGradientPrimitive &
+getWeightGradientPrimitive(const ConvShape &s, int64_t batch,
+                           const int64_t in[4], const int64_t wt[4],
+                           const int64_t out[4]) {
+  static std::mutex mutex;
+  static std::map<std::vector<int64_t>, WeightGradientPrimitive> cache;
+  std::vector<int64_t> key = {
+      batch,         s.n,         s.h,         s.w,
+      s.f,           s.kh,        s.kw,        s.oh,
+      s.ow,          s.stride[0], s.stride[1], s.dilation[0],
+      s.dilation[1], s.pad[0],    s.pad[1],    getThreads()};
+  key.insert(key.end(), in, in + 4);
+  key.insert(key.end(), wt, wt + 4);
+  key.insert(key.end(), out, out + 4);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it == cache.end())
+    it =
+        cache.emplace(key, createWeightGradientPrimitive(s, batch, in, wt, out))
+            .first;
+  return it->second;
+}
+
+/// Whether `s` is a weight gradient (see WeightGradientPrimitive) oneDNN's
+/// backward-weights primitive takes, and takes faster than the GEMMs: one
+/// group, at least 8 channels in and out, the forward's kernel up to 7x7
+/// and its output at least 8 wide or high (a "kernel" that large marks a
+/// weight gradient: a forward convolution on a small map, whose kernel is
+/// larger than its output, is not one and is slower on this primitive), at
+/// least 1024 output positions over the batch (the VGG's 32x32 to 8x8 maps
+/// at batch 16 run faster on it), the weight up to 1 MB.
+bool isWeightGradientShape(const ConvShape &s) {
+  int64_t far[2];
+  getFarPadding(s, far);
+  return primitivesEnabled && s.g == 1 && s.n >= 8 && s.f >= 8 && s.oh <= 7 &&
+         s.ow <= 7 && std::max(s.kh, s.kw) >= 8 && s.c * s.kh * s.kw >= 1024 &&
+         far[0] >= 0 && far[1] >= 0 &&
+         s.f * s.n * s.oh * s.ow * 4 <= kPrimitiveWeightBytes;
+}
+
+/// out += the weight gradient (see WeightGradientPrimitive), on chunks of
+/// the batch whose blocked copies take about what the GEMMs' windows would
+/// (each chunk's gradient added through the sum post-op); false (nothing
+/// written) if oneDNN has no primitive.
+bool weightGradientWithPrimitive(const ConvShape &s, const float *in,
+                                 const int64_t inStrides[4], const float *wt,
+                                 const int64_t wtStrides[4], float *out,
+                                 const int64_t outStrides[4]) {
+  int64_t perImage = (s.n * s.h * s.w + s.f * s.kh * s.kw) * 4;
+  int64_t chunk = std::clamp<int64_t>(kWindowFloats * 4 / perImage, 1, s.c);
+  const WeightGradientPrimitive &full =
+      getWeightGradientPrimitive(s, chunk, inStrides, wtStrides, outStrides);
+  int64_t rest = s.c % chunk;
+  if (!full.ok || (rest && !getWeightGradientPrimitive(s, rest, inStrides,
+                                                       wtStrides, outStrides)
+                                .ok))
+    return false;
+  dnnl_engine_t engine = getEngine();
+  dnnl_stream_t stream = nullptr;
+  if (dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) !=
+      dnnl_success)
+    return false;
+  auto memory = [&](const dnnl_memory_desc_t &desc, const void *data) {
+    dnnl_memory_t m = nullptr;
+    dnnl_memory_create(&m, &desc, engine, const_cast<void *>(data));
+    return m;
+  };
+  auto run = [&](dnnl_primitive_t p,
+                 std::initializer_list<dnnl_exec_arg_t> args) {
+    return dnnl_primitive_execute(p, stream, int(args.size()), args.begin()) ==
+           dnnl_success;
+  };
+  Scratch srcCopy(dnnl_memory_desc_get_size(&full.srcBlocked) / 4 + 1);
+  Scratch dyCopy(dnnl_memory_desc_get_size(&full.dyBlocked) / 4 + 1);
+  Scratch dwCopy(dnnl_memory_desc_get_size(&full.dwBlocked) / 4 + 1);
+  bool ok = true;
+  for (int64_t b0 = 0; ok && b0 < s.c; b0 += chunk) {
+    const WeightGradientPrimitive &p =
+        b0 + chunk <= s.c ? full
+                          : getWeightGradientPrimitive(s, s.c - b0, inStrides,
+                                                       wtStrides, outStrides);
+    dnnl_memory_t m[] = {memory(p.src, in + b0 * inStrides[1]),
+                         memory(p.srcBlocked, srcCopy.data),
+                         memory(p.dy, wt + b0 * wtStrides[1]),
+                         memory(p.dyBlocked, dyCopy.data),
+                         memory(p.dwBlocked, dwCopy.data),
+                         memory(p.dw, out)};
+    ok = run(p.srcIn, {{DNNL_ARG_FROM, m[0]}, {DNNL_ARG_TO, m[1]}}) &&
+         run(p.dyIn, {{DNNL_ARG_FROM, m[2]}, {DNNL_ARG_TO, m[3]}}) &&
+         run(p.conv, {{DNNL_ARG_SRC, m[1]},
+                      {DNNL_ARG_DIFF_DST, m[3]},
+                      {DNNL_ARG_DIFF_WEIGHTS, m[4]}}) &&
+         run(p.dwOut, {{DNNL_ARG_FROM, m[4]}, {DNNL_ARG_TO, m[5]}}) &&
+         dnnl_stream_wait(stream) == dnnl_success;
+    for (dnnl_memory_t x : m)
+      dnnl_memory_destroy(x);
+  }
+  dnnl_stream_destroy(stream);
+  if (ok)
+    ++primitiveRuns;
+  return ok;
+}
+
 } // namespace
 
 void act::rt::conv2dBackwardData(const ConvShape &s, const float *outGrad,
@@ -873,6 +1054,19 @@ void conv(MemRef<N> *in, MemRef<N> *weight, MemRef<N> *out, int64_t stride0,
   // The input is read through its strides (rank 4: no group stride).
   for (int i = 0, d = 0; i < 5; ++i)
     s.inStride[i] = i == 1 && !o ? 0 : in->strides[d++];
+  // A weight gradient (batch and channels swapped) on oneDNN's
+  // backward-weights primitive, reading all three through their strides.
+  if constexpr (N == 4) {
+    const int64_t *os = out->strides, *ws = weight->strides;
+    int64_t inStrides[4] = {in->strides[0], in->strides[1], in->strides[2],
+                            in->strides[3]};
+    int64_t outStrides[4] = {os[0], os[1], os[2], os[3]};
+    if (isWeightGradientShape(s) &&
+        weightGradientWithPrimitive(s, in->aligned + in->offset, inStrides,
+                                    weight->aligned + weight->offset, ws,
+                                    out->aligned + out->offset, outStrides))
+      return;
+  }
   // PerChannel reads the weight through its strides (a weight gradient's
   // transposed output gradient: no packed copy, at most one channel's
   // windows gathered per thread); the other algorithms read it packed.

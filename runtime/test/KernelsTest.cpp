@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -518,6 +519,67 @@ TEST(KernelsTest, OrdinaryConvolutionsRunOnTheDirectPrimitive) {
   conv2d(first, randomVector(2 * 3 * 81, 4).data(),
          randomVector(16 * 3 * 9, 5).data(), out.data());
   EXPECT_EQ(getConvPrimitiveRuns(), before);
+}
+
+/// A weight gradient as the exported backward computes it (a convolution
+/// of the input and the output gradient with batch and channels swapped,
+/// into the weight gradient's transposed place) runs on oneDNN's
+/// backward-weights primitive, reading all three through their strides,
+/// in chunks of the batch: plain and with the forward's stride 2 and
+/// padding 1. (A forward convolution whose kernel is larger than its
+/// output keeps the GEMMs: ConvTest's PerPosition cases.)
+TEST(KernelsTest, WeightGradientsRunOnTheBackwardWeightsPrimitive) {
+  // batch, input channels, output channels, input size, forward stride.
+  for (auto [batch, cin, cout, h, stride] :
+       {std::array<int64_t, 5>{16, 8, 12, 10, 1},
+        std::array<int64_t, 5>{16, 16, 8, 17, 2}}) {
+    const int64_t k = 3, pad = stride == 1 ? 0 : 1;
+    const int64_t oh = (h + 2 * pad - k) / stride + 1;
+    std::vector<float> x = randomVector(batch * cin * h * h, 7);
+    std::vector<float> g = randomVector(batch * cout * oh * oh, 8);
+    ConvShape s{cin,       1,  batch, h, h,      cout,
+                oh,        oh, k,     k, {1, 1}, {stride, stride},
+                {pad, pad}};
+    std::vector<float> xt(x.size()), gt(g.size());
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t c = 0; c < cin; ++c)
+        for (int64_t e = 0; e < h * h; ++e)
+          xt[(c * batch + b) * h * h + e] = x[(b * cin + c) * h * h + e];
+      for (int64_t f = 0; f < cout; ++f)
+        for (int64_t e = 0; e < oh * oh; ++e)
+          gt[(f * batch + b) * oh * oh + e] = g[(b * cout + f) * oh * oh + e];
+    }
+    std::vector<float> init = randomVector(cin * cout * k * k, 9);
+    std::vector<double> want = referenceConv(s, xt, gt, init);
+    // The gradient stored cout x cin x k x k (the weight's layout).
+    std::vector<float> stored(init.size());
+    for (int64_t c = 0; c < cin; ++c)
+      for (int64_t f = 0; f < cout; ++f)
+        for (int64_t e = 0; e < k * k; ++e)
+          stored[(f * cin + c) * k * k + e] = init[(c * cout + f) * k * k + e];
+    MemRef<4> in{
+        x.data(), x.data(), 0, {cin, batch, h, h}, {h * h, cin * h * h, h, 1}};
+    MemRef<4> weight{g.data(),
+                     g.data(),
+                     0,
+                     {cout, batch, oh, oh},
+                     {oh * oh, cout * oh * oh, oh, 1}};
+    MemRef<4> out{stored.data(),
+                  stored.data(),
+                  0,
+                  {cin, cout, k, k},
+                  {k * k, cin * k * k, k, 1}};
+    int64_t runs = getConvPrimitiveRuns();
+    _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(&in, &weight, &out, 1, 1,
+                                                  stride, stride, pad, pad);
+    EXPECT_EQ(getConvPrimitiveRuns(), runs + 1);
+    std::vector<float> got(init.size());
+    for (int64_t c = 0; c < cin; ++c)
+      for (int64_t f = 0; f < cout; ++f)
+        for (int64_t e = 0; e < k * k; ++e)
+          got[(c * cout + f) * k * k + e] = stored[(f * cin + c) * k * k + e];
+    expectClose(got, want, 1e-5);
+  }
 }
 
 /// A matmul through its entry point on strided and transposed views.

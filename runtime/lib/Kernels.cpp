@@ -445,6 +445,52 @@ bool makeReorder(dnnl_primitive_t *r, const dnnl_memory_desc_t *from,
   return ok;
 }
 
+/// One call's stream and the memories made for it (on operands' own
+/// pointers), released with it.
+struct PrimitiveCall {
+  PrimitiveCall() {
+    if (dnnl_stream_create(&stream, getEngine(), dnnl_stream_default_flags) !=
+        dnnl_success)
+      stream = nullptr;
+  }
+  ~PrimitiveCall() {
+    for (dnnl_memory_t m : memories)
+      dnnl_memory_destroy(m);
+    if (stream)
+      dnnl_stream_destroy(stream);
+  }
+  PrimitiveCall(const PrimitiveCall &) = delete;
+  PrimitiveCall &operator=(const PrimitiveCall &) = delete;
+  dnnl_memory_t memory(const dnnl_memory_desc_t &desc, const void *data) {
+    dnnl_memory_t m = nullptr;
+    dnnl_memory_create(&m, &desc, getEngine(), const_cast<void *>(data));
+    memories.push_back(m);
+    return m;
+  }
+  /// Runs `p` on `args` and waits.
+  bool run(dnnl_primitive_t p, std::initializer_list<dnnl_exec_arg_t> args) {
+    return dnnl_primitive_execute(p, stream, int(args.size()), args.begin()) ==
+               dnnl_success &&
+           dnnl_stream_wait(stream) == dnnl_success;
+  }
+  dnnl_stream_t stream = nullptr;
+  std::vector<dnnl_memory_t> memories;
+};
+
+/// The primitive `make()` builds for `key` (shape, layouts, thread count:
+/// oneDNN partitions its work when a primitive is made), made once.
+template <typename T, typename Make>
+const T &getCached(std::vector<int64_t> key, Make make) {
+  static std::mutex mutex;
+  static std::map<std::vector<int64_t>, T> cache;
+  key.push_back(getThreads());
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it == cache.end())
+    it = cache.emplace(key, make()).first;
+  return it->second;
+}
+
 /// `inStrides` and `outStrides`: the (n, channel, row, column) strides of
 /// what the primitive reads and writes.
 ConvPrimitive createConvPrimitive(const ConvShape &s, int64_t n, bool backward,
@@ -517,20 +563,15 @@ ConvPrimitive createConvPrimitive(const ConvShape &s, int64_t n, bool backward,
 const ConvPrimitive &getConvPrimitive(const ConvShape &s, int64_t n,
                                       bool backward, const int64_t in[4],
                                       const int64_t out[4]) {
-  static std::mutex mutex;
-  static std::map<std::vector<int64_t>, ConvPrimitive> cache;
   std::vector<int64_t> key = {
       backward,    n,           s.c,           s.h,           s.w,
       s.f,         s.kh,        s.kw,          s.oh,          s.ow,
       s.stride[0], s.stride[1], s.dilation[0], s.dilation[1], s.pad[0],
-      s.pad[1],    getThreads()};
+      s.pad[1]};
   key.insert(key.end(), in, in + 4);
   key.insert(key.end(), out, out + 4);
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(key);
-  if (it == cache.end())
-    it = cache.emplace(key, createConvPrimitive(s, n, backward, in, out)).first;
-  return it->second;
+  return getCached<ConvPrimitive>(
+      key, [&] { return createConvPrimitive(s, n, backward, in, out); });
 }
 
 /// out += conv(in, wt) (forward) or out += the input gradient of the
@@ -556,26 +597,13 @@ bool convWithPrimitive(const ConvShape &s, bool backward, const float *in,
   if (!full.ok ||
       (rest && !getConvPrimitive(s, rest, backward, inStrides, outStrides).ok))
     return false;
-  dnnl_engine_t engine = getEngine();
-  dnnl_stream_t stream = nullptr;
-  if (dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) !=
-      dnnl_success)
+  PrimitiveCall call;
+  if (!call.stream)
     return false;
-  auto memory = [&](const dnnl_memory_desc_t &desc, const void *data) {
-    dnnl_memory_t m = nullptr;
-    dnnl_memory_create(&m, &desc, engine, const_cast<void *>(data));
-    return m;
-  };
-  auto run = [&](dnnl_primitive_t p,
-                 std::initializer_list<dnnl_exec_arg_t> args) {
-    return dnnl_primitive_execute(p, stream, int(args.size()), args.begin()) ==
-           dnnl_success;
-  };
   Scratch weights(dnnl_memory_desc_get_size(&full.weiBlocked) / 4 + 1);
-  dnnl_memory_t weiPlain = memory(full.wei, wt);
-  dnnl_memory_t weiBlocked = memory(full.weiBlocked, weights.data);
-  bool ok =
-      run(full.weiIn, {{DNNL_ARG_FROM, weiPlain}, {DNNL_ARG_TO, weiBlocked}});
+  dnnl_memory_t weiBlocked = call.memory(full.weiBlocked, weights.data);
+  bool ok = call.run(full.weiIn, {{DNNL_ARG_FROM, call.memory(full.wei, wt)},
+                                  {DNNL_ARG_TO, weiBlocked}});
   Scratch inCopy(dnnl_memory_desc_get_size(&full.inBlocked) / 4 + 1);
   Scratch outCopy(dnnl_memory_desc_get_size(&full.outBlocked) / 4 + 1);
   for (int64_t n0 = 0; ok && n0 < s.n; n0 += chunk) {
@@ -583,26 +611,20 @@ bool convWithPrimitive(const ConvShape &s, bool backward, const float *in,
         n0 + chunk <= s.n
             ? full
             : getConvPrimitive(s, s.n - n0, backward, inStrides, outStrides);
-    dnnl_memory_t m[] = {memory(p.in, in + n0 * inStrides[0]),
-                         memory(p.inBlocked, inCopy.data),
-                         memory(p.outBlocked, outCopy.data),
-                         memory(p.out, out + n0 * outStrides[0])};
-    ok = run(p.inIn, {{DNNL_ARG_FROM, m[0]}, {DNNL_ARG_TO, m[1]}}) &&
-         (backward ? run(p.conv, {{DNNL_ARG_DIFF_DST, m[1]},
-                                  {DNNL_ARG_WEIGHTS, weiBlocked},
-                                  {DNNL_ARG_DIFF_SRC, m[2]}})
-                   : run(p.conv, {{DNNL_ARG_SRC, m[1]},
-                                  {DNNL_ARG_WEIGHTS, weiBlocked},
-                                  {DNNL_ARG_DST, m[2]}})) &&
-         run(p.outOut, {{DNNL_ARG_FROM, m[2]}, {DNNL_ARG_TO, m[3]}}) &&
-         dnnl_stream_wait(stream) == dnnl_success;
-    for (dnnl_memory_t x : m)
-      dnnl_memory_destroy(x);
+    dnnl_memory_t inBlocked = call.memory(p.inBlocked, inCopy.data);
+    dnnl_memory_t outBlocked = call.memory(p.outBlocked, outCopy.data);
+    ok =
+        call.run(p.inIn,
+                 {{DNNL_ARG_FROM, call.memory(p.in, in + n0 * inStrides[0])},
+                  {DNNL_ARG_TO, inBlocked}}) &&
+        call.run(p.conv,
+                 {{backward ? DNNL_ARG_DIFF_DST : DNNL_ARG_SRC, inBlocked},
+                  {DNNL_ARG_WEIGHTS, weiBlocked},
+                  {backward ? DNNL_ARG_DIFF_SRC : DNNL_ARG_DST, outBlocked}}) &&
+        call.run(p.outOut,
+                 {{DNNL_ARG_FROM, outBlocked},
+                  {DNNL_ARG_TO, call.memory(p.out, out + n0 * outStrides[0])}});
   }
-  dnnl_stream_wait(stream);
-  dnnl_memory_destroy(weiPlain);
-  dnnl_memory_destroy(weiBlocked);
-  dnnl_stream_destroy(stream);
   if (ok)
     ++primitiveRuns;
   return ok;
@@ -690,23 +712,16 @@ const WeightGradientPrimitive &
 getWeightGradientPrimitive(const ConvShape &s, int64_t batch,
                            const int64_t in[4], const int64_t wt[4],
                            const int64_t out[4]) {
-  static std::mutex mutex;
-  static std::map<std::vector<int64_t>, WeightGradientPrimitive> cache;
   std::vector<int64_t> key = {
-      batch,         s.n,         s.h,         s.w,
-      s.f,           s.kh,        s.kw,        s.oh,
-      s.ow,          s.stride[0], s.stride[1], s.dilation[0],
-      s.dilation[1], s.pad[0],    s.pad[1],    getThreads()};
+      batch,       s.n,           s.h,           s.w,      s.f,
+      s.kh,        s.kw,          s.oh,          s.ow,     s.stride[0],
+      s.stride[1], s.dilation[0], s.dilation[1], s.pad[0], s.pad[1]};
   key.insert(key.end(), in, in + 4);
   key.insert(key.end(), wt, wt + 4);
   key.insert(key.end(), out, out + 4);
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(key);
-  if (it == cache.end())
-    it =
-        cache.emplace(key, createWeightGradientPrimitive(s, batch, in, wt, out))
-            .first;
-  return it->second;
+  return getCached<WeightGradientPrimitive>(key, [&] {
+    return createWeightGradientPrimitive(s, batch, in, wt, out);
+  });
 }
 
 /// Whether `s` is a weight gradient (see WeightGradientPrimitive) oneDNN's
@@ -743,21 +758,9 @@ bool weightGradientWithPrimitive(const ConvShape &s, const float *in,
                                                        wtStrides, outStrides)
                                 .ok))
     return false;
-  dnnl_engine_t engine = getEngine();
-  dnnl_stream_t stream = nullptr;
-  if (dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) !=
-      dnnl_success)
+  PrimitiveCall call;
+  if (!call.stream)
     return false;
-  auto memory = [&](const dnnl_memory_desc_t &desc, const void *data) {
-    dnnl_memory_t m = nullptr;
-    dnnl_memory_create(&m, &desc, engine, const_cast<void *>(data));
-    return m;
-  };
-  auto run = [&](dnnl_primitive_t p,
-                 std::initializer_list<dnnl_exec_arg_t> args) {
-    return dnnl_primitive_execute(p, stream, int(args.size()), args.begin()) ==
-           dnnl_success;
-  };
   Scratch srcCopy(dnnl_memory_desc_get_size(&full.srcBlocked) / 4 + 1);
   Scratch dyCopy(dnnl_memory_desc_get_size(&full.dyBlocked) / 4 + 1);
   Scratch dwCopy(dnnl_memory_desc_get_size(&full.dwBlocked) / 4 + 1);
@@ -767,23 +770,21 @@ bool weightGradientWithPrimitive(const ConvShape &s, const float *in,
         b0 + chunk <= s.c ? full
                           : getWeightGradientPrimitive(s, s.c - b0, inStrides,
                                                        wtStrides, outStrides);
-    dnnl_memory_t m[] = {memory(p.src, in + b0 * inStrides[1]),
-                         memory(p.srcBlocked, srcCopy.data),
-                         memory(p.dy, wt + b0 * wtStrides[1]),
-                         memory(p.dyBlocked, dyCopy.data),
-                         memory(p.dwBlocked, dwCopy.data),
-                         memory(p.dw, out)};
-    ok = run(p.srcIn, {{DNNL_ARG_FROM, m[0]}, {DNNL_ARG_TO, m[1]}}) &&
-         run(p.dyIn, {{DNNL_ARG_FROM, m[2]}, {DNNL_ARG_TO, m[3]}}) &&
-         run(p.conv, {{DNNL_ARG_SRC, m[1]},
-                      {DNNL_ARG_DIFF_DST, m[3]},
-                      {DNNL_ARG_DIFF_WEIGHTS, m[4]}}) &&
-         run(p.dwOut, {{DNNL_ARG_FROM, m[4]}, {DNNL_ARG_TO, m[5]}}) &&
-         dnnl_stream_wait(stream) == dnnl_success;
-    for (dnnl_memory_t x : m)
-      dnnl_memory_destroy(x);
+    dnnl_memory_t src = call.memory(p.srcBlocked, srcCopy.data);
+    dnnl_memory_t dy = call.memory(p.dyBlocked, dyCopy.data);
+    dnnl_memory_t dw = call.memory(p.dwBlocked, dwCopy.data);
+    ok = call.run(p.srcIn,
+                  {{DNNL_ARG_FROM, call.memory(p.src, in + b0 * inStrides[1])},
+                   {DNNL_ARG_TO, src}}) &&
+         call.run(p.dyIn,
+                  {{DNNL_ARG_FROM, call.memory(p.dy, wt + b0 * wtStrides[1])},
+                   {DNNL_ARG_TO, dy}}) &&
+         call.run(p.conv, {{DNNL_ARG_SRC, src},
+                           {DNNL_ARG_DIFF_DST, dy},
+                           {DNNL_ARG_DIFF_WEIGHTS, dw}}) &&
+         call.run(p.dwOut,
+                  {{DNNL_ARG_FROM, dw}, {DNNL_ARG_TO, call.memory(p.dw, out)}});
   }
-  dnnl_stream_destroy(stream);
   if (ok)
     ++primitiveRuns;
   return ok;

@@ -36,6 +36,12 @@ std::vector<float> randomVector(size_t n, unsigned seed) {
   return v;
 }
 
+/// A row-major a x b x c x d descriptor of `v`.
+MemRef<4> rowMajor(std::vector<float> &v, int64_t a, int64_t b, int64_t c,
+                   int64_t d) {
+  return {v.data(), v.data(), 0, {a, b, c, d}, {b * c * d, c * d, d, 1}};
+}
+
 /// The definition, in double.
 std::vector<double> referenceConv(const ConvShape &s,
                                   const std::vector<float> &in,
@@ -306,16 +312,8 @@ TEST(KernelsTest, OutputIsWrittenThroughItsStrides) {
       for (int64_t f = 0; f < s.f; ++f)
         for (int64_t e = 0; e < p; ++e)
           stored[(f * s.n + n) * p + e] = init[(n * s.f + f) * p + e];
-    MemRef<4> min{in.data(),
-                  in.data(),
-                  0,
-                  {s.n, s.c, s.h, s.w},
-                  {s.c * s.h * s.w, s.h * s.w, s.w, 1}};
-    MemRef<4> mw{wt.data(),
-                 wt.data(),
-                 0,
-                 {s.f, s.c, s.kh, s.kw},
-                 {s.c * s.kh * s.kw, s.kh * s.kw, s.kw, 1}};
+    MemRef<4> min = rowMajor(in, s.n, s.c, s.h, s.w);
+    MemRef<4> mw = rowMajor(wt, s.f, s.c, s.kh, s.kw);
     MemRef<4> mout{stored.data(),
                    stored.data(),
                    0,
@@ -333,11 +331,7 @@ TEST(KernelsTest, OutputIsWrittenThroughItsStrides) {
     for (int threads : {1, 2}) {
       setThreads(threads);
       std::vector<float> start = stored, dense = init;
-      int64_t denseScratch = scratch({dense.data(),
-                                      dense.data(),
-                                      0,
-                                      {s.n, s.f, s.oh, s.ow},
-                                      {s.f * p, p, s.ow, 1}});
+      int64_t denseScratch = scratch(rowMajor(dense, s.n, s.f, s.oh, s.ow));
       // No row-major copy of the output is made.
       EXPECT_EQ(scratch(mout), denseScratch);
       std::vector<float> got(init.size());
@@ -401,21 +395,9 @@ TEST(KernelsTest, BackwardDataMatchesTheDefinition) {
       setThreads(threads);
       std::vector<float> dx = init;
       if (s.g == 1) {
-        MemRef<4> mdy{dy.data(),
-                      dy.data(),
-                      0,
-                      {s.n, s.f, s.oh, s.ow},
-                      {s.f * s.oh * s.ow, s.oh * s.ow, s.ow, 1}};
-        MemRef<4> mw{wt.data(),
-                     wt.data(),
-                     0,
-                     {s.f, s.c, s.kh, s.kw},
-                     {s.c * s.kh * s.kw, s.kh * s.kw, s.kw, 1}};
-        MemRef<4> mdx{dx.data(),
-                      dx.data(),
-                      0,
-                      {s.n, s.c, s.h, s.w},
-                      {s.c * s.h * s.w, s.h * s.w, s.w, 1}};
+        MemRef<4> mdy = rowMajor(dy, s.n, s.f, s.oh, s.ow);
+        MemRef<4> mw = rowMajor(wt, s.f, s.c, s.kh, s.kw);
+        MemRef<4> mdx = rowMajor(dx, s.n, s.c, s.h, s.w);
         _mlir_ciface_act_kernel_conv_2d_nchw_fchw_backward_data_f32(
             &mdy, &mw, &mdx, s.stride[0], s.stride[1], s.dilation[0],
             s.dilation[1], s.pad[0], s.pad[1]);

@@ -18,6 +18,7 @@
 #include "oneapi/dnnl/dnnl.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -342,11 +343,10 @@ void convDirect(const ConvShape &s, const float *in, const float *wt,
 /// im2col's adjoint, positions outside the image (padding) dropped.
 void col2im(const ConvShape &s, const float *col, int64_t ld, int64_t i0,
             int64_t i1, float *x) {
-  int64_t p = ld;
   for (int64_t c = 0; c < s.c; ++c)
     for (int64_t u = 0; u < s.kh; ++u)
       for (int64_t v = 0; v < s.kw; ++v) {
-        const float *row = col + ((c * s.kh + u) * s.kw + v) * p;
+        const float *row = col + ((c * s.kh + u) * s.kw + v) * ld;
         int64_t x0 = v * s.dilation[1] - s.pad[1], lo, hi;
         validColumns(s, x0, lo, hi);
         for (int64_t i = i0; i < i1; ++i) {
@@ -369,12 +369,6 @@ void col2im(const ConvShape &s, const float *col, int64_t ld, int64_t i0,
 // oneDNN's direct convolution
 //===----------------------------------------------------------------------===//
 
-/// Whether conv2d runs `s` on oneDNN's direct convolution primitive (the
-/// one PyTorch's CPU convolutions run on): ordinary convolutions (the
-/// per-image GEMM form, one group, at least 8 channels in and out, kernels
-/// up to 7x7, no padding beyond what the output reads). act-bench-conv
-/// measured it 1.2-2x faster than the GEMMs over gathered windows on such
-/// layers, and slower on 3-channel inputs.
 bool primitivesEnabled = true;
 /// The largest weight (bytes) the primitives take.
 constexpr int64_t kPrimitiveWeightBytes = 1 << 20;
@@ -388,6 +382,13 @@ void getFarPadding(const ConvShape &s, int64_t far[2]) {
            s.pad[1];
 }
 
+/// Whether conv2d (or, `backward`, conv2dBackwardData) runs `s` on oneDNN's
+/// direct convolution primitive (the one PyTorch's CPU convolutions run
+/// on): ordinary convolutions (one group, at least 8 channels in and out,
+/// kernels up to 7x7, no padding beyond what the output reads, weights up
+/// to kPrimitiveWeightBytes, the per-image GEMM form for the forward).
+/// act-bench-conv measured it 1.2-2x faster than the GEMMs over gathered
+/// windows on such layers, and slower on 3-channel inputs.
 bool isPrimitiveShape(const ConvShape &s, bool backward = false) {
   int64_t far[2];
   getFarPadding(s, far);
@@ -472,6 +473,17 @@ struct PrimitiveCall {
     return dnnl_primitive_execute(p, stream, int(args.size()), args.begin()) ==
                dnnl_success &&
            dnnl_stream_wait(stream) == dnnl_success;
+  }
+  /// Runs `p` once the result has begun to accumulate: a failure then
+  /// cannot fall back to the GEMMs (they would add to a partial result), so
+  /// it aborts with a message, like a failed scratch allocation.
+  void runOrDie(dnnl_primitive_t p,
+                std::initializer_list<dnnl_exec_arg_t> args) {
+    if (run(p, args))
+      return;
+    std::fprintf(stderr, "act: a oneDNN convolution primitive failed after "
+                         "writing part of its result\n");
+    std::abort();
   }
   dnnl_stream_t stream = nullptr;
   std::vector<dnnl_memory_t> memories;
@@ -578,8 +590,9 @@ const ConvPrimitive &getConvPrimitive(const ConvShape &s, int64_t n,
 /// convolution from the output gradient `in` (backward) through oneDNN's
 /// primitive, on chunks of images whose blocked copies (from the counted
 /// allocator) take about what the GEMMs' windows would; false (nothing
-/// written) if oneDNN has none. Strides of `in` and `out`: (n, channel, row,
-/// column).
+/// written) if oneDNN has none. A failure after the result has begun to
+/// accumulate aborts (PrimitiveCall::runOrDie). Strides of `in` and `out`: (n,
+/// channel, row, column).
 bool convWithPrimitive(const ConvShape &s, bool backward, const float *in,
                        const int64_t inStrides[4], const float *wt, float *out,
                        const int64_t outStrides[4]) {
@@ -606,28 +619,28 @@ bool convWithPrimitive(const ConvShape &s, bool backward, const float *in,
                                   {DNNL_ARG_TO, weiBlocked}});
   Scratch inCopy(dnnl_memory_desc_get_size(&full.inBlocked) / 4 + 1);
   Scratch outCopy(dnnl_memory_desc_get_size(&full.outBlocked) / 4 + 1);
-  for (int64_t n0 = 0; ok && n0 < s.n; n0 += chunk) {
+  if (!ok)
+    return false; // nothing written yet: the GEMMs take it
+  for (int64_t n0 = 0; n0 < s.n; n0 += chunk) {
     const ConvPrimitive &p =
         n0 + chunk <= s.n
             ? full
             : getConvPrimitive(s, s.n - n0, backward, inStrides, outStrides);
     dnnl_memory_t inBlocked = call.memory(p.inBlocked, inCopy.data);
     dnnl_memory_t outBlocked = call.memory(p.outBlocked, outCopy.data);
-    ok =
-        call.run(p.inIn,
-                 {{DNNL_ARG_FROM, call.memory(p.in, in + n0 * inStrides[0])},
-                  {DNNL_ARG_TO, inBlocked}}) &&
-        call.run(p.conv,
-                 {{backward ? DNNL_ARG_DIFF_DST : DNNL_ARG_SRC, inBlocked},
-                  {DNNL_ARG_WEIGHTS, weiBlocked},
-                  {backward ? DNNL_ARG_DIFF_SRC : DNNL_ARG_DST, outBlocked}}) &&
-        call.run(p.outOut,
-                 {{DNNL_ARG_FROM, outBlocked},
-                  {DNNL_ARG_TO, call.memory(p.out, out + n0 * outStrides[0])}});
+    call.runOrDie(p.inIn,
+                  {{DNNL_ARG_FROM, call.memory(p.in, in + n0 * inStrides[0])},
+                   {DNNL_ARG_TO, inBlocked}});
+    call.runOrDie(p.conv,
+                  {{backward ? DNNL_ARG_DIFF_DST : DNNL_ARG_SRC, inBlocked},
+                   {DNNL_ARG_WEIGHTS, weiBlocked},
+                   {backward ? DNNL_ARG_DIFF_SRC : DNNL_ARG_DST, outBlocked}});
+    call.runOrDie(p.outOut, {{DNNL_ARG_FROM, outBlocked},
+                             {DNNL_ARG_TO,
+                              call.memory(p.out, out + n0 * outStrides[0])}});
   }
-  if (ok)
-    ++primitiveRuns;
-  return ok;
+  ++primitiveRuns;
+  return true;
 }
 
 /// A weight gradient computed as a convolution, conv(x^T, dy^T) -> dw^T
@@ -764,8 +777,7 @@ bool weightGradientWithPrimitive(const ConvShape &s, const float *in,
   Scratch srcCopy(dnnl_memory_desc_get_size(&full.srcBlocked) / 4 + 1);
   Scratch dyCopy(dnnl_memory_desc_get_size(&full.dyBlocked) / 4 + 1);
   Scratch dwCopy(dnnl_memory_desc_get_size(&full.dwBlocked) / 4 + 1);
-  bool ok = true;
-  for (int64_t b0 = 0; ok && b0 < s.c; b0 += chunk) {
+  for (int64_t b0 = 0; b0 < s.c; b0 += chunk) {
     const WeightGradientPrimitive &p =
         b0 + chunk <= s.c ? full
                           : getWeightGradientPrimitive(s, s.c - b0, inStrides,
@@ -773,21 +785,20 @@ bool weightGradientWithPrimitive(const ConvShape &s, const float *in,
     dnnl_memory_t src = call.memory(p.srcBlocked, srcCopy.data);
     dnnl_memory_t dy = call.memory(p.dyBlocked, dyCopy.data);
     dnnl_memory_t dw = call.memory(p.dwBlocked, dwCopy.data);
-    ok = call.run(p.srcIn,
+    call.runOrDie(p.srcIn,
                   {{DNNL_ARG_FROM, call.memory(p.src, in + b0 * inStrides[1])},
-                   {DNNL_ARG_TO, src}}) &&
-         call.run(p.dyIn,
+                   {DNNL_ARG_TO, src}});
+    call.runOrDie(p.dyIn,
                   {{DNNL_ARG_FROM, call.memory(p.dy, wt + b0 * wtStrides[1])},
-                   {DNNL_ARG_TO, dy}}) &&
-         call.run(p.conv, {{DNNL_ARG_SRC, src},
+                   {DNNL_ARG_TO, dy}});
+    call.runOrDie(p.conv, {{DNNL_ARG_SRC, src},
                            {DNNL_ARG_DIFF_DST, dy},
-                           {DNNL_ARG_DIFF_WEIGHTS, dw}}) &&
-         call.run(p.dwOut,
+                           {DNNL_ARG_DIFF_WEIGHTS, dw}});
+    call.runOrDie(p.dwOut,
                   {{DNNL_ARG_FROM, dw}, {DNNL_ARG_TO, call.memory(p.dw, out)}});
   }
-  if (ok)
-    ++primitiveRuns;
-  return ok;
+  ++primitiveRuns;
+  return true;
 }
 
 } // namespace

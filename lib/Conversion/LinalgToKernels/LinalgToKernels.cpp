@@ -145,6 +145,22 @@ struct TransposeToCall : OpRewritePattern<linalg::TransposeOp> {
   int64_t minElements;
 };
 
+/// `expr` as `c - d_k` (affine form d_k * -1 + c): {k, c}.
+std::optional<std::pair<unsigned, int64_t>> matchReversedDim(AffineExpr expr) {
+  auto sum = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!sum || sum.getKind() != AffineExprKind::Add)
+    return std::nullopt;
+  auto constant = dyn_cast<AffineConstantExpr>(sum.getRHS());
+  auto product = dyn_cast<AffineBinaryOpExpr>(sum.getLHS());
+  if (!constant || !product || product.getKind() != AffineExprKind::Mul)
+    return std::nullopt;
+  auto minusOne = dyn_cast<AffineConstantExpr>(product.getRHS());
+  auto dim = dyn_cast<AffineDimExpr>(product.getLHS());
+  if (!minusOne || minusOne.getValue() != -1 || !dim)
+    return std::nullopt;
+  return std::make_pair(dim.getPosition(), constant.getValue());
+}
+
 /// A generic that only moves elements, out[d] = in[e(d)] with each index of
 /// e a loop index d_k or c - d_k (a weight read backwards for an input
 /// gradient, transposed or not), as a copy from a view of the input with
@@ -180,25 +196,19 @@ struct MoveToCall : OpRewritePattern<linalg::GenericOp> {
     SmallVector<bool> seen(rank, false);
     int64_t offset = inOffset;
     for (auto [r, expr] : llvm::enumerate(inMap.getResults())) {
-      // d_k, or c - d_k (as c + d_k * -1).
+      // d_k, or c - d_k.
       int64_t sign = 1, constant = 0;
-      AffineExpr dim = expr;
-      if (auto sum = dyn_cast<AffineBinaryOpExpr>(expr);
-          sum && sum.getKind() == AffineExprKind::Add) {
-        auto c = dyn_cast<AffineConstantExpr>(sum.getRHS());
-        auto product = dyn_cast<AffineBinaryOpExpr>(sum.getLHS());
-        if (!c || !product || product.getKind() != AffineExprKind::Mul)
-          return failure();
-        auto minusOne = dyn_cast<AffineConstantExpr>(product.getRHS());
-        if (!minusOne || minusOne.getValue() != -1)
-          return failure();
-        sign = -1, constant = c.getValue(), dim = product.getLHS();
-      }
-      auto d = dyn_cast<AffineDimExpr>(dim);
-      if (!d || seen[d.getPosition()])
+      unsigned k;
+      if (auto reversed = matchReversedDim(expr))
+        sign = -1, k = reversed->first, constant = reversed->second;
+      else if (auto d = dyn_cast<AffineDimExpr>(expr))
+        k = d.getPosition();
+      else
         return failure();
-      seen[d.getPosition()] = true;
-      strides[d.getPosition()] = sign * inStrides[r];
+      if (seen[k])
+        return failure();
+      seen[k] = true;
+      strides[k] = sign * inStrides[r];
       offset += constant * inStrides[r];
     }
     if (llvm::is_contained(seen, false))
@@ -457,21 +467,6 @@ LogicalResult convOnPaddedCopy(IRRewriter &rewriter, linalg::LinalgOp op,
   return success();
 }
 
-/// Whether `expr` is `c - d_dim` (as d_dim * -1 + c).
-bool isReversedDim(AffineExpr expr, unsigned dim, int64_t c) {
-  auto sum = dyn_cast<AffineBinaryOpExpr>(expr);
-  if (!sum || sum.getKind() != AffineExprKind::Add)
-    return false;
-  auto constant = dyn_cast<AffineConstantExpr>(sum.getRHS());
-  auto product = dyn_cast<AffineBinaryOpExpr>(sum.getLHS());
-  if (!constant || constant.getValue() != c || !product ||
-      product.getKind() != AffineExprKind::Mul)
-    return false;
-  auto minusOne = dyn_cast<AffineConstantExpr>(product.getRHS());
-  return minusOne && minusOne.getValue() == -1 &&
-         product.getLHS() == getAffineDimExpr(dim, expr.getContext());
-}
-
 /// The input gradient of a convolution as the exported backward writes it,
 /// a stride-1 convolution of the output gradient spread into zeros (a
 /// dilated, padded copy) with the weight read backwards and channels
@@ -532,8 +527,8 @@ LogicalResult convBackwardDataOnSpreadCopy(IRRewriter &rewriter,
   if (!flip.getIndexingMapsArray()[1].isIdentity() || in.getNumResults() != 4 ||
       in.getResult(0) != getAffineDimExpr(1, op.getContext()) ||
       in.getResult(1) != getAffineDimExpr(0, op.getContext()) ||
-      !isReversedDim(in.getResult(2), 2, kh - 1) ||
-      !isReversedDim(in.getResult(3), 3, kw - 1))
+      matchReversedDim(in.getResult(2)) != std::make_pair(2u, kh - 1) ||
+      matchReversedDim(in.getResult(3)) != std::make_pair(3u, kw - 1))
     return failure();
   Value weight = flip.getDpsInputs()[0];
   SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());

@@ -16,7 +16,10 @@ using namespace mlir;
 
 namespace {
 
-bool isKernelOp(Operation *op);
+bool isKernelOp(Operation *op) {
+  return isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp,
+             linalg::Conv2DNgchwGfchwOp>(op);
+}
 
 bool readsThroughStrides(Operation *op, Value buffer) {
   if (!isKernelOp(op))
@@ -24,11 +27,6 @@ bool readsThroughStrides(Operation *op, Value buffer) {
   auto linalgOp = cast<linalg::LinalgOp>(op);
   return llvm::none_of(linalgOp.getDpsInits(),
                        [&](Value init) { return init == buffer; });
-}
-
-bool isKernelOp(Operation *op) {
-  return isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp,
-             linalg::Conv2DNgchwGfchwOp>(op);
 }
 
 /// A kernel's result transposed into a fresh buffer, `transpose(%a -> %b)`

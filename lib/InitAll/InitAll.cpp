@@ -98,6 +98,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-buffer-peak",
                                           "convert-act-to-linalg",
                                           "act-vectorize",
+                                          "act-byte-i1-vectors",
                                           "convert-linalg-to-act-kernels",
                                           "act-cpu-pipeline",
                                           "act-gpu-pipeline"};

@@ -85,6 +85,12 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Loops that carried a tensor carry its buffer unchanged, and a tile
+  // written in place is copied onto itself: folded, so a result is the
+  // buffer it was written in (buffer-results-to-out-params replaces that
+  // buffer by the caller's) and no copy is left in the loops.
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
   if (vectorize) {
     // CPU: a chunk's small temporaries (per-group statistics) are allocated
     // once, outside the loop over chunks, which then runs in sequence.
@@ -152,6 +158,8 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // i1 tensors are one byte per element; vectors of them too, in memory.
+  pm.addPass(act::createActByteI1VectorsPass());
 }
 
 LogicalResult mlir::act::verifyGPUTarget(llvm::StringRef chip,

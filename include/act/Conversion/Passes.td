@@ -121,6 +121,29 @@ def ActVectorizePass : Pass<"act-vectorize", "::mlir::func::FuncOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def ActByteI1VectorsPass : Pass<"act-byte-i1-vectors", "::mlir::ModuleOp"> {
+  let summary = "Load and store vectors of i1 as one byte per element";
+  let description = [{
+    A `memref` of `i1` holds one byte per element (its scalar loads and
+    stores are LLVM's `i1`, one byte each), but LLVM stores a vector of `i1`
+    as packed bits: a vector load or store of a memref's `i1` elements, as
+    `vector-to-llvm` lowers it, would read or write the wrong bytes. This
+    pass, run on the LLVM dialect, rewrites every `llvm.load` and
+    `llvm.store` of a `vector<N x i1>` into one of `vector<N x i8>` with a
+    `trunc` / `zext`, so `act-vectorize` can vectorize kernels that read or
+    write `i1` tensors (a mask's decode, ReLU's backward `select`). Masked
+    vector loads and stores of `i1` elements (which the lowering never
+    emits) are rejected with an error rather than left wrong.
+
+    ```mlir
+    llvm.store %m, %p : vector<16xi1>, !llvm.ptr
+    // becomes
+    %b = llvm.zext %m : vector<16xi1> to vector<16xi8>
+    llvm.store %b, %p : vector<16xi8>, !llvm.ptr
+    ```
+  }];
+}
+
 def ConvertLinalgToActKernelsPass
     : Pass<"convert-linalg-to-act-kernels", "::mlir::ModuleOp"> {
   let summary = "Call act's compute kernels for f32 matmuls and convolutions "

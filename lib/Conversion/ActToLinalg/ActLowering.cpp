@@ -51,17 +51,27 @@ SmallVector<Value, 4> mlir::act::buildPhilox4(OpBuilder &b, Location loc,
   Value k0 = lo(seed), k1 = hi(seed);
   Value m0 = c32(0xD2511F53), m1 = c32(0xCD9E8D57);
   Value w0 = c32(0x9E3779B9), w1 = c32(0xBB67AE85);
+  // The high and the low halves of each product as two operations (the
+  // high one alone of an extended multiply, the low one a plain multiply):
+  // vectorized, LLVM selects each lane vector's high half as a multiply-high
+  // (two even/odd 32 x 32 -> 64 multiplies) and its low half as one 32-bit
+  // multiply, instead of widening every lane to 64 bits and back.
+  auto mulHi = [&](Value m, Value c) {
+    return arith::MulUIExtendedOp::create(b, loc, m, c).getHigh();
+  };
+  auto mulLo = [&](Value m, Value c) {
+    return arith::MulIOp::create(b, loc, m, c).getResult();
+  };
   for (int round = 0; round < 10; ++round) {
-    auto p0 = arith::MulUIExtendedOp::create(b, loc, m0, c0);
-    auto p1 = arith::MulUIExtendedOp::create(b, loc, m1, c2);
     Value n0 = arith::XOrIOp::create(
-        b, loc, arith::XOrIOp::create(b, loc, p1.getHigh(), c1), k0);
+        b, loc, arith::XOrIOp::create(b, loc, mulHi(m1, c2), c1), k0);
     Value n2 = arith::XOrIOp::create(
-        b, loc, arith::XOrIOp::create(b, loc, p0.getHigh(), c3), k1);
+        b, loc, arith::XOrIOp::create(b, loc, mulHi(m0, c0), c3), k1);
+    Value lo1 = mulLo(m1, c2), lo0 = mulLo(m0, c0);
     c0 = n0;
-    c1 = p1.getLow();
+    c1 = lo1;
     c2 = n2;
-    c3 = p0.getLow();
+    c3 = lo0;
     if (round < 9) {
       k0 = arith::AddIOp::create(b, loc, k0, w0);
       k1 = arith::AddIOp::create(b, loc, k1, w1);

@@ -4,6 +4,7 @@
 #include "act/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
@@ -14,6 +15,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTVECTORIZEPASS
+#define GEN_PASS_DEF_ACTBYTEI1VECTORSPASS
 #include "act/Conversion/Passes.h.inc"
 } // namespace mlir::act
 
@@ -43,12 +45,6 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : marked) {
       op->removeAttr(act::kVectorizeAttr);
-      // A vector of i1 is stored as packed bits, a tensor of i1 as bytes.
-      if (llvm::any_of(op->getOperandTypes(), [](Type t) {
-            auto shaped = dyn_cast<ShapedType>(t);
-            return shaped && shaped.getElementType().isInteger(1);
-          }))
-        continue;
       if (op.hasDynamicShape() || failed(linalg::vectorizeOpPrecondition(op)))
         continue;
       rewriter.setInsertionPoint(op);
@@ -84,8 +80,7 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
         op.getNumLoops() == 0 || op->hasAttr(act::kVectorizeAttr))
       return 0;
     for (Type type : op->getOperandTypes()) {
-      Type element = getElementTypeOrSelf(type);
-      if (element.isInteger(1) || !(element.isIntOrIndexOrFloat()))
+      if (!getElementTypeOrSelf(type).isIntOrIndexOrFloat())
         return 0;
     }
     unsigned last = op.getNumLoops() - 1;
@@ -180,6 +175,67 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
     getOperation().walk(
         [&](vector::MultiDimReductionOp op) { existing.insert(op); });
     return success();
+  }
+};
+} // namespace
+
+namespace {
+/// The i1 vector type of `type` with i8 elements, or null.
+VectorType byteVectorOf(Type type) {
+  auto vector = dyn_cast<VectorType>(type);
+  if (!vector || !vector.getElementType().isInteger(1))
+    return {};
+  return vector.clone(IntegerType::get(type.getContext(), 8));
+}
+
+struct ActByteI1VectorsPass
+    : act::impl::ActByteI1VectorsPassBase<ActByteI1VectorsPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    WalkResult walk = getOperation().walk([&](Operation *op) {
+      if (isa<LLVM::LoadOp, LLVM::StoreOp>(op)) {
+        ops.push_back(op);
+        return WalkResult::advance();
+      }
+      // The data of a masked access: the result of a load, operand 0 of a
+      // store (the mask is an i1 vector in any case).
+      Type data;
+      if (isa<LLVM::MaskedLoadOp, LLVM::masked_expandload>(op))
+        data = op->getResult(0).getType();
+      else if (isa<LLVM::MaskedStoreOp, LLVM::masked_compressstore>(op))
+        data = op->getOperand(0).getType();
+      if (data && byteVectorOf(data)) {
+        op->emitError("act-byte-i1-vectors: a masked load or store of i1 "
+                      "elements would read or write packed bits of a "
+                      "byte-per-element buffer");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+    OpBuilder b(&getContext());
+    for (Operation *op : ops) {
+      b.setInsertionPoint(op);
+      if (auto store = dyn_cast<LLVM::StoreOp>(op)) {
+        VectorType bytes = byteVectorOf(store.getValue().getType());
+        if (!bytes)
+          continue;
+        Value wide =
+            LLVM::ZExtOp::create(b, store.getLoc(), bytes, store.getValue());
+        store.getValueMutable().assign(wide);
+        continue;
+      }
+      auto load = cast<LLVM::LoadOp>(op);
+      VectorType bytes = byteVectorOf(load.getResult().getType());
+      if (!bytes)
+        continue;
+      b.setInsertionPointAfter(load);
+      Type bits = load.getResult().getType();
+      load.getResult().setType(bytes);
+      auto narrow = LLVM::TruncOp::create(b, load.getLoc(), bits, load);
+      load.getResult().replaceAllUsesExcept(narrow, narrow);
+    }
   }
 };
 } // namespace

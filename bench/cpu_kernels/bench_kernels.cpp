@@ -1,7 +1,9 @@
 //===- bench_kernels.cpp - encode/decode throughput on the CPU ------------===//
 //
 // For every encoding: JIT-compiles act.encode and act.decode of an N-element
-// f32 tensor through act-cpu-pipeline (results written into preallocated
+// tensor (f32: normal data, a ReLU output for #act.sparse, N x 64 x 32 x 32
+// maps for #act.division; i32 window indices for #act.index) through
+// act-cpu-pipeline (static storage and the decoded tensor in preallocated
 // buffers), runs them on one core, and prints GB/s counting bytes read plus
 // written, next to memcpy of the same tensor measured in the same run.
 //
@@ -87,6 +89,13 @@ template <typename Fn> double medianSeconds(Fn fn) {
   return t[t.size() / 2];
 }
 
+/// The encoding as printed in the table (a few-bit table's numbers cut).
+std::string label(llvm::StringRef encoding) {
+  if (encoding.starts_with("#act.fewbit"))
+    return encoding.substr(0, encoding.find(',')).str() + ", GELU'>";
+  return encoding.str();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -99,10 +108,13 @@ int main(int argc, char **argv) {
   size_t bytes = size_t(n) * 4;
   float *x = static_cast<float *>(allocTouched(bytes));
   float *y = static_cast<float *>(allocTouched(bytes));
+  std::vector<float> normal(n);
   std::mt19937 gen(1);
   std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float &v : normal)
+    v = dist(gen);
   for (int64_t i = 0; i < n; ++i)
-    x[i] = dist(gen);
+    x[i] = normal[i];
 
   double copy = medianSeconds([&] { std::memcpy(y, x, bytes); });
   double copyRate = 2.0 * double(bytes) / copy / 1e9;
@@ -116,31 +128,65 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   act::registerAllDialects(registry);
-  const char *encodings[] = {
-      "#act.quant<bits = 1>",
-      "#act.quant<bits = 2>",
-      "#act.quant<bits = 4>",
-      "#act.quant<bits = 8>",
-      "#act.quant<bits = 4, rounding = nearest>",
-      "#act.quant<bits = 8, rounding = nearest>",
-      "#act.float<format = f16>",
-      "#act.float<format = bf16>",
-      "#act.float<format = fp10>",
-      "#act.float<format = e4m3>",
-      "#act.float<format = e5m2>",
-      "#act.mask<predicate = positive>",
+  /// An encoding, the tensor it encodes and its data.
+  enum class Data { Normal, Relu, Window };
+  struct Case {
+    const char *encoding;
+    const char *element; // the tensor's element type
+    Data data;
+    bool spatial; // rank 4: N x 64 x 32 x 32
   };
-  for (const char *enc : encodings) {
+  const Case cases[] = {
+      {"#act.quant<bits = 1>", "f32", Data::Normal, false},
+      {"#act.quant<bits = 2>", "f32", Data::Normal, false},
+      {"#act.quant<bits = 4>", "f32", Data::Normal, false},
+      {"#act.quant<bits = 8>", "f32", Data::Normal, false},
+      {"#act.quant<bits = 4, rounding = nearest>", "f32", Data::Normal, false},
+      {"#act.quant<bits = 8, rounding = nearest>", "f32", Data::Normal, false},
+      {"#act.float<format = f16>", "f32", Data::Normal, false},
+      {"#act.float<format = bf16>", "f32", Data::Normal, false},
+      {"#act.float<format = fp10>", "f32", Data::Normal, false},
+      {"#act.float<format = e4m3>", "f32", Data::Normal, false},
+      {"#act.float<format = e5m2>", "f32", Data::Normal, false},
+      {"#act.mask<predicate = positive>", "f32", Data::Normal, false},
+      // GELU's derivative at 2 bits (act-fewbit-table examples/fewbit/gelu).
+      {"#act.fewbit<bits = 2, boundaries = [-0.7, 0.0, 0.7], values = "
+       "[-0.05, 0.3, 0.7, 1.05]>",
+       "f32", Data::Normal, false},
+      // Max-pool indices of a 3x3 window (i32, values in [0, 9)).
+      {"#act.index<bits = 4>", "i32", Data::Window, false},
+      // A ReLU output: half of the elements are zero.
+      {"#act.sparse<density = 0.5>", "f32", Data::Relu, false},
+      {"#act.division<block = 8, bits = 2>", "f32", Data::Normal, true},
+  };
+  for (const Case &item : cases) {
+    const char *enc = item.encoding;
     if (!only.empty() && !llvm::StringRef(enc).contains(only))
       continue;
+    // The input: the standard normal, its positive part, or window indices.
+    for (int64_t i = 0; i < n; ++i) {
+      float v = normal[i];
+      if (item.data == Data::Relu)
+        x[i] = std::max(v, 0.0f);
+      else if (item.data == Data::Window)
+        reinterpret_cast<int32_t *>(x)[i] = int32_t(i * 7 % 9);
+      else
+        x[i] = v;
+    }
     MLIRContext context(registry);
     context.loadAllAvailableDialects();
-    std::string t = "tensor<" + std::to_string(n) + "xf32>";
+    std::vector<int64_t> shape = {n};
+    if (item.spatial)
+      shape = {n / (64 * 32 * 32), 64, 32, 32};
+    std::string dims;
+    for (int64_t d : shape)
+      dims += std::to_string(d) + "x";
+    std::string t = "tensor<" + dims + item.element + ">";
     std::string e = "!act.encoded<" + t + ", " + enc + ">";
     bool isMask = llvm::StringRef(enc).starts_with("#act.mask");
-    std::string elem = isMask ? "i1" : "f32";
-    std::string d = "tensor<" + std::to_string(n) + "x" + elem + ">";
-    std::string m = "memref<" + std::to_string(n) + "x" + elem + ">";
+    std::string elem = isMask ? "i1" : item.element;
+    std::string d = "tensor<" + dims + elem + ">";
+    std::string m = "memref<" + dims + elem + ">";
     // Decoding writes into the caller's buffer (destination-passing style).
     std::string text =
         "func.func @encode(%x: " + t + ", %s: i64) -> " + e +
@@ -151,21 +197,31 @@ int main(int argc, char **argv) {
         "%out : (" +
         d + ", " + m + ") -> ()\n return\n}\n";
     OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+    if (!module) {
+      llvm::errs() << "could not parse the kernels of " << enc << "\n";
+      return 1;
+    }
     auto encoding = cast<act::EncodingAttrInterface>(
         cast<act::EncodedType>(
             module->lookupSymbol<func::FuncOp>("encode").getResultTypes()[0])
             .getEncoding());
-    auto tensorType = RankedTensorType::get({n}, Float32Type::get(&context));
+    auto tensorType = cast<RankedTensorType>(
+        module->lookupSymbol<func::FuncOp>("encode").getArgumentTypes()[0]);
     SmallVector<Type> storageTypes;
     cast<act::EncodingLoweringAttrInterface>(encoding).getStorageTypes(
         tensorType, storageTypes);
+    bool dataDependent = llvm::any_of(storageTypes, [](Type type) {
+      return !cast<RankedTensorType>(type).hasStaticShape();
+    });
     int64_t storageBytes =
         encoding.getStorageLayout(tensorType)->getTotalBytes();
 
     PassManager pm(&context);
     act::CPUPipelineOptions options;
     options.countAllocations = false;
-    options.resultsToOutParams = true;
+    // Storage whose size depends on the data is allocated by the encode and
+    // returned; static storage is the caller's.
+    options.resultsToOutParams = !dataDependent;
     act::buildCPUPipeline(pm, options);
     if (failed(pm.run(*module))) {
       llvm::errs() << "lowering failed for " << enc << "\n";
@@ -174,6 +230,8 @@ int main(int argc, char **argv) {
     auto transformer = act::makeHostOptimizingTransformer();
     ExecutionEngineOptions engineOptions;
     engineOptions.transformer = transformer;
+    llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS};
+    engineOptions.sharedLibPaths = libs;
     auto engine = ExecutionEngine::create(*module, engineOptions);
     if (!engine) {
       llvm::errs() << "JIT failed: " << llvm::toString(engine.takeError())
@@ -182,45 +240,72 @@ int main(int argc, char **argv) {
     }
     (*engine)->initialize();
 
-    // Storage buffers, allocated once.
-    std::vector<void *> storage;
-    std::vector<Memref> storageRefs;
-    for (Type type : storageTypes) {
-      auto st = cast<RankedTensorType>(type);
-      size_t b = size_t(st.getNumElements()) * 4;
-      storage.push_back(allocTouched(b));
-      storageRefs.emplace_back(
-          storage.back(),
-          std::vector<int64_t>(st.getShape().begin(), st.getShape().end()));
-    }
     int64_t seed = 42;
-    Memref xr(x, {n});
+    Memref xr(x, shape);
     std::vector<void *> encArgs;
     xr.pack(encArgs);
     encArgs.push_back(&seed);
-    for (Memref &m : storageRefs)
-      m.pack(encArgs);
-    void *out = isMask ? allocTouched(size_t(n)) : y;
-    Memref outRef(out, {n});
-    std::vector<void *> decArgs;
-    for (Memref &m : storageRefs)
-      m.pack(decArgs);
-    outRef.pack(decArgs);
-
+    // Static storage: buffers allocated once. Data-dependent storage: the
+    // encode returns 1-D descriptors {allocated, aligned, offset, size,
+    // stride}, one per storage tensor, freed after each run but the last.
+    std::vector<void *> storage;
+    std::vector<Memref> storageRefs;
+    std::vector<int64_t> returned(5 * storageTypes.size());
+    if (dataDependent) {
+      // (The packed interface's last argument is where the result goes.)
+      encArgs.push_back(returned.data());
+    } else {
+      for (Type type : storageTypes) {
+        auto st = cast<RankedTensorType>(type);
+        storage.push_back(allocTouched(size_t(st.getNumElements()) * 4));
+        storageRefs.emplace_back(
+            storage.back(),
+            std::vector<int64_t>(st.getShape().begin(), st.getShape().end()));
+      }
+      for (Memref &ref : storageRefs)
+        ref.pack(encArgs);
+    }
+    auto freeReturned = [&] {
+      for (size_t r = 0; dataDependent && r < storageTypes.size(); ++r)
+        std::free(reinterpret_cast<void *>(returned[5 * r]));
+    };
+    bool first = true;
     double tEnc = medianSeconds([&] {
+      if (!first)
+        freeReturned();
+      first = false;
       if (llvm::Error err = (*engine)->invokePacked("encode", encArgs))
         llvm::report_fatal_error(std::move(err));
     });
+    std::vector<int64_t> fields = returned;
+    if (dataDependent) {
+      // The bytes this data needed (bitmap and values).
+      storageBytes = 0;
+      for (size_t r = 0; r < storageTypes.size(); ++r)
+        storageBytes += returned[5 * r + 3] * 4;
+    }
+    void *out = isMask ? allocTouched(size_t(n)) : y;
+    Memref outRef(out, shape);
+    std::vector<void *> decArgs;
+    if (dataDependent)
+      for (int64_t &f : fields)
+        decArgs.push_back(&f);
+    for (Memref &ref : storageRefs)
+      ref.pack(decArgs);
+    outRef.pack(decArgs);
     double tDec = medianSeconds([&] {
       if (llvm::Error err = (*engine)->invokePacked("decode", decArgs))
         llvm::report_fatal_error(std::move(err));
     });
+    // Bytes read and written: the tensor (one byte per element of a mask's
+    // decoded i1, four for f32 and i32) and the storage.
     double outBytes = isMask ? double(n) : double(bytes);
     double encRate = (double(bytes) + double(storageBytes)) / tEnc / 1e9;
     double decRate = (double(storageBytes) + outBytes) / tDec / 1e9;
     llvm::outs() << llvm::formatv(
-        "{0,-44} {1,9:f2} {2,8:f2} {3,9:f2} {4,8:f2}\n", enc, encRate,
+        "{0,-44} {1,9:f2} {2,8:f2} {3,9:f2} {4,8:f2}\n", label(enc), encRate,
         encRate / copyRate, decRate, decRate / copyRate);
+    freeReturned();
     for (void *p : storage)
       std::free(p);
     if (isMask)

@@ -84,6 +84,8 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.unknownTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // Loops that carried a tensor carry its buffer unchanged, and a tile
   // written in place is copied onto itself: folded, so a result is the

@@ -76,6 +76,8 @@ def ConvertActToLinalgPass : Pass<"convert-act-to-linalg", "::mlir::ModuleOp"> {
     "::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect",
     "::mlir::bufferization::BufferizationDialect",
+    // Sparse storage on the CPU: llvm.call_intrinsic of vector.compress.
+    "::mlir::LLVM::LLVMDialect", "::mlir::ub::UBDialect",
   ];
 }
 

@@ -74,10 +74,7 @@ bool mlir::act::detail::canEncodeOnGpu(PackedFormat f, int64_t group) {
          group / tile <= 32;
 }
 
-namespace {
-
-/// A buffer of `tensor` to read in a kernel: rows contiguous, any offset.
-Value readBuffer(OpBuilder &b, Location loc, Value tensor) {
+Value mlir::act::detail::readBuffer(OpBuilder &b, Location loc, Value tensor) {
   auto type = cast<RankedTensorType>(tensor.getType());
   SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
   strides.back() = 1;
@@ -89,9 +86,8 @@ Value readBuffer(OpBuilder &b, Location loc, Value tensor) {
                                            /*read_only=*/true);
 }
 
-/// A new buffer of `rows` x `inner` elements of `type`.
-Value allocRows(OpBuilder &b, Location loc, Value rows, ArrayRef<int64_t> inner,
-                Type type) {
+Value mlir::act::detail::allocRows(OpBuilder &b, Location loc, Value rows,
+                                   ArrayRef<int64_t> inner, Type type) {
   SmallVector<Value> dyn;
   SmallVector<int64_t> shape = rowsShape(rows, inner, dyn);
   // 64-byte aligned: the kernels' 16-byte accesses apply whatever the
@@ -100,13 +96,14 @@ Value allocRows(OpBuilder &b, Location loc, Value rows, ArrayRef<int64_t> inner,
                                  b.getI64IntegerAttr(64));
 }
 
-/// The tensor of a buffer a kernel wrote.
-Value asTensor(OpBuilder &b, Location loc, Value buffer) {
+Value mlir::act::detail::asTensor(OpBuilder &b, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
   return bufferization::ToTensorOp::create(
       b, loc, RankedTensorType::get(type.getShape(), type.getElementType()),
       buffer, /*restrict=*/true, /*writable=*/true);
 }
+
+namespace {
 
 /// Whether `buffer` (1-D) starts on a 16-byte boundary.
 Value isAligned16(OpBuilder &b, Location loc, Value buffer) {

@@ -11,13 +11,16 @@
 #include "LoweringSupport.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -1054,9 +1057,83 @@ static Value isNonzeroBits(OpBuilder &b, Location loc, Value x) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bits, zero);
 }
 
-std::pair<Value, Value> mlir::act::buildSparseEncode(OpBuilder &b, Location loc,
-                                                     Value input,
-                                                     const LoweringOptions &) {
+/// Whether the CPU's vector form of the sparse storage applies to elements
+/// of `type` (whole bytes: 8, 16, 32 or 64 bits).
+static bool isCpuSparse(const LoweringOptions &options, Type type) {
+  if (options.target != LoweringTarget::CPU || !type.isIntOrFloat())
+    return false;
+  unsigned width = type.getIntOrFloatBitWidth();
+  return width == 8 || width == 16 || width == 32 || width == 64;
+}
+
+/// Lanes of the CPU's sparse vectors of `type`: 16, at most one 512-bit
+/// register (8 of 64-bit elements). A bitmap word covers 32 / lanes chunks.
+static int64_t sparseLanes(Type type) {
+  return std::min<int64_t>(16, 512 / type.getIntOrFloatBitWidth());
+}
+
+/// Elements [L h, L h + L) of bitmap word `w` of `flat` as one vector of L
+/// = sparseLanes (those past the end read as zero).
+static Value readWordChunk(OpBuilder &b, Location loc, Value flat, Value w,
+                           int64_t h) {
+  IndexMath ix{b, loc};
+  Type elementType = cast<ShapedType>(flat.getType()).getElementType();
+  int64_t lanes = sparseLanes(elementType);
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
+  return vector::TransferReadOp::create(
+      b, loc, VectorType::get({lanes}, elementType), flat,
+      ValueRange{ix.add(ix.mul(w, 32), ix.c(lanes * h))}, zero,
+      ArrayRef<bool>{false});
+}
+
+/// Bits [L h, L h + L) of bitmap word `word` (i32): the mask of those
+/// `lanes` = L elements (vector<L x i1>) and how many are set (index).
+static std::pair<Value, Value> wordChunkMask(OpBuilder &b, Location loc,
+                                             Value word, int64_t h,
+                                             int64_t lanes) {
+  Type chunkType = b.getIntegerType(lanes);
+  Value bits = word;
+  if (h)
+    bits = arith::ShRUIOp::create(b, loc, bits, i32Const(b, loc, lanes * h));
+  bits = arith::TruncIOp::create(b, loc, chunkType, bits);
+  Value mask = vector::BitCastOp::create(
+      b, loc, VectorType::get({lanes}, b.getI1Type()),
+      vector::BroadcastOp::create(b, loc, VectorType::get({1}, chunkType),
+                                  bits));
+  Value count = arith::IndexCastUIOp::create(
+      b, loc, b.getIndexType(), math::CtPopOp::create(b, loc, bits));
+  return {mask, count};
+}
+
+/// The declaration of llvm.experimental.vector.compress for `type` (a
+/// 1-D vector), added to the module being lowered: called through llvm.call
+/// (a call op, whose effects bufferization and deallocation leave to the
+/// callee) rather than llvm.call_intrinsic (an op of unknown effects to
+/// them). LLVM's translation makes the call the intrinsic.
+static LLVM::LLVMFuncOp getCompressIntrinsic(OpBuilder &b, Location loc,
+                                             VectorType type) {
+  Type element = type.getElementType();
+  std::string suffix =
+      element.isBF16() ? "bf16"
+      : isa<FloatType>(element)
+          ? "f" + std::to_string(element.getIntOrFloatBitWidth())
+          : "i" + std::to_string(element.getIntOrFloatBitWidth());
+  std::string name = "llvm.experimental.vector.compress.v" +
+                     std::to_string(type.getNumElements()) + suffix;
+  auto module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  if (auto existing = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto fnType = LLVM::LLVMFunctionType::get(
+      type, {type, VectorType::get(type.getShape(), b.getI1Type()), type});
+  return LLVM::LLVMFuncOp::create(b, loc, name, fnType);
+}
+
+std::pair<Value, Value>
+mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
+                             const LoweringOptions &options) {
   IndexMath ix{b, loc};
   Value flat = flatten(b, loc, input);
   Type elementType = cast<RankedTensorType>(flat.getType()).getElementType();
@@ -1065,28 +1142,73 @@ std::pair<Value, Value> mlir::act::buildSparseEncode(OpBuilder &b, Location loc,
   Value words = ix.ceilDiv(n, 32);
 
   // The bitmap: a parallel generic over words, its 32 lanes unrolled
-  // (elements past n read element n - 1 and count as unset).
+  // (elements past n read element n - 1 and count as unset). On the CPU, a
+  // loop over words whose word is the bits of one vector compare.
+  bool vectors = isCpuSparse(options, elementType);
   Value bitmapInit = emptyRows(b, loc, words, {}, i32);
-  Value bitmap = generateFlat(
-      b, loc, bitmapInit, [&](OpBuilder &nb, Location nl, Value w) -> Value {
-        IndexMath nx{nb, nl};
-        Value base = nx.mul(w, 32);
-        Value last = nx.sub(n, nx.c(1));
-        Value word = i32Const(nb, nl, 0);
-        for (int64_t l = 0; l < 32; ++l) {
-          Value i = nx.add(base, nx.c(l));
-          Value x = tensor::ExtractOp::create(nb, nl, flat,
-                                              ValueRange{nx.min(i, last)});
-          Value set = arith::AndIOp::create(nb, nl, nx.ult(i, n),
-                                            isNonzeroBits(nb, nl, x));
-          word = arith::OrIOp::create(
-              nb, nl, word,
-              arith::ShLIOp::create(nb, nl,
-                                    arith::ExtUIOp::create(nb, nl, i32, set),
-                                    i32Const(nb, nl, l)));
-        }
-        return word;
-      });
+  Value bitmap;
+  if (vectors) {
+    bitmap =
+        scf::ForOp::create(
+            b, loc, ix.c(0), words, ix.c(1), ValueRange{bitmapInit},
+            [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
+              Value word;
+              int64_t lanes = sparseLanes(elementType);
+              for (int64_t h = 0; h < 32 / lanes; ++h) {
+                Value x = readWordChunk(nb, nl, flat, w, h);
+                auto vectorType = cast<VectorType>(x.getType());
+                auto bitsType = vectorType.clone(
+                    nb.getIntegerType(elementType.getIntOrFloatBitWidth()));
+                if (bitsType != vectorType)
+                  x = arith::BitcastOp::create(nb, nl, bitsType, x);
+                Value zero = arith::ConstantOp::create(
+                    nb, nl,
+                    DenseElementsAttr::get(
+                        bitsType, nb.getZeroAttr(bitsType.getElementType())));
+                Value set = arith::CmpIOp::create(
+                    nb, nl, arith::CmpIPredicate::ne, x, zero);
+                Value chunk = arith::ExtUIOp::create(
+                    nb, nl, i32,
+                    vector::ExtractOp::create(
+                        nb, nl,
+                        vector::BitCastOp::create(
+                            nb, nl,
+                            VectorType::get({1}, nb.getIntegerType(lanes)),
+                            set),
+                        ArrayRef<int64_t>{0}));
+                if (h)
+                  chunk = arith::ShLIOp::create(nb, nl, chunk,
+                                                i32Const(nb, nl, lanes * h));
+                word = h ? arith::OrIOp::create(nb, nl, word, chunk).getResult()
+                         : chunk;
+              }
+              scf::YieldOp::create(
+                  nb, nl,
+                  tensor::InsertOp::create(nb, nl, word, iter[0], ValueRange{w})
+                      .getResult());
+            })
+            .getResult(0);
+  } else
+    bitmap = generateFlat(
+        b, loc, bitmapInit, [&](OpBuilder &nb, Location nl, Value w) -> Value {
+          IndexMath nx{nb, nl};
+          Value base = nx.mul(w, 32);
+          Value last = nx.sub(n, nx.c(1));
+          Value word = i32Const(nb, nl, 0);
+          for (int64_t l = 0; l < 32; ++l) {
+            Value i = nx.add(base, nx.c(l));
+            Value x = tensor::ExtractOp::create(nb, nl, flat,
+                                                ValueRange{nx.min(i, last)});
+            Value set = arith::AndIOp::create(nb, nl, nx.ult(i, n),
+                                              isNonzeroBits(nb, nl, x));
+            word = arith::OrIOp::create(
+                nb, nl, word,
+                arith::ShLIOp::create(nb, nl,
+                                      arith::ExtUIOp::create(nb, nl, i32, set),
+                                      i32Const(nb, nl, l)));
+          }
+          return word;
+        });
 
   // The count of set bits: a reduction.
   Value zero64 = arith::ConstantIntOp::create(b, loc, i64, 0);
@@ -1134,6 +1256,50 @@ std::pair<Value, Value> mlir::act::buildSparseEncode(OpBuilder &b, Location loc,
         ValueRange{none, tensor::CastOp::create(b, loc, valuesType, flat)});
 
     b.setInsertionPointToStart(ifOp.elseBlock());
+    if (vectors) {
+      // The compaction on the CPU, 16 elements (one register) at a time:
+      // compressed in a
+      // register (llvm.experimental.vector.compress: vcompressps on
+      // AVX-512, a generic expansion elsewhere) and stored under a mask of
+      // its first `count` lanes (vector.compressstore's memory form of
+      // vcompressps is microcoded and slow on AMD's Zen 4).
+      Value values = tensor::EmptyOp::create(b, loc, {ShapedType::kDynamic},
+                                             elementType, ValueRange{nonzeros});
+      int64_t lanes = sparseLanes(elementType);
+      auto vectorType = VectorType::get({lanes}, elementType);
+      Value poison = ub::PoisonOp::create(b, loc, vectorType);
+      LLVM::LLVMFuncOp compress = getCompressIntrinsic(b, loc, vectorType);
+      auto loop = scf::ForOp::create(
+          b, loc, ix.c(0), words, ix.c(1), ValueRange{values, ix.c(0)},
+          [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
+            Value word =
+                tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
+            Value into = iter[0], at = iter[1];
+            for (int64_t h = 0; h < 32 / lanes; ++h) {
+              auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
+              Value packed = LLVM::CallOp::create(
+                                 nb, nl, compress,
+                                 ValueRange{readWordChunk(nb, nl, flat, w, h),
+                                            mask, poison})
+                                 .getResult();
+              Value prefix = vector::CreateMaskOp::create(
+                  nb, nl, VectorType::get({lanes}, nb.getI1Type()),
+                  ValueRange{count});
+              into = vector::TransferWriteOp::create(
+                         nb, nl, packed, into, ValueRange{at},
+                         AffineMapAttr::get(nb.getMultiDimIdentityMap(1)),
+                         prefix, nb.getBoolArrayAttr({false}))
+                         .getResult();
+              at = arith::AddIOp::create(nb, nl, at, count);
+            }
+            scf::YieldOp::create(nb, nl, ValueRange{into, at});
+          });
+      scf::YieldOp::create(
+          b, loc,
+          ValueRange{tensor::CastOp::create(b, loc, bitmapType, bitmap),
+                     loop.getResult(0)});
+      return {ifOp.getResult(0), ifOp.getResult(1)};
+    }
     Value values = tensor::EmptyOp::create(b, loc, {ShapedType::kDynamic},
                                            elementType, ValueRange{nonzeros});
     // The compaction: word by word, a loop over the word's set bits.
@@ -1181,7 +1347,7 @@ std::pair<Value, Value> mlir::act::buildSparseEncode(OpBuilder &b, Location loc,
 Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
                                    Value values, RankedTensorType type,
                                    ValueRange dynamicSizes,
-                                   const LoweringOptions &) {
+                                   const LoweringOptions &options) {
   IndexMath ix{b, loc};
   Value n = ix.c(1);
   unsigned next = 0;
@@ -1194,6 +1360,49 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
   Value stored = b.createOrFold<tensor::DimOp>(loc, bitmap, 0);
   Value dense =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, stored, ix.c(0));
+  if (isCpuSparse(options, elementType)) {
+    // On the CPU: the values themselves (dense fallback), or word by word
+    // the word's values expand-loaded (vexpandps) into its 32 elements.
+    auto flatType = RankedTensorType::get({staticOr(n)}, elementType);
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{flatType}, dense,
+                                  /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(
+        b, loc, tensor::CastOp::create(b, loc, flatType, values).getResult());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    Value from = readBuffer(b, loc, values);
+    int64_t lanes = sparseLanes(elementType);
+    auto vectorType = VectorType::get({lanes}, elementType);
+    Value zeros = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vectorType, b.getZeroAttr(elementType)));
+    auto loop = scf::ForOp::create(
+        b, loc, ix.c(0), stored, ix.c(1),
+        ValueRange{emptyRows(b, loc, n, {}, elementType), ix.c(0)},
+        [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
+          IndexMath nx{nb, nl};
+          Value word = tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
+          Value into = iter[0], at = iter[1];
+          for (int64_t h = 0; h < 32 / lanes; ++h) {
+            auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
+            Value x = vector::ExpandLoadOp::create(nb, nl, vectorType, from,
+                                                   ValueRange{at}, mask, zeros);
+            into = vector::TransferWriteOp::create(
+                       nb, nl, x, into,
+                       ValueRange{nx.add(nx.mul(w, 32), nx.c(lanes * h))},
+                       ArrayRef<bool>{false})
+                       .getResult();
+            at = arith::AddIOp::create(nb, nl, at, count);
+          }
+          scf::YieldOp::create(nb, nl, ValueRange{into, at});
+        });
+    scf::YieldOp::create(
+        b, loc,
+        tensor::CastOp::create(b, loc, flatType, loop.getResult(0))
+            .getResult());
+    b.setInsertionPointAfter(ifOp);
+    return unflatten(b, loc, ifOp.getResult(0), type, dynamicSizes);
+  }
   // Where each word's values start: a sequential scan of popcounts.
   Value offsetsInit = emptyRows(b, loc, stored, {}, i32);
   auto scan = scf::ForOp::create(

@@ -161,6 +161,15 @@ inline Value countedElement(OpBuilder &b, Location loc,
       b, loc, finite, x, arith::getIdentityValue(kind, b.getF32Type(), b, loc));
 }
 
+/// A buffer of `tensor` to read in a kernel (bufferization.to_buffer
+/// read_only): rows contiguous, any offset.
+Value readBuffer(OpBuilder &b, Location loc, Value tensor);
+/// A new 64-byte aligned buffer of `rows` x `inner` elements of `type`.
+Value allocRows(OpBuilder &b, Location loc, Value rows, ArrayRef<int64_t> inner,
+                Type type);
+/// The tensor of a buffer a kernel wrote (to_tensor restrict writable).
+Value asTensor(OpBuilder &b, Location loc, Value buffer);
+
 /// GPU kernels (ActGpuKernels.cpp). Each takes tensors, launches a
 /// gpu.launch over buffers of them (bufferization.to_buffer read_only) and
 /// returns its results as tensors of new buffers (to_tensor restrict

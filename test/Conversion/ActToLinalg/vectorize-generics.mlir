@@ -70,3 +70,23 @@ func.func @left_alone(%x: tensor<32x32xf32>, %y: tensor<6x7xf32>) -> (tensor<32x
   } -> tensor<6x7xf32>
   return %r, %s : tensor<32x32xf32>, tensor<6x7xf32>
 }
+
+// A generic reading an i1 tensor (ReLU's backward on a decoded mask) is
+// vectorized too: act-byte-i1-vectors later loads the vector of i1 as bytes.
+// CHECK-LABEL: func.func @select_on_mask
+// CHECK: scf.for {{.*}} step %c16
+// CHECK: vector.transfer_read {{.*}} : tensor<1x16xi1>, vector<1x16xi1>
+// CHECK: arith.select {{.*}} : vector<1x16xi1>, vector<1x16xf32>
+// CHECK-NOT: linalg.generic
+#sel = affine_map<(d0, d1) -> (d0, d1)>
+func.func @select_on_mask(%m: tensor<8x64xi1>, %g: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %e = tensor.empty() : tensor<8x64xf32>
+  %r = linalg.generic {indexing_maps = [#sel, #sel, #sel], iterator_types = ["parallel", "parallel"]}
+      ins(%m, %g : tensor<8x64xi1>, tensor<8x64xf32>) outs(%e : tensor<8x64xf32>) {
+  ^bb0(%a: i1, %b: f32, %o: f32):
+    %z = arith.constant 0.0 : f32
+    %s = arith.select %a, %b, %z : f32
+    linalg.yield %s : f32
+  } -> tensor<8x64xf32>
+  return %r : tensor<8x64xf32>
+}

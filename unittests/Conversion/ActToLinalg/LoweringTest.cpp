@@ -460,6 +460,47 @@ TEST_F(LoweringTest, SparseMatchesReferenceAndIsBitwiseLossless) {
 // residual's quant payload and metadata, and the decoded map are the
 // reference's bit for bit, NCHW and NHWC, on the CPU and GPU-emulated
 // targets; the decode is within the residual's quantization step of x.
+// The CPU's vector form of the sparse storage on elements of 1, 2 and 8
+// bytes (the test above: 4): storage as the reference, decoded bitwise.
+TEST_F(LoweringTest, SparseOfOtherWidthsMatchesReference) {
+  struct Width {
+    const char *type;
+    ElementKind kind;
+  };
+  for (Width width :
+       {Width{"i8", ElementKind::I8}, Width{"i16", ElementKind::I16},
+        Width{"f64", ElementKind::F64}})
+    for (int64_t n : {37, 1000}) {
+      SCOPED_TRACE(std::string(width.type) + " n=" + std::to_string(n));
+      std::string t = "tensor<" + std::to_string(n) + "x" + width.type + ">";
+      std::string e = "!act.encoded<" + t + ", #act.sparse>";
+      std::string text = "func.func @codec(%x: " + t + ") -> (" + e + ", " + t +
+                         ") {\n  %e = act.encode %x, id = 1 : " + t + " -> " +
+                         e + "\n  %d = act.decode %e : " + e + " -> " + t +
+                         "\n  return %e, %d : " + e + ", " + t + "\n}\n";
+      module = parseSourceString<ModuleOp>(text, &context);
+      ASSERT_TRUE(module) << text;
+      auto jit = JitFunction::compile(*module, "codec", true, JitTarget());
+      ASSERT_TRUE(bool(jit)) << llvm::toString(jit.takeError());
+      HostTensor x = HostTensor::allocate(width.kind, {n});
+      unsigned bytesPer = getElementBytes(width.kind);
+      std::mt19937 gen{static_cast<unsigned>(n)};
+      for (int64_t i = 0; i < n; ++i)
+        for (unsigned k = 0; k < bytesPer; ++k)
+          x.data()[i * bytesPer + k] =
+              gen() % 3 == 0 ? char(gen() % 256) : char(0);
+      std::vector<HostTensor> outs;
+      std::string error;
+      ASSERT_TRUE(callJit(**jit, {x}, outs, error)) << error;
+      rt::SparseStorage ref = rt::encodeSparse(x.data(), n, bytesPer);
+      ASSERT_EQ(outs.size(), 3u);
+      EXPECT_EQ(values<uint32_t>(outs[0]), ref.bitmap);
+      std::vector<char> stored = bytes(outs[1]);
+      EXPECT_EQ(std::vector<uint8_t>(stored.begin(), stored.end()), ref.values);
+      EXPECT_EQ(bytes(outs[2]), bytes(x));
+    }
+}
+
 TEST_F(LoweringTest, DivisionMatchesReferenceBitForBit) {
   JitTarget emulated;
   emulated.emulateGpuKernels = true;

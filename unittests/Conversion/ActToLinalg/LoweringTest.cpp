@@ -515,6 +515,8 @@ TEST_F(LoweringTest, DivisionMatchesReferenceBitForBit) {
   for (Case c : {Case{{2, 3, 10, 12}, false, 4, 2, 256, true},
                  Case{{1, 2, 32, 32}, false, 8, 2, 1024, true},
                  Case{{2, 9, 7, 3}, true, 4, 4, 64, false},
+                 // Whole blocks (the CPU's block-wise generics), NHWC.
+                 Case{{2, 8, 12, 16}, true, 4, 2, 256, true},
                  Case{{1, 4, 5, 5}, false, 8, 8, 48, true}})
     for (bool gpu : {false, true}) {
       std::string dims;

@@ -83,6 +83,17 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
       if (!getElementTypeOrSelf(type).isIntOrIndexOrFloat())
         return 0;
     }
+    // Extended multiplies (the exporter's Philox for dropout) lower to LLVM
+    // on 1-D vectors only: an n-D tile would not convert.
+    if (op.getNumLoops() > 1 &&
+        op.getBody()
+            ->walk([](Operation *inner) {
+              return isa<arith::MulUIExtendedOp, arith::MulSIExtendedOp>(inner)
+                         ? WalkResult::interrupt()
+                         : WalkResult::advance();
+            })
+            .wasInterrupted())
+      return 0;
     unsigned last = op.getNumLoops() - 1;
     for (AffineMap map : op.getIndexingMapsArray()) {
       if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))

@@ -90,3 +90,22 @@ func.func @select_on_mask(%m: tensor<8x64xi1>, %g: tensor<8x64xf32>) -> tensor<8
   } -> tensor<8x64xf32>
   return %r : tensor<8x64xf32>
 }
+
+// An extended multiply lowers to LLVM on 1-D vectors only: a generic of
+// more than one loop using one (the exporter's dropout Philox) stays
+// scalar rather than leave an n-D mului_extended that would not convert.
+// CHECK-LABEL: func.func @extended_multiply_2d
+// CHECK: linalg.generic
+// CHECK: arith.mului_extended {{.*}} : i32
+#em = affine_map<(d0, d1) -> (d0, d1)>
+func.func @extended_multiply_2d(%x: tensor<4x32xi32>) -> tensor<4x32xi32> {
+  %e = tensor.empty() : tensor<4x32xi32>
+  %r = linalg.generic {indexing_maps = [#em, #em], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x32xi32>) outs(%e : tensor<4x32xi32>) {
+  ^bb0(%a: i32, %o: i32):
+    %c = arith.constant 12345 : i32
+    %lo, %hi = arith.mului_extended %a, %c : i32
+    linalg.yield %hi : i32
+  } -> tensor<4x32xi32>
+  return %r : tensor<4x32xi32>
+}

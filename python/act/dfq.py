@@ -51,12 +51,22 @@ def _levels(bits):
     return torch.round(torch.exp(bits * math.log(2.0))) - 1.0
 
 
-def quantize(x, bits):
+def quantize(x, bits, stochastic=False):
     """`x` at `bits` bits: one range per tensor (min..max), nearest
-    rounding. `bits` is a 0-d float tensor (chosen at run time)."""
+    rounding, or stochastic: floor(y + u), u uniform in [0, 1) from
+    torch.rand_like (unbiased: E[q] = y), which act's step draws from the
+    step's seed by Philox (act.aten.rand_like) and act.export's reference
+    reproduces. `bits` is a 0-d float tensor (chosen at run time)."""
     lo, hi = x.min(), x.max()
-    scale = torch.clamp(hi - lo, min=1e-12) / _levels(bits)
-    return torch.round((x - lo) / scale) * scale + lo
+    levels = _levels(bits)
+    scale = torch.clamp(hi - lo, min=1e-12) / levels
+    y = (x - lo) / scale
+    if stochastic:
+        q = torch.clamp(torch.floor(y + torch.rand_like(y)), min=0.0) * 1.0
+        q = torch.minimum(q, levels)
+    else:
+        q = torch.round(y)
+    return q * scale + lo
 
 
 def fake_quantize(x, bits):
@@ -68,20 +78,23 @@ def fake_quantize(x, bits):
 
 class _QuantizeGradient(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, bits):
+    def forward(ctx, x, bits, stochastic):
         ctx.save_for_backward(bits)
+        ctx.stochastic = stochastic
         return x.clone()
 
     @staticmethod
     def backward(ctx, grad):
         (bits,) = ctx.saved_tensors
-        return quantize(grad, bits), None
+        return quantize(grad, bits, ctx.stochastic), None, None
 
 
-def quantize_gradient(x, bits):
+def quantize_gradient(x, bits, stochastic=True):
     """The identity in the forward; the gradient quantized at `bits` bits
-    in the backward."""
-    return _QuantizeGradient.apply(x, bits)
+    in the backward, by stochastic rounding (SBM's gradient quantizer, on
+    which FracTrain builds; act-quantize-compute{stochastic-gradients}) or
+    to the nearest."""
+    return _QuantizeGradient.apply(x, bits, stochastic)
 
 
 class Gate(nn.Module):
@@ -114,9 +127,10 @@ class Gate(nn.Module):
 class DFQLayer(nn.Module):
     """A convolution or linear layer under a DFQ gate."""
 
-    def __init__(self, layer, options, name):
+    def __init__(self, layer, options, name, stochastic_gradients=True):
         super().__init__()
         self.layer, self.name = layer, name
+        self.stochastic_gradients = stochastic_gradients
         conv = isinstance(layer, nn.Conv2d)
         self.gate = Gate(layer.in_channels if conv else layer.in_features, len(options),
                          channel_dim=1 if conv else -1)
@@ -154,7 +168,7 @@ class DFQLayer(nn.Module):
         # Forward: input x weight at FW; backward: grad_out (BW) times the
         # weight and times the input (FW), FracTrain Sec. 4.1.
         self.cost = (fw / 32) * (fw / 32) + 2 * (fw / 32) * (bw / 32)
-        return quantize_gradient(y, bw) * chosen
+        return quantize_gradient(y, bw, self.stochastic_gradients) * chosen
 
 
 def _tracing(t):
@@ -172,8 +186,10 @@ class DFQ(nn.Module):
     loss + beta * cp; `control()` after each step holds cp at
     `target_cost` (a fraction of fp32's cost) by beta's sign."""
 
-    def __init__(self, model, target_cost, options=DEFAULT_OPTIONS, beta=1.0):
+    def __init__(self, model, target_cost, options=DEFAULT_OPTIONS, beta=1.0,
+                 stochastic_gradients=True):
         super().__init__()
+        self.stochastic_gradients = stochastic_gradients
         if not 0 < target_cost <= 1:
             raise ValueError(f"DFQ's target cost is a fraction of fp32's, got {target_cost}")
         if not options:
@@ -195,7 +211,7 @@ class DFQ(nn.Module):
 
     def _wrap(self, module, prefix="dfq"):
         if isinstance(module, (nn.Conv2d, nn.Linear)):
-            return DFQLayer(module, self.options, prefix)
+            return DFQLayer(module, self.options, prefix, self.stochastic_gradients)
         for name, child in module.named_children():
             setattr(module, name, self._wrap(child, f"{prefix}.{name}"))
         return module

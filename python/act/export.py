@@ -78,16 +78,18 @@ def decompositions():
             and op.name().split("::")[-1] not in OWN_LOWERINGS}
 
 
-def philox_keep(seed, k, shape, p):
-    """The keep mask of the k-th dropout of a step with seed `seed` (the
-    lowering's Philox4x32-10 stream, act.aten.native_dropout), in NumPy."""
-    from .aten import DROPOUT_STREAM, PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1
+def philox_uniform(seed, k, stream, shape):
+    """u in [0, 1) per element of `shape` (row-major i): word 0 of
+    Philox4x32-10(counter = (i, i >> 32, k, stream), key = (seed, seed >>
+    32)) >> 8, times 2^-24: the lowering's stream (act.aten._philox_uniform),
+    in NumPy, float32."""
+    from .aten import PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1
     M = np.uint64(0xFFFFFFFF)
     n = int(np.prod(shape, dtype=np.int64))
     i = np.arange(n, dtype=np.uint64)
     c0, c1 = i & M, i >> np.uint64(32)
     c2 = np.full(n, k, dtype=np.uint64)
-    c3 = np.full(n, DROPOUT_STREAM, dtype=np.uint64)
+    c3 = np.full(n, stream, dtype=np.uint64)
     k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64((seed >> 32) & 0xFFFFFFFF)
     for _ in range(10):
         p0, p1 = np.uint64(PHILOX_M0) * c0, np.uint64(PHILOX_M1) * c2
@@ -95,7 +97,14 @@ def philox_keep(seed, k, shape, p):
                           (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & M)
         k0, k1 = (k0 + np.uint64(PHILOX_W0)) & M, (k1 + np.uint64(PHILOX_W1)) & M
     u = (c0 >> np.uint64(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
-    return (u >= np.float32(p)).reshape(shape)
+    return u.reshape(shape)
+
+
+def philox_keep(seed, k, shape, p):
+    """The keep mask of the k-th dropout of a step with seed `seed` (the
+    lowering's Philox4x32-10 stream, act.aten.native_dropout), in NumPy."""
+    from .aten import DROPOUT_STREAM
+    return philox_uniform(seed, k, DROPOUT_STREAM, shape) >= np.float32(p)
 
 
 @contextlib.contextmanager
@@ -107,12 +116,28 @@ def random_ops(mode, seed=0, counts=None):
     NumPy (mode "reference", the float64 autograd the step is checked
     against). Channel-wise and alpha dropout and torchvision's stochastic
     depth are the identity in both (act has no lowering for them yet).
-    counts: {"dropout": n, "identity": m}, per eager step."""
+    torch.rand_like (stochastic rounding in a custom backward: act.dfq) is
+    traced as itself, which act lowers to Philox noise from the same seed
+    (aten.RANDOM_STREAM), and in "reference" mode returns that noise.
+    counts: {"dropout": n, "identity": m, "rand": r}, per eager step."""
     import torch.nn.functional as F
+    from .aten import RANDOM_STREAM
     counts = counts if counts is not None else {}
     counts.setdefault("dropout", 0)
     counts.setdefault("identity", 0)
+    counts.setdefault("rand", 0)
     patched = []
+    rands = [0]  # this context's rand_like calls (the k of the next one)
+
+    def rand_like(x, *args, dtype=None, **kwargs):
+        k = rands[0]
+        rands[0] += 1
+        counts["rand"] += 1
+        u = torch.from_numpy(philox_uniform(seed, k, RANDOM_STREAM, tuple(x.shape)))
+        return u.to(dtype or x.dtype)
+    if mode == "reference":
+        patched.append((torch, "rand_like", torch.rand_like))
+        torch.rand_like = rand_like
 
     def arguments(args, kwargs, p_index, training_index):
         p = kwargs.get("p", args[p_index - 1] if len(args) >= p_index else 0.5)
@@ -316,10 +341,17 @@ class Traced:
                     self.constants.setdefault(n.target, value.detach().clone())
         self.large_constants = [k for k, v in self.constants.items()
                                 if v.numel() > MAX_INLINE_CONSTANT]
-        # A step with dropout takes its seed (an i64 scalar) before the inputs.
+        # A step with dropout or rand_like takes its seed (an i64 scalar)
+        # before the inputs. The k-th rand_like of the step (forward, then
+        # backward: eager's order) draws Philox stream k.
         self.has_dropout = any(
             n.op == "call_function" and str(n.target) == "aten.native_dropout.default"
             for n in self.forward.graph.nodes)
+        rands = [n for gm in (self.forward, self.backward) for n in gm.graph.nodes
+                 if n.op == "call_function" and str(n.target) == "aten.rand_like.default"]
+        for k, n in enumerate(rands):
+            n.meta["act_random"] = k
+        self.has_dropout = self.has_dropout or bool(rands)
         seed_arg = [torch.tensor(seed, dtype=torch.int64)] if self.has_dropout else []
         self.args = ([p.detach() for p in self.params] + [b.detach().clone() for b in self.buffers]
                      + [self.constants[k] for k in self.large_constants] + seed_arg
@@ -381,11 +413,13 @@ class Traced:
             x = w.inputs.to(dtype) if w.inputs.is_floating_point() else w.inputs
             y = w.targets.to(dtype) if w.targets.is_floating_point() else w.targets
             # Counts the random calls of one eager step (tracing runs twice).
+            # (The backward inside too: its rand_like calls draw the step's
+            # noise.)
             with random_ops("reference", self.seed,
                             self.random_counts if dtype == torch.float32 else None):
                 loss = w.loss_fn(module(x), y)
-            params = dict(module.named_parameters())
-            grads = torch.autograd.grad(loss, [params[n] for n in self.param_names])
+                params = dict(module.named_parameters())
+                grads = torch.autograd.grad(loss, [params[n] for n in self.param_names])
             return loss.detach(), [g.detach() for g in grads]
         self.random_counts = {}
         loss, grads = run(torch.float64)
@@ -539,6 +573,13 @@ class Exporter:
         for s in self.t.saved:
             chain = self.t.view_chain(s)
             saved.append(fw.env[chain[0] if chain else s])
+        # rand_like in the backward draws from the step's seed: the forward
+        # passes it on as the last saved value (an i64 scalar).
+        seed_saved = self.t.has_dropout and any(
+            n.op == "call_function" and str(n.target) == "aten.rand_like.default"
+            for n in self.t.backward.graph.nodes)
+        if seed_saved:
+            saved.append(g.dropout_seed)
         updated = [v for _, v in self._buffer_updates(g, args)]
         fwd = func(f"{self.name}_forward", args,
                    [fw.env[self.t.loss_node]] + updated + self._records(fw) + saved,
@@ -548,8 +589,10 @@ class Exporter:
         g = Graph()
         bargs = [V(g.fresh(f"saved{i}"), v.shape, v.dtype) for i, v in enumerate(saved)]
         tangent = V(g.fresh("tangent"), (), "f32")
+        if seed_saved:
+            g.dropout_seed = bargs[-1]
         bw = Lowerer(g, "backward", self.constants)
-        self._saved_in_backward(bw, None, bargs)
+        self._saved_in_backward(bw, None, bargs[:len(self.t.saved)])
         bw.env[self.t.bw_tangents[0]] = tangent
         bw.run(self.t.backward.graph.nodes)
         bwd = func(f"{self.name}_backward", bargs + [tangent], self._gradients(bw), g.lines)

@@ -267,6 +267,7 @@ class Step:
         self.saved_sum[1] += self.saved_bytes[1]
         self.calls += 1
         call_seed = (self.seed * 1000003 + self.calls) & 0x7FFFFFFFFFFFFFFF
+        self.last_seed = call_seed  # (dropout and rand_like's noise of this call)
         run = step.run(self._arguments(layout, inputs, targets, call_seed), seed=call_seed)
         self.step_seconds += time.perf_counter() - run_start
         if self.compute_bits is not None:

@@ -16,7 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import act  # noqa: E402
-from act.dfq import DFQ  # noqa: E402
+from act.dfq import DFQ, quantize  # noqa: E402
+from act.export import random_ops  # noqa: E402
 
 
 def small_cnn():
@@ -29,15 +30,23 @@ def batch(shift=0.0, seed=0):
     return torch.randn(16, 1, 8, 8, generator=g) + shift, torch.randint(0, 10, (16,), generator=g)
 
 
+def eager_step(ref, loss_fn, x, y, seed):
+    """Eager PyTorch's loss and gradients with the noise act's call drew
+    (the gradients' stochastic rounding: rand_like from the step's seed)."""
+    with random_ops("reference", seed):
+        loss = ref.loss_fn(loss_fn)(ref(x), y)
+        loss.backward()
+    return loss
+
+
 def test_gradients_and_executed_bits_match_eager():
     torch.manual_seed(0)
     m = DFQ(small_cnn(), 0.03)
     ref = copy.deepcopy(m)
     x, y = batch()
-    loss = ref.loss_fn(F.cross_entropy)(ref(x), y)
-    loss.backward()
     step = act.compile(m, m.loss_fn(F.cross_entropy), x, y)
     got = step(x, y)
+    loss = eager_step(ref, F.cross_entropy, x, y, step.last_seed)
     assert abs(float(got) - float(loss)) < 1e-5 * abs(float(loss))
     for (name, p), q in zip(ref.named_parameters(), m.parameters()):
         scale = float(p.grad.abs().max()) + 1e-30
@@ -48,6 +57,51 @@ def test_gradients_and_executed_bits_match_eager():
         assert step.records[l.name].tolist() == r.executed.tolist()
         assert tuple(step.records[l.name].tolist()) in {(float(f), float(b))
                                                         for f, b in m.options}
+
+
+def test_gradients_are_rounded_stochastically_from_the_step_seed():
+    """DFQ's gradient quantizer rounds stochastically (SBM, FracTrain's
+    base): two calls on one batch draw different noise, each call's
+    gradients are eager's with that call's noise (act.export.random_ops),
+    and the nearest-rounding variant gives the same gradients every call."""
+    torch.manual_seed(1)
+    x, y = batch()
+    grads = {}
+    for stochastic in (True, False):
+        m = DFQ(small_cnn(), 0.03, stochastic_gradients=stochastic)
+        ref = copy.deepcopy(m)
+        step = act.compile(m, m.loss_fn(F.cross_entropy), x, y)
+        calls = []
+        for _ in range(2):
+            m.zero_grad()
+            step(x, y)
+            calls.append([p.grad.clone() for p in m.parameters()])
+            ref.zero_grad()
+            eager_step(ref, F.cross_entropy, x, y, step.last_seed)
+            for (name, p), q in zip(ref.named_parameters(), m.parameters()):
+                scale = float(p.grad.abs().max()) + 1e-30
+                assert float((p.grad - q.grad).abs().max()) <= 1e-4 * scale, name
+        grads[stochastic] = calls
+    conv_weight = 0  # the first layer's weight: its gradient went through BW bits
+    differs = [float((a[conv_weight] - b[conv_weight]).abs().max())
+               for a, b in [grads[True]]]
+    assert differs[0] > 0
+    assert torch.equal(grads[False][0][conv_weight], grads[False][1][conv_weight])
+
+
+def test_stochastic_quantizer_is_unbiased():
+    """E[quantize(x, b, stochastic)] = x: the mean over 4000 draws is
+    within 4 standard errors of every element; values stay on the grid
+    (min..max in 2^b - 1 steps)."""
+    torch.manual_seed(3)
+    x = torch.randn(64, dtype=torch.float64)
+    bits = torch.tensor(2.0, dtype=torch.float64)
+    draws = torch.stack([quantize(x, bits, stochastic=True) for _ in range(4000)])
+    step = float((x.max() - x.min()) / 3)
+    assert float((draws.mean(0) - x).abs().max()) <= 4 * 0.5 * step / 4000 ** 0.5
+    grid = (draws - x.min()) / step
+    assert float((grid - grid.round()).abs().max()) < 1e-9
+    assert float(grid.min()) >= -1e-9 and float(grid.max()) <= 3 + 1e-9
 
 
 def test_gates_change_precision_per_batch_without_recompiling():
@@ -135,12 +189,11 @@ def test_linear_gates_read_features_of_sequences():
     def seq_loss(out, t):
         return F.cross_entropy(out.reshape(-1, 5), t.reshape(-1))
 
-    loss = ref.loss_fn(seq_loss)(ref(x), y)
-    loss.backward()
-    assert [l.gate.fc.in_features for l in ref.layers] == [12, 20]
-    assert [l.macs_per_sample for l in ref.layers] == [7 * 20 * 12, 7 * 5 * 20]
     step = act.compile(m, m.loss_fn(seq_loss), x, y)
     got = step(x, y)
+    loss = eager_step(ref, seq_loss, x, y, step.last_seed)
+    assert [l.gate.fc.in_features for l in ref.layers] == [12, 20]
+    assert [l.macs_per_sample for l in ref.layers] == [7 * 20 * 12, 7 * 5 * 20]
     assert float(got) == pytest.approx(float(loss), rel=1e-5)
     for p, q in zip(m.parameters(), ref.parameters()):
         assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-6)

@@ -122,6 +122,54 @@ def test_dropout_masks_come_from_the_steps_seed(tmp_path, capsys):
     assert not np.array_equal(keep, export_module.philox_keep(7, 1, (100, 100), 0.5))
 
 
+def test_rand_like_noise_comes_from_the_steps_seed(tmp_path):
+    """torch.rand_like in the forward (noise injection) and in a custom
+    backward (stochastic rounding of the gradient, as act.dfq's) is traced
+    as aten.rand_like and lowered to Philox noise from the step's seed; the
+    float64 reference draws the same noise (act.export.philox_uniform), so
+    the gradients match; another seed gives other gradients."""
+    model = tmp_path / "noise.py"
+    model.write_text(
+        "import torch, torch.nn as nn\n"
+        "class Round(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        return x.clone()\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, g):\n"
+        "        s = g.abs().max() / 4\n"
+        "        return torch.floor(g / s + torch.rand_like(g)) * s\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.a, self.b = nn.Linear(6, 32), nn.Linear(32, 3)\n"
+        "    def forward(self, x):\n"
+        "        h = torch.relu(self.a(x))\n"
+        "        h = h + 0.1 * torch.rand_like(h)\n"
+        "        return self.b(Round.apply(h))\n"
+        "def make(batch):\n"
+        "    return M(), torch.randn(batch, 6), torch.randint(0, 3, (batch,))\n")
+    assert main([f"{model}:make", "--batch", "4", "--seed", "5", "-o", str(tmp_path)]) == 0
+    m = json.load(open(tmp_path / "make.json"))
+    assert [a["name"] for a in m["arguments"]][-3:] == ["dropout_seed", "inputs", "targets"]
+    text = open(m["files"]["joint"]).read()
+    assert text.count("arith.mului_extended") >= 2 * 2 * 10  # two noises, Philox's rounds
+    results, _, _ = driver.step(m["files"]["joint"], m["inputs"], tmp_path / "run",
+                                m["parameters"] + 1)
+    loss, grad, _ = driver.scaled_errors(results, driver.reference(m), m["parameters"])
+    assert loss <= 1e-5 and grad <= zoo.BOUND, (loss, grad)
+    seed_file = [f for f in m["inputs"] if "dropout_seed" in f][0]
+    np.save(seed_file, np.array(6, dtype=np.int64))
+    other, _, _ = driver.step(m["files"]["joint"], m["inputs"], tmp_path / "run6",
+                              m["parameters"] + 1)
+    # The first layer's weight gradient went through the rounding.
+    assert not np.allclose(other[1], results[1])
+    from act.aten import RANDOM_STREAM
+    u = export_module.philox_uniform(5, 0, RANDOM_STREAM, (200, 200))
+    assert 0.0 <= u.min() and u.max() < 1.0 and abs(float(u.mean()) - 0.5) < 0.01
+    assert not np.array_equal(u, export_module.philox_uniform(5, 1, RANDOM_STREAM, (200, 200)))
+
+
 def test_scaled_error_reads_a_zero_gradient_as_correct():
     """A gradient that is zero in theory (a bias feeding BatchNorm) has a
     meaningless relative error; against the scale of all gradients it is

@@ -7,7 +7,7 @@
 // buffers), runs them on one core, and prints GB/s counting bytes read plus
 // written, next to memcpy of the same tensor measured in the same run.
 //
-//   act-bench-kernels [--mib=256] [--runs=5]
+//   act-bench-kernels [--mib=256] [--runs=5] [--workers=1] [--only=TEXT]
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +48,11 @@ static cl::opt<unsigned> runs("runs", cl::init(5),
                               cl::desc("timed runs per kernel (median)"));
 static cl::opt<std::string>
     only("only", cl::desc("run encodings whose attribute contains this"));
+static cl::opt<unsigned> threads(
+    "workers", cl::init(1),
+    cl::desc("workers of the encodes' and decodes' chunks "
+             "(act-cpu-pipeline{threads}; libLLVM has a --threads of its own); memcpy "
+             "stays on one core"));
 
 namespace {
 
@@ -119,9 +124,10 @@ int main(int argc, char **argv) {
   double copy = medianSeconds([&] { std::memcpy(y, x, bytes); });
   double copyRate = 2.0 * double(bytes) / copy / 1e9;
   llvm::outs() << llvm::formatv(
-      "tensor: {0} f32 ({1} MiB); one core; median of {2} runs; GB/s count "
-      "bytes read + written\n",
-      n, mib, unsigned(runs));
+      "tensor: {0} f32 ({1} MiB); encodes and decodes on {3} worker(s), "
+      "memcpy on one core; median of {2} runs; GB/s count bytes read + "
+      "written\n",
+      n, mib, unsigned(runs), std::max(1u, unsigned(threads)));
   llvm::outs() << llvm::formatv("memcpy: {0:f2} GB/s\n\n", copyRate);
   llvm::outs() << llvm::formatv("{0,-44} {1,9} {2,8} {3,9} {4,8}\n", "encoding",
                                 "encode", "/memcpy", "decode", "/memcpy");
@@ -222,6 +228,7 @@ int main(int argc, char **argv) {
     // Storage whose size depends on the data is allocated by the encode and
     // returned; static storage is the caller's.
     options.resultsToOutParams = !dataDependent;
+    options.threads = std::max(1u, unsigned(threads));
     act::buildCPUPipeline(pm, options);
     if (failed(pm.run(*module))) {
       llvm::errs() << "lowering failed for " << enc << "\n";
@@ -230,7 +237,7 @@ int main(int argc, char **argv) {
     auto transformer = act::makeHostOptimizingTransformer();
     ExecutionEngineOptions engineOptions;
     engineOptions.transformer = transformer;
-    llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS};
+    llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS, ACT_ASYNC_RUNTIME};
     engineOptions.sharedLibPaths = libs;
     auto engine = ExecutionEngine::create(*module, engineOptions);
     if (!engine) {

@@ -16,6 +16,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
@@ -29,6 +30,9 @@ using namespace mlir::act;
 
 #ifndef ACT_C_RUNNER_UTILS
 #define ACT_C_RUNNER_UTILS "libmlir_c_runner_utils.so"
+#endif
+#ifndef ACT_ASYNC_RUNTIME
+#define ACT_ASYNC_RUNTIME "libmlir_async_runtime.so"
 #endif
 
 std::function<llvm::Error(llvm::Module *)>
@@ -163,6 +167,10 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     options.recordStorage = target.recordStorage;
     options.peakReport = target.peakReport;
     options.decodeIntoConsumers = target.decodeIntoConsumers;
+    options.threads = target.threads
+                          ? int64_t(target.threads)
+                          : int64_t(std::max(1u, llvm::hardware_concurrency()
+                                                     .compute_thread_count()));
     buildCPUPipeline(pm, options);
   }
   if (failed(pm.run(module)))
@@ -176,7 +184,8 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   engineOptions.jitCodeGenOptLevel =
       llvm::CodeGenOpt::getLevel(int(target.optLevel))
           .value_or(llvm::CodeGenOptLevel::Aggressive);
-  llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS};
+  // memrefCopy and friends; the async runtime of threaded encodes.
+  llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS, ACT_ASYNC_RUNTIME};
   engineOptions.sharedLibPaths = libs;
   auto engine = ExecutionEngine::create(module, engineOptions);
   if (!engine)

@@ -95,6 +95,8 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-sink-to-users",
                                           "act-transpose-views",
                                           "act-early-dealloc",
+                                          "act-chunk-buffers-to-stack",
+                                          "act-hoist-stack-buffers",
                                           "act-buffer-peak",
                                           "convert-act-to-linalg",
                                           "act-vectorize",

@@ -9,6 +9,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Async/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -41,7 +42,8 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
                                  act::LoweringTarget target,
                                  int64_t gpuBlockSize = 256,
                                  bool recordStorage = false,
-                                 bool decodeIntoConsumers = false) {
+                                 bool decodeIntoConsumers = false,
+                                 int64_t threads = 1) {
   bool vectorize = target == act::LoweringTarget::CPU;
   act::ConvertActToLinalgPassOptions lowering;
   lowering.target = target;
@@ -93,7 +95,16 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // buffer by the caller's) and no copy is left in the loops.
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
-  if (vectorize) {
+  bool parallel = vectorize && threads > 1;
+  if (parallel) {
+    // CPU, threads: an encode's or decode's chunks (scf.forall) stay
+    // parallel; their small temporaries (per-group statistics) go on the
+    // stack, so no chunk allocates on the heap (buffer-loop-hoisting never
+    // moves anything out of an scf.forall).
+    pm.addNestedPass<func::FuncOp>(act::createActChunkBuffersToStackPass());
+    pm.addNestedPass<func::FuncOp>(
+        bufferization::createBufferLoopHoistingPass());
+  } else if (vectorize) {
     // CPU: a chunk's small temporaries (per-group statistics) are allocated
     // once, outside the loop over chunks, which then runs in sequence.
     pm.addPass(createForallToForLoopPass());
@@ -114,6 +125,23 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Free activations after their last use, not at the end of the step.
   pm.addNestedPass<func::FuncOp>(act::createActEarlyDeallocPass());
+  if (parallel) {
+    // The chunks as tasks of MLIR's async runtime: blocks of at least 64
+    // chunks (a small tensor stays on the calling thread), `threads`
+    // workers' worth; each task allocates its chunks' stack temporaries
+    // once. Chunks are independent and Philox is counter-based, so the bits
+    // do not depend on the split.
+    pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
+    AsyncParallelForPassOptions async;
+    async.asyncDispatch = true;
+    async.numWorkerThreads = int32_t(threads);
+    async.minTaskSize = 64;
+    pm.addPass(createAsyncParallelForPass(async));
+    pm.addNestedPass<func::FuncOp>(act::createActHoistStackBuffersPass());
+    pm.addPass(createAsyncToAsyncRuntimePass());
+    pm.addNestedPass<func::FuncOp>(createAsyncRuntimeRefCountingPass());
+    pm.addNestedPass<func::FuncOp>(createAsyncRuntimeRefCountingOptPass());
+  }
 }
 
 void mlir::act::buildCPUPipeline(OpPassManager &pm,
@@ -122,7 +150,8 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
       pm, options.resultsToOutParams,
       options.emulateGpuKernels ? act::LoweringTarget::GPUEmulated
                                 : act::LoweringTarget::CPU,
-      /*gpuBlockSize=*/256, options.recordStorage, options.decodeIntoConsumers);
+      /*gpuBlockSize=*/256, options.recordStorage, options.decodeIntoConsumers,
+      options.threads);
 
   // Contractions and convolutions call the runtime's kernels; the rest
   // (elementwise chains, reductions, the encodings) become loops.
@@ -158,6 +187,8 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   // buffers apart (promotes reductions to registers, vectorizes).
   memrefOptions.useAlignedAlloc = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
+  if (options.threads > 1)
+    pm.addPass(createConvertAsyncToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   // i1 tensors are one byte per element; vectors of them too, in memory.

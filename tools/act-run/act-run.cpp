@@ -261,7 +261,13 @@ int main(int argc, char **argv) {
   static cl::opt<int> threads(
       "threads", cl::init(0),
       cl::desc("threads of the compute kernels (matmuls, convolutions); 0: "
-               "every core. Encodings give the same bits on any count"),
+               "every core"),
+      cl::cat(runCategory));
+  static cl::opt<unsigned> encodeThreads(
+      "encode-threads", cl::init(1),
+      cl::desc("workers of the encodes' and decodes' chunks (MLIR's async "
+               "runtime); 0: every core, 1: the calling thread. Encodings "
+               "give the same bits on any count"),
       cl::cat(runCategory));
   cl::HideUnrelatedOptions({&runCategory, &measureCategory});
   cl::ParseCommandLineOptions(argc, argv,
@@ -299,6 +305,7 @@ int main(int argc, char **argv) {
     return fail("--jit-opt must be 0, 1, 2 or 3, got " +
                 std::to_string(jitOpt));
   target.optLevel = jitOpt;
+  target.threads = unsigned(encodeThreads);
   if (storage && target.gpu)
     return fail("--storage is not available with --device=gpu (use "
                 "--device=cpu or gpu-emulated: the same storage)");

@@ -62,6 +62,12 @@ struct JitTarget {
   /// workloads (the vector code comes from MLIR), and resnet18's compile
   /// takes half as long (docs/Running.md).
   unsigned optLevel = 2;
+  /// CPU only: workers the encodes' and decodes' chunks run on
+  /// (act-cpu-pipeline{threads}, MLIR's async runtime); 0: every core, 1:
+  /// the calling thread. The bits are the same on any count. 1 by default:
+  /// beside the kernels' OpenMP threads, which spin between parallel
+  /// regions, a second pool slows a step down (docs/Running.md).
+  unsigned threads = 1;
 };
 
 class JitFunction {

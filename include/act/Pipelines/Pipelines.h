@@ -44,6 +44,12 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "decoded tensor is materialized only for the other "
                      "readers"),
       llvm::cl::init(true)};
+  Option<int64_t> threads{
+      *this, "threads",
+      llvm::cl::desc("encode and decode chunks run as tasks of MLIR's async "
+                     "runtime on this many workers (async-parallel-for); 1: "
+                     "in sequence on the calling thread"),
+      llvm::cl::init(1)};
   Option<std::string> peakReport{
       *this, "peak-report",
       llvm::cl::desc("write the peak of the lowered step's buffers here "

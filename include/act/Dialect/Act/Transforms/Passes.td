@@ -246,6 +246,61 @@ def ActEarlyDeallocPass : Pass<"act-early-dealloc", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def ActChunkBuffersToStackPass
+    : Pass<"act-chunk-buffers-to-stack", "::mlir::func::FuncOp"> {
+  let summary = "Temporaries of parallel loop bodies on the stack";
+  let description = [{
+    Each iteration of an `scf.forall` or `scf.parallel` (the chunks of an
+    encode or decode) may run on another thread; its temporaries (a chunk's
+    per-group statistics, a decoded tile) are `memref.alloc`s of the body.
+    This pass turns every static-shaped `memref.alloc` of such a body whose
+    uses all lie in the body (none yielded) and whose size is at most
+    `max-bytes` into a `memref.alloca`: no chunk calls the allocator (whose
+    counters every thread would share), and nothing is left for the
+    deallocation pipeline to free inside the parallel loop. Run on buffers,
+    before deallocation; act-hoist-stack-buffers then gives each task one
+    set. Part of act-cpu-pipeline{threads > 1}.
+  }];
+  let options = [
+    Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"65536",
+           "largest temporary moved to the stack">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def ActHoistStackBuffersPass
+    : Pass<"act-hoist-stack-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Move a loop body's static stack buffers to the function's "
+                "entry";
+  let description = [{
+    A `memref.alloca` inside an `scf.for` body allocates afresh every
+    iteration and is freed only when the function returns: over a loop of
+    many iterations the stack grows with the trip count. This pass moves
+    each static-shaped `memref.alloca` whose uses all lie in its own loop
+    body (none yielded, none a terminator's operand) to the start of the
+    function, where one buffer serves every iteration in turn. It is what
+    `buffer-loop-hoisting` does for allocas, but safe after deallocations
+    exist (that pass would hoist a heap buffer and leave its dealloc in the
+    loop) and it never crosses `scf.forall` / `scf.parallel` (iterations
+    that run at once). act-cpu-pipeline{threads > 1} runs it on the
+    functions `async-parallel-for` outlines: the per-chunk statistics of an
+    encode, promoted to the stack, are then allocated once per task.
+
+    ```mlir
+    scf.for %i = %lo to %hi step %c1 {
+      %t = memref.alloca() : memref<1xf32>
+      ... uses of %t ...
+    }
+    // becomes
+    %t = memref.alloca() : memref<1xf32>
+    scf.for %i = %lo to %hi step %c1 {
+      ... uses of %t ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def ActInPlacePass : Pass<"act-in-place", "::mlir::func::FuncOp"> {
   let summary = "Elementwise ops write into an input that dies there";
   let description = [{

@@ -1,0 +1,87 @@
+//===- HoistStackBuffers.cpp - chunk temporaries on the stack -------------===//
+
+#include "act/Dialect/Act/Transforms/Passes.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::act {
+#define GEN_PASS_DEF_ACTCHUNKBUFFERSTOSTACKPASS
+#define GEN_PASS_DEF_ACTHOISTSTACKBUFFERSPASS
+#include "act/Dialect/Act/Transforms/Passes.h.inc"
+} // namespace mlir::act
+
+using namespace mlir;
+
+namespace {
+
+/// Whether every use of `op`'s result lies in `body` and none is a
+/// terminator's operand (carried out of the iteration).
+bool usedOnlyIn(Operation *op, Block *body) {
+  return llvm::all_of(op->getUsers(), [&](Operation *user) {
+    return body->findAncestorOpInBlock(*user) &&
+           !user->hasTrait<OpTrait::IsTerminator>();
+  });
+}
+
+struct ChunkBuffersToStackPass
+    : act::impl::ActChunkBuffersToStackPassBase<ChunkBuffersToStackPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<memref::AllocOp> allocs;
+    getOperation().walk([&](memref::AllocOp op) {
+      Operation *parent = op->getParentOp();
+      if (!isa<scf::ForallOp, scf::ParallelOp>(parent))
+        return;
+      MemRefType type = op.getType();
+      if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat() ||
+          !type.getLayout().isIdentity())
+        return;
+      int64_t bytes = type.getNumElements() *
+                      std::max<int64_t>(
+                          1, type.getElementType().getIntOrFloatBitWidth() / 8);
+      if (bytes <= maxBytes && usedOnlyIn(op, op->getBlock()))
+        allocs.push_back(op);
+    });
+    for (memref::AllocOp alloc : allocs) {
+      OpBuilder b(alloc);
+      auto alloca = memref::AllocaOp::create(b, alloc.getLoc(), alloc.getType(),
+                                             alloc.getAlignmentAttr());
+      alloc.replaceAllUsesWith(alloca.getResult());
+      alloc.erase();
+    }
+  }
+};
+
+struct HoistStackBuffersPass
+    : act::impl::ActHoistStackBuffersPassBase<HoistStackBuffersPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    SmallVector<memref::AllocaOp> allocas;
+    func.walk([&](memref::AllocaOp op) { allocas.push_back(op); });
+    Block &entry = func.getBody().front();
+    for (memref::AllocaOp alloca : allocas) {
+      if (!alloca.getType().hasStaticShape() || !alloca.getOperands().empty())
+        continue;
+      // The innermost enclosing op with regions must be a sequential loop,
+      // and no loop that runs its iterations at once may lie on the way to
+      // the function.
+      auto loop = dyn_cast<scf::ForOp>(alloca->getParentOp());
+      if (!loop)
+        continue;
+      bool sequential = true;
+      for (Operation *p = loop; p != func; p = p->getParentOp())
+        if (isa<scf::ForallOp, scf::ParallelOp>(p))
+          sequential = false;
+      if (!sequential)
+        continue;
+      // One iteration's buffer may serve the next only if nothing carries
+      // it out of the iteration.
+      if (usedOnlyIn(alloca, loop.getBody()))
+        alloca->moveBefore(&entry, entry.begin());
+    }
+  }
+};
+
+} // namespace

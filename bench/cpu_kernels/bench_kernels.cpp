@@ -48,11 +48,12 @@ static cl::opt<unsigned> runs("runs", cl::init(5),
                               cl::desc("timed runs per kernel (median)"));
 static cl::opt<std::string>
     only("only", cl::desc("run encodings whose attribute contains this"));
-static cl::opt<unsigned> threads(
-    "workers", cl::init(1),
-    cl::desc("workers of the encodes' and decodes' chunks "
-             "(act-cpu-pipeline{threads}; libLLVM has a --threads of its own); memcpy "
-             "stays on one core"));
+static cl::opt<unsigned>
+    threads("workers", cl::init(1),
+            cl::desc("workers of the encodes' and decodes' chunks "
+                     "(act-cpu-pipeline{threads}; libLLVM has a --threads of "
+                     "its own); memcpy "
+                     "stays on one core"));
 
 namespace {
 
@@ -237,12 +238,16 @@ int main(int argc, char **argv) {
     auto transformer = act::makeHostOptimizingTransformer();
     ExecutionEngineOptions engineOptions;
     engineOptions.transformer = transformer;
-    llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS, ACT_ASYNC_RUNTIME};
+    llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS};
     engineOptions.sharedLibPaths = libs;
     auto engine = ExecutionEngine::create(*module, engineOptions);
     if (!engine) {
       llvm::errs() << "JIT failed: " << llvm::toString(engine.takeError())
                    << "\n";
+      return 1;
+    }
+    if (llvm::Error err = act::registerAsyncRuntime(**engine)) {
+      llvm::errs() << llvm::toString(std::move(err)) << "\n";
       return 1;
     }
     (*engine)->initialize();

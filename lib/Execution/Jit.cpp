@@ -16,6 +16,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -34,6 +35,37 @@ using namespace mlir::act;
 #ifndef ACT_ASYNC_RUNTIME
 #define ACT_ASYNC_RUNTIME "libmlir_async_runtime.so"
 #endif
+
+llvm::Error mlir::act::registerAsyncRuntime(ExecutionEngine &engine) {
+  // The library's own registration function, called once: it lists the
+  // runtime's entry points. Its destroy function is never called.
+  static const llvm::StringMap<void *> *symbols = []() {
+    auto *map = new llvm::StringMap<void *>();
+    std::string error;
+    auto library = llvm::sys::DynamicLibrary::getPermanentLibrary(
+        ACT_ASYNC_RUNTIME, &error);
+    if (!library.isValid())
+      return static_cast<const llvm::StringMap<void *> *>(map);
+    using Init = void (*)(llvm::StringMap<void *> &);
+    if (auto init = reinterpret_cast<Init>(
+            library.getAddressOfSymbol("__mlir_execution_engine_init")))
+      init(*map);
+    return static_cast<const llvm::StringMap<void *> *>(map);
+  }();
+  if (symbols->empty())
+    return llvm::createStringError("MLIR's async runtime (" +
+                                   std::string(ACT_ASYNC_RUNTIME) +
+                                   ") could not be loaded");
+  engine.registerSymbols([&](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    for (const auto &entry : *symbols)
+      map[interner(entry.getKey())] = {
+          llvm::orc::ExecutorAddr::fromPtr(entry.getValue()),
+          llvm::JITSymbolFlags::Exported};
+    return map;
+  });
+  return llvm::Error::success();
+}
 
 std::function<llvm::Error(llvm::Module *)>
 mlir::act::makeHostOptimizingTransformer(unsigned optLevel) {
@@ -167,10 +199,11 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     options.recordStorage = target.recordStorage;
     options.peakReport = target.peakReport;
     options.decodeIntoConsumers = target.decodeIntoConsumers;
-    options.threads = target.threads
-                          ? int64_t(target.threads)
-                          : int64_t(std::max(1u, llvm::hardware_concurrency()
-                                                     .compute_thread_count()));
+    options.threads =
+        target.threads
+            ? int64_t(target.threads)
+            : int64_t(std::max(
+                  1u, llvm::hardware_concurrency().compute_thread_count()));
     buildCPUPipeline(pm, options);
   }
   if (failed(pm.run(module)))
@@ -184,8 +217,8 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   engineOptions.jitCodeGenOptLevel =
       llvm::CodeGenOpt::getLevel(int(target.optLevel))
           .value_or(llvm::CodeGenOptLevel::Aggressive);
-  // memrefCopy and friends; the async runtime of threaded encodes.
-  llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS, ACT_ASYNC_RUNTIME};
+  // memrefCopy and friends (the async runtime: registerAsyncRuntime).
+  llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS};
   engineOptions.sharedLibPaths = libs;
   auto engine = ExecutionEngine::create(module, engineOptions);
   if (!engine)
@@ -209,6 +242,9 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     add(hooks, count);
     return map;
   });
+  if (!target.gpu)
+    if (llvm::Error error = registerAsyncRuntime(*shared))
+      return std::move(error);
   shared->initialize();
   for (auto &jit : jits)
     jit->engine = shared;

@@ -146,12 +146,12 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
 
 void mlir::act::buildCPUPipeline(OpPassManager &pm,
                                  const CPUPipelineOptions &options) {
-  buildBufferizedLoops(
-      pm, options.resultsToOutParams,
-      options.emulateGpuKernels ? act::LoweringTarget::GPUEmulated
-                                : act::LoweringTarget::CPU,
-      /*gpuBlockSize=*/256, options.recordStorage, options.decodeIntoConsumers,
-      options.threads);
+  buildBufferizedLoops(pm, options.resultsToOutParams,
+                       options.emulateGpuKernels
+                           ? act::LoweringTarget::GPUEmulated
+                           : act::LoweringTarget::CPU,
+                       /*gpuBlockSize=*/256, options.recordStorage,
+                       options.decodeIntoConsumers, options.threads);
 
   // Contractions and convolutions call the runtime's kernels; the rest
   // (elementwise chains, reductions, the encodings) become loops.

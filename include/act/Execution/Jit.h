@@ -27,6 +27,14 @@ namespace mlir::act {
 std::function<llvm::Error(llvm::Module *)>
 makeHostOptimizingTransformer(unsigned optLevel = 3);
 
+/// Makes MLIR's async runtime (libmlir_async_runtime.so: the tasks of
+/// act-cpu-pipeline{threads > 1}) available to `engine`. The library is
+/// loaded once for the process and its symbols registered with the engine,
+/// not passed as a shared library: an ExecutionEngine that loaded it would
+/// destroy its default runtime when destroyed, leaving every later engine
+/// of the process without one. Fails if the library cannot be loaded.
+llvm::Error registerAsyncRuntime(mlir::ExecutionEngine &engine);
+
 /// What one argument or result of the function is.
 struct ValueSpec {
   bool isTensor = false;

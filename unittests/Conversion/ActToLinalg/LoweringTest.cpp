@@ -501,6 +501,37 @@ TEST_F(LoweringTest, SparseOfOtherWidthsMatchesReference) {
     }
 }
 
+// act-cpu-pipeline{threads}: an encode's and a decode's chunks split into
+// tasks of MLIR's async runtime give the very bits of one thread (chunks
+// are independent; Philox is counter-based), for tensors of many tasks.
+TEST_F(LoweringTest, EncodingsAreTheSameOnAnyNumberOfWorkers) {
+  const int64_t n = 300007; // 1171 groups of 256 and a partial one
+  for (const char *enc :
+       {"#act.quant<bits = 4>", "#act.quant<bits = 2, rounding = nearest>",
+        "#act.quant<bits = 8>", "#act.float<format = fp10>",
+        "#act.fewbit<bits = 2, boundaries = [-0.5, 0.0, 0.5], values = "
+        "[0.0, 0.25, 0.75, 1.0]>",
+        "#act.sparse<density = 0.5>"}) {
+    SCOPED_TRACE(enc);
+    std::vector<float> x = data(n, 17, true);
+    for (int64_t i = 0; i < n; i += 3)
+      x[i] = 0.0f; // (sparse: some zeros)
+    std::vector<std::vector<char>> bits[2];
+    for (unsigned workers : {1u, 3u}) {
+      JitTarget target;
+      target.threads = workers;
+      auto jit = compileCodec(n, enc, "f32", target);
+      ASSERT_TRUE(jit);
+      std::vector<HostTensor> outs;
+      std::string error;
+      ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(99)}, outs, error)) << error;
+      for (const HostTensor &out : outs)
+        bits[workers > 1].push_back(bytes(out));
+    }
+    EXPECT_EQ(bits[0], bits[1]);
+  }
+}
+
 TEST_F(LoweringTest, DivisionMatchesReferenceBitForBit) {
   JitTarget emulated;
   emulated.emulateGpuKernels = true;

@@ -1,6 +1,7 @@
 """Models for bench/division: the VGG-style CIFAR CNN and torchvision's
 resnet18 (32x32) on random images and on real images (sklearn's digits,
-8x8 grey, upsampled to 32x32 RGB: smooth maps, as natural images are), for
+8x8 grey, upsampled to 32x32 RGB: smooth maps, as natural images are), and
+resnet18 at ImageNet's 224x224 (the paper's maps: 112 down to 7), for
 `python3 -m act.export bench/division/models.py:NAME`."""
 
 import os
@@ -43,3 +44,12 @@ def resnet18(batch):
 def resnet18_digits(batch):
     module, _, _ = act_models.resnet18(batch)
     return (module, *digits_images(batch))
+
+
+def resnet18_224(batch):
+    """torchvision's resnet18 (10 classes) on 224x224 random images."""
+    import torchvision
+    module = act_models.without_running_stats(torchvision.models.resnet18(num_classes=10))
+    g = torch.Generator().manual_seed(0)
+    return (module, torch.randn(batch, 3, 224, 224, generator=g),
+            torch.randint(0, 10, (batch,), generator=g))

@@ -35,7 +35,7 @@ os.environ.setdefault("ACT_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 from act import driver  # noqa: E402
 from act.export import export  # noqa: E402
 
-MODELS = ["vgg", "vgg_digits", "resnet18", "resnet18_digits"]
+MODELS = ["vgg", "vgg_digits", "resnet18", "resnet18_digits", "resnet18_224"]
 
 
 def run(manifest, out, options, tag, seed):

@@ -983,38 +983,18 @@ void EncodingModel<DivisionEncodingAttr>::getStorageTypes(
       encoding.getAveragesShape(type.getShape()), type.getElementType()));
 }
 
-template <>
-SmallVector<Value> EncodingModel<DivisionEncodingAttr>::buildEncode(
-    Attribute attr, OpBuilder &b, Location loc, Value input, Value seed,
-    int64_t id, const LoweringOptions &options) const {
-  auto encoding = cast<DivisionEncodingAttr>(attr);
+/// The block averages: a parallel generic over them, each summing its
+/// block in f32, row by row, in a loop of its own (the same order on every
+/// target; no vectorized reassociation).
+static Value buildAveragesInLoops(OpBuilder &b, Location loc,
+                                  DivisionEncodingAttr encoding, Value input,
+                                  RankedTensorType averagesType,
+                                  ValueRange dynamicSizes) {
   auto type = cast<RankedTensorType>(input.getType());
   Type elementType = type.getElementType();
   unsigned rank = type.getRank();
   auto [hDim, wDim] = encoding.getSpatialDims();
   int64_t block = encoding.getBlock();
-  SmallVector<Value> dynamicSizes =
-      tensor::createDynamicDimValues(b, loc, input);
-
-  auto averagesType = RankedTensorType::get(
-      encoding.getAveragesShape(type.getShape()), elementType);
-  if (auto blocks = DivisionBlocks::get(encoding, type, options)) {
-    // Whole blocks on the CPU: vectorizable generics, the same bits.
-    Value averages = blocks->averages(b, loc, input, averagesType);
-    Value residual = blocks->withAverages(
-        b, loc, input, averages, type.clone(b.getF32Type()),
-        [&](OpBuilder &nb, Location nl, Value x, Value average) {
-          return arith::SubFOp::create(nb, nl, toF32(nb, nl, x),
-                                       toF32(nb, nl, average));
-        });
-    SmallVector<Value> storage = getResidualLowering(encoding).buildEncode(
-        b, loc, residual, seed, id, options);
-    storage.push_back(averages);
-    return storage;
-  }
-  // The block averages: a parallel generic over them, each summing its
-  // block in f32, row by row, in a loop of its own (the same order on
-  // every target; no vectorized reassociation).
   Value averagesInit =
       tensor::EmptyOp::create(b, loc, averagesType, dynamicSizes);
   MLIRContext *ctx = b.getContext();
@@ -1066,13 +1046,40 @@ SmallVector<Value> EncodingModel<DivisionEncodingAttr>::buildEncode(
           })
           .getResult(0);
 
+  return averages;
+}
+
+template <>
+SmallVector<Value> EncodingModel<DivisionEncodingAttr>::buildEncode(
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value seed,
+    int64_t id, const LoweringOptions &options) const {
+  auto encoding = cast<DivisionEncodingAttr>(attr);
+  auto type = cast<RankedTensorType>(input.getType());
+  Type elementType = type.getElementType();
+  SmallVector<Value> dynamicSizes =
+      tensor::createDynamicDimValues(b, loc, input);
+
+  auto averagesType = RankedTensorType::get(
+      encoding.getAveragesShape(type.getShape()), elementType);
   // The residual against the stored average, in f32, quantized.
-  Value residual = buildWithAverages(
-      b, loc, encoding, input, averages, type.clone(b.getF32Type()),
-      dynamicSizes, [&](OpBuilder &nb, Location nl, Value x, Value average) {
-        return arith::SubFOp::create(nb, nl, toF32(nb, nl, x),
-                                     toF32(nb, nl, average));
-      });
+  auto subtract = [&](OpBuilder &nb, Location nl, Value x, Value average) {
+    return arith::SubFOp::create(nb, nl, toF32(nb, nl, x),
+                                 toF32(nb, nl, average))
+        .getResult();
+  };
+  Value averages, residual;
+  if (auto blocks = DivisionBlocks::get(encoding, type, options)) {
+    // Whole blocks on the CPU: vectorizable generics, the same bits.
+    averages = blocks->averages(b, loc, input, averagesType);
+    residual = blocks->withAverages(b, loc, input, averages,
+                                    type.clone(b.getF32Type()), subtract);
+  } else {
+    averages = buildAveragesInLoops(b, loc, encoding, input, averagesType,
+                                    dynamicSizes);
+    residual =
+        buildWithAverages(b, loc, encoding, input, averages,
+                          type.clone(b.getF32Type()), dynamicSizes, subtract);
+  }
   SmallVector<Value> storage = getResidualLowering(encoding).buildEncode(
       b, loc, residual, seed, id, options);
   storage.push_back(averages);

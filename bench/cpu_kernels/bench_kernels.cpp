@@ -318,6 +318,8 @@ int main(int argc, char **argv) {
         "{0,-44} {1,9:f2} {2,8:f2} {3,9:f2} {4,8:f2}\n", label(enc), encRate,
         encRate / copyRate, decRate, decRate / copyRate);
     freeReturned();
+    // (Tasks may still be returning through the engine's code.)
+    act::quiesceAsyncRuntime();
     for (void *p : storage)
       std::free(p);
     if (isMask)

@@ -21,9 +21,11 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 
 using namespace mlir;
@@ -36,7 +38,8 @@ using namespace mlir::act;
 #define ACT_ASYNC_RUNTIME "libmlir_async_runtime.so"
 #endif
 
-llvm::Error mlir::act::registerAsyncRuntime(ExecutionEngine &engine) {
+/// The async runtime's entry points (empty if its library did not load).
+static const llvm::StringMap<void *> &getAsyncRuntimeSymbols() {
   // The library's own registration function, called once: it lists the
   // runtime's entry points. Its destroy function is never called.
   static const llvm::StringMap<void *> *symbols = []() {
@@ -52,6 +55,47 @@ llvm::Error mlir::act::registerAsyncRuntime(ExecutionEngine &engine) {
       init(*map);
     return static_cast<const llvm::StringMap<void *> *>(map);
   }();
+  return *symbols;
+}
+
+void mlir::act::quiesceAsyncRuntime() {
+  const llvm::StringMap<void *> &symbols = getAsyncRuntimeSymbols();
+  auto execute = reinterpret_cast<void (*)(void *, void (*)(void *))>(
+      symbols.lookup("mlirAsyncRuntimeExecute"));
+  auto workers = reinterpret_cast<int64_t (*)()>(
+      symbols.lookup("mlirAsyncRuntimGetNumWorkerThreads"));
+  if (!execute || !workers)
+    return;
+  // One sentinel task per worker, each holding its worker until all have
+  // arrived: a worker takes one only once its earlier task has returned.
+  // The barrier lives until its last user (this thread or a sentinel) is
+  // done with it.
+  struct Barrier {
+    std::mutex mutex;
+    std::condition_variable cv;
+    int64_t total = 0, arrived = 0;
+  };
+  auto barrier = std::make_shared<Barrier>();
+  barrier->total = std::max<int64_t>(1, workers());
+  auto sentinel = [](void *handle) {
+    auto *owned = static_cast<std::shared_ptr<Barrier> *>(handle);
+    {
+      Barrier &b = **owned;
+      std::unique_lock<std::mutex> lock(b.mutex);
+      ++b.arrived;
+      b.cv.notify_all();
+      b.cv.wait(lock, [&] { return b.arrived >= b.total; });
+    }
+    delete owned;
+  };
+  for (int64_t i = 0; i < barrier->total; ++i)
+    execute(new std::shared_ptr<Barrier>(barrier), sentinel);
+  std::unique_lock<std::mutex> lock(barrier->mutex);
+  barrier->cv.wait(lock, [&] { return barrier->arrived >= barrier->total; });
+}
+
+llvm::Error mlir::act::registerAsyncRuntime(ExecutionEngine &engine) {
+  const llvm::StringMap<void *> *symbols = &getAsyncRuntimeSymbols();
   if (symbols->empty())
     return llvm::createStringError("MLIR's async runtime (" +
                                    std::string(ACT_ASYNC_RUNTIME) +
@@ -224,7 +268,16 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   if (!engine)
     return llvm::createStringError("JIT compilation failed: " +
                                    llvm::toString(engine.takeError()));
-  std::shared_ptr<ExecutionEngine> shared = std::move(*engine);
+  // Tasks of the async runtime may still be returning through the
+  // engine's code when the call that awaited them has returned: the code
+  // is freed only once every worker has finished its task.
+  bool usesTasks = !target.gpu && target.threads != 1;
+  std::shared_ptr<ExecutionEngine> shared(engine->release(),
+                                          [usesTasks](ExecutionEngine *e) {
+                                            if (usesTasks)
+                                              quiesceAsyncRuntime();
+                                            delete e;
+                                          });
   shared->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
     auto add = [&](const ::act::rt::HookSymbol *hooks, size_t count) {

@@ -35,6 +35,12 @@ makeHostOptimizingTransformer(unsigned optLevel = 3);
 /// of the process without one. Fails if the library cannot be loaded.
 llvm::Error registerAsyncRuntime(mlir::ExecutionEngine &engine);
 
+/// Returns once every worker of the async runtime has finished the task it
+/// was running: a task may still be returning through a step's code after
+/// the step has awaited it, so an engine whose code ran tasks is destroyed
+/// only after this (JitFunction does it).
+void quiesceAsyncRuntime();
+
 /// What one argument or result of the function is.
 struct ValueSpec {
   bool isTensor = false;

@@ -86,6 +86,10 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // Values whose layout bufferization cannot infer (an scf.if yielding a
+  // cast of an argument) get identity layouts: with fully dynamic ones, a
+  // sparse encode's values crossed the function boundary through a
+  // strided element-by-element copy (memrefCopy).
   bufferize.unknownTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
@@ -99,8 +103,9 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   if (parallel) {
     // CPU, threads: an encode's or decode's chunks (scf.forall) stay
     // parallel; their small temporaries (per-group statistics) go on the
-    // stack, so no chunk allocates on the heap (buffer-loop-hoisting never
-    // moves anything out of an scf.forall).
+    // stack, so no chunk allocates on the heap and nothing is left for the
+    // deallocation pipeline inside the forall (which it would not free);
+    // buffer-loop-hoisting never moves anything out of an scf.forall.
     pm.addNestedPass<func::FuncOp>(act::createActChunkBuffersToStackPass());
     pm.addNestedPass<func::FuncOp>(
         bufferization::createBufferLoopHoistingPass());

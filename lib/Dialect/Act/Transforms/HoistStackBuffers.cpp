@@ -28,20 +28,37 @@ struct ChunkBuffersToStackPass
   using Base::Base;
   void runOnOperation() override {
     SmallVector<memref::AllocOp> allocs;
-    getOperation().walk([&](memref::AllocOp op) {
+    WalkResult walk = getOperation().walk([&](memref::AllocOp op) {
       Operation *parent = op->getParentOp();
       if (!isa<scf::ForallOp, scf::ParallelOp>(parent))
-        return;
+        return WalkResult::advance();
       MemRefType type = op.getType();
-      if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat() ||
-          !type.getLayout().isIdentity())
-        return;
-      int64_t bytes = type.getNumElements() *
-                      std::max<int64_t>(
-                          1, type.getElementType().getIntOrFloatBitWidth() / 8);
-      if (bytes <= maxBytes && usedOnlyIn(op, op->getBlock()))
+      bool movable =
+          type.hasStaticShape() && type.getElementType().isIntOrFloat() &&
+          type.getLayout().isIdentity() && usedOnlyIn(op, op->getBlock());
+      int64_t bytes =
+          movable
+              ? type.getNumElements() *
+                    std::max<int64_t>(
+                        1, type.getElementType().getIntOrFloatBitWidth() / 8)
+              : 0;
+      if (movable && bytes <= maxBytes) {
         allocs.push_back(op);
+        return WalkResult::advance();
+      }
+      // The deallocation pipeline does not free a parallel body's heap
+      // buffers: say so rather than leak one per iteration.
+      op->emitError("act-chunk-buffers-to-stack: a parallel loop's body "
+                    "allocates ")
+          << type
+          << (movable
+                  ? " (more than max-bytes = " + std::to_string(maxBytes) + ")"
+                  : "")
+          << " on the heap; it would not be freed";
+      return WalkResult::interrupt();
     });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
     for (memref::AllocOp alloc : allocs) {
       OpBuilder b(alloc);
       auto alloca = memref::AllocaOp::create(b, alloc.getLoc(), alloc.getType(),

@@ -257,9 +257,11 @@ def ActChunkBuffersToStackPass
     uses all lie in the body (none yielded) and whose size is at most
     `max-bytes` into a `memref.alloca`: no chunk calls the allocator (whose
     counters every thread would share), and nothing is left for the
-    deallocation pipeline to free inside the parallel loop. Run on buffers,
-    before deallocation; act-hoist-stack-buffers then gives each task one
-    set. Part of act-cpu-pipeline{threads > 1}.
+    deallocation pipeline to free inside the parallel loop (it would not:
+    any other heap buffer of such a body, dynamic, escaping or larger than
+    `max-bytes`, is an error rather than a leak per iteration). Run on
+    buffers, before deallocation; act-hoist-stack-buffers then gives each
+    task one set. Part of act-cpu-pipeline{threads > 1}.
   }];
   let options = [
     Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"65536",

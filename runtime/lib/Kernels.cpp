@@ -503,6 +503,39 @@ const T &getCached(std::vector<int64_t> key, Make make) {
   return it->second;
 }
 
+/// oneDNN's own layouts (format `any`) for a convolution's source, weights
+/// and destination of these sizes.
+struct AnyLayouts {
+  dnnl_memory_desc_t src, wei, dst;
+};
+
+/// The forward convolution's primitive descriptor on `any`'s layouts (made
+/// here): the forward primitive itself, or the hint a backward primitive is
+/// made from. Null if oneDNN refuses the shape.
+dnnl_primitive_desc_t
+createForwardDesc(dnnl_engine_t engine, const dnnl_dims_t src,
+                  const dnnl_dims_t wei, const dnnl_dims_t dst,
+                  const dnnl_dims_t strides, const dnnl_dims_t dilations,
+                  const dnnl_dims_t padL, const dnnl_dims_t padR,
+                  AnyLayouts &any) {
+  dnnl_convolution_desc_t forward;
+  dnnl_primitive_desc_t pd = nullptr;
+  if (dnnl_memory_desc_init_by_tag(&any.src, 4, src, dnnl_f32,
+                                   dnnl_format_tag_any) != dnnl_success ||
+      dnnl_memory_desc_init_by_tag(&any.wei, 4, wei, dnnl_f32,
+                                   dnnl_format_tag_any) != dnnl_success ||
+      dnnl_memory_desc_init_by_tag(&any.dst, 4, dst, dnnl_f32,
+                                   dnnl_format_tag_any) != dnnl_success ||
+      dnnl_dilated_convolution_forward_desc_init(
+          &forward, dnnl_forward_training, dnnl_convolution_direct, &any.src,
+          &any.wei, nullptr, &any.dst, strides, dilations, padL,
+          padR) != dnnl_success ||
+      dnnl_primitive_desc_create(&pd, &forward, nullptr, engine, nullptr) !=
+          dnnl_success)
+    return nullptr;
+  return pd;
+}
+
 /// `inStrides` and `outStrides`: the (n, channel, row, column) strides of
 /// what the primitive reads and writes.
 ConvPrimitive createConvPrimitive(const ConvShape &s, int64_t n, bool backward,
@@ -521,33 +554,24 @@ ConvPrimitive createConvPrimitive(const ConvShape &s, int64_t n, bool backward,
   dnnl_dims_t strides{s.stride[0], s.stride[1]};
   dnnl_dims_t dilations{s.dilation[0] - 1, s.dilation[1] - 1};
   dnnl_dims_t padL{s.pad[0], s.pad[1]}, padR{far[0], far[1]};
-  dnnl_memory_desc_t srcAny, weiAny, dstAny;
   if (dnnl_memory_desc_init_by_strides(&p.in, 4, backward ? dstDims : srcDims,
                                        dnnl_f32, inS) != dnnl_success ||
       dnnl_memory_desc_init_by_tag(&p.wei, 4, weiDims, dnnl_f32, dnnl_oihw) !=
           dnnl_success ||
       dnnl_memory_desc_init_by_strides(&p.out, 4, backward ? srcDims : dstDims,
-                                       dnnl_f32, outS) != dnnl_success ||
-      dnnl_memory_desc_init_by_tag(&srcAny, 4, srcDims, dnnl_f32,
-                                   dnnl_format_tag_any) != dnnl_success ||
-      dnnl_memory_desc_init_by_tag(&weiAny, 4, weiDims, dnnl_f32,
-                                   dnnl_format_tag_any) != dnnl_success ||
-      dnnl_memory_desc_init_by_tag(&dstAny, 4, dstDims, dnnl_f32,
-                                   dnnl_format_tag_any) != dnnl_success)
+                                       dnnl_f32, outS) != dnnl_success)
     return p;
-  dnnl_convolution_desc_t forward, inputGradient;
-  dnnl_primitive_desc_t hint = nullptr, pd = nullptr;
-  if (dnnl_dilated_convolution_forward_desc_init(
-          &forward, dnnl_forward_training, dnnl_convolution_direct, &srcAny,
-          &weiAny, nullptr, &dstAny, strides, dilations, padL,
-          padR) != dnnl_success ||
-      dnnl_primitive_desc_create(&hint, &forward, nullptr, engine, nullptr) !=
-          dnnl_success)
+  AnyLayouts any;
+  dnnl_primitive_desc_t hint = createForwardDesc(
+      engine, srcDims, weiDims, dstDims, strides, dilations, padL, padR, any);
+  if (!hint)
     return p;
+  dnnl_convolution_desc_t inputGradient;
+  dnnl_primitive_desc_t pd = nullptr;
   if (backward) {
     if (dnnl_dilated_convolution_backward_data_desc_init(
-            &inputGradient, dnnl_convolution_direct, &srcAny, &weiAny, &dstAny,
-            strides, dilations, padL, padR) != dnnl_success ||
+            &inputGradient, dnnl_convolution_direct, &any.src, &any.wei,
+            &any.dst, strides, dilations, padL, padR) != dnnl_success ||
         dnnl_primitive_desc_create(&pd, &inputGradient, nullptr, engine,
                                    hint) != dnnl_success) {
       dnnl_primitive_desc_destroy(hint);
@@ -678,34 +702,28 @@ WeightGradientPrimitive createWeightGradientPrimitive(const ConvShape &s,
   dnnl_dims_t strides{s.dilation[0], s.dilation[1]};
   dnnl_dims_t dilations{s.stride[0] - 1, s.stride[1] - 1};
   dnnl_dims_t padL{s.pad[0], s.pad[1]}, padR{far[0], far[1]};
-  dnnl_memory_desc_t srcAny, dyAny, dwAny;
   if (dnnl_memory_desc_init_by_strides(&p.src, 4, srcDims, dnnl_f32,
                                        srcStrides) != dnnl_success ||
       dnnl_memory_desc_init_by_strides(&p.dy, 4, dyDims, dnnl_f32, dyStrides) !=
           dnnl_success ||
       dnnl_memory_desc_init_by_strides(&p.dw, 4, dwDims, dnnl_f32, dwStrides) !=
-          dnnl_success ||
-      dnnl_memory_desc_init_by_tag(&srcAny, 4, srcDims, dnnl_f32,
-                                   dnnl_format_tag_any) != dnnl_success ||
-      dnnl_memory_desc_init_by_tag(&dyAny, 4, dyDims, dnnl_f32,
-                                   dnnl_format_tag_any) != dnnl_success ||
-      dnnl_memory_desc_init_by_tag(&dwAny, 4, dwDims, dnnl_f32,
-                                   dnnl_format_tag_any) != dnnl_success)
-    return p;
-  dnnl_convolution_desc_t forward, weights;
-  dnnl_primitive_desc_t hint = nullptr, pd = nullptr;
-  if (dnnl_dilated_convolution_forward_desc_init(
-          &forward, dnnl_forward_training, dnnl_convolution_direct, &srcAny,
-          &dwAny, nullptr, &dyAny, strides, dilations, padL,
-          padR) != dnnl_success ||
-      dnnl_primitive_desc_create(&hint, &forward, nullptr, engine, nullptr) !=
           dnnl_success)
     return p;
-  bool made = dnnl_dilated_convolution_backward_weights_desc_init(
-                  &weights, dnnl_convolution_direct, &srcAny, &dwAny, nullptr,
-                  &dyAny, strides, dilations, padL, padR) == dnnl_success &&
-              dnnl_primitive_desc_create(&pd, &weights, nullptr, engine,
-                                         hint) == dnnl_success;
+  // (The forward of this swapped-batch form: dW is its weights, dY its
+  // destination.)
+  AnyLayouts any;
+  dnnl_primitive_desc_t hint = createForwardDesc(
+      engine, srcDims, dwDims, dyDims, strides, dilations, padL, padR, any);
+  if (!hint)
+    return p;
+  dnnl_convolution_desc_t weights;
+  dnnl_primitive_desc_t pd = nullptr;
+  bool made =
+      dnnl_dilated_convolution_backward_weights_desc_init(
+          &weights, dnnl_convolution_direct, &any.src, &any.wei, nullptr,
+          &any.dst, strides, dilations, padL, padR) == dnnl_success &&
+      dnnl_primitive_desc_create(&pd, &weights, nullptr, engine, hint) ==
+          dnnl_success;
   dnnl_primitive_desc_destroy(hint);
   if (!made)
     return p;

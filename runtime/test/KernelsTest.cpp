@@ -36,6 +36,20 @@ std::vector<float> randomVector(size_t n, unsigned seed) {
   return v;
 }
 
+/// `x` (batch x channels x `spatial` elements) with its first two
+/// dimensions swapped: channels x batch x spatial (how a weight gradient
+/// reads its operands).
+std::vector<float> swapBatchAndChannels(const std::vector<float> &x,
+                                        int64_t batch, int64_t channels,
+                                        int64_t spatial) {
+  std::vector<float> t(x.size());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t e = 0; e < spatial; ++e)
+        t[(c * batch + b) * spatial + e] = x[(b * channels + c) * spatial + e];
+  return t;
+}
+
 /// A row-major a x b x c x d descriptor of `v`.
 MemRef<4> rowMajor(std::vector<float> &v, int64_t a, int64_t b, int64_t c,
                    int64_t d) {
@@ -222,15 +236,8 @@ TEST(KernelsTest, TransposedWeightIsReadInPlaceByPerChannel) {
   std::vector<float> g = randomVector(batch * cout * oh * oh, 8);
   ConvShape s{cin, 1, batch, h, h, cout, oh, oh, k, k, {1, 1}, {1, 1}};
   ASSERT_EQ(chooseConvAlgorithm(s), ConvAlgorithm::PerChannel);
-  std::vector<float> xt(x.size()), gt(g.size());
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t c = 0; c < cin; ++c)
-      for (int64_t e = 0; e < h * h; ++e)
-        xt[(c * batch + b) * h * h + e] = x[(b * cin + c) * h * h + e];
-    for (int64_t f = 0; f < cout; ++f)
-      for (int64_t e = 0; e < oh * oh; ++e)
-        gt[(f * batch + b) * oh * oh + e] = g[(b * cout + f) * oh * oh + e];
-  }
+  std::vector<float> xt = swapBatchAndChannels(x, batch, cin, h * h);
+  std::vector<float> gt = swapBatchAndChannels(g, batch, cout, oh * oh);
   std::vector<float> init(cin * cout * k * k, 0.0f);
   std::vector<double> want = referenceConv(s, xt, gt, init);
   MemRef<4> in{
@@ -522,15 +529,8 @@ TEST(KernelsTest, WeightGradientsRunOnTheBackwardWeightsPrimitive) {
     ConvShape s{cin,       1,  batch, h, h,      cout,
                 oh,        oh, k,     k, {1, 1}, {stride, stride},
                 {pad, pad}};
-    std::vector<float> xt(x.size()), gt(g.size());
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t c = 0; c < cin; ++c)
-        for (int64_t e = 0; e < h * h; ++e)
-          xt[(c * batch + b) * h * h + e] = x[(b * cin + c) * h * h + e];
-      for (int64_t f = 0; f < cout; ++f)
-        for (int64_t e = 0; e < oh * oh; ++e)
-          gt[(f * batch + b) * oh * oh + e] = g[(b * cout + f) * oh * oh + e];
-    }
+    std::vector<float> xt = swapBatchAndChannels(x, batch, cin, h * h);
+    std::vector<float> gt = swapBatchAndChannels(g, batch, cout, oh * oh);
     std::vector<float> init = randomVector(cin * cout * k * k, 9);
     std::vector<double> want = referenceConv(s, xt, gt, init);
     // The gradient stored cout x cin x k x k (the weight's layout).

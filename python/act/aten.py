@@ -1815,7 +1815,10 @@ def _signed32(v):
 
 def _philox_keys(g, seed):
     """The 10 round keys of Philox4x32-10 keyed by the step's i64 seed,
-    computed once at the top of the function."""
+    computed once at the top of the function and shared by its random ops."""
+    cached = g.__dict__.get("philox_keys")
+    if cached is not None and cached[0] is seed:
+        return cached[1]
     top = g.scalars()
     s = top.line("seed", f"tensor.extract {seed.name}[] : {seed.type}")
     s_lo = top.cast("arith.trunci", s, "i64", "i32")
@@ -1827,6 +1830,7 @@ def _philox_keys(g, seed):
         keys.append((k0, k1))
         k0 = top.op("arith.addi", k0, top.c(_signed32(PHILOX_W0), "i32"), ty="i32")
         k1 = top.op("arith.addi", k1, top.c(_signed32(PHILOX_W1), "i32"), ty="i32")
+    g.philox_keys = (seed, keys)
     return keys
 
 

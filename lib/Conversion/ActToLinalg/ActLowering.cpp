@@ -1048,11 +1048,15 @@ generateFlat(OpBuilder &b, Location loc, Value init,
 
 /// Whether element `x`'s bits are not all zero (i1): -0.0 and NaN are set.
 static Value isNonzeroBits(OpBuilder &b, Location loc, Value x) {
-  Type type = x.getType();
+  // (An element or a vector of them: i1 or a vector of i1.)
+  Type element = getElementTypeOrSelf(x.getType());
   Value bits = x;
-  if (isa<FloatType>(type))
+  if (isa<FloatType>(element)) {
+    Type integer = b.getIntegerType(element.getIntOrFloatBitWidth());
+    auto vector = dyn_cast<VectorType>(x.getType());
     bits = arith::BitcastOp::create(
-        b, loc, b.getIntegerType(type.getIntOrFloatBitWidth()), x);
+        b, loc, vector ? Type(vector.clone(integer)) : integer, x);
+  }
   Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(bits.getType()));
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bits, zero);
 }
@@ -1155,18 +1159,8 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
               Value word;
               int64_t lanes = sparseLanes(elementType);
               for (int64_t h = 0; h < 32 / lanes; ++h) {
-                Value x = readWordChunk(nb, nl, flat, w, h);
-                auto vectorType = cast<VectorType>(x.getType());
-                auto bitsType = vectorType.clone(
-                    nb.getIntegerType(elementType.getIntOrFloatBitWidth()));
-                if (bitsType != vectorType)
-                  x = arith::BitcastOp::create(nb, nl, bitsType, x);
-                Value zero = arith::ConstantOp::create(
-                    nb, nl,
-                    DenseElementsAttr::get(
-                        bitsType, nb.getZeroAttr(bitsType.getElementType())));
-                Value set = arith::CmpIOp::create(
-                    nb, nl, arith::CmpIPredicate::ne, x, zero);
+                Value set =
+                    isNonzeroBits(nb, nl, readWordChunk(nb, nl, flat, w, h));
                 Value chunk = arith::ExtUIOp::create(
                     nb, nl, i32,
                     vector::ExtractOp::create(

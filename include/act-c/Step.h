@@ -96,6 +96,20 @@ ACT_CAPI_EXPORTED ActRun actStepRun(ActStep step, const ActTensor *args,
 ACT_CAPI_EXPORTED int actStepEstimateSensitivity(
     ActStep step, const ActTensor *const *batches, intptr_t numBatches,
     intptr_t numArgs, uint64_t stepSeed, const char *profilePath, char **error);
+/// Few-bit codes' gradient error in process (what `act-run
+/// --fewbit-sensitivity` does): `step` must be compiled from a graph without
+/// encodings (the exact step). For every value its backward reads only
+/// through an activation's derivative, the step with only that value as
+/// `bits`-bit codes (1..4; the tables of act-insert-encode-decode's default
+/// few-bit-range and few-bit-sigma) is compiled on the first call for these
+/// bits and kept; each call runs them and the exact step on `batches` and
+/// writes act-allocate-bits' #act.fewbit profile to `profilePath`
+/// (docs/Profile.md). Non-zero and a message on failure.
+ACT_CAPI_EXPORTED int
+actStepEstimateFewBitSensitivity(ActStep step, unsigned bits,
+                                 const ActTensor *const *batches,
+                                 intptr_t numBatches, intptr_t numArgs,
+                                 const char *profilePath, char **error);
 /// Joint form: the step's results; split form: the forward's outputs, then
 /// the backward's results.
 ACT_CAPI_EXPORTED intptr_t actRunGetNumResults(ActRun run);

@@ -10,6 +10,7 @@
 #include "act-c/Step.h"
 
 #include "act/Analysis/Profile.h"
+#include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Execution/Step.h"
 #include "act/InitAll.h"
 #include "act/runtime/Kernels.h"
@@ -23,6 +24,7 @@
 #include "llvm/Support/TargetSelect.h"
 
 #include <cstring>
+#include <map>
 #include <mutex>
 
 using namespace mlir;
@@ -33,6 +35,12 @@ struct StepHandle {
   std::unique_ptr<MLIRContext> context;
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<Step> step;
+  /// The graph before lowering, kept when it has no encodings (the exact
+  /// step few-bit variants are measured against), and those variants by
+  /// bits, compiled on first use.
+  OwningOpRef<ModuleOp> graph;
+  std::string entry;
+  std::map<unsigned, std::unique_ptr<FewBitVariants>> fewBit;
   /// The caller's arguments: positions among the step's, and shapes (-1
   /// for a dynamic dimension).
   std::vector<unsigned> callerArgs;
@@ -82,6 +90,11 @@ static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
     setError(error, messages.empty() ? "cannot parse the module" : messages);
     return {nullptr};
   }
+  WalkResult encoded =
+      handle->module->walk([](EncodeOp) { return WalkResult::interrupt(); });
+  if (!encoded.wasInterrupted())
+    handle->graph = handle->module->clone();
+  handle->entry = entry ? entry : "";
   auto step = Step::compile(*handle->module, entry ? entry : "", JitTarget());
   if (!step) {
     std::string message = llvm::toString(step.takeError());
@@ -125,8 +138,10 @@ void actStepDestroy(ActStep step) {
   if (!handle)
     return;
   // The step's code before the context that described it.
+  handle->fewBit.clear();
   handle->step.reset();
   handle->module = nullptr;
+  handle->graph = nullptr;
   delete handle;
 }
 
@@ -233,6 +248,73 @@ int actStepEstimateSensitivity(ActStep step, const ActTensor *const *batches,
   }
   auto estimate =
       estimateSensitivity(*handle->step, std::move(lists), stepSeed, nullptr);
+  if (!estimate) {
+    setError(error, llvm::toString(estimate.takeError()));
+    return 1;
+  }
+  if (llvm::Error e = writeProfile(estimate->profile, profilePath)) {
+    setError(error, llvm::toString(std::move(e)));
+    return 1;
+  }
+  return 0;
+}
+
+int actStepEstimateFewBitSensitivity(ActStep step, unsigned bits,
+                                     const ActTensor *const *batches,
+                                     intptr_t numBatches, intptr_t numArgs,
+                                     const char *profilePath, char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, "no step");
+    return 1;
+  }
+  if (!handle->graph) {
+    setError(error, "the step has encodings: few-bit codes are measured "
+                    "against the step of the graph without them");
+    return 1;
+  }
+  if (bits < 1 || bits > 4) {
+    setError(error,
+             "few-bit codes of 1 to 4 bits, not " + std::to_string(bits));
+    return 1;
+  }
+  if (numBatches < 1 || !batches || !profilePath) {
+    setError(error, "the few-bit estimate needs at least one mini-batch and "
+                    "a profile path");
+    return 1;
+  }
+  std::unique_ptr<FewBitVariants> &variants = handle->fewBit[bits];
+  if (!variants) {
+    std::string messages;
+    llvm::raw_string_ostream os(messages);
+    ScopedDiagnosticHandler handler(
+        handle->context.get(), [&](Diagnostic &diag) {
+          os << diag.getLocation() << ": " << diag << "\n";
+          return success();
+        });
+    // act-insert-encode-decode's default tables (N(0, 1) on [-10, 10]).
+    FailureOr<FewBitOptions> options =
+        getFewBitOptions(handle->context.get(), "act", {}, 1.0);
+    auto compiled = succeeded(options)
+                        ? FewBitVariants::compile(*handle->graph, handle->entry,
+                                                  JitTarget(), bits, *options)
+                        : llvm::Expected<std::unique_ptr<FewBitVariants>>(
+                              llvm::createStringError("bad few-bit options"));
+    if (!compiled) {
+      setError(error, messages + llvm::toString(compiled.takeError()));
+      handle->fewBit.erase(bits);
+      return 1;
+    }
+    variants = std::move(*compiled);
+  }
+  std::vector<std::vector<HostTensor>> lists;
+  for (intptr_t b = 0; b < numBatches; ++b) {
+    auto values = viewArguments(handle, batches[b], numArgs, error);
+    if (!values)
+      return 1;
+    lists.push_back(std::move(*values));
+  }
+  auto estimate = variants->estimate(*handle->step, lists);
   if (!estimate) {
     setError(error, llvm::toString(estimate.takeError()));
     return 1;

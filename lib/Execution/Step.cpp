@@ -4,6 +4,7 @@
 
 #include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/IR/Act.h"
+#include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/runtime/Memory.h"
 #include "act/runtime/Sensitivity.h"
 
@@ -464,25 +465,177 @@ llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
   return std::move(result);
 }
 
+llvm::Expected<std::unique_ptr<FewBitVariants>>
+FewBitVariants::compile(ModuleOp module, llvm::StringRef entry,
+                        const JitTarget &target, unsigned bits,
+                        const FewBitOptions &options) {
+  if (bits < 1 || bits > 8)
+    return fail("few-bit codes have 1 to 8 bits, not " + std::to_string(bits));
+  WalkResult encoded =
+      module.walk([](EncodeOp) { return WalkResult::interrupt(); });
+  if (encoded.wasInterrupted())
+    return fail("the module already has encodings: measure few-bit codes on "
+                "the graph without them (the exporter's joint or split form)");
+  // The graph and its candidates, on the caller's module (not modified).
+  FailureOr<SmallVector<TrainingGraph>> graphs = analyzeTrainingGraphs(module);
+  if (failed(graphs) || graphs->empty())
+    return fail("the module holds no training graph act can run");
+  TrainingGraph *graph = &graphs->front();
+  if (!entry.empty()) {
+    graph = nullptr;
+    for (TrainingGraph &g : *graphs)
+      if (g.forward.getSymName() == entry)
+        graph = &g;
+    if (!graph)
+      return fail("@" + entry.str() + " is not a training graph's forward");
+  }
+  std::unique_ptr<FewBitVariants> result(new FewBitVariants());
+  result->forwardName = graph->forward.getSymName().str();
+  result->fingerprint = getGraphFingerprint(*graph);
+  result->bits = bits;
+  FewBitPolicy policy{bits, options};
+  for (const SavedValue &saved : graph->saved) {
+    RankedTensorType type = saved.getTensorType();
+    if (!type || !type.hasStaticShape() ||
+        !isEncodingCandidate(saved, /*lossHead=*/true, /*minBytes=*/0))
+      continue;
+    SmallVector<FewBitTable> tables = getFewBitTables(*graph, saved, policy);
+    if (tables.empty())
+      continue;
+    // The step with only this value as codes, compiled from a clone.
+    FewBitEncodingAttr table = tables.back().encoding;
+    OwningOpRef<ModuleOp> clone = module.clone();
+    FailureOr<SmallVector<TrainingGraph>> cloned =
+        analyzeTrainingGraphs(*clone);
+    if (failed(cloned))
+      return fail("the module's copy holds no training graph");
+    for (TrainingGraph &g : *cloned)
+      if (g.forward.getSymName() == result->forwardName)
+        insertEncodings(g, [&](const SavedValue &other) {
+          return other.id == saved.id ? cast<EncodingAttrInterface>(table)
+                                      : EncodingAttrInterface();
+        });
+    auto step = Step::compile(*clone, entry, target);
+    if (!step)
+      return step.takeError();
+    if ((*step)->getSeedsIndex())
+      return fail("few-bit codes of tensor " + std::to_string(saved.id) +
+                  " made the step stochastic");
+    Variant &v = result->variants.emplace_back();
+    v.id = saved.id;
+    v.elements = type.getNumElements();
+    llvm::raw_string_ostream os(v.encoding);
+    Attribute(table).print(os);
+    v.tableError = tables.back().error;
+    v.step = std::move(*step);
+  }
+  if (result->variants.empty())
+    return fail("no saved value of @" + result->forwardName +
+                " is read by the backward only through an activation's "
+                "derivative phi(x): nothing to store as few-bit codes");
+  return std::move(result);
+}
+
+llvm::Expected<FewBitSensitivityEstimate>
+FewBitVariants::estimate(Step &exact,
+                         const std::vector<std::vector<HostTensor>> &batches,
+                         llvm::unique_function<void(size_t, size_t)> progress) {
+  if (batches.empty())
+    return fail("no mini-batch to measure few-bit codes on");
+  if (exact.getForwardName() != forwardName || exact.getSeedsIndex())
+    return fail("the exact step is not @" + forwardName + " without encodings");
+  FewBitSensitivityEstimate result;
+  Profile &profile = result.profile;
+  profile.function = forwardName;
+  profile.fingerprint = fingerprint;
+  profile.batches = unsigned(batches.size());
+  profile.evaluations = batches.size() * (variants.size() + 1);
+  size_t done = 0;
+  auto gradients =
+      [&](Step &step) -> llvm::Expected<std::vector<std::vector<double>>> {
+    std::vector<std::vector<double>> all;
+    for (const std::vector<HostTensor> &args : batches) {
+      if (args.size() != step.getArguments().size())
+        return fail("a mini-batch gives " + std::to_string(args.size()) +
+                    " arguments, the step takes " +
+                    std::to_string(step.getArguments().size()));
+      auto outs = step.run(args);
+      if (!outs)
+        return outs.takeError();
+      all.push_back(flattenGradient(outs->values, step.getLossIndex()));
+      if (progress)
+        progress(++done, profile.evaluations);
+    }
+    return all;
+  };
+  auto base = gradients(exact);
+  if (!base)
+    return base.takeError();
+  ::act::rt::VarianceAccumulator sampling;
+  for (const std::vector<double> &g : *base)
+    sampling.add(g);
+  profile.gradientVariance = sampling.getVariance();
+  for (Variant &v : variants) {
+    auto measured = gradients(*v.step);
+    if (!measured)
+      return measured.takeError();
+    double error = 0;
+    for (auto [g, h] : llvm::zip(*base, *measured)) {
+      if (g.size() != h.size())
+        return fail("few-bit codes of tensor " + std::to_string(v.id) +
+                    " changed the gradient's size");
+      for (auto [x, y] : llvm::zip(g, h))
+        error += (y - x) * (y - x);
+    }
+    error /= double(batches.size());
+    profile.tensors.push_back({v.id, v.elements, bits,
+                               v.tableError > 0 ? error / v.tableError : 0.0,
+                               unsigned(batches.size()), v.encoding});
+    result.squaredErrors.push_back(error);
+    result.tableErrors.push_back(v.tableError);
+  }
+  return std::move(result);
+}
+
 llvm::Expected<VarianceMeasurement>
 mlir::act::measureVariance(Step &step, std::vector<HostTensor> args,
-                           unsigned runs, uint64_t stepSeed) {
-  if (llvm::Error e = needSeeds(step))
-    return std::move(e);
+                           unsigned runs, uint64_t stepSeed,
+                           const std::vector<double> *reference) {
+  // (Against a reference, a deterministic step is measured too: its
+  // variance is 0, its error a bias.)
+  if (!reference)
+    if (llvm::Error e = needSeeds(step))
+      return std::move(e);
   if (runs < 2)
     return fail("the variance needs at least 2 runs");
-  unsigned seeds = *step.getSeedsIndex();
-  args[seeds] = args[seeds].clone();
+  std::optional<unsigned> seeds = step.getSeedsIndex();
+  if (seeds)
+    args[*seeds] = args[*seeds].clone();
   rt::VarianceAccumulator acc;
+  double meanSquaredError = 0;
   for (unsigned r = 0; r < runs; ++r) {
-    Step::setSeeds(args[seeds], stepSeed, r);
+    if (seeds)
+      Step::setSeeds(args[*seeds], stepSeed, r);
     auto outs = step.run(args);
     if (!outs)
       return outs.takeError();
-    acc.add(flattenGradient(outs->values, step.getLossIndex()));
+    std::vector<double> g = flattenGradient(outs->values, step.getLossIndex());
+    if (reference) {
+      if (reference->size() != g.size())
+        return fail("the reference gradient has " +
+                    std::to_string(reference->size()) +
+                    " elements, the step's " + std::to_string(g.size()));
+      double error = 0;
+      for (auto [x, y] : llvm::zip(g, *reference))
+        error += (x - y) * (x - y);
+      meanSquaredError += error / runs;
+    }
+    acc.add(std::move(g));
   }
   VarianceMeasurement result;
   result.variance = *acc.getVariance();
+  if (reference)
+    result.meanSquaredError = meanSquaredError;
   for (double m : acc.getMean())
     result.meanNorm2 += m * m;
   return result;

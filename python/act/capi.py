@@ -47,6 +47,9 @@ _SIGNATURES = {
     "actStepEstimateSensitivity": (ctypes.c_int, [_Handle, ctypes.POINTER(ctypes.POINTER(_Tensor)),
                                                   ctypes.c_ssize_t, ctypes.c_ssize_t,
                                                   ctypes.c_uint64, ctypes.c_char_p, _ERROR]),
+    "actStepEstimateFewBitSensitivity": (
+        ctypes.c_int, [_Handle, ctypes.c_uint, ctypes.POINTER(ctypes.POINTER(_Tensor)),
+                       ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_char_p, _ERROR]),
     "actRunGetNumResults": (ctypes.c_ssize_t, [_Handle]),
     "actRunGetResult": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
     "actRunGetPeakBytes": (ctypes.c_int64, [_Handle]),
@@ -194,6 +197,23 @@ class CompiledStep:
         error = ctypes.c_void_p()
         status = library().actStepEstimateSensitivity(
             self._handle, pointers, len(lists), len(self.arguments), seed,
+            str(profile_path).encode(), ctypes.byref(error))
+        if status:
+            _check(_Handle(None), error)
+
+    def estimate_fewbit_sensitivity(self, batches, profile_path, bits=2):
+        """Few-bit codes' gradient error measured in process on `batches`
+        against this step (compiled from a graph without encodings), the
+        #act.fewbit profile act-allocate-bits reads (what act-run
+        --fewbit-sensitivity writes); the variants are compiled on the
+        first call for `bits` and kept."""
+        keep = []
+        lists = [self._tensors(args, keep) for args in batches]
+        pointers = (ctypes.POINTER(_Tensor) * max(1, len(lists)))(
+            *[ctypes.cast(t, ctypes.POINTER(_Tensor)) for t in lists])
+        error = ctypes.c_void_p()
+        status = library().actStepEstimateFewBitSensitivity(
+            self._handle, bits, pointers, len(lists), len(self.arguments),
             str(profile_path).encode(), ctypes.byref(error))
         if status:
             _check(_Handle(None), error)

@@ -315,18 +315,21 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     step = None
     if encoding is not None:
         from . import compile as act_compile
+        # "ENCODING+few-bit=B": Few-bit codes where the backward reads
+        # phi(x), ENCODING elsewhere; "average-bits=A+few-bit=B": few-bit
+        # codes as the allocator's other family.
+        encoding, _, few = encoding.partition("+few-bit=")
+        few_bit = int(few) if few else 0
         if encoding.startswith("average-bits="):
             step = act_compile(model, task.loss_fn, xtr[:local], ytr[:local],
                                seed=seed + 1000 * rank, average_bits=float(encoding.split("=", 1)[1]),
-                               adapt_interval=adapt_interval, adapt_batches=adapt_batches)
+                               few_bit=few_bit, adapt_interval=adapt_interval,
+                               adapt_batches=adapt_batches)
         else:
-            # "ENCODING+few-bit=B": Few-bit codes where the backward reads
-            # phi(x), ENCODING elsewhere.
-            encoding, _, few = encoding.partition("+few-bit=")
             step = act_compile(model, loss_fn, xtr[:local], ytr[:local],
                                encoding=None if encoding == "none" else encoding,
                                seed=seed + 1000 * rank,
-                               few_bit=int(few) if few else 0, compute_bits=compute_bits)
+                               few_bit=few_bit, compute_bits=compute_bits)
     gen = torch.Generator().manual_seed(seed)
     times = []
     epochs_log = []
@@ -593,7 +596,8 @@ def main(argv=None):
                    help="';'-separated: none, an act encoding, ENCODING+few-bit=B (few-bit "
                         "codes where the backward reads an activation's derivative, "
                         "ENCODING elsewhere), or average-bits=B (GACT's allocation from "
-                        "measured sensitivities)")
+                        "measured sensitivities; average-bits=B+few-bit=F: few-bit codes "
+                        "of F bits are the allocator's choice too)")
     p.add_argument("--epochs", type=int, help="default: the task's (10)")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--batch", type=int, help="default: the task's (digits 64, python-lm 16)")

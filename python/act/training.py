@@ -62,11 +62,12 @@ class Step:
         self.adapt_seconds = 0.0  # measuring, allocating, compiling new allocations
         self.step_seconds = 0.0  # running the compiled steps
         self._recent = {}  # shapes -> the last adapt_batches batches of that shape
-        if few_bit and (average_bits is not None or encoding in (None, "none")):
+        if few_bit and average_bits is None and encoding in (None, "none"):
             raise ValueError("few_bit= goes with a lossy encoding= (the values it does "
-                             "not apply to get that encoding)")
-        if not 0 <= few_bit <= 8:
-            raise ValueError(f"few_bit must be in 0..8, got {few_bit}")
+                             "not apply to get that encoding) or with average_bits= (few-bit "
+                             "codes become the allocator's choice per tensor)")
+        if not 0 <= few_bit <= 8 or (average_bits is not None and few_bit > 4):
+            raise ValueError(f"few_bit must be in 0..8 (0..4 with average_bits=), got {few_bit}")
         self.few_bit = few_bit
         # FracTrain's compute quantization: (forward bits, backward bits) of
         # the contractions' operands, or None for float. Settable between
@@ -82,6 +83,7 @@ class Step:
         self._exports = {}  # shapes -> (name, exported joint graph, argument layout)
         self._allocated = {}  # shapes -> (tuned graph, allocation signature)
         self._measuring = {}  # shapes -> the compiled step that measures sensitivities
+        self._exact = {}  # shapes -> the step without encodings (few-bit codes' reference)
         self.variant = None  # the key of the compiled variant in use
         self.seed = seed
         self.calls = 0
@@ -195,8 +197,18 @@ class Step:
         profile = os.path.join(self.work_dir, f"{tag}_profile.json")
         # act-run's default step seed (1): the estimator's streams.
         self._measuring[shapes].estimate_sensitivity(lists, profile, seed=1)
+        profiles = [profile]
+        if self.few_bit:
+            # Few-bit codes as the allocator's other family: their gradient
+            # error against the step without encodings (variants compiled
+            # once per shape, in the C API).
+            if shapes not in self._exact:
+                self._exact[shapes] = capi.CompiledStep.from_file(src)
+            profiles.append(os.path.join(self.work_dir, f"{tag}_fewbit.json"))
+            # (Dropout's seed is an argument: the same noise in both.)
+            self._exact[shapes].estimate_fewbit_sensitivity(lists, profiles[-1], self.few_bit)
         tuned = os.path.join(self.work_dir, f"{tag}_tuned.mlir")
-        _, self.allocation = allocate(src, profile, self.average_bits, tuned,
+        _, self.allocation = allocate(src, profiles, self.average_bits, tuned,
                                       os.path.join(self.work_dir, f"{tag}_allocation.json"))
         tensors = self.allocation["tensors"]
         signature = tuple((t["id"], t["encoding"]) for t in tensors)
@@ -309,6 +321,9 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     few_bit: with a lossy encoding, the values the backward reads only
     through an activation's derivative phi(x) get few_bit-bit interval codes
     with phi's optimal table instead (Few-bit backward, docs/FewBit.md).
+    With average_bits (few_bit 1..4): few-bit codes are a family of the
+    allocator, their gradient error measured against the step without
+    encodings at few_bit bits, chosen per tensor against quantization.
     compute_bits: (forward, backward) bits of FracTrain's compute
     quantization (act-quantize-compute), or None; `step.compute_bits` may be
     changed between calls (PFQ), each setting compiled once and cached (so

@@ -8,12 +8,18 @@ Then, on the joint form:
 1. compile: `act-insert-encode-decode` with `#act.quant<bits = measure-bits>`
    on every candidate tensor (loss head included);
 2. estimate: `act-run --sensitivity` over K mini-batches (GACT Alg. 1,
-   L + 1 step evaluations per batch) -> DIR/profile.json;
+   L + 1 step evaluations per batch) -> DIR/profile.json; with --few-bit B,
+   also `act-run --fewbit-sensitivity` on the graph without encodings (the
+   gradient error of B-bit few-bit codes of each value the backward reads
+   only through an activation's derivative) -> DIR/profile_fewbit.json;
+   with --division B, #act.division's sensitivities -> profile_division.json;
 3. allocate: `act-allocate-bits` (exact, and greedy for comparison) ->
    DIR/tuned.mlir, DIR/tuned_greedy.mlir;
 4. check: the gradient's variance over R step seeds on one batch (the
    compression variance) for the tuned, greedy and uniform allocations of
-   the same budget, next to the variance the profile predicts.
+   the same budget, next to the variance the profile predicts (with
+   --few-bit: the mean squared error against the step without encodings,
+   act-run --reference, since few-bit codes add a bias, not a variance).
 Writes DIR/tune_report.json, DIR/tune_report.md and DIR/sensitivity.svg
 (per-tensor sensitivity and allocated bits, as GACT's Fig. 3a).
 """
@@ -28,10 +34,18 @@ from . import driver
 from .export import export
 
 
-def measured_variance(mlir, manifest, runs):
-    r = driver.run("act-run", mlir, "--inputs=" + ",".join(manifest["inputs"]),
-                   f"--variance-runs={runs}")
-    return float(re.search(r"gradient variance over \d+ step seeds: (\S+)", r.stdout).group(1))
+def measured_variance(mlir, manifest, runs, reference=None):
+    """The compression variance of `mlir` over `runs` step seeds; with a
+    `reference` (the graph without encodings), the mean squared error of
+    the gradient against it instead (variance plus squared bias: what
+    few-bit codes' cost predicts)."""
+    args = [mlir, "--inputs=" + ",".join(manifest["inputs"]), f"--variance-runs={runs}"]
+    if reference:
+        args.append(f"--reference={reference}")
+    r = driver.run("act-run", *args)
+    pattern = (r"mean squared error against the reference over \d+ step seeds: (\S+)"
+               if reference else r"gradient variance over \d+ step seeds: (\S+)")
+    return float(re.search(pattern, r.stdout).group(1))
 
 
 def plot(profile, allocation, path, title):
@@ -89,6 +103,16 @@ def measure(joint, inputs, batches, profile_path, measure_bits=4, min_bytes=1024
     return driver.run("act-run", *args, progress=progress).stdout.rstrip()
 
 
+def measure_fewbit(joint, inputs, batches, profile_path, bits=2, progress=False):
+    """Few-bit codes' gradient error on the graph `joint` without encodings
+    (act-run --fewbit-sensitivity at `bits` bits) into profile_path, the
+    #act.fewbit family of act-allocate-bits. Returns act-run's report."""
+    args = [joint, "--inputs=" + ",".join(inputs), f"--fewbit-sensitivity={profile_path}",
+            f"--few-bit={bits}"]
+    args += [f"--batch-inputs={','.join(b)}" for b in batches]
+    return driver.run("act-run", *args, progress=progress).stdout.rstrip()
+
+
 def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", min_bytes=1024):
     """act-allocate-bits on `joint` for the average budget, written to
     `mlir`; `profile_path` is one profile or a list (one per encoding
@@ -102,7 +126,7 @@ def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", mi
 
 
 def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_bytes=1024,
-         quiet=False, division=None):
+         quiet=False, division=None, few_bit=None):
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     os.makedirs(out, exist_ok=True)
     joint = manifest["files"]["joint"]
@@ -121,6 +145,12 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
         say(measure(joint, manifest["inputs"], manifest.get("batches", []), profiles[-1],
                     measure_bits, min_bytes, progress=not quiet,
                     encoding=f"#act.division<block={division}, bits={measure_bits}>"))
+
+    if few_bit:
+        # Few-bit codes as another family: their gradient error (a bias).
+        profiles.append(os.path.join(out, "profile_fewbit.json"))
+        say(measure_fewbit(joint, manifest["inputs"], manifest.get("batches", []), profiles[-1],
+                           few_bit, progress=not quiet))
 
     # 3. allocate (exact, then greedy for comparison) and recompile.
     results = {}
@@ -154,12 +184,13 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
     # 4. check: measured compression variance against the prediction.
     table = []
     for name, mlir, predicted in rows:
-        measured_v = measured_variance(mlir, manifest, variance_runs)
+        measured_v = measured_variance(mlir, manifest, variance_runs,
+                                       joint if few_bit else None)
         table.append({"allocation": name, "predicted": predicted, "measured": measured_v,
                       "ratio": predicted / measured_v if measured_v > 0 else None})
     report = {
         "model": model, "average_bits": average_bits, "measure_bits": measure_bits,
-        "division": division,
+        "division": division, "few_bit": few_bit,
         "variance_runs": variance_runs, "profile": profile_path,
         "gradient_variance": profile["gradient_variance"],
         "evaluations": profile["measurement"]["evaluations"],
@@ -177,6 +208,8 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
              f"{len(allocation['tensors'])} tensors, {profile['measurement']['batches']} mini-batches, "
              f"{profile['measurement']['evaluations']} step evaluations; gradient variance "
              f"{profile['gradient_variance']}", "",
+             ("| allocation | predicted error (variance + bias^2) | measured mean squared "
+              "error | predicted / measured |") if few_bit else
              "| allocation | predicted variance | measured variance | predicted / measured |",
              "|---|---|---|---|"]
     for row in table:
@@ -187,7 +220,8 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
     for t in allocation["tensors"]:
         c = f"{t['sensitivity']:.4g}" if t["sensitivity"] is not None else (
             "sign only (1-bit mask)" if t.get("sign_only") else "-")
-        family = lambda key: "division " if "division" in t.get(key, "") else ""
+        family = lambda key: next((f + " " for f in ("division", "fewbit")
+                                   if f"#act.{f}" in t.get(key, "")), "")
         lines.append(f"| {t['id']} | {t['elements']} | {c} | {family('encoding_exact')}"
                      f"{t['bits_exact']} | {family('encoding_greedy')}{t['bits_greedy']} |")
     with open(os.path.join(out, "tune_report.md"), "w") as f:
@@ -211,6 +245,10 @@ def main(argv=None):
     p.add_argument("--division", type=int, metavar="B",
                    help="also measure #act.division<block=B> on the spatial maps and let the "
                         "allocator choose it against #act.quant per tensor")
+    p.add_argument("--few-bit", type=int, metavar="B", choices=[1, 2, 3, 4],
+                   help="also measure few-bit codes (B bits) of the values the backward reads "
+                        "only through an activation's derivative, and let the allocator "
+                        "choose them against #act.quant per tensor")
     p.add_argument("--min-bytes", type=int, default=1024,
                    help="leave smaller saved tensors in f32 (as act-insert-encode-decode)")
     p.add_argument("-o", "--output-dir", default="act-tune-out")
@@ -223,7 +261,7 @@ def main(argv=None):
             manifest = export(a.model, a.batch, a.seed, os.path.join(a.output_dir, "export"),
                               batches=a.batches)
         tune(manifest, a.output_dir, a.average_bits, a.measure_bits, a.variance_runs,
-             a.min_bytes, division=a.division)
+             a.min_bytes, division=a.division, few_bit=a.few_bit)
     except (driver.ToolError, ValueError, OSError) as e:
         print(f"act-tune: error: {e}", file=sys.stderr)
         return 1

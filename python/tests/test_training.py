@@ -127,6 +127,61 @@ def test_capi_sensitivity_is_act_runs(tmp_path):
         plain.estimate_sensitivity([first], tmp_path / "none.json")
 
 
+def test_capi_fewbit_sensitivity_is_act_runs(tmp_path):
+    """actStepEstimateFewBitSensitivity (act.compile's allocator with
+    few_bit= measures in process with it) writes the profile act-run
+    --fewbit-sensitivity writes for the same graph and batches, bit for bit;
+    a step with encodings is an error message; and act.compile with
+    average_bits=2, few_bit=2 lets the allocator store the GELU input as
+    few-bit codes."""
+    import numpy as np
+    from act import driver
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 64), nn.SiLU(),
+                          nn.Linear(64, 4))
+    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+    step = act.compile(model, F.cross_entropy, x[:32], y[:32], work_dir=str(tmp_path))
+    _, src, layout = step._export(x[:32], y[:32])
+    first = step._arguments(layout, x[:32], y[:32], 0)
+    batches = [first, first[:-2] + [x[32:], y[32:]]]
+    files = []
+    for k, args in enumerate(batches):
+        files.append([])
+        for i, a in enumerate(args):
+            path = str(tmp_path / f"b{k}_{i}.npy")
+            np.save(path, np.asarray(a.detach().numpy() if hasattr(a, "detach") else a))
+            files[-1].append(path)
+    driver.run("act-run", src, "--inputs=" + ",".join(files[0]),
+               "--batch-inputs=" + ",".join(files[1][-2:]), "--threads=1", "--few-bit=2",
+               f"--fewbit-sensitivity={tmp_path / 'act-run.json'}")
+    exact = capi.CompiledStep.from_file(src)
+    capi.set_num_threads(1)
+    try:
+        exact.estimate_fewbit_sensitivity(batches, tmp_path / "capi.json", bits=2)
+        # Again: the variants are compiled once and kept.
+        exact.estimate_fewbit_sensitivity(batches, tmp_path / "capi2.json", bits=2)
+    finally:
+        capi.set_num_threads(0)
+    expected = json.loads((tmp_path / "act-run.json").read_text())
+    got = json.loads((tmp_path / "capi.json").read_text())
+    # The GELU and SiLU inputs.
+    assert len(got["tensors"]) == 2 and got["measurement"]["batches"] == 2
+    assert all(t["encoding"].startswith("#act.fewbit<bits = 2") for t in got["tensors"])
+    assert got == expected == json.loads((tmp_path / "capi2.json").read_text())
+    measured = capi.CompiledStep.from_file(
+        driver.insert(src, str(tmp_path / "q.mlir"), "encoding=\"#act.quant<bits=4>\""))
+    with pytest.raises(capi.ActError, match="the step has encodings"):
+        measured.estimate_fewbit_sensitivity([first], tmp_path / "none.json")
+
+    tuned = act.compile(model, F.cross_entropy, x[:32], y[:32], average_bits=2, few_bit=2,
+                        work_dir=str(tmp_path / "tuned"))
+    loss = tuned(x[:32], y[:32])
+    assert torch.isfinite(loss)
+    chosen = {t["id"]: t["encoding"] for t in tuned.allocation["tensors"]}
+    print(chosen)
+    assert any(e.startswith("#act.fewbit") for e in chosen.values()), chosen
+
+
 def test_digits_mlp_with_4bit_activations_reaches_90_percent():
     """sklearn's digits, 10 epochs, every saved activation stochastically
     quantized to 4 bits through act.compile."""
@@ -182,6 +237,8 @@ def test_fewbit_needs_a_lossy_encoding():
     model = nn.Linear(4, 2)
     with pytest.raises(ValueError, match="few_bit= goes with a lossy encoding"):
         act.compile(model, F.cross_entropy, few_bit=3)
+    with pytest.raises(ValueError, match=r"0..4 with average_bits="):
+        act.compile(model, F.cross_entropy, average_bits=2, few_bit=8)
     with pytest.raises(ValueError, match="few_bit must be in 0..8"):
         act.compile(model, F.cross_entropy, encoding="#act.quant<bits=4>", few_bit=9)
 

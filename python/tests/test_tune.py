@@ -72,3 +72,47 @@ def test_division_variance_model(tmp_path):
     print(f"mixed: predicted {predicted:.4g} measured {measured:.4g}, encodings "
           f"{sorted(set(t['encoding'] for t in allocation['tensors']))}")
     assert 0.5 <= predicted / measured <= 2.0
+
+
+def test_fewbit_family(tmp_path):
+    """Few-bit codes as a family of act-allocate-bits (issue 18): act-run
+    --fewbit-sensitivity measures the gradient error of the GELU input's
+    table, c = ||g_fewbit - g||^2 / L(B); c measured at 2 bits predicts the
+    error at 4 bits (the cost c L(b) the allocator uses); at 2 bits on
+    average the allocator stores that input as few-bit codes, predicts the
+    mixed allocation's mean squared error against the exact gradient, and
+    that error is below the quant-only allocation's of the same budget."""
+    from act.tune import allocate, measure_fewbit, measured_variance
+
+    manifest = export("transformer", 8, 0, str(tmp_path / "export"), batches=4)
+    joint = manifest["files"]["joint"]
+    report = tune(manifest, str(tmp_path / "tune"), average_bits=2.0, variance_runs=16,
+                  quiet=True, few_bit=2)
+    with open(tmp_path / "tune" / "profile_fewbit.json") as f:
+        fewbit = json.load(f)
+    # The encoder's one GELU input (its MLP's hidden layer, 8 x 8 x 128).
+    assert [(t["elements"], t["bits"]) for t in fewbit["tensors"]] == [(8192, 2)]
+    gelu = fewbit["tensors"][0]
+    assert gelu["encoding"].startswith("#act.fewbit<bits = 2, boundaries = [")
+
+    # The scaling: c at 4 bits (measured) within a factor 2 of c at 2 bits.
+    measure_fewbit(joint, manifest["inputs"], manifest["batches"], str(tmp_path / "fb4.json"), 4)
+    with open(tmp_path / "fb4.json") as f:
+        c4 = json.load(f)["tensors"][0]["sensitivity"]
+    print(f"few-bit c at 2 bits {gelu['sensitivity']:.4g}, at 4 bits {c4:.4g}")
+    assert 0.5 <= c4 / gelu["sensitivity"] <= 2.0
+
+    chosen = {t["id"]: t["encoding"] for t in report["allocation"]}
+    assert chosen[gelu["id"]].startswith("#act.fewbit"), chosen
+    rows = {r["allocation"]: r for r in report["variance"]}
+    for name, r in rows.items():
+        print(f"{name}: predicted {r['predicted']:.4g} measured (MSE) {r['measured']:.4g}")
+        assert 0.5 <= r["predicted"] / r["measured"] <= 2.0, (name, r)
+
+    # The same budget with #act.quant alone.
+    _, quant_only = allocate(joint, str(tmp_path / "tune" / "profile.json"), 2.0,
+                             str(tmp_path / "quant.mlir"), str(tmp_path / "quant.json"))
+    assert not any("fewbit" in t["encoding"] for t in quant_only["tensors"])
+    quant_error = measured_variance(str(tmp_path / "quant.mlir"), manifest, 16, joint)
+    print(f"quant only: MSE {quant_error:.4g}; with few-bit codes {rows['exact']['measured']:.4g}")
+    assert rows["exact"]["measured"] < quant_error

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Execution/Step.h"
 #include "act/InitAll.h"
 #include "act/runtime/Kernels.h"
@@ -138,12 +139,41 @@ static cl::list<std::string> batchInputs(
     cl::desc("one more mini-batch for --sensitivity: .npy files (comma "
              "separated) replacing the last arguments; repeat per batch"),
     cl::cat(measureCategory));
+static cl::opt<std::string> fewBitSensitivityFile(
+    "fewbit-sensitivity",
+    cl::desc("on a graph without encodings: measure the gradient error of "
+             "few-bit codes (--few-bit bits) of every value the backward "
+             "reads only through an activation's derivative, one step "
+             "variant per value against the exact step, per mini-batch, and "
+             "write it as act-allocate-bits' #act.fewbit profile to this file"),
+    cl::value_desc("file"), cl::cat(measureCategory));
+static cl::opt<unsigned> fewBitBits(
+    "few-bit", cl::init(2),
+    cl::desc("bits of the few-bit codes --fewbit-sensitivity measures (1-4)"),
+    cl::cat(measureCategory));
+static cl::list<double> fewBitRange(
+    "few-bit-range", cl::CommaSeparated,
+    cl::desc("A,B: the few-bit tables' range, as act-insert-encode-decode's "
+             "(default -10,10)"),
+    cl::cat(measureCategory));
+static cl::opt<double>
+    fewBitSigma("few-bit-sigma", cl::init(1.0),
+                cl::desc("the few-bit tables' weight N(0, sigma^2), as "
+                         "act-insert-encode-decode's; 0: uniform"),
+                cl::cat(measureCategory));
 static cl::opt<unsigned> varianceRuns(
     "variance-runs", cl::init(0),
     cl::desc("run the step this many times with step seeds step-seed, "
              "step-seed + 1, ... and report the gradient's variance over them "
              "(the compression variance)"),
     cl::cat(measureCategory));
+
+static cl::opt<std::string> referenceFile(
+    "reference",
+    cl::desc("with --variance-runs: the same graph without encodings (.mlir); "
+             "also report the mean squared error of the gradient against "
+             "it (variance plus squared bias)"),
+    cl::value_desc("file"), cl::cat(measureCategory));
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "act-run: error: " << message << "\n";
@@ -238,10 +268,99 @@ static int runSensitivity(Step &step, const std::vector<HostTensor> &args) {
   return 0;
 }
 
-static int runVariance(Step &step, const std::vector<HostTensor> &args) {
-  auto measured = measureVariance(step, args, varianceRuns, stepSeed);
+static int runFewBitSensitivity(ModuleOp graph, Step &step,
+                                const JitTarget &target,
+                                const std::vector<HostTensor> &args) {
+  if (fewBitBits < 1 || fewBitBits > 4)
+    return fail("--few-bit must be 1, 2, 3 or 4, got " +
+                llvm::Twine(unsigned(fewBitBits)));
+  std::vector<double> range(fewBitRange.begin(), fewBitRange.end());
+  FailureOr<FewBitOptions> options =
+      getFewBitOptions(graph.getContext(), "act-run", range, fewBitSigma);
+  if (failed(options))
+    return 1;
+  auto batches = loadBatches(step, args);
+  if (!batches)
+    return fail(batches.takeError());
+  auto variants =
+      FewBitVariants::compile(graph, entry, target, fewBitBits, *options);
+  if (!variants)
+    return fail(variants.takeError());
+  auto estimate =
+      (*variants)->estimate(step, *batches, [&](size_t done, size_t total) {
+        if (llvm::errs().is_displayed() || done == total)
+          llvm::errs() << llvm::formatv(
+              "\ract-run: few-bit sensitivity: {0}/{1} step evaluations{2}",
+              done, total, done == total ? "\n" : "");
+      });
+  if (!estimate)
+    return fail(estimate.takeError());
+  const Profile &profile = estimate->profile;
+  if (llvm::Error e = writeProfile(profile, fewBitSensitivityFile))
+    return fail(std::move(e));
+  llvm::outs() << "act-run: few-bit sensitivity of @" << profile.function
+               << ": " << profile.tensors.size() << " tensors, "
+               << profile.batches << " mini-batch(es), " << profile.evaluations
+               << " step evaluations\n";
+  llvm::outs() << llvm::formatv("{0,6} {1,10} {2,5} {3,14} {4,14} {5,14}\n",
+                                "id", "elements", "bits", "sensitivity",
+                                "table error", "||g_l - g||^2");
+  for (auto [i, t] : llvm::enumerate(profile.tensors))
+    llvm::outs() << llvm::formatv(
+        "{0,6} {1,10} {2,5} {3,14:e} {4,14:e} {5,14:e}\n", t.id, t.elements,
+        t.bits, t.sensitivity, estimate->tableErrors[i],
+        estimate->squaredErrors[i]);
+  llvm::outs() << "profile: " << fewBitSensitivityFile << "\n";
+  return 0;
+}
+
+/// The gradient of the graph in --reference on `args` (act.seeds left
+/// out).
+static llvm::Expected<std::vector<double>>
+getReferenceGradient(MLIRContext &context, const Step &step,
+                     const std::vector<HostTensor> &args) {
+  // Its own source manager: parse errors name its lines.
+  std::string error;
+  auto file = openInputFile(referenceFile, &error);
+  if (!file)
+    return llvm::createStringError(error);
+  llvm::SourceMgr referenceSources;
+  referenceSources.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(referenceSources, &context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(referenceSources, &context);
+  if (!module)
+    return llvm::createStringError("cannot parse '" + referenceFile + "'");
+  WalkResult encoded =
+      module->walk([](EncodeOp) { return WalkResult::interrupt(); });
+  if (encoded.wasInterrupted())
+    return llvm::createStringError("--reference '" + referenceFile +
+                                   "' has encodings: give the graph without "
+                                   "them");
+  auto reference = Step::compile(*module, entry, {});
+  if (!reference)
+    return reference.takeError();
+  std::vector<HostTensor> referenceArgs;
+  for (auto [i, value] : llvm::enumerate(args))
+    if (!step.getSeedsIndex() || i != *step.getSeedsIndex())
+      referenceArgs.push_back(value);
+  auto outs = (*reference)->run(referenceArgs);
+  if (!outs)
+    return outs.takeError();
+  return flattenGradient(outs->values, (*reference)->getLossIndex());
+}
+
+static int runVariance(Step &step, const std::vector<HostTensor> &args,
+                       const std::vector<double> *reference) {
+  auto measured =
+      measureVariance(step, args, varianceRuns, stepSeed, reference);
   if (!measured)
     return fail(measured.takeError());
+  if (measured->meanSquaredError)
+    llvm::outs() << llvm::formatv(
+        "mean squared error against the reference over {0} step seeds: "
+        "{1:e}\n",
+        unsigned(varianceRuns), *measured->meanSquaredError);
   llvm::outs() << llvm::formatv(
       "gradient variance over {0} step seeds: {1:e} (squared norm of the "
       "mean gradient {2:e})\n",
@@ -311,6 +430,15 @@ int main(int argc, char **argv) {
                 "--device=cpu or gpu-emulated: the same storage)");
   target.chip = gpuChip;
   target.features = gpuFeatures;
+  // --fewbit-sensitivity compiles variants of the graph as it is now.
+  OwningOpRef<ModuleOp> graph;
+  if (!fewBitSensitivityFile.empty()) {
+    if (!sensitivityFile.empty() || varianceRuns > 0)
+      return fail("--fewbit-sensitivity measures the graph without "
+                  "encodings; --sensitivity and --variance-runs measure a "
+                  "graph with stochastic ones: run them separately");
+    graph = module->clone();
+  }
   auto compiled = Step::compile(*module, entry, target);
   if (!compiled)
     return fail(compiled.takeError());
@@ -336,16 +464,28 @@ int main(int argc, char **argv) {
     args.push_back(std::move(*value));
   }
 
-  if ((!sensitivityFile.empty() || varianceRuns > 0) && !step.getSeedsIndex())
+  if (!referenceFile.empty() && varianceRuns == 0)
+    return fail("--reference goes with --variance-runs");
+  if ((!sensitivityFile.empty() ||
+       (varianceRuns > 0 && referenceFile.empty())) &&
+      !step.getSeedsIndex())
     return fail("--sensitivity and --variance-runs need a step with "
                 "stochastic encodings (an act.seeds argument): run "
                 "act-insert-encode-decode with #act.quant first");
   if (varianceRuns == 1)
     return fail("--variance-runs needs at least 2 runs");
+  if (graph)
+    return runFewBitSensitivity(*graph, step, target, args);
   if (!sensitivityFile.empty())
     return runSensitivity(step, args);
-  if (varianceRuns > 0)
-    return runVariance(step, args);
+  if (varianceRuns > 0) {
+    if (referenceFile.empty())
+      return runVariance(step, args, nullptr);
+    auto reference = getReferenceGradient(context, step, args);
+    if (!reference)
+      return fail(reference.takeError());
+    return runVariance(step, args, &*reference);
+  }
 
   std::vector<HostTensor> results;
   std::vector<double> times;

@@ -16,6 +16,7 @@
 #ifndef ACT_EXECUTION_STEP_H
 #define ACT_EXECUTION_STEP_H
 
+#include "act/Analysis/FewBit.h"
 #include "act/Analysis/Profile.h"
 #include "act/Execution/HostTensor.h"
 #include "act/Execution/Jit.h"
@@ -139,16 +140,63 @@ llvm::Expected<SensitivityEstimate> estimateSensitivity(
     llvm::unique_function<void(size_t done, size_t total, size_t batch)>
         progress = nullptr);
 
-/// The gradient's variance over `runs` step seeds (stepSeed, stepSeed + 1,
-/// ...) on one batch: the compression variance.
+/// Few-bit backward's gradient error, the #act.fewbit family of
+/// act-allocate-bits. `compile`: every saved value of `module`'s training
+/// graph (the one of `entry`, or the first) that the backward reads only
+/// through an activation's derivative phi(x) (getFewBitEncoding at `bits`
+/// bits with `options`), with the step compiled with only that value as
+/// interval codes; `module` (not lowered, without encodings) is left as it
+/// is: the variants are compiled from clones. `estimate`: each variant run
+/// on every batch next to `exact`, the step of the graph as it is:
+///   c = mean over batches of ||g_l - g||^2 / L(bits)
+/// (L: the table's error; the error is a bias, which GACT's seed re-draw
+/// cannot see). The profile's gradient variance is the sampling variance
+/// of g over the batches. `progress(done, total)` after each evaluation.
+/// Compiled once, estimated as often as the caller re-measures (act.compile's
+/// adaptive loop).
+struct FewBitSensitivityEstimate {
+  Profile profile;
+  /// Per profile tensor: the mean ||g_l - g||^2 and the table's error L.
+  std::vector<double> squaredErrors, tableErrors;
+};
+class FewBitVariants {
+public:
+  static llvm::Expected<std::unique_ptr<FewBitVariants>>
+  compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target,
+          unsigned bits, const FewBitOptions &options);
+  llvm::Expected<FewBitSensitivityEstimate>
+  estimate(Step &exact, const std::vector<std::vector<HostTensor>> &batches,
+           llvm::unique_function<void(size_t done, size_t total)> progress =
+               nullptr);
+  unsigned getBits() const { return bits; }
+
+private:
+  FewBitVariants() = default;
+  struct Variant {
+    int64_t id = 0, elements = 0;
+    /// The table as printed, and its error L.
+    std::string encoding;
+    double tableError = 0;
+    std::unique_ptr<Step> step;
+  };
+  std::string forwardName, fingerprint;
+  unsigned bits = 0;
+  std::vector<Variant> variants;
+};
+
+/// With a `reference` gradient (the step without encodings on the same
+/// batch), also the mean squared error against it, mean_r ||g_r - g_ref||^2:
+/// the variance plus the squared bias (few-bit codes are biased).
 struct VarianceMeasurement {
   double variance = 0;
   /// Squared norm of the mean gradient.
   double meanNorm2 = 0;
+  std::optional<double> meanSquaredError;
 };
 llvm::Expected<VarianceMeasurement>
 measureVariance(Step &step, std::vector<HostTensor> args, unsigned runs,
-                uint64_t stepSeed);
+                uint64_t stepSeed,
+                const std::vector<double> *reference = nullptr);
 
 } // namespace mlir::act
 

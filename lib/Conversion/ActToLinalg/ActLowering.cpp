@@ -862,8 +862,9 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
                                  i32Const(nb, nl, mask));
   };
 
+  // (Rank 0: one element, the chunked form below.)
   if (options.perElementDecode && options.target == LoweringTarget::CPU &&
-      type.hasStaticShape()) {
+      type.hasStaticShape() && type.getRank() > 0) {
     // One parallel generic over `type`: element i (row-major) reads lane
     // (i % tile) / width of word (i / tile) * 16 + (i % tile) % width, the
     // width of every tile but a partial last one being 16 words, and row

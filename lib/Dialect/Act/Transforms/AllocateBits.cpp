@@ -2,10 +2,12 @@
 //
 // GACT's adaptive compression (papers/gact.txt, Sec. 4): the profiles give
 // each saved tensor's sensitivity c_l per encoding family it was measured
-// with (#act.quant, #act.division); the budget is an average number of bits
-// per element; every tensor's options are its families at each allowed bit
-// width (and f32); BitAllocation.h solves the knapsack; Insertion.h places
-// the chosen encodings.
+// with (#act.quant, #act.division: gradient variance per unit S(b);
+// #act.fewbit: the squared gradient error of its table per unit of the
+// table's error L(b), a bias the allocator weighs like variance); the budget
+// is an average number of bits per element; every tensor's options are its
+// families at each allowed bit width (and f32); BitAllocation.h solves the
+// knapsack; Insertion.h places the chosen encodings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,6 +87,14 @@ struct AllocateBitsPass
   void runOnOperation() override;
 
 private:
+  /// The options of a tensor measured with few-bit codes (`measured`, the
+  /// profile's table): its tables at the allowed widths up to 4 bits, costed
+  /// c * L(b). Fails when this pass's tables are not the measured ones.
+  LogicalResult addFewBitOptions(TrainingGraph &graph, const SavedValue &saved,
+                                 const Measurement &m,
+                                 ArrayRef<unsigned> choices, Entry &e);
+
+  FewBitOptions fewBitOptions;
   LogicalResult allocate(TrainingGraph &graph,
                          ArrayRef<std::pair<std::string, Profile>> profiles);
   void writeReport(TrainingGraph &graph, ArrayRef<Entry> entries,
@@ -127,6 +137,11 @@ LogicalResult AllocateBitsPass::initialize(MLIRContext *context) {
   if (minBytes < 0)
     return error("min-bytes")
            << "min-bytes must not be negative, got " << int64_t(minBytes);
+  FailureOr<FewBitOptions> options =
+      getFewBitOptions(context, "act-allocate-bits", fewBitRange, fewBitSigma);
+  if (failed(options))
+    return failure();
+  fewBitOptions = *options;
   return success();
 }
 
@@ -207,13 +222,14 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
       } else {
         Attribute parsed = parseAttribute(t.encoding, ctx);
         family = dyn_cast_or_null<EncodingAttrInterface>(parsed);
-        if (!family || !family.getQuantizerBits())
+        if (!family ||
+            (!family.getQuantizerBits() && !isa<FewBitEncodingAttr>(family)))
           return emitError(graph.forward.getLoc(),
                            "act-allocate-bits: profile '")
                  << file << "' measured tensor " << t.id << " with '"
                  << t.encoding
                  << "', not an act encoding with a quantizer (#act.quant, "
-                    "#act.division)";
+                    "#act.division) or few-bit codes (#act.fewbit)";
         // The `group` option applies to #act.quant.
         if (auto quant = dyn_cast<QuantEncodingAttr>(parsed))
           family = QuantEncodingAttr::get(ctx, quant.getBits(), group,
@@ -296,6 +312,8 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
         continue;
       }
       for (const Measurement &m : measurements[saved.id]) {
+        if (isa<FewBitEncodingAttr>(m.family))
+          continue;
         EncodingAttrInterface encoding = m.family.withQuantizerBits(b);
         if (!encoding)
           continue;
@@ -310,6 +328,10 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
              m.sensitivity * ::act::rt::quantVarianceFactor(b)});
       }
     }
+    for (const Measurement &m : measurements[saved.id])
+      if (isa<FewBitEncodingAttr>(m.family) &&
+          failed(addFewBitOptions(graph, saved, m, choices, e)))
+        return failure();
     if (e.options.empty())
       return emitError(saved.value.getLoc(), "act-allocate-bits: tensor ")
              << saved.id << " has no option at bits "
@@ -380,8 +402,7 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
                       double(averageBits), totalBudget,
                       getBitSolverName(solver));
   os << llvm::formatv("{0,6} {1,10} {2,13} {3,6} {4,7} {5,13}\n", "id",
-                      "elements", "sensitivity", "exact", "greedy",
-                      "c*S(bits)");
+                      "elements", "sensitivity", "exact", "greedy", "cost");
   for (const Entry &e : entries) {
     const Choice &c = e.options[e.chosen];
     if (e.measured)
@@ -466,6 +487,64 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
     // (A sign-only value becomes its mask under any lossy encoding.)
     return encodingOf.lookup(saved.id);
   });
+  return success();
+}
+
+LogicalResult AllocateBitsPass::addFewBitOptions(TrainingGraph &graph,
+                                                 const SavedValue &saved,
+                                                 const Measurement &m,
+                                                 ArrayRef<unsigned> choices,
+                                                 Entry &e) {
+  auto measured = cast<FewBitEncodingAttr>(m.family);
+  auto tablesAt = [&](unsigned bits) {
+    return getFewBitTables(graph, saved, FewBitPolicy{bits, fewBitOptions});
+  };
+  // The measured table again: the sensitivity is per unit of its error.
+  SmallVector<FewBitTable> atMeasured = tablesAt(measured.getBits());
+  if (atMeasured.empty())
+    return emitError(saved.value.getLoc(), "act-allocate-bits: profile '")
+           << m.file << "' measured tensor " << saved.id
+           << " with few-bit codes, but the backward does not read it only "
+              "through an activation's derivative phi(x)";
+  auto same = [](ArrayRef<float> a, ArrayRef<float> b) {
+    return a.size() == b.size() && llvm::all_of(llvm::zip(a, b), [](auto p) {
+             auto [x, y] = p;
+             return std::abs(x - y) <= 2e-6f * std::max(1.0f, std::abs(x));
+           });
+  };
+  const FewBitTable &table = atMeasured.back();
+  if (!same(table.encoding.getBoundaries().asArrayRef(),
+            measured.getBoundaries().asArrayRef()) ||
+      !same(table.encoding.getValues().asArrayRef(),
+            measured.getValues().asArrayRef()))
+    return emitError(saved.value.getLoc(), "act-allocate-bits: profile '")
+           << m.file << "' measured tensor " << saved.id
+           << " with a few-bit table other than the one this pass computes "
+              "at "
+           << measured.getBits()
+           << " bits: measure and allocate with the same few-bit-range and "
+              "few-bit-sigma";
+  if (!(table.error > 0))
+    return emitError(saved.value.getLoc(), "act-allocate-bits: tensor ")
+           << saved.id
+           << "'s few-bit table is exact (error 0): nothing to "
+              "weigh its measured error against";
+  // Few-bit widths up to 4 (at 8 bits the dynamic program is 16x longer
+  // and quantization is as good).
+  for (unsigned b : choices) {
+    if (b > 4)
+      continue;
+    SmallVector<FewBitTable> tables = tablesAt(b);
+    if (tables.empty())
+      continue;
+    const FewBitTable &t = tables.back();
+    int64_t weight = cast<EncodingAttrInterface>(t.encoding)
+                         .getStorageLayout(saved.getTensorType())
+                         ->payloadBytes *
+                     8;
+    e.options.push_back(
+        {t.encoding, b, m.sensitivity, weight, m.sensitivity * t.error});
+  }
   return success();
 }
 

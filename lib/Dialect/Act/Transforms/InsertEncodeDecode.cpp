@@ -82,24 +82,11 @@ LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
                      "act-insert-encode-decode: few-bit must be in 0..8, got ")
            << unsigned(fewBits);
   fewBit.bits = fewBits;
-  if (!fewBitRange.empty()) {
-    if (fewBitRange.size() != 2 || !(fewBitRange[0] < fewBitRange[1]) ||
-        !std::isfinite(fewBitRange[0]) || !std::isfinite(fewBitRange[1]))
-      return emitError(loc("few-bit-range"),
-                       "act-insert-encode-decode: few-bit-range must be two "
-                       "finite numbers A,B with A < B");
-    fewBit.options.lo = fewBitRange[0];
-    fewBit.options.hi = fewBitRange[1];
-  }
-  if (fewBitSigma < 0 || !std::isfinite(fewBitSigma))
-    return emitError(loc("few-bit-sigma"),
-                     "act-insert-encode-decode: few-bit-sigma must be a "
-                     "finite number >= 0, got ")
-           << double(fewBitSigma);
-  if (fewBitSigma > 0) {
-    fewBit.options.weight = FewBitOptions::Weight::Normal;
-    fewBit.options.sigma = fewBitSigma;
-  }
+  FailureOr<FewBitOptions> options = getFewBitOptions(
+      context, "act-insert-encode-decode", fewBitRange, fewBitSigma);
+  if (failed(options))
+    return failure();
+  fewBit.options = *options;
   Attribute attr = parseAttribute(encoding, context);
   if (!attr)
     return emitError(loc("encoding"),

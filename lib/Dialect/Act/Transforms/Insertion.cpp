@@ -4,6 +4,7 @@
 
 #include "act/Analysis/FewBit.h"
 #include "act/Analysis/MemoryEstimate.h"
+#include "act/Support/OptionLoc.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -17,6 +18,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Mutex.h"
 
+#include <cmath>
 #include <map>
 
 using namespace mlir;
@@ -1137,12 +1139,39 @@ bool mlir::act::isReadOnlyThroughSignTests(TrainingGraph &graph,
   return onlySignTests(graph, tests, numUses);
 }
 
-/// The optimal few-bit tables of the derivatives met so far, by phi's values
-/// on a probe grid (every GELU of a model shares one table).
-static FewBitEncodingAttr getTable(MLIRContext *ctx, const ScalarFunction &phi,
-                                   const FewBitPolicy &policy) {
+FailureOr<FewBitOptions> mlir::act::getFewBitOptions(MLIRContext *context,
+                                                     StringRef pass,
+                                                     ArrayRef<double> range,
+                                                     double sigma) {
+  FewBitOptions options;
+  if (!range.empty()) {
+    if (range.size() != 2 || !(range[0] < range[1]) ||
+        !std::isfinite(range[0]) || !std::isfinite(range[1]))
+      return emitError(getOptionLoc(context, pass, "few-bit-range"))
+             << pass << ": few-bit-range must be two finite numbers A,B with "
+             << "A < B";
+    options.lo = range[0];
+    options.hi = range[1];
+  }
+  if (!(sigma >= 0) || !std::isfinite(sigma))
+    return emitError(getOptionLoc(context, pass, "few-bit-sigma"))
+           << pass << ": few-bit-sigma must be a finite number >= 0, got "
+           << sigma;
+  if (sigma > 0) {
+    options.weight = FewBitOptions::Weight::Normal;
+    options.sigma = sigma;
+  }
+  return options;
+}
+
+/// The optimal few-bit tables (1..policy.bits bits, element b - 1) of the
+/// derivatives met so far, by phi's values on a probe grid (every GELU of a
+/// model shares one dynamic program).
+static SmallVector<FewBitTable> getTables(MLIRContext *ctx,
+                                          const ScalarFunction &phi,
+                                          const FewBitPolicy &policy) {
   static llvm::sys::SmartMutex<true> mutex;
-  static std::map<std::vector<double>, std::vector<float>> cache;
+  static std::map<std::vector<double>, std::vector<PiecewiseConstant>> cache;
   std::vector<double> key = {
       double(policy.bits), policy.options.lo, policy.options.hi,
       policy.options.weight == FewBitOptions::Weight::Normal
@@ -1151,29 +1180,32 @@ static FewBitEncodingAttr getTable(MLIRContext *ctx, const ScalarFunction &phi,
   for (int i = 0; i <= 256; ++i)
     key.push_back(phi(policy.options.lo +
                       (policy.options.hi - policy.options.lo) * i / 256.0));
-  std::vector<float> flat;
+  std::vector<PiecewiseConstant> tables;
   {
     llvm::sys::SmartScopedLock<true> lock(mutex);
     auto it = cache.find(key);
     if (it != cache.end())
-      flat = it->second;
+      tables = it->second;
   }
-  if (flat.empty()) {
-    std::vector<PiecewiseConstant> tables = optimalPiecewiseConstant(
-        [&](double x) { return phi(x); }, policy.bits, policy.options);
+  if (tables.empty()) {
+    tables = optimalPiecewiseConstant([&](double x) { return phi(x); },
+                                      policy.bits, policy.options);
     if (tables.empty())
-      return nullptr;
-    const PiecewiseConstant &t = tables.back();
-    flat.assign(t.boundaries.begin(), t.boundaries.end());
-    flat.insert(flat.end(), t.values.begin(), t.values.end());
+      return {};
     llvm::sys::SmartScopedLock<true> lock(mutex);
-    cache[key] = flat;
+    cache[key] = tables;
   }
-  size_t pieces = size_t(1) << policy.bits;
-  ArrayRef<float> all(flat);
-  return FewBitEncodingAttr::get(
-      ctx, policy.bits, DenseF32ArrayAttr::get(ctx, all.take_front(pieces - 1)),
-      DenseF32ArrayAttr::get(ctx, all.drop_front(pieces - 1)));
+  SmallVector<FewBitTable> result;
+  for (auto [i, t] : llvm::enumerate(tables)) {
+    SmallVector<float> boundaries(t.boundaries.begin(), t.boundaries.end());
+    SmallVector<float> values(t.values.begin(), t.values.end());
+    result.push_back(
+        {FewBitEncodingAttr::get(ctx, unsigned(i + 1),
+                                 DenseF32ArrayAttr::get(ctx, boundaries),
+                                 DenseF32ArrayAttr::get(ctx, values)),
+         t.error});
+  }
+  return result;
 }
 
 namespace {
@@ -1197,31 +1229,39 @@ static std::optional<PhiRead> findPhiRead(TrainingGraph &graph,
   return std::nullopt;
 }
 
-/// The table `policy` gives `read`'s phi, or null when it does not apply:
-/// few-bit is off, the value is also read through a sign test (a mask
-/// stores that exactly), or phi does not saturate.
-static FewBitEncodingAttr getPolicyTable(TrainingGraph &graph,
-                                         const SavedValue &saved,
-                                         const PhiRead &read,
-                                         const FewBitPolicy &policy) {
+/// The tables `policy` gives `read`'s phi (1..policy.bits bits), or none
+/// when it does not apply: few-bit is off, the value is also read through a
+/// sign test (a mask stores that exactly), or phi does not saturate.
+static SmallVector<FewBitTable> getPolicyTables(TrainingGraph &graph,
+                                                const SavedValue &saved,
+                                                const PhiRead &read,
+                                                const FewBitPolicy &policy) {
   if (!policy.bits)
-    return nullptr;
+    return {};
   size_t numUses;
   if (!findSignTests(graph, saved, numUses).empty())
-    return nullptr;
+    return {};
   const ScalarFunction &phi = read.phi();
   if (!isSaturating([&](double x) { return phi(x); }, policy.options))
-    return nullptr;
-  return getTable(graph.forward.getContext(), phi, policy);
+    return {};
+  return getTables(graph.forward.getContext(), phi, policy);
+}
+
+SmallVector<FewBitTable>
+mlir::act::getFewBitTables(TrainingGraph &graph, const SavedValue &saved,
+                           const FewBitPolicy &policy) {
+  if (!policy.bits)
+    return {};
+  std::optional<PhiRead> read = findPhiRead(graph, saved);
+  return read ? getPolicyTables(graph, saved, *read, policy)
+              : SmallVector<FewBitTable>();
 }
 
 FewBitEncodingAttr mlir::act::getFewBitEncoding(TrainingGraph &graph,
                                                 const SavedValue &saved,
                                                 const FewBitPolicy &policy) {
-  if (!policy.bits)
-    return nullptr;
-  std::optional<PhiRead> read = findPhiRead(graph, saved);
-  return read ? getPolicyTable(graph, saved, *read, policy) : nullptr;
+  SmallVector<FewBitTable> tables = getFewBitTables(graph, saved, policy);
+  return tables.empty() ? nullptr : tables.back().encoding;
 }
 
 SmallVector<std::pair<const SavedValue *, RecomputeSlice>>
@@ -1303,10 +1343,12 @@ void mlir::act::insertEncodings(TrainingGraph &graph, EncodingChoice choose,
       auto chosen = dyn_cast<FewBitEncodingAttr>(encoding);
       if (chosen || fewBit.bits) {
         std::optional<PhiRead> read = findPhiRead(graph, saved);
-        FewBitEncodingAttr table =
-            chosen ? chosen
-            : read ? getPolicyTable(graph, saved, *read, fewBit)
-                   : nullptr;
+        SmallVector<FewBitTable> tables;
+        if (!chosen && read)
+          tables = getPolicyTables(graph, saved, *read, fewBit);
+        FewBitEncodingAttr table = chosen           ? chosen
+                                   : tables.empty() ? nullptr
+                                                    : tables.back().encoding;
         if (read && table) {
           if (read->derivative)
             inserter.encodeDerivative(saved, *read->derivative, table);

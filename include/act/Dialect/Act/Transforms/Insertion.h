@@ -40,6 +40,25 @@ struct FewBitPolicy {
   FewBitOptions options;
 };
 
+/// Checks a pass's few-bit options (`range`: empty or A,B; `sigma` > 0: the
+/// N(0, sigma^2) weight, 0: uniform) into FewBitOptions; a diagnostic at the
+/// option (`pass`: the pass's name) otherwise.
+FailureOr<FewBitOptions> getFewBitOptions(MLIRContext *context, StringRef pass,
+                                          ArrayRef<double> range, double sigma);
+
+/// An optimal table and its error L (FewBit.h, in the policy's weight).
+struct FewBitTable {
+  FewBitEncodingAttr encoding;
+  double error = 0.0;
+};
+
+/// The optimal tables of `saved`'s phi at 1..policy.bits bits (element
+/// b - 1, all from the dynamic program of policy.bits), or none when
+/// getFewBitEncoding is null.
+SmallVector<FewBitTable> getFewBitTables(TrainingGraph &graph,
+                                         const SavedValue &saved,
+                                         const FewBitPolicy &policy);
+
 /// The #act.fewbit encoding (optimal table of phi) for `saved` under
 /// `policy`, or null when the backward does not read it only through phi
 /// (or reads it through a sign test, which a mask stores exactly).

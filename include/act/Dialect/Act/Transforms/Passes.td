@@ -164,6 +164,16 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
     `#act.division` at b_l, or stays in f32), placed like
     act-insert-encode-decode places encodings.
 
+    Few-bit codes are a family too (`act-run --fewbit-sensitivity`): a
+    tensor the backward reads only through an activation's derivative
+    phi(x) can be stored as b-bit interval codes (b in `bits`, at most 4)
+    whose decode is phi's optimal table (act/Analysis/FewBit.h, with
+    `few-bit-range` and `few-bit-sigma` as measured). Its error is a bias,
+    not a variance: the profile gives c = ||g_fewbit - g||^2 / L(B), the
+    squared gradient error of the B-bit table per unit of the table's
+    error, and the option costs c * L(b) with W = b D_l; the measured table
+    must be the one this pass computes at B (else an error).
+
     Run it on the graph before act-insert-encode-decode. A tensor missing
     from the profile gets `default-bits` and a warning; loss-head tensors are
     allocated only when the profile has them. A profile of a different
@@ -199,6 +209,12 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
            "leave saved tensors smaller than this many bytes unencoded">,
     Option<"reportFile", "report", "std::string", "\"\"",
            "write the allocation as JSON to this file">,
+    ListOption<"fewBitRange", "few-bit-range", "double",
+               "A,B: the range of the few-bit tables (as measured; default "
+               "-10,10)">,
+    Option<"fewBitSigma", "few-bit-sigma", "double", "1.0",
+           "the few-bit tables' weight, as measured (N(0, sigma^2); 0: "
+           "uniform)">,
   ];
 }
 

@@ -66,9 +66,14 @@ act::rt::PackedPosition act::rt::locatePacked(int64_t i, int64_t n,
 act::rt::RandomSlot act::rt::locateRandom(int64_t i, int64_t n,
                                           unsigned perWord) {
   PackedPosition p = locatePacked(i, n, perWord);
-  int64_t blocksPerTile = (perWord + 15) / 16;
-  return {uint64_t((p.tile * blocksPerTile + p.lane / 16) * 16 + p.word),
-          unsigned(p.lane % 16 / 4), unsigned(p.lane % 4)};
+  // The global lane over tiles of P lanes (perWord rounded up to a power
+  // of two): 16 consecutive global lanes of one word share a block.
+  int64_t padded = 1;
+  while (padded < int64_t(perWord))
+    padded *= 2;
+  int64_t lane = p.tile * padded + p.lane;
+  return {uint64_t(lane / 16 * 16 + p.word), unsigned(lane % 16 / 4),
+          unsigned(lane % 4)};
 }
 
 uint32_t act::rt::philox(int64_t i, int64_t n, unsigned perWord, uint64_t seed,

@@ -75,6 +75,16 @@ TEST(Packed, LayoutIsABijectionAndRandomBitsAreDistinct) {
   for (unsigned lane = 0; lane < 16; ++lane)
     EXPECT_EQ(locateRandom(16 * lane + 3, 4096, 16).counter, 3u);
   EXPECT_EQ(locateRandom(16 * 17 + 3, 4096, 32).counter, 16u + 3u);
+  // At 4 bits (8 lanes) two consecutive tiles share a word's block, the
+  // second taking its bytes 8..15; at 8 bits (4 lanes) four tiles.
+  RandomSlot first = locateRandom(16 * 2 + 3, 4096, 8);
+  RandomSlot second = locateRandom(128 + 16 * 2 + 3, 4096, 8);
+  EXPECT_EQ(first.counter, 3u);
+  EXPECT_EQ(second.counter, 3u);
+  EXPECT_EQ(first.word * 4 + first.byte, 2u);
+  EXPECT_EQ(second.word * 4 + second.byte, 10u);
+  EXPECT_EQ(locateRandom(64 * 3 + 16 * 1 + 5, 4096, 4).counter, 5u);
+  EXPECT_EQ(locateRandom(64 * 4 + 5, 4096, 4).counter, 16u + 5u);
 }
 
 TEST(Philox, EightBitsPerElementAreUniformAndIndependent) {

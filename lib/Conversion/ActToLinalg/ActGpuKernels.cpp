@@ -376,7 +376,7 @@ void mlir::act::detail::buildGpuPackedEncode(
       Value tj = ix.div(quarter, 4), qj = ix.rem(quarter, ix.c(4));
       auto &words = packed.emplace_back();
       for (int64_t w = 0; w < 4; ++w) {
-        LaneRandom rnd(random, k, tj, ix.add(ix.mul(qj, 4), ix.c(w)));
+        LaneRandom rnd(b, loc, random, k, tj, ix.add(ix.mul(qj, 4), ix.c(w)));
         Value acc;
         for (int64_t l = 0; l < k; ++l) {
           ValueRange groupValues;

@@ -412,13 +412,15 @@ struct PackedSplit {
   Value n, chunks, mainLength, rest;
   int64_t nStatic, chunksStatic, restStatic;
 
+  /// `sharedTiles`: consecutive tiles a CPU chunk keeps together (those
+  /// sharing Philox blocks, LaneRandom::tilesPerBlock).
   PackedSplit(IndexMath &ix, PackedFormat f, int64_t group, Value n,
-              LoweringTarget target, bool decode) {
+              LoweringTarget target, bool decode, int64_t sharedTiles = 1) {
     tile = f.tileElements();
     this->group = group;
     switch (target) {
     case LoweringTarget::CPU:
-      chunk = group ? std::lcm(group, tile) : tile;
+      chunk = std::lcm(group ? group : tile, tile * sharedTiles);
       // A lane of a tile (16 elements) must lie in one group; a chunk is
       // unrolled tile by tile and group by group, so both counts are
       // bounded (lcm(48, 512) = 1536 at 1 bit, 32 groups, took 11 s to
@@ -685,8 +687,9 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
   IndexMath ix{b, loc};
   Value flat = flatten(b, loc, input);
   Value n = b.createOrFold<tensor::DimOp>(loc, flat, 0);
+  int64_t shared = random ? LaneRandom::tilesPerBlock(f.perWord) : 1;
   PackedSplit split(ix, f, stats ? stats->group : 0, n, options.target,
-                    /*decode=*/false);
+                    /*decode=*/false, shared);
   int64_t tile = split.tile, chunk = split.chunk, perWord = f.perWord;
   Type i32 = b.getI32Type();
 
@@ -744,32 +747,46 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
     Value chunkWords = slice(b, loc, forall.getRegionIterArgs()[0], wordsAt,
                              ix.c(chunk / perWord));
     auto map = b.getMultiDimIdentityMap(1);
-    for (int64_t t = 0; t < chunk / tile; ++t) {
-      SmallVector<Value> lanes;
-      for (int64_t l = 0; l < perWord; ++l)
-        lanes.push_back(slice(b, loc, x, ix.c(t * tile + l * 16), ix.c(16)));
-      Value init = slice(b, loc, chunkWords, ix.c(t * 16), ix.c(16));
-      SmallVector<AffineMap> maps(perWord + 1, map);
-      Value globalTile = ix.add(ix.mul(c, chunk / tile), ix.c(t));
+    // One generic per `shared` tiles (those drawing from the same Philox
+    // blocks: each block is computed once, for all of them).
+    for (int64_t t0 = 0; t0 < chunk / tile; t0 += shared) {
+      SmallVector<Value> lanes, inits;
+      for (int64_t t = t0; t < t0 + shared; ++t) {
+        for (int64_t l = 0; l < perWord; ++l)
+          lanes.push_back(slice(b, loc, x, ix.c(t * tile + l * 16), ix.c(16)));
+        inits.push_back(slice(b, loc, chunkWords, ix.c(t * 16), ix.c(16)));
+      }
+      SmallVector<AffineMap> maps(lanes.size() + inits.size(), map);
+      Value row = ix.div(ix.add(ix.mul(c, chunk / tile), ix.c(t0)), shared);
       auto generic = linalg::GenericOp::create(
-          b, loc, init.getType(), lanes, ValueRange{init}, maps,
+          b, loc, ValueRange(inits).getTypes(), lanes, inits, maps,
           {utils::IteratorType::parallel},
           [&](OpBuilder &nb, Location nl, ValueRange args) {
-            LaneRandom rnd(random, perWord, globalTile,
-                           linalg::IndexOp::create(nb, nl, 0));
-            Value acc;
-            for (int64_t l = 0; l < perWord; ++l) {
-              ValueRange group;
-              if (stats)
-                group = groupScalars[(t * tile + l * 16) / stats->group];
-              Value v = laneBits(nb, nl, args[l], group, rnd, l);
-              acc = acc ? arith::OrIOp::create(nb, nl, acc, v).getResult() : v;
+            Value word = linalg::IndexOp::create(nb, nl, 0);
+            SmallVector<Value> results;
+            // (The blocks of a row, shared by its tiles' LaneRandoms.)
+            LaneRandom rnd(random, perWord, row, 0, word);
+            for (int64_t j = 0; j < shared; ++j) {
+              rnd.position = j;
+              Value acc;
+              for (int64_t l = 0; l < perWord; ++l) {
+                int64_t t = t0 + j;
+                ValueRange group;
+                if (stats)
+                  group = groupScalars[(t * tile + l * 16) / stats->group];
+                Value v =
+                    laneBits(nb, nl, args[j * perWord + l], group, rnd, l);
+                acc =
+                    acc ? arith::OrIOp::create(nb, nl, acc, v).getResult() : v;
+              }
+              results.push_back(acc);
             }
-            linalg::YieldOp::create(nb, nl, acc);
+            linalg::YieldOp::create(nb, nl, results);
           });
       generic->setAttr(kVectorizeAttr, b.getUnitAttr());
-      chunkWords =
-          insert(b, loc, generic.getResult(0), chunkWords, ix.c(t * 16));
+      for (int64_t j = 0; j < shared; ++j)
+        chunkWords = insert(b, loc, generic.getResult(j), chunkWords,
+                            ix.c((t0 + j) * 16));
     }
     b.setInsertionPointToStart(forall.getTerminator().getBody());
     parallelInsert(b, loc, chunkWords, forall.getRegionIterArgs()[0], wordsAt);
@@ -803,7 +820,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
           Value t = nx.div(wr, 16);
           Value w = nx.rem(wr, nx.c(16));
           auto [remaining, width] = tileExtent(nx, t, rest, tile, perWord);
-          LaneRandom rnd(random, perWord, nx.add(firstTile, t), w);
+          LaneRandom rnd(nb, nl, random, perWord, nx.add(firstTile, t), w);
           Value last = nx.sub(rest, nx.c(1));
           Value acc;
           for (int64_t l = 0; l < perWord; ++l) {

@@ -81,36 +81,87 @@ struct IndexMath {
   }
 };
 
-/// The 8 random bits of each lane of one word (DESIGN.md, "Randomness"):
-/// one Philox block (128 bits) serves 16 lanes. Lane l of word w of tile t
-/// reads byte l % 4 of word (l % 16) / 4 of the block with counter
-/// (t * blocksPerTile(perWord) + l / 16) * 16 + w. Blocks are built once
-/// per 16 lanes.
+/// The 8 random bits of each lane of one word (DESIGN.md, "Randomness";
+/// docs/Encodings.md, "Philox4x32-10"): one Philox block (128 bits) serves
+/// 16 lanes. With P = perWord rounded up to a power of two, lane l of word
+/// w of tile t has the global lane L = t * P + l; it reads byte L % 4 of
+/// word (L % 16) / 4 of the block with counter (L / 16) * 16 + w. Words of
+/// P < 16 lanes share a block between 16 / P consecutive tiles (4 bits:
+/// two tiles, 8 bits: four); P = 32 (1 bit) uses two blocks per word.
+/// Blocks are built once per LaneRandom and block.
 struct LaneRandom {
-  /// Philox blocks a tile's word needs for `perWord` lanes.
-  static int64_t blocksPerTile(int64_t perWord) { return (perWord + 15) / 16; }
+  /// Lanes per word rounded up to a power of two.
+  static int64_t paddedLanes(int64_t perWord) {
+    return int64_t(llvm::PowerOf2Ceil(uint64_t(perWord)));
+  }
+  /// Consecutive tiles that share their blocks (1 from 16 lanes on).
+  static int64_t tilesPerBlock(int64_t perWord) {
+    return std::max<int64_t>(1, 16 / paddedLanes(perWord));
+  }
 
   std::optional<RandomKey> key;
-  int64_t blocks_;
-  Value tile, word; // index
+  int64_t padded;
+  /// The tiles' block row (t / tilesPerBlock) and the tile's position in
+  /// it: static (`position`) when the caller knows it, else `dynamicPosition`.
+  Value row, word; // index
+  int64_t position = 0;
+  Value dynamicPosition;
   llvm::DenseMap<int64_t, SmallVector<Value, 4>> blocks;
 
-  LaneRandom(std::optional<RandomKey> key, int64_t perWord, Value tile,
-             Value word)
-      : key(key), blocks_(blocksPerTile(perWord)), tile(tile), word(word) {}
+  /// Tile `tile` (any index value).
+  LaneRandom(OpBuilder &b, Location loc, std::optional<RandomKey> key,
+             int64_t perWord, Value tile, Value word)
+      : key(key), padded(paddedLanes(perWord)), word(word) {
+    assert((!key || padded >= 4) && "random bytes for at most 8-bit lanes");
+    int64_t shared = tilesPerBlock(perWord);
+    if (shared == 1) {
+      row = tile;
+      return;
+    }
+    IndexMath ix{b, loc};
+    row = ix.div(tile, shared);
+    dynamicPosition = ix.rem(tile, ix.c(shared));
+  }
+  /// Tile `row * tilesPerBlock + position` (position static).
+  LaneRandom(std::optional<RandomKey> key, int64_t perWord, Value row,
+             int64_t position, Value word)
+      : key(key), padded(paddedLanes(perWord)), row(row), word(word),
+        position(position) {}
 
   /// Lane `lane`'s random byte, an i32 in [0, 255].
   Value get(OpBuilder &b, Location loc, int64_t lane) {
-    auto &block = blocks[lane / 16];
+    // Global lane L = (row * shared + position) * P + lane: its block is
+    // row * max(1, P / 16) + (position * P + lane) / 16, its byte
+    // (position * P + lane) % 16.
+    int64_t inRow = position * padded + lane;
+    int64_t blockInRow = padded >= 16 ? inRow / 16 : 0;
+    auto &block = blocks[blockInRow];
     if (block.empty()) {
       IndexMath ix{b, loc};
-      Value counter = ix.add(
-          ix.mul(ix.add(ix.mul(tile, blocks_), ix.c(lane / 16)), 16), word);
+      Value counter =
+          ix.add(ix.mul(ix.add(ix.mul(row, std::max<int64_t>(1, padded / 16)),
+                               ix.c(blockInRow)),
+                        16),
+                 word);
       counter = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), counter);
       block = buildPhilox4(b, loc, counter, key->seed, key->id);
     }
-    Value bits = block[(lane % 16) / 4];
     Type i32 = b.getI32Type();
+    Value bits = block[(inRow % 16) / 4];
+    if (dynamicPosition) {
+      // The word (position * P + lane) % 16 / 4 of a position known at run
+      // time: position * P / 4 + lane / 4 (P is 4 or 8).
+      IndexMath ix{b, loc};
+      Value index =
+          ix.add(ix.mul(dynamicPosition, padded / 4), ix.c((lane % 16) / 4));
+      bits = block[0];
+      for (int64_t w = 1; w < 4; ++w)
+        bits = arith::SelectOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index,
+                                  ix.c(w)),
+            block[w], bits);
+    }
     if (lane % 4)
       bits = arith::ShRUIOp::create(
           b, loc, bits,

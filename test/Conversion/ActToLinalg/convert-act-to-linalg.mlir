@@ -4,8 +4,10 @@
 // (16 words x 8 lanes; docs/Encodings.md "Packed layout"). The three whole
 // groups are encoded by one scf.forall, each chunk reading its 256 elements
 // once: a min/max reduction, the (min, scale) row written in place into the
-// metadata, then per tile one generic over 16 words whose 8 inputs are the
-// tile's lanes (16 consecutive elements each), all marked act.vectorize.
+// metadata, then one generic over 16 words for the chunk's two tiles (which
+// share their Philox blocks at 4 bits), whose 16 inputs are the tiles'
+// lanes (16 consecutive elements each) and whose two outputs are their
+// words, all marked act.vectorize.
 // The 232 elements left (a partial group, a narrower last tile) are padded
 // for their statistics and packed word by word; both land in the storage of
 // 125 words and 4 metadata rows.
@@ -20,16 +22,17 @@
 // CHECK:        %[[META:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#0, %[[STATS]]#1 : tensor<1xf32>, tensor<1xf32>) outs(%[[ROW]] : tensor<1x2xf32>) attrs = {act.vectorize}
 // CHECK:        %[[WORDS:.*]] = tensor.extract_slice %[[WOUT]][%{{.*}}] [32] [1] : tensor<125xi32> to tensor<32xi32>
 // CHECK:        %[[LANE0:.*]] = tensor.extract_slice %[[CHUNK]][0] [16] [1]
-// CHECK:        %[[LANE7:.*]] = tensor.extract_slice %[[CHUNK]][112] [16] [1]
-// CHECK:        %[[TILE0:.*]] = linalg.generic {indexing_maps = [{{.*}}], iterator_types = ["parallel"]} ins(%[[LANE0]], {{.*}}, %[[LANE7]] : tensor<16xf32>, {{.*}}) outs(%{{.*}} : tensor<16xi32>) attrs = {act.vectorize}
+// CHECK:        %[[LANE15:.*]] = tensor.extract_slice %[[CHUNK]][240] [16] [1]
+// CHECK:        %[[TILES:.*]]:2 = linalg.generic {indexing_maps = [{{.*}}], iterator_types = ["parallel"]} ins(%[[LANE0]], {{.*}}, %[[LANE15]] : tensor<16xf32>, {{.*}}) outs(%{{.*}}, %{{.*}} : tensor<16xi32>, tensor<16xi32>) attrs = {act.vectorize}
 // Stochastic rounding: Philox4x32-10, ten rounds of two 32x32->64 products,
-// one block per sixteen lanes (8 random bits per element: one block per
-// word of eight lanes).
+// one block per sixteen lanes (8 random bits per element): one block per
+// word serves both tiles' eight lanes.
 // CHECK-COUNT-20: arith.mului_extended
 // CHECK-NOT:      arith.mului_extended
 // CHECK:          math.floor
-// CHECK:        tensor.insert_slice %[[TILE0]] into %[[WORDS]][0] [16] [1]
-// CHECK:        linalg.generic {{.*}} outs(%{{.*}} : tensor<16xi32>) attrs = {act.vectorize}
+// CHECK:        %[[W0:.*]] = tensor.insert_slice %[[TILES]]#0 into %[[WORDS]][0] [16] [1]
+// CHECK:        tensor.insert_slice %[[TILES]]#1 into %[[W0]][16] [16] [1]
+// CHECK-NOT:    linalg.generic
 // CHECK:        scf.forall.in_parallel
 // CHECK-NEXT:     tensor.parallel_insert_slice %{{.*}} into %[[WOUT]][%{{.*}}] [32] [1] : tensor<32xi32> into tensor<125xi32>
 // CHECK-NEXT:     tensor.parallel_insert_slice %[[META]] into %[[MOUT]][%[[C]], 0] [1, 2] [1, 1] : tensor<1x2xf32> into tensor<4x2xf32>

@@ -49,13 +49,15 @@
 // CHECK:      %[[M:.*]] = tensor.insert_slice %{{.*}} into %[[ROWS]][3, 0] [1, 2] [1, 1]
 // CHECK:      return %[[P]], %[[M]]
 // Philox's multiply-highs in @quant (the low halves are plain 32-bit
-// multiplies): 8 random bits per element, so one block serves a word's
-// eight lanes; 17 per block after folding (ten rounds of two, less the
-// first round's on the constant id word and two that only the block's
-// unused bytes 8-15 need), one block per word, four words per thread, in
-// both bodies of the kernel (aligned and not: 136), plus one block per word
-// of the generic remainder.
-// PHILOX: {{^}}153{{$}}
+// multiplies): 8 random bits per element, one block per 16 lanes; at 4
+// bits two consecutive tiles share a word's block (bytes 0-7 and 8-15),
+// each thread computing its tile's and selecting its half at run time: 19
+// per block after folding (ten rounds of two, less the first round's on
+// the constant id word), one block per word, four words per thread, in
+// both bodies of the kernel (aligned and not: 152), plus one block per
+// word of the generic remainder. (Before the tiles shared blocks: 17, the
+// unused bytes 8-15 folded away; the CPU computes each shared block once.)
+// PHILOX: {{^}}171{{$}}
 // BADBLOCK: convert-act-to-linalg option 'gpu-block-size':0:0: error: convert-act-to-linalg: gpu-block-size must be a positive multiple of 32, got 100
 func.func @quant(%x: tensor<1000xf32>, %seed: i64) -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>> {
   %e = act.encode %x, id = 3, seed %seed : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>

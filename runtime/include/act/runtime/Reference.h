@@ -27,8 +27,10 @@ struct PackedPosition {
 PackedPosition locatePacked(int64_t i, int64_t n, unsigned perWord);
 /// Where element `i` of an n-element tensor quantized `perWord` codes to a
 /// word takes its 8 random bits (DESIGN.md, "Randomness"; one Philox block
-/// serves 16 lanes): byte lane % 4 of word (lane % 16) / 4 of the block
-/// with counter (tile * ceil(perWord / 16) + lane / 16) * 16 + word.
+/// serves 16 lanes): with P = perWord rounded up to a power of two and the
+/// global lane L = tile * P + lane, byte L % 4 of word (L % 16) / 4 of the
+/// block with counter (L / 16) * 16 + word (at 4 and 8 bits two and four
+/// consecutive tiles share each block).
 struct RandomSlot {
   uint64_t counter;
   unsigned word, byte;

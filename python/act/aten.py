@@ -186,15 +186,22 @@ def cat(g, node, tensors, dim=0):
 
 # -- reductions -----------------------------------------------------------------
 
+def _as_result_type(g, node, x):
+    """x converted to the type PyTorch gives `node`'s result (a sum of
+    booleans or small integers is an i64, sum(dtype=...) converts first)."""
+    out = node_dtype(node)
+    return typed_ew(g, node, [x], lambda b, u: u, out, out) if out != x.dtype else x
+
+
 @lowering("aten.sum.dim_IntList")
 def sum_dims(g, node, x, axes, keepdim=False, dtype=None):
     axes = list(range(x.rank)) if not axes else axes
-    return g.reduce(x, axes, keepdim, hint=node.name)
+    return g.reduce(_as_result_type(g, node, x), axes, keepdim, hint=node.name)
 
 
 @lowering("aten.sum.default")
 def sum_all(g, node, x, dtype=None):
-    return g.reduce(x, list(range(x.rank)), hint=node.name)
+    return g.reduce(_as_result_type(g, node, x), list(range(x.rank)), hint=node.name)
 
 
 @lowering("aten.mean.dim")
@@ -667,33 +674,51 @@ def log_softmax_backward(g, node, grad, out, dim, input_dtype):
 
 
 def _nll_args(node, x, weight, reduction):
-    require(weight is None, node, "a class weight")
     require(x.rank == 2, node, f"input of rank {x.rank} (only [N, C])")
+    require(weight is None or (weight.rank == 1 and weight.shape[0] == x.shape[1]), node,
+            "a class weight of another shape than [C]")
     require(reduction in (0, 1, 2), node, f"reduction={reduction}")
 
 
-def _valid_count(g, target, ignore_index):
+def _hit(b, t, ignore_index):
+    """Whether the generic's class index d1 is row d0's target, not ignored."""
+    c = b.index_cast(b.index(1), "i64")
+    return b.andi(b.cmpi("eq", c, t, "i64"), b.cmpi("ne", t, b.c(ignore_index, "i64"), "i64"))
+
+
+def _total_weight(g, x, target, weight, ignore_index):
+    """ATen's total_weight: the non-ignored rows' class weights summed
+    (their count without weights)."""
+    if weight is None:
+        init = g.fill((), 0.0)
+        return g.generic((), [(target, ["d0"])],
+                         lambda b, t, o: b.add(o, b.select(
+                             b.cmpi("ne", t, b.c(ignore_index, "i64"), "i64"), b.c(1.0), b.c(0.0))),
+                         iterators=["reduction"], out_exprs=[], init=init, hint="total_weight")
     init = g.fill((), 0.0)
-    return g.generic((), [(target, ["d0"])],
-                     lambda b, t, o: b.add(o, b.select(b.cmpi("ne", t, b.c(ignore_index, "i64"), "i64"),
-                                                       b.c(1.0), b.c(0.0))),
-                     iterators=["reduction"], out_exprs=[], init=init, hint="total_weight")
+    return g.generic((), [(target, ["d0"]), (weight, ["d1"]), (x, ["d0", "d1"])],
+                     lambda b, t, w, _, o: b.add(o, b.select(_hit(b, t, ignore_index), w,
+                                                             b.c(0.0))),
+                     iterators=["reduction", "reduction"], out_exprs=[], init=init,
+                     hint="total_weight")
 
 
 @lowering("aten.nll_loss_forward.default")
 def nll_loss_forward(g, node, x, target, weight, reduction, ignore_index):
-    """-x[n, target[n]] summed (or averaged over the non-ignored rows)."""
+    """-w[target[n]] x[n, target[n]] summed (or averaged over the
+    non-ignored rows' weights), w = 1 without class weights."""
     _nll_args(node, x, weight, reduction)
     n, _ = x.shape
     init = g.fill((n,), 0.0)
 
-    def pick(b, v, t, o):
-        c = b.index_cast(b.index(1), "i64")
-        hit = b.andi(b.cmpi("eq", c, t, "i64"), b.cmpi("ne", t, b.c(ignore_index, "i64"), "i64"))
-        return b.sub(o, b.select(hit, v, b.c(0.0)))
-    picked = g.generic((n,), [(x, ["d0", "d1"]), (target, ["d0"])], pick,
-                       iterators=["parallel", "reduction"], out_exprs=["d0"], init=init)
-    total = _valid_count(g, target, ignore_index)
+    def pick(b, v, t, *rest):
+        *w, o = rest
+        value = b.mul(v, w[0]) if w else v
+        return b.sub(o, b.select(_hit(b, t, ignore_index), value, b.c(0.0)))
+    operands = [(x, ["d0", "d1"]), (target, ["d0"])] + ([(weight, ["d1"])] if weight else [])
+    picked = g.generic((n,), operands, pick, iterators=["parallel", "reduction"],
+                       out_exprs=["d0"], init=init)
+    total = _total_weight(g, x, target, weight, ignore_index)
     if reduction == 0:
         return picked, total
     s = g.reduce(picked, [0])
@@ -710,11 +735,12 @@ def nll_loss_backward(g, node, grad, x, target, weight, reduction, ignore_index,
         scale = g.ew([grad, total_weight], lambda b, u, v: b.div(u, v))
     sexprs = ["d0"] if reduction == 0 else []
 
-    def body(b, t, s, o):
-        c = b.index_cast(b.index(1), "i64")
-        hit = b.andi(b.cmpi("eq", c, t, "i64"), b.cmpi("ne", t, b.c(ignore_index, "i64"), "i64"))
-        return b.select(hit, b.neg(s), b.c(0.0))
-    return g.generic(x.shape, [(target, ["d0"]), (scale, sexprs)], body, hint=node.name)
+    def body(b, t, s, *rest):
+        *w, o = rest
+        value = b.mul(s, w[0]) if w else s
+        return b.select(_hit(b, t, ignore_index), b.neg(value), b.c(0.0))
+    operands = [(target, ["d0"]), (scale, sexprs)] + ([(weight, ["d1"])] if weight else [])
+    return g.generic(x.shape, operands, body, hint=node.name)
 
 
 # == The closed core set beyond the ops above ==================================

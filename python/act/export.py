@@ -26,6 +26,7 @@ as eager PyTorch would hold the argument itself.
 import argparse
 import contextlib
 import copy
+import functools
 import json
 import operator
 import os
@@ -105,6 +106,58 @@ def philox_keep(seed, k, shape, p):
     lowering's Philox4x32-10 stream, act.aten.native_dropout), in NumPy."""
     from .aten import DROPOUT_STREAM
     return philox_uniform(seed, k, DROPOUT_STREAM, shape) >= np.float32(p)
+
+
+def cross_entropy_static(input, target, weight=None, size_average=None, ignore_index=-100,
+                         reduce=None, reduction="mean", label_smoothing=0.0,
+                         _original=F.cross_entropy):
+    """F.cross_entropy with ATen's formula for label smoothing on class
+    indices (cross_entropy_loss_label_smoothing, LossNLL.cpp), written
+    without its data-dependent masked_select: the mean over non-ignored
+    rows is their sum (ignored rows zeroed, as ATen does) over their count
+    (or their weights' sum). The same values for every target, ignored
+    ones included; static shapes, so act exports it. Anything else
+    (probability targets, the legacy arguments, no smoothing) is
+    PyTorch's own function."""
+    if (not label_smoothing or target.is_floating_point() or size_average is not None
+            or reduce is not None or reduction not in ("mean", "sum", "none")):
+        return _original(input, target, weight, size_average, ignore_index, reduce,
+                         reduction, label_smoothing)
+    class_dim = 0 if input.dim() == 1 else 1
+    classes = input.shape[class_dim]
+    logp = F.log_softmax(input, class_dim)
+    nll = F.nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    ignored = target == ignore_index
+    if weight is not None:
+        shape = [1] * logp.dim()
+        shape[class_dim] = classes
+        smooth = -(logp * weight.view(shape)).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    smooth = torch.where(ignored, torch.zeros_like(smooth), smooth)
+    if reduction == "mean":
+        if weight is not None:
+            safe = torch.where(ignored, torch.zeros_like(target), target)
+            count = torch.where(ignored, torch.zeros_like(smooth), weight[safe]).sum()
+        else:
+            count = (~ignored).sum().to(smooth.dtype)
+        smooth = smooth.sum() / count
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / classes)
+
+
+@contextlib.contextmanager
+def static_losses():
+    """While tracing: F.cross_entropy with label smoothing in a form of
+    static shapes (cross_entropy_static; nn.CrossEntropyLoss calls it
+    too)."""
+    original = F.cross_entropy
+    F.cross_entropy = functools.partial(cross_entropy_static, _original=original)
+    try:
+        yield
+    finally:
+        F.cross_entropy = original
 
 
 @contextlib.contextmanager
@@ -310,7 +363,7 @@ class Traced:
             primals = [p.detach().requires_grad_(True) for p in self.params]
             # Dropout becomes aten.native_dropout (a Philox mask from the
             # step's dropout seed).
-            with random_ops("trace"):
+            with random_ops("trace"), static_losses():
                 loss = fn(*primals, *[b.clone() for b in self.buffers], workload.inputs,
                           workload.targets)
             if self.record_names:
@@ -415,9 +468,13 @@ class Traced:
             # Counts the random calls of one eager step (tracing runs twice).
             # (The backward inside too: its rand_like calls draw the step's
             # noise.)
+            # A loss module (nn.CrossEntropyLoss(weight=...)) in the same
+            # precision as the model.
+            loss_fn = (copy.deepcopy(w.loss_fn).to(dtype)
+                       if isinstance(w.loss_fn, torch.nn.Module) else w.loss_fn)
             with random_ops("reference", self.seed,
                             self.random_counts if dtype == torch.float32 else None):
-                loss = w.loss_fn(module(x), y)
+                loss = loss_fn(module(x), y)
                 params = dict(module.named_parameters())
                 grads = torch.autograd.grad(loss, [params[n] for n in self.param_names])
             return loss.detach(), [g.detach() for g in grads]

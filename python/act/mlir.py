@@ -295,11 +295,14 @@ class Graph:
         axes = sorted(a % x.rank for a in axes) if x.rank else []
         keep = [i for i in range(x.rank) if i not in axes]
         out_shape = tuple(x.shape[i] for i in keep)
-        dtype = acc or FLOAT
-        init = self.fill(out_shape, 0.0 if kind == "add" else -math.inf, dtype=dtype,
-                         sizes=[(x, i) for i in keep])
+        integer = kind == "add" and x.dtype in ("i8", "i32", "i64")
+        dtype = acc or (x.dtype if integer else FLOAT)
+        init = self.fill(out_shape, 0 if integer else 0.0 if kind == "add" else -math.inf,
+                         dtype=dtype, sizes=[(x, i) for i in keep])
         its = ["reduction" if i in axes else "parallel" for i in range(x.rank)]
-        if kind != "add":
+        if integer:
+            fn = lambda b, a, o: b.op("arith.addi", a, o, ty=dtype)  # noqa: E731
+        elif kind != "add":
             fn = lambda b, a, o: b.max(a, o)  # noqa: E731
         elif acc:
             fn = lambda b, a, o: b.op("arith.addf", b.cast("arith.extf", a, x.dtype, acc), o,  # noqa: E731

@@ -312,6 +312,14 @@ class Standardize(nn.Module):
         h = torch.where(h > 0, h, 0.1 * h).clamp(-3, 3)
         return s.l2(h)
 def _smoothing(b): return Standardize(), torch.randn(b, 10), torch.randint(0, 5, (b,)), lambda o, t: F.cross_entropy(o, t, label_smoothing=0.1)
+def _smoothing_weighted(b):
+    """nn.CrossEntropyLoss with class weights, label smoothing and an
+    ignored target (its row counts neither in the loss nor the mean)."""
+    targets = torch.randint(0, 5, (max(b, 3),))
+    targets[1] = -100
+    loss = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 0.5, 1.5, 1.0]),
+                               label_smoothing=0.2, ignore_index=-100)
+    return Standardize(), torch.randn(max(b, 3), 10), targets, loss
 
 class Conv1d(nn.Module):
     """Conv1d, GELU."""
@@ -399,6 +407,7 @@ ZOO = {
     "einsum_max": _einsum,
     "regression_mse": _regression,
     "label_smoothing": _smoothing,
+    "label_smoothing_weighted": _smoothing_weighted,
     "conv1d": _conv1d,
     "multilabel_bce": _multilabel,
     "inplace": _inplace,

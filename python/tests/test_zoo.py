@@ -27,11 +27,13 @@ from act.export import main  # noqa: E402
 # a GPT block (embedding, causal-mask buffer, masked_fill, pow/rsqrt),
 # nn.LSTM (flat weights), nn.MultiheadAttention with masks, ordinary models
 # (upsampling, cat/chunk, einsum, max over a dim, MSE regression, in-place
-# ops, GroupNorm/InstanceNorm/BatchNorm1d/PReLU, transposed convolutions),
+# ops, GroupNorm/InstanceNorm/BatchNorm1d/PReLU, transposed convolutions,
+# cross-entropy with label smoothing, class weights and an ignored target),
 # nn.TransformerEncoderLayer
 # (dropout inside) and squeezenet (ceil-mode max pooling, cat).
 SUBSET = ["blocks", "tiny_gpt", "lstm", "multihead_attention", "upsample_cat", "einsum_max",
           "regression_mse", "inplace", "norms_prelu", "encoder_decoder",
+          "label_smoothing", "label_smoothing_weighted",
           "transformer_encoder_layer",
           "squeezenet1_1"]
 

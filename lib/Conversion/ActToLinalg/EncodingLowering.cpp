@@ -318,11 +318,6 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
         Value y = arith::MulFOp::create(
             nb, nl, arith::SubFOp::create(nb, nl, toF32(nb, nl, x), mn),
             inverse);
-        // A NaN element (or an infinity in a constant group: inf * 0) gets
-        // code 0; infinities saturate to 0 or 2^bits - 1 below.
-        Value isNan =
-            arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UNO, y, y);
-        y = arith::SelectOp::create(nb, nl, isNan, zero, y);
         Value offset;
         if (random) {
           // u from the element's 8 random bits (the rounding's bias is at
@@ -331,16 +326,25 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
         } else {
           offset = f32Const(nb, nl, 0.5f);
         }
-        Value q = math::FloorOp::create(
-            nb, nl, arith::AddFOp::create(nb, nl, y, offset));
+        // floor(y + u) clamped to [0, 2^bits - 1], as the truncation of
+        // y + u clamped first (the same code for every y + u: floor and
+        // truncation agree from 0 on, and [L, L + 1) truncates to L). The
+        // lower clamp is a compare and select, false for NaN: a NaN element
+        // (or an infinity in a constant group: inf * 0) gets code 0, as x86's
+        // maxps(v, 0) does in one instruction; infinities saturate to 0 or
+        // 2^bits - 1.
+        Value v = arith::AddFOp::create(nb, nl, y, offset);
+        v = arith::SelectOp::create(
+            nb, nl,
+            arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, v, zero),
+            v, zero);
         // No NaN here (replaced above).
         auto nnan = arith::FastMathFlagsAttr::get(nb.getContext(),
                                                   arith::FastMathFlags::nnan);
-        q = arith::MinNumFOp::create(
-            nb, nl, arith::MaxNumFOp::create(nb, nl, q, zero, nnan),
-            f32Const(nb, nl, float(levels)), nnan);
-        // q is in [0, 2^bits - 1]: the signed conversion gives the same
-        // code and is one instruction on x86 (the unsigned one is not).
+        Value q = arith::MinNumFOp::create(
+            nb, nl, v, f32Const(nb, nl, float(levels)), nnan);
+        // q is in [0, 2^bits - 1]: the signed conversion (truncating) gives
+        // the code and is one instruction on x86 (the unsigned one is not).
         return arith::FPToSIOp::create(nb, nl, nb.getI32Type(), q);
       },
       &meta);

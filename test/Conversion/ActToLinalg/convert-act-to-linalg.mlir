@@ -29,7 +29,7 @@
 // word serves both tiles' eight lanes.
 // CHECK-COUNT-20: arith.mului_extended
 // CHECK-NOT:      arith.mului_extended
-// CHECK:          math.floor
+// CHECK:          arith.fptosi
 // CHECK:        %[[W0:.*]] = tensor.insert_slice %[[TILES]]#0 into %[[WORDS]][0] [16] [1]
 // CHECK:        tensor.insert_slice %[[TILES]]#1 into %[[W0]][16] [16] [1]
 // CHECK-NOT:    linalg.generic

@@ -34,7 +34,7 @@
 // CHECK-NEXT:       memref.store %{{.*}}, %[[META]]
 // CHECK-NEXT:       memref.store %{{.*}}, %[[META]]
 // CHECK:          arith.mului_extended
-// CHECK:          math.floor
+// CHECK:          arith.fptosi
 // CHECK:          scf.if
 // CHECK:            vector.store %{{.*}}, %[[WORDS]][%{{.*}}] {alignment = 16 : i64} : memref<125xi32>, vector<4xi32>
 // CHECK:        } else {

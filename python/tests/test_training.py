@@ -84,20 +84,14 @@ def test_capi_errors_are_messages():
         capi.CompiledStep.from_file("/nonexistent/step.mlir")
 
 
-def test_capi_sensitivity_is_act_runs(tmp_path):
-    """actStepEstimateSensitivity (GACT's adaptive loop measures in process
-    with it) writes the profile act-run --sensitivity writes for the same
-    step, batches and step seed: the same estimator, bit for bit; a step
-    without stochastic encodings is an error message."""
+def _two_batches(model, tmp_path):
+    """`model`'s exported joint step (act.compile's, on 32 of 64 random
+    rows), its argument lists for two mini-batches (the same parameters,
+    each half of the rows) and those lists as .npy files."""
     import numpy as np
-    from act import driver
-    torch.manual_seed(5)
-    model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 64), nn.Tanh(),
-                          nn.Linear(64, 4))
     x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
     step = act.compile(model, F.cross_entropy, x[:32], y[:32], work_dir=str(tmp_path))
     _, src, layout = step._export(x[:32], y[:32])
-    measured = driver.insert(src, str(tmp_path / "measure.mlir"), "encoding=\"#act.quant<bits=4>\"")
     first = step._arguments(layout, x[:32], y[:32], 0)
     batches = [first, first[:-2] + [x[32:], y[32:]]]
     files = []
@@ -107,6 +101,21 @@ def test_capi_sensitivity_is_act_runs(tmp_path):
             path = str(tmp_path / f"b{k}_{i}.npy")
             np.save(path, np.asarray(a.detach().numpy() if hasattr(a, "detach") else a))
             files[-1].append(path)
+    return src, batches, files
+
+
+def test_capi_sensitivity_is_act_runs(tmp_path):
+    """actStepEstimateSensitivity (GACT's adaptive loop measures in process
+    with it) writes the profile act-run --sensitivity writes for the same
+    step, batches and step seed: the same estimator, bit for bit; a step
+    without stochastic encodings is an error message."""
+    from act import driver
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 64), nn.Tanh(),
+                          nn.Linear(64, 4))
+    src, batches, files = _two_batches(model, tmp_path)
+    first = batches[0]
+    measured = driver.insert(src, str(tmp_path / "measure.mlir"), "encoding=\"#act.quant<bits=4>\"")
     driver.run("act-run", measured, "--inputs=" + ",".join(files[0]),
                "--batch-inputs=" + ",".join(files[1][-2:]), "--step-seed=7", "--threads=1",
                f"--sensitivity={tmp_path / 'act-run.json'}")
@@ -134,23 +143,13 @@ def test_capi_fewbit_sensitivity_is_act_runs(tmp_path):
     a step with encodings is an error message; and act.compile with
     average_bits=2, few_bit=2 lets the allocator store the GELU input as
     few-bit codes."""
-    import numpy as np
     from act import driver
     torch.manual_seed(5)
     model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 64), nn.SiLU(),
                           nn.Linear(64, 4))
-    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
-    step = act.compile(model, F.cross_entropy, x[:32], y[:32], work_dir=str(tmp_path))
-    _, src, layout = step._export(x[:32], y[:32])
-    first = step._arguments(layout, x[:32], y[:32], 0)
-    batches = [first, first[:-2] + [x[32:], y[32:]]]
-    files = []
-    for k, args in enumerate(batches):
-        files.append([])
-        for i, a in enumerate(args):
-            path = str(tmp_path / f"b{k}_{i}.npy")
-            np.save(path, np.asarray(a.detach().numpy() if hasattr(a, "detach") else a))
-            files[-1].append(path)
+    src, batches, files = _two_batches(model, tmp_path)
+    first = batches[0]
+    x, y = batches[1][-2:]
     driver.run("act-run", src, "--inputs=" + ",".join(files[0]),
                "--batch-inputs=" + ",".join(files[1][-2:]), "--threads=1", "--few-bit=2",
                f"--fewbit-sensitivity={tmp_path / 'act-run.json'}")

@@ -419,7 +419,10 @@ ZOO = {
 # far from float64 there), so those run at 8 or at 64x64; the reduced
 # families run at 64x64, batch 2.
 BATCH = {"resnet18": 8, "mobilenet_v2": 4, "mnasnet0_5": 4, "efficientnet_b0": 4,
-         "mobilenet_v3_small": 4, "shufflenet_v2_x0_5": 4}
+         "mobilenet_v3_small": 4, "shufflenet_v2_x0_5": 4,
+         # 75x75 ends in 1x1 maps: at batch 2 its last BatchNorms normalize
+         # two values, where float32 autograd itself is 2.8 off float64.
+         "inception_v3": 8}
 
 
 def run_model(name, out_root, encodings, timeout):

@@ -30,13 +30,19 @@ inline Value i32Const(OpBuilder &b, Location loc, int64_t v) {
 /// element's 8 random bits `r` (an i32 in [0, 255]): (r + 0.5) / 256, exact
 /// in f32 (act::rt::stochasticOffset; DESIGN.md, "Randomness").
 inline Value stochasticOffset(OpBuilder &b, Location loc, Value r) {
+  // (r + 0.5) / 256 exactly, as the float 1 + (r + 0.5) / 256 built from
+  // its bits (r in mantissa bits 22..15, the half in bit 14) minus 1:
+  // integer ops LLVM merges with the byte's extraction, no conversion.
   FloatType f32 = b.getF32Type();
-  Value u = arith::UIToFPOp::create(b, loc, f32, r);
-  u = arith::AddFOp::create(
-      b, loc, u, arith::ConstantFloatOp::create(b, loc, f32, APFloat(0.5f)));
-  return arith::MulFOp::create(
-      b, loc, u,
-      arith::ConstantFloatOp::create(b, loc, f32, APFloat(1.0f / 256.0f)));
+  Type i32 = b.getI32Type();
+  Value bits = arith::OrIOp::create(
+      b, loc,
+      arith::ShLIOp::create(b, loc, r,
+                            arith::ConstantIntOp::create(b, loc, i32, 15)),
+      arith::ConstantIntOp::create(b, loc, i32, 0x3F804000));
+  return arith::SubFOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, f32, bits),
+      arith::ConstantFloatOp::create(b, loc, f32, APFloat(1.0f)));
 }
 
 /// A static size for a tensor dimension, if `v` folds to a constant.

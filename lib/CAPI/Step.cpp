@@ -90,9 +90,7 @@ static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
     setError(error, messages.empty() ? "cannot parse the module" : messages);
     return {nullptr};
   }
-  WalkResult encoded =
-      handle->module->walk([](EncodeOp) { return WalkResult::interrupt(); });
-  if (!encoded.wasInterrupted())
+  if (!hasEncodings(*handle->module))
     handle->graph = handle->module->clone();
   handle->entry = entry ? entry : "";
   auto step = Step::compile(*handle->module, entry ? entry : "", JitTarget());
@@ -295,11 +293,9 @@ int actStepEstimateFewBitSensitivity(ActStep step, unsigned bits,
     // act-insert-encode-decode's default tables (N(0, 1) on [-10, 10]).
     FailureOr<FewBitOptions> options =
         getFewBitOptions(handle->context.get(), "act", {}, 1.0);
-    auto compiled = succeeded(options)
-                        ? FewBitVariants::compile(*handle->graph, handle->entry,
-                                                  JitTarget(), bits, *options)
-                        : llvm::Expected<std::unique_ptr<FewBitVariants>>(
-                              llvm::createStringError("bad few-bit options"));
+    assert(succeeded(options) && "the default few-bit options are valid");
+    auto compiled = FewBitVariants::compile(*handle->graph, handle->entry,
+                                            JitTarget(), bits, *options);
     if (!compiled) {
       setError(error, messages + llvm::toString(compiled.takeError()));
       handle->fewBit.erase(bits);

@@ -471,9 +471,7 @@ FewBitVariants::compile(ModuleOp module, llvm::StringRef entry,
                         const FewBitOptions &options) {
   if (bits < 1 || bits > 8)
     return fail("few-bit codes have 1 to 8 bits, not " + std::to_string(bits));
-  WalkResult encoded =
-      module.walk([](EncodeOp) { return WalkResult::interrupt(); });
-  if (encoded.wasInterrupted())
+  if (hasEncodings(module))
     return fail("the module already has encodings: measure few-bit codes on "
                 "the graph without them (the exporter's joint or split form)");
   // The graph and its candidates, on the caller's module (not modified).
@@ -571,7 +569,7 @@ FewBitVariants::estimate(Step &exact,
   auto base = gradients(exact);
   if (!base)
     return base.takeError();
-  ::act::rt::VarianceAccumulator sampling;
+  rt::VarianceAccumulator sampling;
   for (const std::vector<double> &g : *base)
     sampling.add(g);
   profile.gradientVariance = sampling.getVariance();
@@ -584,8 +582,7 @@ FewBitVariants::estimate(Step &exact,
       if (g.size() != h.size())
         return fail("few-bit codes of tensor " + std::to_string(v.id) +
                     " changed the gradient's size");
-      for (auto [x, y] : llvm::zip(g, h))
-        error += (y - x) * (y - x);
+      error += rt::squaredDistance(h, g);
     }
     error /= double(batches.size());
     profile.tensors.push_back({v.id, v.elements, bits,
@@ -625,10 +622,7 @@ mlir::act::measureVariance(Step &step, std::vector<HostTensor> args,
         return fail("the reference gradient has " +
                     std::to_string(reference->size()) +
                     " elements, the step's " + std::to_string(g.size()));
-      double error = 0;
-      for (auto [x, y] : llvm::zip(g, *reference))
-        error += (x - y) * (x - y);
-      meanSquaredError += error / runs;
+      meanSquaredError += rt::squaredDistance(g, *reference) / runs;
     }
     acc.add(std::move(g));
   }

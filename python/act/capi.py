@@ -185,19 +185,22 @@ class CompiledStep:
         h = library().actStepRun(self._handle, tensors, len(args), seed, ctypes.byref(error))
         return Run(_check(h, error))
 
+    def _batches(self, batches, keep):
+        """`batches` (argument lists, as run() takes them) as the C API's
+        array of argument arrays (`keep` holds what it points into)."""
+        lists = [self._tensors(args, keep) for args in batches]
+        return (ctypes.POINTER(_Tensor) * max(1, len(lists)))(
+            *[ctypes.cast(t, ctypes.POINTER(_Tensor)) for t in lists])
+
     def estimate_sensitivity(self, batches, profile_path, seed=0):
         """GACT's per-tensor sensitivities measured in process on `batches`
         (argument lists, as run() takes them; the step must have stochastic
         encodings), written as a profile to `profile_path` (what
         act-run --sensitivity writes, act-allocate-bits reads)."""
-        keep = []
-        lists = [self._tensors(args, keep) for args in batches]
-        pointers = (ctypes.POINTER(_Tensor) * max(1, len(lists)))(
-            *[ctypes.cast(t, ctypes.POINTER(_Tensor)) for t in lists])
-        error = ctypes.c_void_p()
+        keep, error = [], ctypes.c_void_p()
         status = library().actStepEstimateSensitivity(
-            self._handle, pointers, len(lists), len(self.arguments), seed,
-            str(profile_path).encode(), ctypes.byref(error))
+            self._handle, self._batches(batches, keep), len(batches), len(self.arguments),
+            seed, str(profile_path).encode(), ctypes.byref(error))
         if status:
             _check(_Handle(None), error)
 
@@ -207,14 +210,10 @@ class CompiledStep:
         #act.fewbit profile act-allocate-bits reads (what act-run
         --fewbit-sensitivity writes); the variants are compiled on the
         first call for `bits` and kept."""
-        keep = []
-        lists = [self._tensors(args, keep) for args in batches]
-        pointers = (ctypes.POINTER(_Tensor) * max(1, len(lists)))(
-            *[ctypes.cast(t, ctypes.POINTER(_Tensor)) for t in lists])
-        error = ctypes.c_void_p()
+        keep, error = [], ctypes.c_void_p()
         status = library().actStepEstimateFewBitSensitivity(
-            self._handle, bits, pointers, len(lists), len(self.arguments),
-            str(profile_path).encode(), ctypes.byref(error))
+            self._handle, bits, self._batches(batches, keep), len(batches),
+            len(self.arguments), str(profile_path).encode(), ctypes.byref(error))
         if status:
             _check(_Handle(None), error)
 

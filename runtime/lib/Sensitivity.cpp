@@ -42,6 +42,16 @@ SensitivityEstimator::SensitivityEstimator(std::vector<Tensor> tensors)
     : tensors(std::move(tensors)), sums(this->tensors.size(), 0.0),
       samples(this->tensors.size(), 0) {}
 
+double act::rt::squaredDistance(const std::vector<double> &a,
+                                const std::vector<double> &b) {
+  double d2 = 0.0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    double d = a[i] - b[i];
+    d2 += d * d;
+  }
+  return d2;
+}
+
 bool SensitivityEstimator::beginBatch(std::vector<double> baseGradient) {
   if (!batches.add(baseGradient))
     return false;
@@ -53,11 +63,7 @@ bool SensitivityEstimator::addRedraw(size_t index,
                                      const std::vector<double> &gradient) {
   if (index >= tensors.size() || gradient.size() != base.size())
     return false;
-  double d2 = 0.0;
-  for (size_t i = 0; i < gradient.size(); ++i) {
-    double d = gradient[i] - base[i];
-    d2 += d * d;
-  }
+  double d2 = squaredDistance(gradient, base);
   double s = quantVarianceFactor(tensors[index].bits);
   if (s == 0.0)
     return false;

@@ -314,30 +314,38 @@ static int runFewBitSensitivity(ModuleOp graph, Step &step,
   return 0;
 }
 
+/// The module in the file `path`, parsed into `sources` (whose diagnostic
+/// handler names the file's lines).
+static llvm::Expected<OwningOpRef<ModuleOp>>
+parseModule(llvm::StringRef path, MLIRContext &context,
+            llvm::SourceMgr &sources) {
+  std::string error;
+  auto file = openInputFile(path, &error);
+  if (!file)
+    return llvm::createStringError(error);
+  sources.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, &context);
+  if (!module)
+    return llvm::createStringError("cannot parse '" + path.str() + "'");
+  return std::move(module);
+}
+
 /// The gradient of the graph in --reference on `args` (act.seeds left
 /// out).
 static llvm::Expected<std::vector<double>>
 getReferenceGradient(MLIRContext &context, const Step &step,
                      const std::vector<HostTensor> &args) {
   // Its own source manager: parse errors name its lines.
-  std::string error;
-  auto file = openInputFile(referenceFile, &error);
-  if (!file)
-    return llvm::createStringError(error);
   llvm::SourceMgr referenceSources;
-  referenceSources.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler handler(referenceSources, &context);
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(referenceSources, &context);
+  auto module = parseModule(referenceFile, context, referenceSources);
   if (!module)
-    return llvm::createStringError("cannot parse '" + referenceFile + "'");
-  WalkResult encoded =
-      module->walk([](EncodeOp) { return WalkResult::interrupt(); });
-  if (encoded.wasInterrupted())
+    return module.takeError();
+  if (hasEncodings(**module))
     return llvm::createStringError("--reference '" + referenceFile +
                                    "' has encodings: give the graph without "
                                    "them");
-  auto reference = Step::compile(*module, entry, {});
+  auto reference = Step::compile(**module, entry, {});
   if (!reference)
     return reference.takeError();
   std::vector<HostTensor> referenceArgs;
@@ -402,14 +410,10 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  std::string error;
-  auto file = openInputFile(inputFile, &error);
-  if (!file)
-    return fail(error);
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module)
-    return fail("cannot parse '" + inputFile + "'");
+  auto parsed = parseModule(inputFile, context, sourceMgr);
+  if (!parsed)
+    return fail(parsed.takeError());
+  OwningOpRef<ModuleOp> module = std::move(*parsed);
 
   if (!peakReport.empty() && device == Device::GPU)
     return fail("--peak-report reads act-cpu-pipeline's buffers: use it with "

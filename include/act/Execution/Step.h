@@ -168,7 +168,6 @@ public:
   estimate(Step &exact, const std::vector<std::vector<HostTensor>> &batches,
            llvm::unique_function<void(size_t done, size_t total)> progress =
                nullptr);
-  unsigned getBits() const { return bits; }
 
 private:
   FewBitVariants() = default;

@@ -764,13 +764,14 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
           [&](OpBuilder &nb, Location nl, ValueRange args) {
             Value word = linalg::IndexOp::create(nb, nl, 0);
             SmallVector<Value> results;
-            // (The blocks of a row, shared by its tiles' LaneRandoms.)
+            // One LaneRandom for the row's tiles, moved from tile to tile:
+            // its blocks are built once.
             LaneRandom rnd(random, perWord, row, 0, word);
             for (int64_t j = 0; j < shared; ++j) {
               rnd.position = j;
+              int64_t t = t0 + j;
               Value acc;
               for (int64_t l = 0; l < perWord; ++l) {
-                int64_t t = t0 + j;
                 ValueRange group;
                 if (stats)
                   group = groupScalars[(t * tile + l * 16) / stats->group];

@@ -496,12 +496,16 @@ LogicalResult AllocateBitsPass::addFewBitOptions(TrainingGraph &graph,
                                                  ArrayRef<unsigned> choices,
                                                  Entry &e) {
   auto measured = cast<FewBitEncodingAttr>(m.family);
-  auto tablesAt = [&](unsigned bits) {
-    return getFewBitTables(graph, saved, FewBitPolicy{bits, fewBitOptions});
-  };
-  // The measured table again: the sensitivity is per unit of its error.
-  SmallVector<FewBitTable> atMeasured = tablesAt(measured.getBits());
-  if (atMeasured.empty())
+  // Few-bit widths up to 4 (at 8 bits the dynamic program is 16x longer
+  // and quantization is as good). One dynamic program gives every width's
+  // table (element b - 1): its best 2^b pieces do not depend on the widest.
+  unsigned widest = measured.getBits();
+  for (unsigned b : choices)
+    if (b <= 4)
+      widest = std::max(widest, b);
+  SmallVector<FewBitTable> tables =
+      getFewBitTables(graph, saved, FewBitPolicy{widest, fewBitOptions});
+  if (tables.empty())
     return emitError(saved.value.getLoc(), "act-allocate-bits: profile '")
            << m.file << "' measured tensor " << saved.id
            << " with few-bit codes, but the backward does not read it only "
@@ -512,7 +516,8 @@ LogicalResult AllocateBitsPass::addFewBitOptions(TrainingGraph &graph,
              return std::abs(x - y) <= 2e-6f * std::max(1.0f, std::abs(x));
            });
   };
-  const FewBitTable &table = atMeasured.back();
+  // The measured table again: the sensitivity is per unit of its error.
+  const FewBitTable &table = tables[measured.getBits() - 1];
   if (!same(table.encoding.getBoundaries().asArrayRef(),
             measured.getBoundaries().asArrayRef()) ||
       !same(table.encoding.getValues().asArrayRef(),
@@ -529,15 +534,10 @@ LogicalResult AllocateBitsPass::addFewBitOptions(TrainingGraph &graph,
            << saved.id
            << "'s few-bit table is exact (error 0): nothing to "
               "weigh its measured error against";
-  // Few-bit widths up to 4 (at 8 bits the dynamic program is 16x longer
-  // and quantization is as good).
   for (unsigned b : choices) {
     if (b > 4)
       continue;
-    SmallVector<FewBitTable> tables = tablesAt(b);
-    if (tables.empty())
-      continue;
-    const FewBitTable &t = tables.back();
+    const FewBitTable &t = tables[b - 1];
     int64_t weight = cast<EncodingAttrInterface>(t.encoding)
                          .getStorageLayout(saved.getTensorType())
                          ->payloadBytes *

@@ -1139,6 +1139,11 @@ bool mlir::act::isReadOnlyThroughSignTests(TrainingGraph &graph,
   return onlySignTests(graph, tests, numUses);
 }
 
+bool mlir::act::hasEncodings(Operation *root) {
+  return root->walk([](EncodeOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
 FailureOr<FewBitOptions> mlir::act::getFewBitOptions(MLIRContext *context,
                                                      StringRef pass,
                                                      ArrayRef<double> range,

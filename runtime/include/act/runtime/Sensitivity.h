@@ -24,6 +24,10 @@ namespace act::rt {
 /// S(b) = (2^b - 1)^-2; 0 for b >= 32 (a tensor kept in float32).
 double quantVarianceFactor(unsigned bits);
 
+/// ||a - b||^2 over vectors of one length (the caller checks it).
+double squaredDistance(const std::vector<double> &a,
+                       const std::vector<double> &b);
+
 /// Welford's running mean and variance of vectors of one length; the
 /// variance is the sum over components of the unbiased sample variance,
 /// the E||g - E g||^2 of GACT.

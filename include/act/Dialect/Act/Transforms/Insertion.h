@@ -128,6 +128,9 @@ void insertEncodings(TrainingGraph &graph, EncodingChoice choose,
                      const FewBitPolicy &fewBit = {},
                      const RecomputePolicy &recompute = {});
 
+/// Whether `root` holds an act.encode (a graph act's passes already ran on).
+bool hasEncodings(Operation *root);
+
 /// Whether every backward use of the saved value reads it only through a
 /// sign test (ReLU's backward; split form: of one predicate): under any lossy
 /// encoding insertEncodings then stores a 1-bit #act.mask alone.

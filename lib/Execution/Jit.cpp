@@ -4,6 +4,7 @@
 
 #include "act/Analysis/TrainingGraph.h"
 #include "act/Conversion/Passes.h"
+#include "act/Dialect/Act/Transforms/Passes.h"
 #include "act/Pipelines/Pipelines.h"
 #include "act/runtime/Cuda.h"
 #include "act/runtime/Kernels.h"
@@ -203,6 +204,11 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
                                                  : LoweringTarget::CPU;
     lowering.recordStorage = target.recordStorage;
     lowering.decodeIntoConsumers = target.decodeIntoConsumers;
+    // As the pipelines do before their own lowering: saved values encoded
+    // as soon as they are computed, so their last forward reader may write
+    // in place (lowered here, the pipelines' act-hoist-encodes would find
+    // no encode left).
+    pm.addNestedPass<func::FuncOp>(createActHoistEncodesPass());
     pm.addPass(createConvertActToLinalgPass(lowering));
     if (failed(pm.run(module)))
       return llvm::createStringError("lowering the act ops failed");

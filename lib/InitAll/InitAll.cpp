@@ -91,6 +91,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-fuse-elementwise",
                                           "act-in-place",
                                           "act-tile-decoded-convolutions",
+                                          "act-chunk-batch",
                                           "act-hoist-encodes",
                                           "act-sink-to-users",
                                           "act-transpose-views",

@@ -64,6 +64,9 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // A weight gradient's per-element decoded input, one chunk of the batch
   // at a time.
   pm.addNestedPass<func::FuncOp>(act::createActTileDecodedConvolutionsPass());
+  // Batch-parallel regions (the attention backward) one chunk of the batch
+  // at a time: their attention-sized temporaries never exist whole.
+  pm.addNestedPass<func::FuncOp>(act::createActChunkBatchPass());
   // Results computed early (a linear layer's input gradient) wait for
   // their first user instead of being live beside a decoded activation.
   pm.addNestedPass<func::FuncOp>(act::createActSinkToUsersPass());

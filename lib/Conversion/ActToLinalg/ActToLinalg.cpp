@@ -140,23 +140,42 @@ struct FakeQuantOpLowering : OpConversionPattern<FakeQuantOp> {
   }
 };
 
-/// Whether `use` is an input of an elementwise generic on tensors (in the
-/// same block) that reads it through a permutation of its loops: linalg's
-/// elementwise fusion can fuse a per-element decode into it. A reduction
-/// qualifies when its other inputs still give every loop its size (what
-/// the fusion requires: the decode has no input).
+/// Whether `use` is an input of a generic on tensors (in the same block)
+/// into which linalg's elementwise fusion can fuse a per-element decode:
+/// read through any map of its loops (a max pool's backward reads its
+/// indices at (n, c, h floordiv 2 - kh, w floordiv 2 - kw)); a reduction
+/// when its other operands still give every loop its size (the decode has
+/// no input), as linalg::areElementwiseOpsFusable requires.
 bool isElementwiseReader(OpOperand &use, Block *block) {
   auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
   if (!generic || generic->getBlock() != block ||
-      !generic.hasPureTensorSemantics() || !generic.isDpsInput(&use) ||
-      !generic.getMatchingIndexingMap(&use).isPermutation())
+      !generic.hasPureTensorSemantics() || !generic.isDpsInput(&use))
     return false;
+  AffineMap map = generic.getMatchingIndexingMap(&use);
+  auto type = cast<RankedTensorType>(use.get().getType());
+  if (map.getNumResults() != type.getRank())
+    return false;
+  // Through another map, an element may be read (and decoded) many times:
+  // at most kMaxDecodesPerElement on average (a 2x2 max pool's backward
+  // reads each index 4 times; a convolution written as a generic, 9 or
+  // more: it keeps one decoded tensor).
+  constexpr int64_t kMaxDecodesPerElement = 4;
+  if (!map.isPermutation()) {
+    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+    if (!type.hasStaticShape() || ShapedType::isDynamicShape(ranges))
+      return false;
+    int64_t iterations = 1;
+    for (int64_t range : ranges)
+      iterations *= range;
+    if (iterations > kMaxDecodesPerElement * type.getNumElements())
+      return false;
+  }
   if (generic.getNumReductionLoops() == 0)
     return true;
   llvm::SmallBitVector sized(generic.getNumLoops());
-  for (OpOperand *input : generic.getDpsInputOperands())
-    if (input->get() != use.get())
-      for (AffineExpr e : generic.getMatchingIndexingMap(input).getResults())
+  for (OpOperand &operand : generic->getOpOperands())
+    if (operand.get() != use.get())
+      for (AffineExpr e : generic.getMatchingIndexingMap(&operand).getResults())
         if (auto dim = dyn_cast<AffineDimExpr>(e))
           sized.set(dim.getPosition());
   return sized.all();
@@ -173,6 +192,29 @@ bool isDecodedConvolutionInput(OpOperand &use, Block *block, EncodedType type) {
     return false;
   return use.getOwner()->getBlock() == block &&
          getTransposedConvolutionInput(use).has_value();
+}
+
+/// Whether `use` is an operand of a batch matmul, directly or through a
+/// transpose that keeps the batch first: act-chunk-batch computes it one
+/// chunk of the batch at a time, and its per-element decode with it.
+/// Lossless encodings stay whole, as for convolutions.
+bool isDecodedBatchMatmulInput(OpOperand &use, Block *block, EncodedType type) {
+  if (cast<EncodingAttrInterface>(type.getEncoding())
+          .isLossless(type.getTensorType().getElementType()) ||
+      use.getOwner()->getBlock() != block)
+    return false;
+  Operation *owner = use.getOwner();
+  if (isa<linalg::BatchMatmulOp>(owner))
+    return cast<linalg::BatchMatmulOp>(owner).isDpsInput(&use);
+  auto transpose = dyn_cast<linalg::TransposeOp>(owner);
+  if (!transpose || transpose.getPermutation().empty() ||
+      transpose.getPermutation()[0] != 0 ||
+      &use != transpose.getDpsInputOperand(0))
+    return false;
+  return llvm::all_of(transpose->getResult(0).getUses(), [](OpOperand &read) {
+    auto matmul = dyn_cast<linalg::BatchMatmulOp>(read.getOwner());
+    return matmul && matmul.isDpsInput(&read);
+  });
 }
 
 struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
@@ -209,7 +251,8 @@ struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
       SmallVector<OpOperand *> readers;
       for (OpOperand &use : op->getUses())
         if (isElementwiseReader(use, op->getBlock()) ||
-            isDecodedConvolutionInput(use, op->getBlock(), type))
+            isDecodedConvolutionInput(use, op->getBlock(), type) ||
+            isDecodedBatchMatmulInput(use, op->getBlock(), type))
           readers.push_back(&use);
       for (OpOperand *use : readers) {
         OpBuilder::InsertionGuard guard(rewriter);

@@ -86,3 +86,57 @@ func.func @readers(%q: !act.encoded<tensor<8x200xf32>, #act.quant<bits = 4>>, %g
   %c = linalg.matmul ins(%d, %w : tensor<8x200xf32>, tensor<200x4xf32>) outs(%c1 : tensor<8x4xf32>) -> tensor<8x4xf32>
   return %p, %r, %t, %c : tensor<8x200xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x4xf32>
 }
+
+// Readers through other maps: a 2x2 max pool's backward reads each index
+// 4 times (n, c, h floordiv 2, w floordiv 2): it decodes for itself. A
+// 3x3 convolution written as a generic would decode each element 9 times:
+// it shares the whole decode. A batch matmul reading the decoded value
+// through a transpose that keeps the batch first decodes its own (per
+// element, so act-chunk-batch can decode it a chunk at a time).
+// CHECK-LABEL: func.func @other_readers
+// CHECK:       %[[IDX:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x3x3xi32>)
+// CHECK:       linalg.generic {{.*}} ins(%[[IDX]], %{{.*}} : tensor<2x4x3x3xi32>, tensor<2x4x3x3xf32>) outs(%{{.*}} : tensor<2x4x6x6xf32>)
+// CHECK:       scf.forall
+// CHECK:       %[[WHOLE:.*]] = tensor.expand_shape {{.*}} into tensor<2x4x8x8xf32>
+// CHECK:       linalg.generic {{.*}} ins(%[[WHOLE]], %{{.*}} : tensor<2x4x8x8xf32>, tensor<4x4x3x3xf32>)
+// CHECK:       %[[Q:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x8x16xf32>)
+// CHECK:       linalg.transpose ins(%[[Q]] : tensor<4x8x16xf32>)
+#pool = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 floordiv 2, d3 floordiv 2)>
+#img = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#win = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>
+#wt = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+func.func @other_readers(%i: !act.encoded<tensor<2x4x3x3xi32>, #act.index<bits = 2>>, %dy: tensor<2x4x3x3xf32>, %x: !act.encoded<tensor<2x4x8x8xf32>, #act.quant<bits = 4>>, %w: tensor<4x4x3x3xf32>, %q: !act.encoded<tensor<4x8x16xf32>, #act.quant<bits = 4>>, %k: tensor<4x8x16xf32>) -> (tensor<2x4x6x6xf32>, tensor<2x4x6x6xf32>, tensor<4x8x8xf32>) {
+  %z = arith.constant 0.0 : f32
+  %c2 = arith.constant 2 : index
+  %di = act.decode %i : !act.encoded<tensor<2x4x3x3xi32>, #act.index<bits = 2>> -> tensor<2x4x3x3xi32>
+  %e0 = tensor.empty() : tensor<2x4x6x6xf32>
+  %dx = linalg.generic {indexing_maps = [#pool, #pool, #img], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%di, %dy : tensor<2x4x3x3xi32>, tensor<2x4x3x3xf32>) outs(%e0 : tensor<2x4x6x6xf32>) {
+  ^bb0(%at: i32, %g: f32, %o: f32):
+    %h = linalg.index 2 : index
+    %wi = linalg.index 3 : index
+    %hr = arith.remui %h, %c2 : index
+    %wr = arith.remui %wi, %c2 : index
+    %hh = arith.muli %hr, %c2 : index
+    %pos = arith.addi %hh, %wr : index
+    %p = arith.index_cast %pos : index to i32
+    %hit = arith.cmpi eq, %at, %p : i32
+    %r = arith.select %hit, %g, %z : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x6x6xf32>
+  %dxq = act.decode %x : !act.encoded<tensor<2x4x8x8xf32>, #act.quant<bits = 4>> -> tensor<2x4x8x8xf32>
+  %f1 = linalg.fill ins(%z : f32) outs(%e0 : tensor<2x4x6x6xf32>) -> tensor<2x4x6x6xf32>
+  %conv = linalg.generic {indexing_maps = [#win, #wt, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%dxq, %w : tensor<2x4x8x8xf32>, tensor<4x4x3x3xf32>) outs(%f1 : tensor<2x4x6x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x6x6xf32>
+  %dq = act.decode %q : !act.encoded<tensor<4x8x16xf32>, #act.quant<bits = 4>> -> tensor<4x8x16xf32>
+  %et = tensor.empty() : tensor<4x16x8xf32>
+  %qt = linalg.transpose ins(%dq : tensor<4x8x16xf32>) outs(%et : tensor<4x16x8xf32>) permutation = [0, 2, 1]
+  %e2 = tensor.empty() : tensor<4x8x8xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %s = linalg.batch_matmul ins(%k, %qt : tensor<4x8x16xf32>, tensor<4x16x8xf32>) outs(%f2 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  return %dx, %conv, %s : tensor<2x4x6x6xf32>, tensor<2x4x6x6xf32>, tensor<4x8x8xf32>
+}

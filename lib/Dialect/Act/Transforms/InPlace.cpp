@@ -1,5 +1,6 @@
-//===- InPlace.cpp - elementwise ops write into an input that dies --------===//
+//===- InPlace.cpp - ops write into an input that dies --------------------===//
 
+#include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -7,6 +8,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTINPLACEPASS
@@ -72,8 +75,169 @@ void readInputAsInit(RewriterBase &rewriter, linalg::GenericOp op,
   rewriter.replaceOp(op, fused->getResults());
 }
 
+/// A convolution's input as an unpadded tensor and its zero padding along
+/// H and W: `tensor.pad` by a constant 0 or `tensor.insert_slice` into a
+/// zero-filled `tensor.empty`, read only by the convolution.
+struct PaddedInput {
+  Value source;
+  Operation *pad = nullptr; // null: the convolution reads `source` itself
+  SmallVector<int64_t, 2> low, high;
+};
+
+bool isZero(Value value) {
+  return matchPattern(value, m_AnyZeroFloat()) || matchPattern(value, m_Zero());
+}
+
+std::optional<PaddedInput> getPaddedInput(linalg::Conv2DNchwFchwOp conv) {
+  Value input = conv.getInputs()[0];
+  auto inputType = cast<RankedTensorType>(input.getType());
+  PaddedInput result;
+  if (auto pad = input.getDefiningOp<tensor::PadOp>()) {
+    Value value = pad.getConstantPaddingValue();
+    if (!value || !isZero(value) || !pad->hasOneUse() ||
+        !pad.getLow().empty() || !pad.getHigh().empty())
+      return std::nullopt;
+    ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
+    if (low[0] || low[1] || high[0] || high[1])
+      return std::nullopt;
+    result = {pad.getSource(), pad, {low[2], low[3]}, {high[2], high[3]}};
+    return result;
+  }
+  if (auto insert = input.getDefiningOp<tensor::InsertSliceOp>()) {
+    auto fill = insert.getDest().getDefiningOp<linalg::FillOp>();
+    auto sourceType = insert.getSourceType();
+    if (!insert->hasOneUse() || !fill || !isZero(fill.getInputs()[0]) ||
+        !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>() ||
+        !sourceType.hasStaticShape() || sourceType.getRank() != 4 ||
+        llvm::any_of(insert.getStaticStrides(),
+                     [](int64_t s) { return s != 1; }))
+      return std::nullopt;
+    ArrayRef<int64_t> offsets = insert.getStaticOffsets();
+    if (ShapedType::isDynamicShape(offsets) || offsets[0] || offsets[1] ||
+        sourceType.getDimSize(0) != inputType.getDimSize(0) ||
+        sourceType.getDimSize(1) != inputType.getDimSize(1))
+      return std::nullopt;
+    result = {insert.getSource(), insert, {offsets[2], offsets[3]}, {}};
+    for (int64_t d = 2; d < 4; ++d)
+      result.high.push_back(inputType.getDimSize(d) - offsets[d] -
+                            sourceType.getDimSize(d));
+    return result;
+  }
+  result.source = input;
+  return result;
+}
+
+/// A stride-1 convolution whose output has its input's shape (same
+/// channels, "same" padding) and whose input dies there, as convolutions of
+/// chunks of the batch, each writing its output over its own input chunk:
+///
+///   %acc_k+1 = insert_slice conv(pad(extract_slice %acc_k[chunk k]))
+///                into %acc_k[chunk k]          (%acc_0 = the input)
+///
+/// One-Shot Bufferize writes every chunk into the input's buffer (a chunk
+/// is read, padded into a copy, before its output is written), so input and
+/// output never exist whole at once: the forward's and the backward's
+/// convolutions between equal channels hold one full tensor, not two.
+/// Unrolled, so the slices have static offsets (the kernels read them as
+/// strided views). Each image is computed as before: the same results.
+LogicalResult convolveInPlace(RewriterBase &rewriter,
+                              linalg::Conv2DNchwFchwOp conv,
+                              int64_t chunkBytes) {
+  std::optional<PaddedInput> input = getPaddedInput(conv);
+  if (!input || !conv.hasPureTensorSemantics())
+    return failure();
+  auto type = dyn_cast<RankedTensorType>(input->source.getType());
+  Value init = conv.getOutputs()[0];
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (!type || type != conv.getResultTypes()[0] || !type.hasStaticShape() ||
+      !llvm::all_of(conv.getStrides().getValues<int64_t>(),
+                    [](int64_t s) { return s == 1; }) ||
+      !fill || !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>() ||
+      !diesAt(input->source, conv))
+    return failure();
+  std::optional<int64_t> bytes = act::getTensorBytes(type);
+  int64_t batch = type.getDimSize(0);
+  // A tensor within one chunk gains nothing.
+  if (!bytes || *bytes <= chunkBytes)
+    return failure();
+  int64_t imageBytes = *bytes / batch, size = 0;
+  for (int64_t n = batch - 1; n >= 1 && !size; --n)
+    if (batch % n == 0 && n * imageBytes <= chunkBytes)
+      size = n;
+  if (!size)
+    return failure();
+
+  Location loc = conv.getLoc();
+  rewriter.setInsertionPoint(conv);
+  SmallVector<int64_t> chunkShape(type.getShape());
+  chunkShape[0] = size;
+  Value acc = input->source;
+  Value filter = conv.getInputs()[1];
+  Value zero = fill.getInputs()[0];
+  SmallVector<OpFoldResult> strides(4, rewriter.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t extent : chunkShape)
+    sizes.push_back(rewriter.getIndexAttr(extent));
+  for (int64_t first = 0; first < batch; first += size) {
+    SmallVector<OpFoldResult> offsets(4, rewriter.getIndexAttr(0));
+    offsets[0] = rewriter.getIndexAttr(first);
+    Value chunk = tensor::ExtractSliceOp::create(rewriter, loc, acc, offsets,
+                                                 sizes, strides);
+    if (input->pad) {
+      SmallVector<OpFoldResult> low = {rewriter.getIndexAttr(0),
+                                       rewriter.getIndexAttr(0)},
+                                high = low;
+      SmallVector<int64_t> padded(chunkShape);
+      for (int64_t d = 0; d < 2; ++d) {
+        low.push_back(rewriter.getIndexAttr(input->low[d]));
+        high.push_back(rewriter.getIndexAttr(input->high[d]));
+        padded[d + 2] += input->low[d] + input->high[d];
+      }
+      Value padValue = arith::ConstantOp::create(
+          rewriter, loc, rewriter.getZeroAttr(type.getElementType()));
+      chunk = tensor::PadOp::create(
+          rewriter, loc, RankedTensorType::get(padded, type.getElementType()),
+          chunk, low, high, padValue, /*nofold=*/false);
+    }
+    // The output's zeros after the read: written into the input's chunk
+    // only once its values are copied.
+    Value empty = tensor::EmptyOp::create(rewriter, loc, chunkShape,
+                                          type.getElementType());
+    Value zeros =
+        linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+    Value out = linalg::Conv2DNchwFchwOp::create(
+                    rewriter, loc, zeros.getType(), ValueRange{chunk, filter},
+                    ValueRange{zeros}, conv.getStrides(), conv.getDilations())
+                    ->getResult(0);
+    acc = tensor::InsertSliceOp::create(rewriter, loc, out, acc, offsets, sizes,
+                                        strides);
+  }
+  rewriter.replaceOp(conv, acc);
+  // The whole padded copy and the whole output's zeros, now unread, and
+  // what they alone read (an insert_slice's zero-filled destination; the
+  // pad's source, the input, stays read).
+  for (Operation *op : {input->pad, fill.getOperation()})
+    while (op && isOpTriviallyDead(op)) {
+      Operation *next = op->getNumOperands()
+                            ? op->getOperands().back().getDefiningOp()
+                            : nullptr;
+      rewriter.eraseOp(op);
+      op = next;
+    }
+  return success();
+}
+
 struct InPlacePass : act::impl::ActInPlacePassBase<InPlacePass> {
+  using Base::Base;
+
   void runOnOperation() override {
+    IRRewriter convRewriter(&getContext());
+    SmallVector<linalg::Conv2DNchwFchwOp> convs;
+    getOperation().walk(
+        [&](linalg::Conv2DNchwFchwOp op) { convs.push_back(op); });
+    for (linalg::Conv2DNchwFchwOp conv : convs)
+      (void)convolveInPlace(convRewriter, conv, chunkBytes);
+
     SmallVector<linalg::GenericOp> generics;
     getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
     IRRewriter rewriter(&getContext());

@@ -109,11 +109,30 @@ struct SinkToUsersPass : act::impl::ActSinkToUsersPassBase<SinkToUsersPass> {
     // (arguments are the caller's, constants are never freed) with no
     // other reader at or after `first`.
     SetVector<Value> read = act::getInputsRead(op);
+    // Whether an op between `from` and `first` (both excluded) allocates:
+    // one that is not a view or an empty tensor.
+    auto allocatesBefore = [&](Operation *from) {
+      for (Operation *at = from->getNextNode(); at != first;
+           at = at->getNextNode())
+        if (!isa<tensor::EmptyOp, tensor::ExpandShapeOp,
+                 tensor::CollapseShapeOp, tensor::ExtractSliceOp>(at))
+          return true;
+      return false;
+    };
     int64_t extended = 0;
     for (Value operand : read) {
       if (!operand.getDefiningOp() || matchPattern(operand, m_Constant()) ||
           !isa<TensorType>(operand.getType()) ||
           act::isReadAtOrAfter(block, operand, first, op))
+        continue;
+      // Read last by an op after `op`: alive until there anyway, and
+      // longer only across views.
+      Operation *lastReader = op;
+      for (Operation *user : operand.getUsers())
+        if (Operation *at = ancestorIn(block, user);
+            at && lastReader->isBeforeInBlock(at))
+          lastReader = at;
+      if (lastReader != op && !allocatesBefore(lastReader))
         continue;
       std::optional<int64_t> bytes = tensorBytes(operand);
       if (!bytes)

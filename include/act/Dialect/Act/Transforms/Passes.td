@@ -320,7 +320,8 @@ def ActHoistStackBuffersPass
 }
 
 def ActInPlacePass : Pass<"act-in-place", "::mlir::func::FuncOp"> {
-  let summary = "Elementwise ops write into an input that dies there";
+  let summary = "Elementwise ops and convolutions write into an input that "
+                "dies there";
   let description = [{
     Gist's in-place computation, through bufferization: an elementwise
     `linalg.generic` (parallel iterators) whose init is a `tensor.empty`
@@ -341,13 +342,42 @@ def ActInPlacePass : Pass<"act-in-place", "::mlir::func::FuncOp"> {
     %r = linalg.generic {maps = [id, id]} ins(%mask : ...) outs(%g : ...)
     ```
 
+    Convolutions too: a stride-1 `linalg.conv_2d_nchw_fchw` whose output
+    has its (unpadded) input's shape, as between two layers of equal
+    channels with "same" padding, and whose input dies there (zero-padded
+    by `tensor.pad` or by `tensor.insert_slice` into a zero fill, as the
+    exported backward pads) becomes convolutions of chunks of the batch
+    (`chunk-bytes` of input each), each chunk padded on its own and its
+    output inserted over its input chunk:
+
+    ```mlir
+    %c0 = tensor.extract_slice %x[0, 0, 0, 0] [4, 32, 32, 32] [1, 1, 1, 1]
+    %p0 = tensor.pad %c0 low[0, 0, 1, 1] high[0, 0, 1, 1] { ... 0.0 }
+    %o0 = linalg.conv_2d_nchw_fchw ins(%p0, %w) outs(%zeros0)
+    %x1 = tensor.insert_slice %o0 into %x[0, 0, 0, 0] [4, 32, 32, 32] [1, 1, 1, 1]
+    %c1 = tensor.extract_slice %x1[4, 0, 0, 0] ...   // and so on
+    ```
+
+    A chunk is copied (padded) before its output is written, so One-Shot
+    Bufferize writes every output chunk into the input's buffer: the
+    forward's convolution and the backward's input gradient hold one
+    full-size tensor and a chunk, not two full tensors (what set the VGG
+    CNN's peak). Each image is computed as before.
+
     Inputs that are function arguments (the caller's tensors), constants
     or slices of other tensors are never chosen; a reshape
     (`tensor.expand_shape`/`collapse_shape`) is, when its source dies too. Whether
     the write really lands in place stays One-Shot Bufferize's decision,
     which copies on a conflict, so the rewrite cannot change a result.
   }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let options = [
+    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"262144",
+           "Largest input chunk of a convolution computed in place (the "
+           "batch is split into the largest divisor whose images fit)">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 def ActFuseElementwisePass
     : Pass<"act-fuse-elementwise", "::mlir::func::FuncOp"> {
@@ -369,6 +399,40 @@ def ActFuseElementwisePass
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::affine::AffineDialect"];
 }
+def ActChunkBatchPass : Pass<"act-chunk-batch", "::mlir::func::FuncOp"> {
+  let summary = "Compute batch-parallel regions one chunk of the batch at a "
+                "time";
+  let description = [{
+    Linalg ops on tensors that all treat dimension 0 of every tensor
+    operand as one parallel batch (their loop 0 indexes it and nothing
+    else: `linalg.batch_matmul`, `linalg.transpose` keeping it first,
+    `linalg.fill`, elementwise ops and reductions over the other
+    dimensions, per-element decodes), connected by the values they pass,
+    form a region. When a tensor the region keeps to itself is larger than
+    `chunk-bytes`, the region is computed after its last op, once per chunk
+    of the batch (the largest divisor whose share of that tensor fits):
+    every tensor it reads from outside is sliced, its ops are cloned on the
+    slices (a `linalg.index` of loop 0 offset by the chunk's first index),
+    and only the values read outside it are assembled whole, by
+    `tensor.insert_slice` into a `tensor.empty` (into which
+    empty-tensor-elimination then has each chunk computed).
+
+    The attention backward is such a region: dP = dO V^T, dS = P (dP -
+    rowsum(dP P)), dQ = dS K, dK = dS^T Q over batch x heads. Its
+    attention-sized dP and dS then exist one chunk at a time (the way a
+    fused attention backward keeps one block), and the decoded K, Q and P,
+    decoded per element for their batch-matmul readers, one chunk at a time
+    too. An op whose value is read outside the region before the region's
+    last op stays where it is. Each batch element is computed as before:
+    the same results, so lossless encodings stay bitwise identical.
+  }];
+  let options = [
+    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"131072",
+           "Largest share of a region's internal tensor one chunk may hold">,
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def ActTileDecodedConvolutionsPass
     : Pass<"act-tile-decoded-convolutions", "::mlir::func::FuncOp"> {
   let summary = "Decode a weight gradient's input one chunk of the batch at "

@@ -1,0 +1,111 @@
+// act-in-place's convolutions: a stride-1 convolution whose output has its
+// input's shape, and whose input dies there, writes its output over its
+// input one chunk of the batch at a time.
+// RUN: act-opt %s -act-in-place="chunk-bytes=2304" | FileCheck %s
+// RUN: act-opt %s -act-in-place="chunk-bytes=2304" -one-shot-bufferize="bufferize-function-boundaries" | FileCheck %s --check-prefix=BUF
+// Each image is computed as before: the same bits as the whole convolution
+// (act-run's own pipeline leaves these small tensors whole).
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: act-opt %s -act-in-place="chunk-bytes=2304" -o %t/chunked.mlir
+// RUN: for e in forward backward; do act-run %s --entry=$e --output-dir=%t/whole_$e > /dev/null && act-run %t/chunked.mlir --entry=$e --output-dir=%t/chunked_$e > /dev/null && cmp %t/whole_$e/result_0.npy %t/chunked_$e/result_0.npy || exit 1; done
+
+// Images of 8 x 6 x 6 floats (1152 bytes): chunks of 2 of the 4, each
+// read (padded) before its output is written over it.
+// CHECK-LABEL: func.func @forward
+// CHECK:       %[[X:.*]] = linalg.generic
+// CHECK:       %[[S0:.*]] = tensor.extract_slice %[[X]][0, 0, 0, 0] [2, 8, 6, 6] [1, 1, 1, 1]
+// CHECK:       %[[P0:.*]] = tensor.pad %[[S0]] low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK:       %[[C0:.*]] = linalg.conv_2d_nchw_fchw {{.*}} ins(%[[P0]], %{{.*}} : tensor<2x8x8x8xf32>, tensor<8x8x3x3xf32>)
+// CHECK:       %[[X1:.*]] = tensor.insert_slice %[[C0]] into %[[X]][0, 0, 0, 0] [2, 8, 6, 6] [1, 1, 1, 1]
+// CHECK:       %[[S1:.*]] = tensor.extract_slice %[[X1]][2, 0, 0, 0] [2, 8, 6, 6] [1, 1, 1, 1]
+// CHECK:       tensor.pad %[[S1]]
+// CHECK:       %[[C1:.*]] = linalg.conv_2d_nchw_fchw
+// CHECK:       %[[X2:.*]] = tensor.insert_slice %[[C1]] into %[[X1]][2, 0, 0, 0]
+// CHECK:       return %[[X2]]
+// One full-size buffer: the output lands in the input's.
+// BUF-LABEL:   func.func @forward
+// BUF-COUNT-1: memref.alloc() {{.*}} : memref<4x8x6x6xf32>
+// BUF-NOT:     memref.alloc() {{.*}} : memref<4x8x6x6xf32>
+// BUF:         return
+func.func @forward(%a: tensor<4x8x6x6xf32>, %w: tensor<8x8x3x3xf32>) -> tensor<4x8x6x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8x6x6xf32>
+  %x = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%a : tensor<4x8x6x6xf32>) outs(%e : tensor<4x8x6x6xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.maximumf %v, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8x6x6xf32>
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<4x8x6x6xf32> to tensor<4x8x8x8xf32>
+  %e1 = tensor.empty() : tensor<4x8x6x6xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x8x6x6xf32>) -> tensor<4x8x6x6xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%p, %w : tensor<4x8x8x8xf32>, tensor<8x8x3x3xf32>) outs(%z : tensor<4x8x6x6xf32>) -> tensor<4x8x6x6xf32>
+  return %y : tensor<4x8x6x6xf32>
+}
+
+// The exported backward's padding: the gradient inserted into zeros.
+// CHECK-LABEL: func.func @backward
+// CHECK:       %[[G:.*]] = linalg.generic
+// CHECK-NOT:   tensor<4x8x8x8xf32>
+// CHECK:       tensor.extract_slice %[[G]][0, 0, 0, 0] [2, 8, 6, 6]
+// CHECK:       tensor.pad {{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK-COUNT-2: linalg.conv_2d_nchw_fchw {{.*}} -> tensor<2x8x6x6xf32>
+func.func @backward(%a: tensor<4x8x6x6xf32>, %w: tensor<8x8x3x3xf32>) -> tensor<4x8x6x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8x6x6xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%a : tensor<4x8x6x6xf32>) outs(%e : tensor<4x8x6x6xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.mulf %v, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8x6x6xf32>
+  %e0 = tensor.empty() : tensor<4x8x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<4x8x8x8xf32>) -> tensor<4x8x8x8xf32>
+  %p = tensor.insert_slice %g into %f[0, 0, 1, 1] [4, 8, 6, 6] [1, 1, 1, 1] : tensor<4x8x6x6xf32> into tensor<4x8x8x8xf32>
+  %e1 = tensor.empty() : tensor<4x8x6x6xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x8x6x6xf32>) -> tensor<4x8x6x6xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%p, %w : tensor<4x8x8x8xf32>, tensor<8x8x3x3xf32>) outs(%z : tensor<4x8x6x6xf32>) -> tensor<4x8x6x6xf32>
+  return %y : tensor<4x8x6x6xf32>
+}
+
+// Kept whole: the input is read after the convolution; the input is the
+// caller's; the output is smaller (stride 2).
+// CHECK-LABEL: func.func @kept
+// CHECK-NOT:   tensor.extract_slice
+// CHECK-COUNT-3: linalg.conv_2d_nchw_fchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x8x8x8xf32>
+// CHECK-NOT:   tensor.insert_slice
+func.func @kept(%a: tensor<4x8x6x6xf32>, %w: tensor<8x8x3x3xf32>) -> (tensor<4x8x6x6xf32>, tensor<4x8x6x6xf32>, tensor<4x8x6x6xf32>, tensor<4x8x3x3xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8x6x6xf32>
+  %x = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%a : tensor<4x8x6x6xf32>) outs(%e : tensor<4x8x6x6xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.negf %v : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8x6x6xf32>
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<4x8x6x6xf32> to tensor<4x8x8x8xf32>
+  %e1 = tensor.empty() : tensor<4x8x6x6xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x8x6x6xf32>) -> tensor<4x8x6x6xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%p, %w : tensor<4x8x8x8xf32>, tensor<8x8x3x3xf32>) outs(%z : tensor<4x8x6x6xf32>) -> tensor<4x8x6x6xf32>
+  %pa = tensor.pad %a low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<4x8x6x6xf32> to tensor<4x8x8x8xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x8x6x6xf32>) -> tensor<4x8x6x6xf32>
+  %ya = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%pa, %w : tensor<4x8x8x8xf32>, tensor<8x8x3x3xf32>) outs(%z2 : tensor<4x8x6x6xf32>) -> tensor<4x8x6x6xf32>
+  %e3 = tensor.empty() : tensor<4x8x3x3xf32>
+  %z3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<4x8x3x3xf32>) -> tensor<4x8x3x3xf32>
+  %ys = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%pa, %w : tensor<4x8x8x8xf32>, tensor<8x8x3x3xf32>) outs(%z3 : tensor<4x8x3x3xf32>) -> tensor<4x8x3x3xf32>
+  return %y, %x, %ya, %ys : tensor<4x8x6x6xf32>, tensor<4x8x6x6xf32>, tensor<4x8x6x6xf32>, tensor<4x8x3x3xf32>
+}

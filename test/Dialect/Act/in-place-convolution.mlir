@@ -7,7 +7,7 @@
 // (act-run's own pipeline leaves these small tensors whole).
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: act-opt %s -act-in-place="chunk-bytes=2304" -o %t/chunked.mlir
-// RUN: for e in forward backward; do act-run %s --entry=$e --output-dir=%t/whole_$e > /dev/null && act-run %t/chunked.mlir --entry=$e --output-dir=%t/chunked_$e > /dev/null && cmp %t/whole_$e/result_0.npy %t/chunked_$e/result_0.npy || exit 1; done
+// RUN: for e in forward backward pad_as_copy; do act-run %s --entry=$e --output-dir=%t/whole_$e > /dev/null && act-run %t/chunked.mlir --entry=$e --output-dir=%t/chunked_$e > /dev/null && cmp %t/whole_$e/result_0.npy %t/chunked_$e/result_0.npy || exit 1; done
 
 // Images of 8 x 6 x 6 floats (1152 bytes): chunks of 2 of the 4, each
 // read (padded) before its output is written over it.
@@ -108,4 +108,30 @@ func.func @kept(%a: tensor<4x8x6x6xf32>, %w: tensor<8x8x3x3xf32>) -> (tensor<4x8
   %ys = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
       ins(%pa, %w : tensor<4x8x8x8xf32>, tensor<8x8x3x3xf32>) outs(%z3 : tensor<4x8x3x3xf32>) -> tensor<4x8x3x3xf32>
   return %y, %x, %ya, %ys : tensor<4x8x6x6xf32>, tensor<4x8x6x6xf32>, tensor<4x8x6x6xf32>, tensor<4x8x3x3xf32>
+}
+
+// Not in place (fewer output channels), but the insert_slice padding
+// becomes a tensor.pad: a copy the kernel call drops, instead of a padded
+// buffer the gradient would be computed into.
+// CHECK-LABEL: func.func @pad_as_copy
+// CHECK-NOT:   tensor.insert_slice
+// CHECK:       %[[P:.*]] = tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK:       linalg.conv_2d_nchw_fchw {{.*}} ins(%[[P]], %{{.*}} : tensor<4x8x8x8xf32>, tensor<4x8x3x3xf32>)
+func.func @pad_as_copy(%a: tensor<4x8x6x6xf32>, %w: tensor<4x8x3x3xf32>) -> tensor<4x4x6x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8x6x6xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%a : tensor<4x8x6x6xf32>) outs(%e : tensor<4x8x6x6xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.mulf %v, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8x6x6xf32>
+  %e0 = tensor.empty() : tensor<4x8x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<4x8x8x8xf32>) -> tensor<4x8x8x8xf32>
+  %p = tensor.insert_slice %g into %f[0, 0, 1, 1] [4, 8, 6, 6] [1, 1, 1, 1] : tensor<4x8x6x6xf32> into tensor<4x8x8x8xf32>
+  %e1 = tensor.empty() : tensor<4x4x6x6xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x4x6x6xf32>) -> tensor<4x4x6x6xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%p, %w : tensor<4x8x8x8xf32>, tensor<4x8x3x3xf32>) outs(%z : tensor<4x4x6x6xf32>) -> tensor<4x4x6x6xf32>
+  return %y : tensor<4x4x6x6xf32>
 }

@@ -362,7 +362,12 @@ def ActInPlacePass : Pass<"act-in-place", "::mlir::func::FuncOp"> {
     Bufferize writes every output chunk into the input's buffer: the
     forward's convolution and the backward's input gradient hold one
     full-size tensor and a chunk, not two full tensors (what set the VGG
-    CNN's peak). Each image is computed as before.
+    CNN's peak). Each image is computed as before. A convolution not
+    rewritten so (its output has fewer channels) whose input is padded by
+    `tensor.insert_slice` into a zero fill reads a `tensor.pad` instead:
+    bufferized, a copy that convert-linalg-to-act-kernels drops by reading
+    the unpadded buffer with padding, where empty-tensor elimination had
+    computed the gradient into the larger padded buffer.
 
     Inputs that are function arguments (the caller's tensors), constants
     or slices of other tensors are never chosen; a reshape

@@ -88,6 +88,19 @@ RankedTensorType withBatch(Type type, int64_t size) {
   return ranked.clone(shape);
 }
 
+/// Elements [first, first + size) of dimension 0 of a tensor of `type`.
+struct BatchSlice {
+  BatchSlice(OpBuilder &b, Type type, int64_t first, int64_t size) {
+    auto ranked = cast<RankedTensorType>(type);
+    for (int64_t d = 0; d < ranked.getRank(); ++d) {
+      offsets.push_back(b.getIndexAttr(d ? 0 : first));
+      sizes.push_back(b.getIndexAttr(d ? ranked.getDimSize(d) : size));
+      strides.push_back(b.getIndexAttr(1));
+    }
+  }
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+
 struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
   using Base::Base;
 
@@ -205,15 +218,9 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
         Value &slice = slices[value];
         if (slice)
           return slice;
-        auto type = cast<RankedTensorType>(value.getType());
-        SmallVector<OpFoldResult> offsets(type.getRank(),
-                                          rewriter.getIndexAttr(0)),
-            sizes, strides(type.getRank(), rewriter.getIndexAttr(1));
-        offsets[0] = rewriter.getIndexAttr(first);
-        for (int64_t d = 0; d < type.getRank(); ++d)
-          sizes.push_back(rewriter.getIndexAttr(d ? type.getDimSize(d) : size));
-        slice = tensor::ExtractSliceOp::create(rewriter, loc, value, offsets,
-                                               sizes, strides);
+        BatchSlice chunk(rewriter, value.getType(), first, size);
+        slice = tensor::ExtractSliceOp::create(
+            rewriter, loc, value, chunk.offsets, chunk.sizes, chunk.strides);
         return slice;
       };
       for (Operation *op : region) {
@@ -249,15 +256,10 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
         }
       }
       for (auto [acc, output] : llvm::zip(accs, outputs)) {
-        auto type = cast<RankedTensorType>(output.getType());
-        SmallVector<OpFoldResult> offsets(type.getRank(),
-                                          rewriter.getIndexAttr(0)),
-            sizes, strides(type.getRank(), rewriter.getIndexAttr(1));
-        offsets[0] = rewriter.getIndexAttr(first);
-        for (int64_t d = 0; d < type.getRank(); ++d)
-          sizes.push_back(rewriter.getIndexAttr(d ? type.getDimSize(d) : size));
+        BatchSlice chunk(rewriter, output.getType(), first, size);
         acc = tensor::InsertSliceOp::create(rewriter, loc, map.lookup(output),
-                                            acc, offsets, sizes, strides);
+                                            acc, chunk.offsets, chunk.sizes,
+                                            chunk.strides);
       }
     }
     for (auto [acc, output] : llvm::zip(accs, outputs))

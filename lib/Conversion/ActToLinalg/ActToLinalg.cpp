@@ -184,12 +184,8 @@ bool isElementwiseReader(OpOperand &use, Block *block) {
 /// Whether `use` is the input of a weight gradient's convolution, read
 /// through a transpose of batch and channels (and a zero padding):
 /// act-tile-decoded-convolutions decodes it a chunk of the batch at a time
-/// when the decode is per element. Lossless encodings stay whole, so that
-/// their steps sum as the unencoded step does.
-bool isDecodedConvolutionInput(OpOperand &use, Block *block, EncodedType type) {
-  if (cast<EncodingAttrInterface>(type.getEncoding())
-          .isLossless(type.getTensorType().getElementType()))
-    return false;
+/// when the decode is per element.
+bool isDecodedConvolutionInput(OpOperand &use, Block *block) {
   return use.getOwner()->getBlock() == block &&
          getTransposedConvolutionInput(use).has_value();
 }
@@ -197,13 +193,10 @@ bool isDecodedConvolutionInput(OpOperand &use, Block *block, EncodedType type) {
 /// Whether `use` is an operand of a batch matmul, directly or through a
 /// transpose that keeps the batch first: act-chunk-batch computes it one
 /// chunk of the batch at a time, and its per-element decode with it.
-/// Lossless encodings stay whole, as for convolutions.
-bool isDecodedBatchMatmulInput(OpOperand &use, Block *block, EncodedType type) {
-  if (cast<EncodingAttrInterface>(type.getEncoding())
-          .isLossless(type.getTensorType().getElementType()) ||
-      use.getOwner()->getBlock() != block)
-    return false;
+bool isDecodedBatchMatmulInput(OpOperand &use, Block *block) {
   Operation *owner = use.getOwner();
+  if (owner->getBlock() != block)
+    return false;
   if (isa<linalg::BatchMatmulOp>(owner))
     return cast<linalg::BatchMatmulOp>(owner).isDpsInput(&use);
   auto transpose = dyn_cast<linalg::TransposeOp>(owner);
@@ -248,11 +241,16 @@ struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
     LoweringOptions perElement = options;
     perElement.perElementDecode = true;
     if (intoConsumers && lowering.decodesPerElement(op.getType(), perElement)) {
+      // Contractions decode a chunk of the batch at a time; a lossless
+      // encoding stays whole for them, so that its steps sum as the
+      // unencoded step does.
+      bool chunked = !cast<EncodingAttrInterface>(type.getEncoding())
+                          .isLossless(type.getTensorType().getElementType());
       SmallVector<OpOperand *> readers;
       for (OpOperand &use : op->getUses())
         if (isElementwiseReader(use, op->getBlock()) ||
-            isDecodedConvolutionInput(use, op->getBlock(), type) ||
-            isDecodedBatchMatmulInput(use, op->getBlock(), type))
+            (chunked && (isDecodedConvolutionInput(use, op->getBlock()) ||
+                         isDecodedBatchMatmulInput(use, op->getBlock()))))
           readers.push_back(&use);
       for (OpOperand *use : readers) {
         OpBuilder::InsertionGuard guard(rewriter);

@@ -10,6 +10,7 @@
 
 #include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/BatchChunks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -80,27 +81,6 @@ std::optional<int64_t> getBatch(Operation *op) {
   return batch;
 }
 
-/// `type` with dimension 0 set to `size`.
-RankedTensorType withBatch(Type type, int64_t size) {
-  auto ranked = cast<RankedTensorType>(type);
-  SmallVector<int64_t> shape(ranked.getShape());
-  shape[0] = size;
-  return ranked.clone(shape);
-}
-
-/// Elements [first, first + size) of dimension 0 of a tensor of `type`.
-struct BatchSlice {
-  BatchSlice(OpBuilder &b, Type type, int64_t first, int64_t size) {
-    auto ranked = cast<RankedTensorType>(type);
-    for (int64_t d = 0; d < ranked.getRank(); ++d) {
-      offsets.push_back(b.getIndexAttr(d ? 0 : first));
-      sizes.push_back(b.getIndexAttr(d ? ranked.getDimSize(d) : size));
-      strides.push_back(b.getIndexAttr(1));
-    }
-  }
-  SmallVector<OpFoldResult> offsets, sizes, strides;
-};
-
 struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
   using Base::Base;
 
@@ -123,8 +103,9 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
       classes.insert(&op);
       for (Value operand : op.getOperands()) {
         Operation *producer = operand.getDefiningOp();
+        auto known = batchOf.find(producer);
         if (producer && producer->getBlock() == &block &&
-            batchOf.lookup(producer) == *batch && batchOf.count(producer))
+            known != batchOf.end() && known->second == *batch)
           classes.unionSets(producer, &op);
       }
     }
@@ -194,11 +175,8 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
     // The largest divisor of the batch whose share fits, in at most
     // kMaxChunks chunks (they are unrolled).
     constexpr int64_t kMaxChunks = 16;
-    int64_t size = 0;
-    for (int64_t n = batch - 1; n >= 1 && !size; --n)
-      if (batch % n == 0 &&
-          (largest / batch * n <= chunkBytes || batch / n >= kMaxChunks))
-        size = n;
+    int64_t size =
+        act::getChunkSize(batch, largest / batch, chunkBytes, kMaxChunks);
     if (!size || batch / size > kMaxChunks)
       return;
 
@@ -218,7 +196,7 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
         Value &slice = slices[value];
         if (slice)
           return slice;
-        BatchSlice chunk(rewriter, value.getType(), first, size);
+        act::BatchSlice chunk(rewriter, value.getType(), first, size);
         slice = tensor::ExtractSliceOp::create(
             rewriter, loc, value, chunk.offsets, chunk.sizes, chunk.strides);
         return slice;
@@ -229,11 +207,12 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
               !map.contains(operand))
             map.map(operand, sliceOf(operand));
         if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-          map.map(expand.getResult(), tensor::ExpandShapeOp::create(
-                                          rewriter, expand.getLoc(),
-                                          withBatch(expand.getType(), size),
-                                          map.lookup(expand.getSrc()),
-                                          expand.getReassociationIndices()));
+          map.map(expand.getResult(),
+                  tensor::ExpandShapeOp::create(
+                      rewriter, expand.getLoc(),
+                      act::withBatch(expand.getType(), size),
+                      map.lookup(expand.getSrc()),
+                      expand.getReassociationIndices()));
           continue;
         }
         if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
@@ -246,7 +225,7 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
         }
         Operation *clone = rewriter.clone(*op, map);
         for (OpResult result : clone->getResults())
-          result.setType(withBatch(result.getType(), size));
+          result.setType(act::withBatch(result.getType(), size));
         if (auto linalgOp = dyn_cast<linalg::LinalgOp>(clone);
             linalgOp && first != 0 && linalgOp.hasIndexSemantics()) {
           SmallVector<OpFoldResult> offsets(linalgOp.getNumLoops(),
@@ -256,7 +235,7 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
         }
       }
       for (auto [acc, output] : llvm::zip(accs, outputs)) {
-        BatchSlice chunk(rewriter, output.getType(), first, size);
+        act::BatchSlice chunk(rewriter, output.getType(), first, size);
         acc = tensor::InsertSliceOp::create(rewriter, loc, map.lookup(output),
                                             acc, chunk.offsets, chunk.sizes,
                                             chunk.strides);

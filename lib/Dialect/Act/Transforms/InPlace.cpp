@@ -2,6 +2,7 @@
 
 #include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/BatchChunks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -127,6 +128,21 @@ std::optional<PaddedInput> getPaddedInput(linalg::Conv2DNchwFchwOp conv) {
   return result;
 }
 
+/// `source` zero-padded along H and W as `input` pads (its type inferred).
+Value createZeroPad(RewriterBase &rewriter, Location loc, Value source,
+                    const PaddedInput &input) {
+  SmallVector<OpFoldResult> low(2, rewriter.getIndexAttr(0)), high = low;
+  for (int64_t d = 0; d < 2; ++d) {
+    low.push_back(rewriter.getIndexAttr(input.low[d]));
+    high.push_back(rewriter.getIndexAttr(input.high[d]));
+  }
+  Type element = cast<RankedTensorType>(source.getType()).getElementType();
+  Value zero =
+      arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(element));
+  return tensor::PadOp::create(rewriter, loc, /*resultType=*/Type(), source,
+                               low, high, zero, /*nofold=*/false);
+}
+
 /// Erases `op` if it is dead, then what its last operand's producer
 /// becomes (a fill's tensor.empty, an insert_slice's zero fill).
 void eraseDeadChain(RewriterBase &rewriter, Operation *op) {
@@ -172,48 +188,25 @@ LogicalResult convolveInPlace(RewriterBase &rewriter,
   // A tensor within one chunk gains nothing.
   if (!bytes || *bytes <= chunkBytes)
     return failure();
-  int64_t imageBytes = *bytes / batch, size = 0;
-  for (int64_t n = batch - 1; n >= 1 && !size; --n)
-    if (batch % n == 0 && n * imageBytes <= chunkBytes)
-      size = n;
+  int64_t size = act::getChunkSize(batch, *bytes / batch, chunkBytes);
   if (!size)
     return failure();
 
   Location loc = conv.getLoc();
   rewriter.setInsertionPoint(conv);
-  SmallVector<int64_t> chunkShape(type.getShape());
-  chunkShape[0] = size;
+  RankedTensorType chunkType = act::withBatch(type, size);
   Value acc = input->source;
   Value filter = conv.getInputs()[1];
   Value zero = fill.getInputs()[0];
-  SmallVector<OpFoldResult> strides(4, rewriter.getIndexAttr(1));
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t extent : chunkShape)
-    sizes.push_back(rewriter.getIndexAttr(extent));
   for (int64_t first = 0; first < batch; first += size) {
-    SmallVector<OpFoldResult> offsets(4, rewriter.getIndexAttr(0));
-    offsets[0] = rewriter.getIndexAttr(first);
-    Value chunk = tensor::ExtractSliceOp::create(rewriter, loc, acc, offsets,
-                                                 sizes, strides);
-    if (input->pad) {
-      SmallVector<OpFoldResult> low = {rewriter.getIndexAttr(0),
-                                       rewriter.getIndexAttr(0)},
-                                high = low;
-      SmallVector<int64_t> padded(chunkShape);
-      for (int64_t d = 0; d < 2; ++d) {
-        low.push_back(rewriter.getIndexAttr(input->low[d]));
-        high.push_back(rewriter.getIndexAttr(input->high[d]));
-        padded[d + 2] += input->low[d] + input->high[d];
-      }
-      Value padValue = arith::ConstantOp::create(
-          rewriter, loc, rewriter.getZeroAttr(type.getElementType()));
-      chunk = tensor::PadOp::create(
-          rewriter, loc, RankedTensorType::get(padded, type.getElementType()),
-          chunk, low, high, padValue, /*nofold=*/false);
-    }
+    act::BatchSlice slice(rewriter, type, first, size);
+    Value chunk = tensor::ExtractSliceOp::create(
+        rewriter, loc, acc, slice.offsets, slice.sizes, slice.strides);
+    if (input->pad)
+      chunk = createZeroPad(rewriter, loc, chunk, *input);
     // The output's zeros after the read: written into the input's chunk
     // only once its values are copied.
-    Value empty = tensor::EmptyOp::create(rewriter, loc, chunkShape,
+    Value empty = tensor::EmptyOp::create(rewriter, loc, chunkType.getShape(),
                                           type.getElementType());
     Value zeros =
         linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
@@ -221,8 +214,8 @@ LogicalResult convolveInPlace(RewriterBase &rewriter,
                     rewriter, loc, zeros.getType(), ValueRange{chunk, filter},
                     ValueRange{zeros}, conv.getStrides(), conv.getDilations())
                     ->getResult(0);
-    acc = tensor::InsertSliceOp::create(rewriter, loc, out, acc, offsets, sizes,
-                                        strides);
+    acc = tensor::InsertSliceOp::create(rewriter, loc, out, acc, slice.offsets,
+                                        slice.sizes, slice.strides);
   }
   rewriter.replaceOp(conv, acc);
   // The whole padded copy and the whole output's zeros, now unread, and
@@ -246,17 +239,8 @@ void padAsCopy(RewriterBase &rewriter, linalg::Conv2DNchwFchwOp conv) {
     return;
   auto insert = cast<tensor::InsertSliceOp>(input->pad);
   rewriter.setInsertionPoint(insert);
-  SmallVector<OpFoldResult> low(2, rewriter.getIndexAttr(0)), high = low;
-  for (int64_t d = 0; d < 2; ++d) {
-    low.push_back(rewriter.getIndexAttr(input->low[d]));
-    high.push_back(rewriter.getIndexAttr(input->high[d]));
-  }
-  Type element = insert.getSourceType().getElementType();
-  Value zero = arith::ConstantOp::create(rewriter, insert.getLoc(),
-                                         rewriter.getZeroAttr(element));
   Value padded =
-      tensor::PadOp::create(rewriter, insert.getLoc(), insert.getType(),
-                            input->source, low, high, zero, /*nofold=*/false);
+      createZeroPad(rewriter, insert.getLoc(), input->source, *input);
   Operation *fill = insert.getDest().getDefiningOp();
   rewriter.replaceOp(insert, padded);
   eraseDeadChain(rewriter, fill);

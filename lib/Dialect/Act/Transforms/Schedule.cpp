@@ -38,6 +38,12 @@ Operation *ancestorIn(Block *block, Operation *op) {
   return block->findAncestorOpInBlock(*op);
 }
 
+/// Views and empty tensors: ops whose results take no buffer of their own.
+bool allocatesNothing(Operation *op) {
+  return isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+             tensor::ExtractSliceOp>(op);
+}
+
 struct HoistEncodesPass : act::impl::ActHoistEncodesPassBase<HoistEncodesPass> {
   void runOnOperation() override {
     // Encodes placed after the same op keep their order (ids ascending).
@@ -109,13 +115,11 @@ struct SinkToUsersPass : act::impl::ActSinkToUsersPassBase<SinkToUsersPass> {
     // (arguments are the caller's, constants are never freed) with no
     // other reader at or after `first`.
     SetVector<Value> read = act::getInputsRead(op);
-    // Whether an op between `from` and `first` (both excluded) allocates:
-    // one that is not a view or an empty tensor.
+    // Whether an op between `from` and `first` (both excluded) allocates.
     auto allocatesBefore = [&](Operation *from) {
       for (Operation *at = from->getNextNode(); at != first;
            at = at->getNextNode())
-        if (!isa<tensor::EmptyOp, tensor::ExpandShapeOp,
-                 tensor::CollapseShapeOp, tensor::ExtractSliceOp>(at))
+        if (!allocatesNothing(at))
           return true;
       return false;
     };
@@ -147,8 +151,7 @@ struct SinkToUsersPass : act::impl::ActSinkToUsersPassBase<SinkToUsersPass> {
     int64_t allocated = 0, died = 0;
     for (Operation *crossed = op->getNextNode(); crossed != first;
          crossed = crossed->getNextNode()) {
-      if (!isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-               tensor::ExtractSliceOp>(crossed))
+      if (!allocatesNothing(crossed))
         for (Value result : crossed->getResults())
           if (act::isReadAtOrAfter(block, result, first, op))
             allocated += tensorBytes(result).value_or(0);

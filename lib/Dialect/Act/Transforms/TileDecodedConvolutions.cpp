@@ -11,6 +11,7 @@
 
 #include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/BatchChunks.h"
 #include "act/Support/TransposedConvolution.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -83,12 +84,7 @@ struct TileDecodedConvolutionsPass
     int64_t imageBytes = *bytes / batch;
     if (batch * imageBytes <= chunkBytes)
       return success();
-    int64_t size = 0;
-    for (int64_t n = batch - 1; n >= 1; --n)
-      if (batch % n == 0 && n * imageBytes <= chunkBytes) {
-        size = n;
-        break;
-      }
+    int64_t size = act::getChunkSize(batch, imageBytes, chunkBytes);
     if (size == 0)
       return success();
     Location loc = conv.getLoc();
@@ -99,10 +95,8 @@ struct TileDecodedConvolutionsPass
     for (int64_t first = 0; first < batch; first += size) {
       // The decode of images [first, first + size): the same generic over
       // the chunk, its batch index shifted.
-      SmallVector<int64_t> shape(decoded.getShape());
-      shape[0] = size;
-      auto chunkType = decoded.clone(shape);
-      Value init = tensor::EmptyOp::create(rewriter, loc, shape,
+      RankedTensorType chunkType = act::withBatch(decoded, size);
+      Value init = tensor::EmptyOp::create(rewriter, loc, chunkType.getShape(),
                                            decoded.getElementType());
       IRMapping map;
       map.map(decode.getDpsInits()[0], init);

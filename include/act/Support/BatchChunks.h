@@ -1,0 +1,59 @@
+//===- BatchChunks.h - a tensor's batch split into chunks -------*- C++ -*-===//
+//
+// What act's rewrites that compute a tensor one chunk of its batch at a
+// time share (act-tile-decoded-convolutions, act-in-place's convolutions,
+// act-chunk-batch): how many batch elements a chunk takes, a type with its
+// batch changed, and the slice of one chunk.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_SUPPORT_BATCHCHUNKS_H
+#define ACT_SUPPORT_BATCHCHUNKS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+
+#include <cstdint>
+#include <limits>
+
+namespace mlir::act {
+
+/// Batch elements per chunk: the largest divisor n of `batch` below it whose
+/// chunk takes at most `chunkBytes` (n * `elementBytes`), or, scanning down,
+/// the first that makes `maxChunks` chunks or more; 0 when there is none.
+inline int64_t
+getChunkSize(int64_t batch, int64_t elementBytes, int64_t chunkBytes,
+             int64_t maxChunks = std::numeric_limits<int64_t>::max()) {
+  for (int64_t n = batch - 1; n >= 1; --n)
+    if (batch % n == 0 &&
+        (n * elementBytes <= chunkBytes || batch / n >= maxChunks))
+      return n;
+  return 0;
+}
+
+/// `type` (a ranked tensor) with dimension 0 set to `size`.
+inline RankedTensorType withBatch(Type type, int64_t size) {
+  auto ranked = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(ranked.getShape());
+  shape[0] = size;
+  return ranked.clone(shape);
+}
+
+/// The offsets, sizes and strides of elements [first, first + size) of
+/// dimension 0 of a tensor of `type`.
+struct BatchSlice {
+  BatchSlice(OpBuilder &b, Type type, int64_t first, int64_t size) {
+    auto ranked = cast<RankedTensorType>(type);
+    for (int64_t d = 0; d < ranked.getRank(); ++d) {
+      offsets.push_back(b.getIndexAttr(d ? 0 : first));
+      sizes.push_back(b.getIndexAttr(d ? ranked.getDimSize(d) : size));
+      strides.push_back(b.getIndexAttr(1));
+    }
+  }
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+
+} // namespace mlir::act
+
+#endif // ACT_SUPPORT_BATCHCHUNKS_H

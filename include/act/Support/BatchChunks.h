@@ -10,8 +10,11 @@
 #ifndef ACT_SUPPORT_BATCHCHUNKS_H
 #define ACT_SUPPORT_BATCHCHUNKS_H
 
+#include "act/Support/OptionLoc.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpDefinition.h"
 
 #include <cstdint>
@@ -30,6 +33,17 @@ getChunkSize(int64_t batch, int64_t elementBytes, int64_t chunkBytes,
         (n * elementBytes <= chunkBytes || batch / n >= maxChunks))
       return n;
   return 0;
+}
+
+/// The passes' `chunk-bytes` option: positive, or an error at the option
+/// (a chunk of no bytes would split the batch into single elements, or not
+/// at all, without saying so).
+inline LogicalResult checkChunkBytes(MLIRContext *context, StringRef pass,
+                                     int64_t chunkBytes) {
+  if (chunkBytes > 0)
+    return success();
+  return emitError(getOptionLoc(context, pass, "chunk-bytes"))
+         << pass << ": chunk-bytes must be positive, got " << chunkBytes;
 }
 
 /// `type` (a ranked tensor) with dimension 0 set to `size`.

@@ -84,6 +84,10 @@ std::optional<int64_t> getBatch(Operation *op) {
 struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
   using Base::Base;
 
+  LogicalResult initialize(MLIRContext *context) override {
+    return act::checkChunkBytes(context, "act-chunk-batch", chunkBytes);
+  }
+
   void runOnOperation() override {
     // The step's own ops (not the encodes' and decodes' chunk loops).
     for (Block &block : getOperation().getBody())

@@ -249,6 +249,10 @@ void padAsCopy(RewriterBase &rewriter, linalg::Conv2DNchwFchwOp conv) {
 struct InPlacePass : act::impl::ActInPlacePassBase<InPlacePass> {
   using Base::Base;
 
+  LogicalResult initialize(MLIRContext *context) override {
+    return act::checkChunkBytes(context, "act-in-place", chunkBytes);
+  }
+
   void runOnOperation() override {
     IRRewriter convRewriter(&getContext());
     SmallVector<linalg::Conv2DNchwFchwOp> convs;

@@ -34,6 +34,11 @@ struct TileDecodedConvolutionsPass
           TileDecodedConvolutionsPass> {
   using Base::Base;
 
+  LogicalResult initialize(MLIRContext *context) override {
+    return act::checkChunkBytes(context, "act-tile-decoded-convolutions",
+                                chunkBytes);
+  }
+
   /// The chain transpose([1, 0, 2, 3]) <- [pad <-] generic without inputs
   /// feeding `conv`'s input, or nothing.
   static SmallVector<Operation *> decodedInput(linalg::Conv2DNchwFchwOp conv) {

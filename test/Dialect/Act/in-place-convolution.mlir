@@ -7,7 +7,7 @@
 // (act-run's own pipeline leaves these small tensors whole).
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: act-opt %s -act-in-place="chunk-bytes=2304" -o %t/chunked.mlir
-// RUN: for e in forward backward pad_as_copy; do act-run %s --entry=$e --output-dir=%t/whole_$e > /dev/null && act-run %t/chunked.mlir --entry=$e --output-dir=%t/chunked_$e > /dev/null && cmp %t/whole_$e/result_0.npy %t/chunked_$e/result_0.npy || exit 1; done
+// RUN: for e in forward backward pad_as_copy late_reader; do act-run %s --entry=$e --output-dir=%t/whole_$e > /dev/null && act-run %t/chunked.mlir --entry=$e --output-dir=%t/chunked_$e > /dev/null && cmp %t/whole_$e/result_0.npy %t/chunked_$e/result_0.npy || exit 1; done
 
 // Images of 8 x 6 x 6 floats (1152 bytes): chunks of 2 of the 4, each
 // read (padded) before its output is written over it.
@@ -134,4 +134,42 @@ func.func @pad_as_copy(%a: tensor<4x8x6x6xf32>, %w: tensor<4x8x3x3xf32>) -> tens
   %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
       ins(%p, %w : tensor<4x8x8x8xf32>, tensor<4x8x3x3xf32>) outs(%z : tensor<4x4x6x6xf32>) -> tensor<4x4x6x6xf32>
   return %y : tensor<4x4x6x6xf32>
+}
+
+// A convolution bias's gradient, summed from the output gradient after the
+// input gradient's convolution: the sum (with its zero-filled init) moves
+// before the convolution, which then writes over the gradient.
+// CHECK-LABEL: func.func @late_reader
+// CHECK:       %[[G:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x8x6x6xf32>)
+// CHECK:       %[[E:.*]] = tensor.empty() : tensor<8xf32>
+// CHECK:       %[[F:.*]] = linalg.fill {{.*}} outs(%[[E]] : tensor<8xf32>)
+// CHECK:       %[[DB:.*]] = linalg.generic {{.*}} ins(%[[G]] : tensor<4x8x6x6xf32>) outs(%[[F]] : tensor<8xf32>)
+// CHECK:       tensor.extract_slice %[[G]][0, 0, 0, 0] [2, 8, 6, 6]
+// CHECK-COUNT-2: linalg.conv_2d_nchw_fchw {{.*}} -> tensor<2x8x6x6xf32>
+// CHECK:       return %{{.*}}, %[[DB]]
+func.func @late_reader(%a: tensor<4x8x6x6xf32>, %w: tensor<8x8x3x3xf32>) -> (tensor<4x8x6x6xf32>, tensor<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8x6x6xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%a : tensor<4x8x6x6xf32>) outs(%e : tensor<4x8x6x6xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.mulf %v, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8x6x6xf32>
+  %e0 = tensor.empty() : tensor<4x8x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<4x8x8x8xf32>) -> tensor<4x8x8x8xf32>
+  %p = tensor.insert_slice %g into %f[0, 0, 1, 1] [4, 8, 6, 6] [1, 1, 1, 1] : tensor<4x8x6x6xf32> into tensor<4x8x8x8xf32>
+  %e1 = tensor.empty() : tensor<4x8x6x6xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x8x6x6xf32>) -> tensor<4x8x6x6xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%p, %w : tensor<4x8x8x8xf32>, tensor<8x8x3x3xf32>) outs(%z : tensor<4x8x6x6xf32>) -> tensor<4x8x6x6xf32>
+  %eb = tensor.empty() : tensor<8xf32>
+  %fb = linalg.fill ins(%zero : f32) outs(%eb : tensor<8xf32>) -> tensor<8xf32>
+  %db = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1)>], iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+      ins(%g : tensor<4x8x6x6xf32>) outs(%fb : tensor<8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %s = arith.addf %v, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %y, %db : tensor<4x8x6x6xf32>, tensor<8xf32>
 }

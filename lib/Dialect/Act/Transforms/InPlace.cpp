@@ -155,6 +155,47 @@ void eraseDeadChain(RewriterBase &rewriter, Operation *op) {
   }
 }
 
+/// Readers of `value` after `op` that need nothing computed after `op`
+/// but their own zero-filled init move before it, init included, when all
+/// of them can: a convolution bias's gradient, summed from the output
+/// gradient after the input gradient's convolution, then no longer keeps
+/// that gradient alive across the convolution (which may then write over
+/// it).
+void moveLateReadersBefore(Value value, Operation *op) {
+  Block *block = op->getBlock();
+  SmallVector<Operation *> moved;
+  for (Operation *user : value.getUsers()) {
+    Operation *reader = block->findAncestorOpInBlock(*user);
+    if (!reader || reader == op || reader->isBeforeInBlock(op))
+      continue;
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(reader);
+    if (!linalgOp || !linalgOp.hasPureTensorSemantics())
+      return;
+    for (Value operand : reader->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def || def->getBlock() != block || def->isBeforeInBlock(op))
+        continue;
+      // Only the reader's own init, computed for it alone.
+      auto init = dyn_cast<linalg::FillOp>(def);
+      auto empty = init ? init.getOutputs()[0].getDefiningOp<tensor::EmptyOp>()
+                        : tensor::EmptyOp();
+      if (!init || !init->hasOneUse() || !empty || !empty->hasOneUse() ||
+          !linalgOp.isDpsInit(
+              &*llvm::find_if(reader->getOpOperands(), [&](OpOperand &use) {
+                return use.get() == operand;
+              })))
+        return;
+      Operation *scalar = init.getInputs()[0].getDefiningOp();
+      if (scalar && scalar->getBlock() == block && !scalar->isBeforeInBlock(op))
+        return;
+      moved.append({empty, init});
+    }
+    moved.push_back(reader);
+  }
+  for (Operation *late : moved)
+    late->moveBefore(op);
+}
+
 /// A stride-1 convolution whose output has its input's shape (same
 /// channels, "same" padding) and whose input dies there, as convolutions of
 /// chunks of the batch, each writing its output over its own input chunk:
@@ -180,14 +221,16 @@ LogicalResult convolveInPlace(RewriterBase &rewriter,
   if (!type || type != conv.getResultTypes()[0] || !type.hasStaticShape() ||
       !llvm::all_of(conv.getStrides().getValues<int64_t>(),
                     [](int64_t s) { return s == 1; }) ||
-      !fill || !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>() ||
-      !diesAt(input->source, conv))
+      !fill || !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
     return failure();
   std::optional<int64_t> bytes = act::getTensorBytes(type);
-  int64_t batch = type.getDimSize(0);
   // A tensor within one chunk gains nothing.
   if (!bytes || *bytes <= chunkBytes)
     return failure();
+  moveLateReadersBefore(input->source, conv);
+  if (!diesAt(input->source, conv))
+    return failure();
+  int64_t batch = type.getDimSize(0);
   int64_t size = act::getChunkSize(batch, *bytes / batch, chunkBytes);
   if (!size)
     return failure();

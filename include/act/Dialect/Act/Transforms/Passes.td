@@ -362,7 +362,10 @@ def ActInPlacePass : Pass<"act-in-place", "::mlir::func::FuncOp"> {
     Bufferize writes every output chunk into the input's buffer: the
     forward's convolution and the backward's input gradient hold one
     full-size tensor and a chunk, not two full tensors (what set the VGG
-    CNN's peak). Each image is computed as before. A convolution not
+    CNN's peak). Readers of the input after the convolution that need
+    nothing computed after it but their own zero-filled init (a conv bias's
+    gradient, summed from the output gradient) move before it first. Each
+    image is computed as before. A convolution not
     rewritten so (its output has fewer channels) whose input is padded by
     `tensor.insert_slice` into a zero fill reads a `tensor.pad` instead:
     bufferized, a copy that convert-linalg-to-act-kernels drops by reading

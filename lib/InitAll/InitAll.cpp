@@ -102,6 +102,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "convert-act-to-linalg",
                                           "act-vectorize",
                                           "act-byte-i1-vectors",
+                                          "act-unit-stride-gathers",
                                           "convert-linalg-to-act-kernels",
                                           "act-cpu-pipeline",
                                           "act-gpu-pipeline"};

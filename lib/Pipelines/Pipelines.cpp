@@ -179,6 +179,8 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   VectorTransferToSCFOptions transfers;
   transfers.enableFullUnroll();
   pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(transfers));
+  // A gather from a strided view (a column, a diagonal) reads its storage.
+  pm.addNestedPass<func::FuncOp>(act::createActUnitStrideGathersPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

@@ -410,7 +410,6 @@ def _pool_args(node, kernel, stride, padding, dilation, ceil_mode):
     stride = list(stride or kernel) * (2 // len(stride or kernel))
     padding = list(padding) * (2 // len(padding))
     require(all(d == 1 for d in dilation), node, f"dilation={list(dilation)}")
-    require(not ceil_mode or "max_pool" in str(node.target), node, "ceil_mode=True")
     return kernel, stride, padding
 
 
@@ -618,14 +617,30 @@ def _bn_shapes(x):
     return axes, (x.shape[1],) + (1,) * (x.rank - 2)
 
 
+def _running_stats(g, running_mean, running_var, bshape, eps):
+    """(mean, 1 / sqrt(var + eps)) from the running statistics, shaped
+    for broadcasting over x."""
+    mean = g.reshape(running_mean, bshape)
+    rstd = g.ew([g.reshape(running_var, bshape)], lambda b, v: b.rsqrt(b.add(v, b.c(float(eps)))))
+    return mean, rstd
+
+
 @lowering("aten.native_batch_norm.default")
 def native_batch_norm(g, node, x, w, bias, running_mean, running_var, training, momentum, eps):
     """Training mode: the batch's statistics; running statistics, when the
     module tracks them, are updated as ATen does ((1 - momentum) * running +
     momentum * batch, the variance unbiased) and become results of the step
     (g.buffer_updates, by argument name)."""
-    require(training, node, "batch norm in eval mode (export the model in train mode)")
     axes, bshape = _bn_shapes(x)
+    if not training:
+        # Eval mode (a frozen BatchNorm in a training step): the running
+        # statistics normalize; nothing is updated; ATen's saved mean and
+        # invstd are empty.
+        require(running_mean is not None and running_var is not None, node,
+                "batch norm in eval mode without running statistics")
+        mean, rstd = _running_stats(g, running_mean, running_var, bshape, eps)
+        out = _affine_out(g, x, mean, rstd, w, bias, bshape, node.name)
+        return out, g.empty((0,)), g.empty((0,))
     mean, rstd, count = _moments(g, x, axes, bshape, eps, node.name)
     out = _affine_out(g, x, mean, rstd, w, bias, bshape, node.name)
     mean1 = g.reshape(mean, (x.shape[1],))
@@ -648,8 +663,26 @@ def native_batch_norm(g, node, x, w, bias, running_mean, running_var, training, 
 @lowering("aten.native_batch_norm_backward.default")
 def native_batch_norm_backward(g, node, grad, x, w, running_mean, running_var, save_mean,
                                save_invstd, train, eps, mask):
-    require(train, node, "batch norm backward in eval mode")
     axes, bshape = _bn_shapes(x)
+    if not train:
+        # ATen's eval-mode backward: the running statistics are constants,
+        # grad_input = grad * w * invstd.
+        mean, rstd = _running_stats(g, running_mean, running_var, bshape, eps)
+        gi = gw = gb = None
+        if mask[0]:
+            wv = g.reshape(w, bshape) if w is not None else None
+            ins = [grad, rstd] + ([wv] if wv is not None else [])
+            gi = g.ew(ins, lambda b, d, r, *v: b.mul(b.mul(d, r), v[0]) if v else b.mul(d, r),
+                      hint=node.name + "_input")
+        if mask[1] and w is not None:
+            xhat = g.ew([x, mean, rstd], lambda b, u, m, r: b.mul(b.sub(u, m), r))
+            gw = g.reshape(g.reduce(g.ew([grad, xhat], lambda b, u, v: b.mul(u, v)), axes),
+                           w.shape)
+        if mask[2]:
+            gb = g.reduce(grad, axes)
+            if w is not None:
+                gb = g.reshape(gb, w.shape)
+        return gi, gw, gb
     count = float(math.prod(x.shape[a] for a in axes))
     return _norm_backward(g, grad, x, g.reshape(save_mean, bshape), g.reshape(save_invstd, bshape),
                           w, bshape, axes, axes, count, mask, node.name)
@@ -803,6 +836,15 @@ _CMP = {"eq": ("oeq", "eq"), "ne": ("une", "ne"), "gt": ("ogt", "sgt"), "ge": ("
 
 
 def arith(b, op, x, y, dtype):
+    if op == "mod":
+        # Python's (torch.remainder's) modulo: the sign of the divisor. ATen:
+        # m = fmod(x, y); m + y where m != 0 and its sign differs from y's.
+        m = arith(b, "rem", x, y, dtype)
+        zero = b.c(0.0 if dtype in FLOAT_TYPES else 0, dtype)
+        differ = b.op("arith.xori", compare(b, "lt", m, zero, dtype),
+                      compare(b, "lt", y, zero, dtype), ty="i1")
+        fix = b.andi(compare(b, "ne", m, zero, dtype), differ)
+        return b.select(fix, arith(b, "add", m, y, dtype), m, ty=dtype)
     if dtype in FLOAT_TYPES:
         table = _FLOAT_OPS
     else:
@@ -875,7 +917,7 @@ for _op in ("add", "sub", "mul", "div"):
 for _name, _op in (("maximum", "max"), ("minimum", "min"), ("pow", "pow"),
                    ("bitwise_and", "and"), ("bitwise_or", "or"), ("bitwise_xor", "xor"),
                    ("logical_and", "and"), ("logical_or", "or"), ("logical_xor", "xor"),
-                   ("remainder", "rem"), ("fmod", "rem"), ("atan2", "atan2")):
+                   ("remainder", "mod"), ("fmod", "rem"), ("atan2", "atan2")):
     for _v in ("Tensor", "Scalar", "Tensor_Scalar", "Tensor_Tensor", "default"):
         LOWERINGS[f"aten.{_name}.{_v}"] = _binary_typed(_op)
 
@@ -931,6 +973,9 @@ _UNARY_FLOAT = {
     "erf": lambda b, x, t: b.op("math.erf", x, ty=t),
     "sin": lambda b, x, t: b.op("math.sin", x, ty=t),
     "cos": lambda b, x, t: b.op("math.cos", x, ty=t),
+    **{name: (lambda op: lambda b, x, t: b.op(op, x, ty=t))("math." + name)
+       for name in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+                    "erfc", "exp2", "log2", "log10")},
     "floor": lambda b, x, t: b.op("math.floor", x, ty=t),
     "ceil": lambda b, x, t: b.op("math.ceil", x, ty=t),
     "round": lambda b, x, t: b.op("math.roundeven", x, ty=t),
@@ -1293,7 +1338,13 @@ def as_strided(g, node, x, size, stride, offset=0):
     require(dense, node, f"as_strided of a view of a tensor with strides {rstride} (not a "
                          f"permutation of a dense layout)")
     storage = g.reshape(g.transpose(value, perm), (value.numel,))
-    expr = " + ".join([f"d{k} * {s}" for k, s in enumerate(stride)] + [str(offset or 0)])
+    # Read from the span the view covers (from its offset): an expression
+    # that is a plain dim (stride 1, the others 0) then has that dim's
+    # size, which linalg infers loop bounds from.
+    span = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    if offset or span != value.numel:
+        storage = g.extract_slice(storage, [offset or 0], [span])
+    expr = " + ".join([f"d{k} * {s}" for k, s in enumerate(stride)] + ["0"])
     return g.generic(tuple(size), [(storage, [expr])], lambda b, u, o: u, out_dtype=x.dtype,
                      hint=node.name)
 
@@ -1564,22 +1615,72 @@ def adaptive_avg_pool2d_backward(g, node, grad, x):
                      out_exprs=dims(lead + 2), init=init, hint=node.name)
 
 
+def _avg_divisors(g, h, w, oh, ow, k, s, p, count_include_pad, divisor_override):
+    """ATen's divisor per output position of an average pool (avg_pool2d's
+    CPU kernel): the window clipped to the padded input (its size counts
+    padding), or to the input (count_include_pad=False), or the override.
+    A (oh, ow) f32 tensor, or a Python float when every window has the same
+    divisor."""
+    if divisor_override:
+        return float(divisor_override)
+    (k0, k1), (s0, s1), (p0, p1) = k, s, p
+
+    def extent(i, kk, ss, pp, n):
+        start = i * ss - pp
+        end = min(start + kk, n + pp)
+        pool = end - start
+        return pool, min(end, n) - max(start, 0)
+    sizes = set()
+    for i in range(oh):
+        for j in range(ow):
+            (ph, ch), (pw, cw) = extent(i, k0, s0, p0, h), extent(j, k1, s1, p1, w)
+            sizes.add(ph * pw if count_include_pad else ch * cw)
+    if len(sizes) == 1:
+        return float(sizes.pop())
+
+    def dim_size(b, d, kk, ss, pp, n):
+        i = b.index_cast(b.index(d), "i64")
+        start = b.op("arith.subi", b.op("arith.muli", i, b.c(ss, "i64"), ty="i64"), b.c(pp, "i64"),
+                     ty="i64")
+        end = b.op("arith.minsi", b.op("arith.addi", start, b.c(kk, "i64"), ty="i64"),
+                   b.c(n + pp, "i64"), ty="i64")
+        if not count_include_pad:
+            start = b.op("arith.maxsi", start, b.c(0, "i64"), ty="i64")
+            end = b.op("arith.minsi", end, b.c(n, "i64"), ty="i64")
+        return b.op("arith.subi", end, start, ty="i64")
+
+    def body(b, o):
+        size = b.op("arith.muli", dim_size(b, 0, k0, s0, p0, h), dim_size(b, 1, k1, s1, p1, w),
+                    ty="i64")
+        return b.cast("arith.sitofp", size, "i64", "f32")
+    return g.generic((oh, ow), [], body, hint="avg_divisor")
+
+
+def _divide_by(g, x, divisor, hint):
+    if isinstance(divisor, float):
+        return g.ew([x], lambda b, u: b.div(u, b.c(divisor)), hint=hint)
+    return g.ew([x, (divisor, [2, 3])], lambda b, u, d: b.div(u, d), shape=x.shape, hint=hint)
+
+
 @lowering("aten.avg_pool2d.default")
 def avg_pool2d(g, node, x, kernel, stride=(), padding=(0,), ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     (k0, k1), (s0, s1), (p0, p1) = _pool_args(node, kernel, stride, padding, (1,), ceil_mode)
-    require(count_include_pad or (p0 == 0 and p1 == 0), node, "count_include_pad=False with padding")
     n, c, h, w = x.shape
-    oh, ow = (h + 2 * p0 - k0) // s0 + 1, (w + 2 * p1 - k1) // s1 + 1
-    div = float(divisor_override or k0 * k1)
-    xp = g.pad(x, [0, 0, p0, p1], [0, 0, p0, p1], hint=node.name + "_pad")
+    oh, ow = _pool_size(h, k0, s0, p0, ceil_mode), _pool_size(w, k1, s1, p1, ceil_mode)
+    # Zeros around the input; with ceil_mode the last windows may reach
+    # past the padding (those positions count for nothing).
+    hi0, hi1 = max(p0, (oh - 1) * s0 + k0 - h - p0), max(p1, (ow - 1) * s1 + k1 - w - p1)
+    xp = g.pad(x, [0, 0, p0, p1], [0, 0, hi0, hi1], hint=node.name + "_pad")
     window = g.empty((k0, k1))
     init = g.fill((n, c, oh, ow), 0.0)
     s = g.generic((n, c, oh, ow), [(xp, ["d0", "d1", f"d2 * {s0} + d4", f"d3 * {s1} + d5"]),
                                    (window, ["d4", "d5"])],
                   lambda b, u, _w, o: b.add(o, u), iterators=["parallel"] * 4 + ["reduction"] * 2,
                   out_exprs=dims(4), init=init)
-    return g.ew([s], lambda b, u: b.div(u, b.c(div)), hint=node.name)
+    div = _avg_divisors(g, h, w, oh, ow, (k0, k1), (s0, s1), (p0, p1), count_include_pad,
+                        divisor_override)
+    return _divide_by(g, s, div, node.name)
 
 
 @lowering("aten.avg_pool2d_backward.default")
@@ -1588,11 +1689,12 @@ def avg_pool2d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode,
     (k0, k1), (s0, s1), (p0, p1) = _pool_args(node, kernel, stride, padding, (1,), ceil_mode)
     n, c, h, w = x.shape
     _, _, oh, ow = grad.shape
-    div = float(divisor_override or k0 * k1)
+    grad = _divide_by(g, grad, _avg_divisors(g, h, w, oh, ow, (k0, k1), (s0, s1), (p0, p1),
+                                             count_include_pad, divisor_override),
+                      node.name + "_scaled")
     # d(input)[h] = sum over windows covering h: scatter through the padded
     # input's shape, then crop.
     hp, wp = h + 2 * p0, w + 2 * p1
-    window = g.empty((k0, k1))
     init = g.fill((n, c, hp, wp), 0.0)
     c0, c1 = -(-k0 // s0), -(-k1 // s1)
     low = [0, 0, c0 - 1, c1 - 1]
@@ -1614,8 +1716,7 @@ def avg_pool2d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode,
     full = g.generic((n, c, hp, wp), [(gp, ["d0", "d1", rows, cols]), (window, ["d4", "d5"])],
                      body, iterators=["parallel"] * 4 + ["reduction"] * 2, out_exprs=dims(4),
                      init=init)
-    crop = g.extract_slice(full, [0, 0, p0, p1], [n, c, h, w])
-    return g.ew([crop], lambda b, u: b.div(u, b.c(div)), hint=node.name)
+    return g.extract_slice(full, [0, 0, p0, p1], [n, c, h, w], hint=node.name)
 
 
 # -- more of the set: selection reductions, repeat, scatter, nearest
@@ -1925,3 +2026,192 @@ def native_dropout(g, node, x, p, train):
                                 ["parallel"] * x.rank, [dims(x.rank)] * 2,
                                 [g.empty(x.shape), g.empty(x.shape, "i1")], hint=node.name)
     return out, mask
+
+
+# -- flips, scans, diagonals, sorting, rounding division ----------------------
+
+@lowering("aten.flip.default")
+def flip(g, node, x, dims_):
+    """out[.., i, ..] = x[.., n - 1 - i, ..] along each flipped dim."""
+    exprs = [f"d{k}" for k in range(x.rank)]
+    for d in dims_:
+        d %= x.rank
+        exprs[d] = f"{x.shape[d] - 1} - d{d}"
+    return g.generic(x.shape, [(x, exprs)], lambda b, u, o: u, out_dtype=x.dtype,
+                     hint=node.name)
+
+
+def _scan(op, identity):
+    def lower(g, node, x, dim, dtype=None):
+        """out[.., i, ..] = x[.., 0, ..] op .. op x[.., i, ..], accumulated in
+        f64 for floats as ATen's CPU kernels do (i64 for integers): a
+        reduction over k masked to k <= i (n^2 work along dim: fine for the
+        sequence and channel lengths it meets in models)."""
+        out = node_dtype(node)
+        dim %= max(x.rank, 1)
+        n = x.rank
+        acc = "f64" if out in FLOAT_TYPES else "i64"
+        exprs = [f"d{n}" if k == dim else f"d{k}" for k in range(n)]
+
+        def body(b, u, o):
+            v = convert(b, u, x.dtype, acc)
+            hit = b.cmpi("ule", b.index(n), b.index(dim), "index")
+            return b.select(hit, arith(b, op, o, v, acc), o, ty=acc)
+        total = g.generic(x.shape, [(x, exprs)], body, out_dtype=acc,
+                          iterators=["parallel"] * n + ["reduction"], out_exprs=dims(n),
+                          init=g.fill(x.shape, identity, acc), hint=node.name + "_acc")
+        return typed_ew(g, node, [total], lambda b, u: u, out, out)
+    return lower
+
+
+LOWERINGS["aten.cumsum.default"] = _scan("add", 0)
+LOWERINGS["aten.cumprod.default"] = _scan("mul", 1)
+
+
+@lowering("aten.diagonal.default")
+def diagonal(g, node, x, offset=0, dim1=0, dim2=1):
+    """The diagonal of dims (dim1, dim2), last in the result: out[.., i] =
+    x[.., i + max(0, -offset), i + max(0, offset), ..] (read with
+    tensor.extract: a map (d0, d0) over dims of different sizes does not
+    verify)."""
+    dim1, dim2 = dim1 % x.rank, dim2 % x.rank
+    rest = [k for k in range(x.rank) if k not in (dim1, dim2)]
+    shape = meta_shape(node)
+    i = len(rest)
+
+    def body(b, o):
+        ivs = [None] * x.rank
+        for pos, k in enumerate(rest):
+            ivs[k] = b.index(pos)
+        ivs[dim1] = b.op("arith.addi", b.index(i), b.c(max(0, -offset), "index"), ty="index")
+        ivs[dim2] = b.op("arith.addi", b.index(i), b.c(max(0, offset), "index"), ty="index")
+        return b.line("t", f"tensor.extract {x.name}[{', '.join(ivs)}] : {x.type}")
+    return g.generic(shape, [], body, out_dtype=x.dtype, hint=node.name)
+
+
+def _ranks(g, x, dim, descending, hint):
+    """Each element's position in a stable sort along dim: the number of
+    elements before it in the order (smaller, or equal and earlier; NaN
+    sorts last ascending, first descending, as in PyTorch), an index."""
+    n = x.rank
+    other = [f"d{n}" if k == dim else f"d{k}" for k in range(n)]
+
+    def body(b, u, v, o):
+        i, j = b.index(dim), b.index(n)
+        # v before u: v < u (NaN is largest), or equal and j < i.
+        u_nan, v_nan = b.cmpf("uno", u, u), b.cmpf("uno", v, v)
+        less = b.cmpf("ogt" if descending else "olt", v, u)
+        if descending:
+            less = b.op("arith.ori", less, b.andi(v_nan, b.op("arith.xori", u_nan, b.c(True, "i1"),
+                                                              ty="i1")), ty="i1")
+        else:
+            less = b.op("arith.ori", less, b.andi(u_nan, b.op("arith.xori", v_nan, b.c(True, "i1"),
+                                                              ty="i1")), ty="i1")
+        same = b.op("arith.ori", b.cmpf("oeq", u, v), b.andi(u_nan, v_nan), ty="i1")
+        earlier = b.andi(same, b.cmpi("ult", j, i, "index"))
+        before = b.op("arith.ori", less, earlier, ty="i1")
+        return b.select(before, b.op("arith.addi", o, b.c(1, "i64"), ty="i64"), o, ty="i64")
+    return g.generic(x.shape, [(x, dims(n)), (x, other)], body, out_dtype="i64",
+                     iterators=["parallel"] * n + ["reduction"], out_exprs=dims(n),
+                     init=g.fill(x.shape, 0, "i64"), hint=hint + "_rank")
+
+
+def _sorted(g, x, dim, descending, count, hint):
+    """(values, indices) of the first `count` positions of x's stable sort
+    along dim: position p takes the element whose rank is p (n^2 work
+    along dim)."""
+    n = x.rank
+    rank = _ranks(g, x, dim, descending, hint)
+    shape = tuple(count if k == dim else d for k, d in enumerate(x.shape))
+    src = [f"d{n}" if k == dim else f"d{k}" for k in range(n)]
+
+    def body(b, u, r, ov, oi):
+        hit = b.cmpi("eq", r, b.index_cast(b.index(dim), "i64"), "i64")
+        j = b.index_cast(b.index(n), "i64")
+        return [b.select(hit, u, ov, ty=x.dtype), b.select(hit, j, oi, ty="i64")]
+    return g.generic_multi([shape, shape], [x.dtype, "i64"], [(x, src), (rank, src)], body,
+                           ["parallel"] * n + ["reduction"], [dims(n), dims(n)],
+                           [g.fill(shape, 0, x.dtype), g.fill(shape, 0, "i64")], hint=hint)
+
+
+@lowering("aten.sort.default", "aten.sort.stable")
+def sort(g, node, x, *args, **kwargs):
+    """aten.sort(x, dim=-1, descending=False) and aten.sort.stable(x, *,
+    stable, dim, descending): always stable."""
+    if str(node.target) == "aten.sort.stable":
+        dim, descending = kwargs.get("dim", -1), kwargs.get("descending", False)
+        if args:
+            dim = args[1] if len(args) > 1 else dim
+            descending = args[2] if len(args) > 2 else descending
+    else:
+        dim = args[0] if args else kwargs.get("dim", -1)
+        descending = args[1] if len(args) > 1 else kwargs.get("descending", False)
+    require(x.dtype in FLOAT_TYPES, node, f"sorting {x.dtype} elements")
+    dim %= max(x.rank, 1)
+    return tuple(_sorted(g, x, dim, descending, x.shape[dim], node.name))
+
+
+@lowering("aten.topk.default")
+def topk(g, node, x, k, dim=-1, largest=True, sorted=True):
+    """The k largest (smallest) along dim, in order; among equal values the
+    earlier index first."""
+    require(x.dtype in FLOAT_TYPES, node, f"topk of {x.dtype} elements")
+    dim %= max(x.rank, 1)
+    return tuple(_sorted(g, x, dim, largest, k, node.name))
+
+
+@lowering("aten.div.Tensor_mode", "aten.div.Scalar_mode")
+def div_mode(g, node, a, b, rounding_mode=None):
+    """Division rounded toward zero ("trunc") or down ("floor"); floats
+    as ATen's CPU kernel (the quotient rounded), integers exactly."""
+    out = node_dtype(node)
+    if rounding_mode is None:
+        return _binary_typed("div")(g, node, a, b)
+
+    def fn(bb, x, y):
+        if out in FLOAT_TYPES:
+            q = arith(bb, "div", x, y, out)
+            return bb.op("math.trunc" if rounding_mode == "trunc" else "math.floor", q, ty=out)
+        return bb.op("arith.divsi" if rounding_mode == "trunc" else "arith.floordivsi", x, y,
+                     ty=out)
+    return typed_ew(g, node, [a, b], fn, out, out)
+
+
+@lowering("aten.prod.dim_int", "aten.prod.default")
+def prod(g, node, x, dim=None, keepdim=False, dtype=None):
+    """The product over dim (or all elements), in x's type (i64 for
+    integers and booleans, as in PyTorch)."""
+    out = node_dtype(node)
+    axes = list(range(x.rank)) if dim is None else [dim % max(x.rank, 1)]
+    keep = [k for k in range(x.rank) if k not in axes]
+    shape = tuple(x.shape[k] for k in keep)
+    r = g.generic(shape, [(x, dims(x.rank))],
+                  lambda b, u, o: arith(b, "mul", o, convert(b, u, x.dtype, out), out),
+                  out_dtype=out,
+                  iterators=["reduction" if k in axes else "parallel" for k in range(x.rank)],
+                  out_exprs=[f"d{k}" for k in keep], init=g.fill(shape, 1, out), hint=node.name)
+    if keepdim and dim is not None:
+        r = g.reshape(r, tuple(1 if k in axes else d for k, d in enumerate(x.shape)))
+    return r
+
+
+@lowering("aten.diagonal_scatter.default")
+def diagonal_scatter(g, node, x, src, offset=0, dim1=0, dim2=1):
+    """x with its diagonal of (dim1, dim2) replaced by src (diagonal's
+    layout: the other dims, then the diagonal)."""
+    dim1, dim2 = dim1 % x.rank, dim2 % x.rank
+    rest = [k for k in range(x.rank) if k not in (dim1, dim2)]
+    lo1, lo2 = max(0, -offset), max(0, offset)
+    count = src.shape[-1]
+
+    def body(b, u, o):
+        i1 = b.op("arith.subi", b.index(dim1), b.c(lo1, "index"), ty="index")
+        i2 = b.op("arith.subi", b.index(dim2), b.c(lo2, "index"), ty="index")
+        on = b.andi(b.cmpi("eq", i1, i2, "index"),
+                    b.andi(b.cmpi("sge", i1, b.c(0, "index"), "index"),
+                           b.cmpi("slt", i1, b.c(count, "index"), "index")))
+        safe = b.select(on, i1, b.c(0, "index"), ty="index")
+        ivs = [b.index(k) for k in rest] + [safe]
+        v = b.line("t", f"tensor.extract {src.name}[{', '.join(ivs)}] : {src.type}")
+        return b.select(on, v, u, ty=x.dtype)
+    return g.generic(x.shape, [(x, dims(x.rank))], body, out_dtype=x.dtype, hint=node.name)

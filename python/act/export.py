@@ -28,6 +28,7 @@ import contextlib
 import copy
 import functools
 import json
+import math
 import operator
 import os
 import sys
@@ -71,12 +72,17 @@ MAX_INLINE_CONSTANT = 64
 def decompositions():
     """PyTorch's own decompositions (torch._decomp, aten to aten; not the
     torch._refs ones, which go down to prims and strided views), less the
-    ops act lowers itself: what reaches act.aten is the closed set of
-    docs/Exporter.md."""
+    ops act lowers itself, plus act's own (act.decomp, for ops whose only
+    decomposition is a torch._refs one): what reaches act.aten is the closed
+    set of docs/Exporter.md."""
     from torch._decomp import decomposition_table
-    return {op: fn for op, fn in decomposition_table.items()
-            if getattr(fn, "__module__", "") == "torch._decomp.decompositions"
-            and op.name().split("::")[-1] not in OWN_LOWERINGS}
+
+    from .decomp import DECOMPOSITIONS
+    table = {op: fn for op, fn in decomposition_table.items()
+             if getattr(fn, "__module__", "") == "torch._decomp.decompositions"
+             and op.name().split("::")[-1] not in OWN_LOWERINGS}
+    table.update(DECOMPOSITIONS)
+    return table
 
 
 def philox_uniform(seed, k, stream, shape):
@@ -147,17 +153,73 @@ def cross_entropy_static(input, target, weight=None, size_average=None, ignore_i
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / classes)
 
 
+def copy_module(module):
+    """copy.deepcopy of a module that may hold computed tensors as plain
+    attributes (nn.utils.weight_norm keeps `weight`, recomputed by a forward
+    pre-hook, which deepcopy refuses: not a graph leaf): those are copied
+    detached."""
+    held = []
+    for m in module.modules() if isinstance(module, torch.nn.Module) else ():
+        for name, value in list(vars(m).items()):
+            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+                held.append((m, name, value))
+                setattr(m, name, value.detach())
+    try:
+        return copy.deepcopy(module)
+    finally:
+        for m, name, value in held:
+            setattr(m, name, value)
+
+
+def one_hot_static(tensor, num_classes=-1):
+    """F.one_hot without ATen's data-dependent range check (its min() and
+    max() read the values, which tracing cannot): `tensor == arange`, i64.
+    num_classes must be given (otherwise it is the data's maximum + 1)."""
+    if num_classes < 0:
+        raise ValueError("F.one_hot(x) without num_classes depends on the data (its maximum); "
+                         "pass num_classes")
+    return (tensor.unsqueeze(-1) == torch.arange(num_classes)).to(torch.int64)
+
+
+def gaussian_nll_static(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """F.gaussian_nll_loss without its data-dependent check that no
+    variance is negative (torch.any(var < 0), which tracing cannot
+    evaluate); the same formula otherwise (var clamped to eps without a
+    gradient through the clamp)."""
+    if var.size() != input.size():
+        if input.size()[:-1] == var.size():
+            var = torch.unsqueeze(var, -1)
+        elif not (input.size()[:-1] == var.size()[:-1] and var.size(-1) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = var + (var.clamp(min=eps) - var).detach()
+    loss = 0.5 * (torch.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
+
+
 @contextlib.contextmanager
 def static_losses():
     """While tracing: F.cross_entropy with label smoothing in a form of
     static shapes (cross_entropy_static; nn.CrossEntropyLoss calls it
-    too)."""
-    original = F.cross_entropy
-    F.cross_entropy = functools.partial(cross_entropy_static, _original=original)
+    too), F.one_hot and F.gaussian_nll_loss without their data-dependent
+    checks (one_hot_static, gaussian_nll_static), torch.distributions
+    without argument validation (it reads values)."""
+    originals = (F.cross_entropy, F.one_hot, F.gaussian_nll_loss)
+    validate = torch.distributions.Distribution._validate_args
+    F.cross_entropy = functools.partial(cross_entropy_static, _original=originals[0])
+    F.one_hot = one_hot_static
+    F.gaussian_nll_loss = gaussian_nll_static
+    # torch.distributions checks arguments and samples by reading their
+    # values (constraint.check(...).all()): not while tracing.
+    torch.distributions.Distribution.set_default_validate_args(False)
     try:
         yield
     finally:
-        F.cross_entropy = original
+        F.cross_entropy, F.one_hot, F.gaussian_nll_loss = originals
+        torch.distributions.Distribution.set_default_validate_args(validate)
 
 
 @contextlib.contextmanager
@@ -167,17 +229,20 @@ def random_ops(mode, seed=0, counts=None):
     aten.native_dropout, which act lowers to a Philox mask from the step's
     dropout seed (mode "trace"), or multiplies by that same mask computed in
     NumPy (mode "reference", the float64 autograd the step is checked
-    against). Channel-wise and alpha dropout and torchvision's stochastic
-    depth are the identity in both (act has no lowering for them yet).
+    against). Channel-wise dropout (dropout1d/2d/3d), alpha dropout (plain
+    and feature) and torchvision's stochastic depth multiply by such a mask
+    of ones of their noise's shape (one element per channel, per sample),
+    ATen's formulas around it.
     torch.rand_like (stochastic rounding in a custom backward: act.dfq) is
     traced as itself, which act lowers to Philox noise from the same seed
-    (aten.RANDOM_STREAM), and in "reference" mode returns that noise.
-    counts: {"dropout": n, "identity": m, "rand": r}, per eager step."""
+    (aten.RANDOM_STREAM), and in "reference" mode returns that noise;
+    torch.rand, randn, randn_like (Box-Muller from two uniforms), normal and
+    bernoulli are written with it.
+    counts: {"dropout": n, "rand": r}, per eager step."""
     import torch.nn.functional as F
     from .aten import RANDOM_STREAM
     counts = counts if counts is not None else {}
     counts.setdefault("dropout", 0)
-    counts.setdefault("identity", 0)
     counts.setdefault("rand", 0)
     patched = []
     rands = [0]  # this context's rand_like calls (the k of the next one)
@@ -192,42 +257,131 @@ def random_ops(mode, seed=0, counts=None):
         patched.append((torch, "rand_like", torch.rand_like))
         torch.rand_like = rand_like
 
+    # Other random tensors from torch.rand_like (whichever it is now: traced
+    # as aten.rand_like, or the reference's NumPy Philox): normal noise by
+    # Box-Muller from two uniform draws, uniform and normal tensors of a
+    # shape, Bernoulli draws.
+    def size_of(size):
+        return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list,
+                                                                          torch.Size)) else size
+
+    def randn_like(x, *args, dtype=None, **kwargs):
+        like = torch.zeros(x.shape, dtype=dtype or x.dtype)
+        u1, u2 = torch.rand_like(like), torch.rand_like(like)
+        return torch.sqrt(-2.0 * torch.log(1.0 - u1)) * torch.cos((2.0 * math.pi) * u2)
+
+    def rand(*size, dtype=None, **kwargs):
+        return torch.rand_like(torch.zeros(size_of(size), dtype=dtype or torch.float32))
+
+    def randn(*size, dtype=None, **kwargs):
+        return randn_like(torch.zeros(size_of(size), dtype=dtype or torch.float32))
+
+    def normal(mean, std=1.0, *args, **kwargs):
+        like = mean if isinstance(mean, torch.Tensor) else std
+        if not isinstance(like, torch.Tensor):
+            return mean + std * randn(*args, **kwargs)
+        return mean + std * randn_like(like)
+
+    def bernoulli(p, *args, **kwargs):
+        return (torch.rand_like(p) < p).to(p.dtype)
+    for name, fn in (("randn_like", randn_like), ("rand", rand), ("randn", randn),
+                     ("normal", normal), ("bernoulli", bernoulli)):
+        patched.append((torch, name, getattr(torch, name)))
+        setattr(torch, name, fn)
+
     def arguments(args, kwargs, p_index, training_index):
         p = kwargs.get("p", args[p_index - 1] if len(args) >= p_index else 0.5)
         training = kwargs.get("training", args[training_index - 1]
                               if len(args) >= training_index else True)
         return p, training
 
+    def scaled_keep(x, shape, p):
+        """The k-th dropout's keep mask of `shape`, scaled by 1 / (1 - p):
+        native_dropout of ones (trace) or the same mask in NumPy."""
+        k = counts["dropout"]
+        counts["dropout"] += 1
+        if mode == "trace":
+            return torch.ops.aten.native_dropout(torch.ones(shape, dtype=x.dtype), p, True)[0]
+        keep = torch.from_numpy(philox_keep(seed, k, tuple(shape), p))
+        return keep.to(x.dtype) / (1.0 - p)
+
     def dropout(x, *args, **kwargs):
         p, training = arguments(args, kwargs, 1, 2)
         if not training or p == 0:
             return x
-        k = counts["dropout"]
-        counts["dropout"] += 1
+        if p == 1:
+            return x * 0
         if mode == "trace":
+            counts["dropout"] += 1
             return torch.ops.aten.native_dropout(x, p, True)[0]
-        keep = torch.from_numpy(philox_keep(seed, k, tuple(x.shape), p))
-        return x * keep.to(x.dtype) / (1.0 - p)
+        return x * scaled_keep(x, x.shape, p)
 
-    def identity(p_index, training_index):
+    def feature_shape(x, unbatched_rank):
+        """One mask element per channel (and sample): x's first two dims
+        (one for an unbatched input), ones after."""
+        lead = 1 if x.dim() == unbatched_rank else 2
+        return tuple(x.shape[:lead]) + (1,) * (x.dim() - lead)
+
+    def channel_dropout(unbatched_rank):
         def fn(x, *args, **kwargs):
-            p, training = arguments(args, kwargs, p_index, training_index)
-            if training and p > 0:
-                counts["identity"] += 1
-            return x
+            p, training = arguments(args, kwargs, 1, 2)
+            if not training or p == 0:
+                return x
+            if p == 1:
+                return x * 0
+            return x * scaled_keep(x, feature_shape(x, unbatched_rank), p)
         return fn
+
+    def alpha(feature):
+        """ATen's alpha dropout (_dropout_impl): x * keep * a + b with
+        b = (keep - 1) alpha' a + alpha' a p, so SELU's mean and variance
+        are kept; `feature` draws one mask element per channel."""
+        def fn(x, *args, **kwargs):
+            p, training = arguments(args, kwargs, 1, 2)
+            if not training or p == 0:
+                return x
+            if p == 1:
+                return x * 0
+            alpha_ = 1.7580993408473766
+            a = 1.0 / math.sqrt((alpha_ * alpha_ * p + 1) * (1 - p))
+            shape = feature_shape(x, -1) if feature else x.shape
+            keep = scaled_keep(x, shape, p) * (1 - p)
+            return x * (keep * a) + ((keep - 1) * (alpha_ * a) + alpha_ * a * p)
+        return fn
+
+    def rrelu(x, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+        """Training mode: a slope per element drawn uniformly from [lower,
+        upper] (torch.rand_like: the step's seed); eval: their mean."""
+        if not training:
+            return F.leaky_relu(x, (lower + upper) / 2)
+        slope = lower + (upper - lower) * torch.rand_like(x)
+        return torch.where(x >= 0, x, x * slope)
+
+    def stochastic_depth(x, p, sd_mode, training=True):
+        """torchvision's: one mask element per sample ("row") or one for
+        the batch, scaled by 1 / (1 - p)."""
+        if p < 0.0 or p > 1.0:
+            raise ValueError(f"drop probability has to be between 0 and 1, but got {p}")
+        if not training or p == 0:
+            return x
+        if p == 1:
+            return x * 0
+        shape = ([x.shape[0]] if sd_mode == "row" else [1]) + [1] * (x.dim() - 1)
+        return x * scaled_keep(x, shape, p)
+
     patched.append((F, "dropout", F.dropout))
     F.dropout = dropout
-    for name in ("dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-                 "feature_alpha_dropout"):
+    for name, fn in (("dropout1d", channel_dropout(2)), ("dropout2d", channel_dropout(-1)),
+                     ("dropout3d", channel_dropout(4)), ("alpha_dropout", alpha(False)),
+                     ("feature_alpha_dropout", alpha(True)), ("rrelu", rrelu)):
         if hasattr(F, name):
             patched.append((F, name, getattr(F, name)))
-            setattr(F, name, identity(1, 2))
+            setattr(F, name, fn)
     try:
         import torchvision.ops  # noqa: F401 (the package shadows its module's name)
         sd = sys.modules["torchvision.ops.stochastic_depth"]
         patched.append((sd, "stochastic_depth", sd.stochastic_depth))
-        sd.stochastic_depth = identity(1, 3)
+        sd.stochastic_depth = stochastic_depth
     except ImportError:
         pass
     try:
@@ -352,7 +506,7 @@ class Traced:
             # The targets' range needs concrete values: one eager forward
             # (on a copy: BatchNorm updates its running statistics).
             with torch.no_grad(), random_ops("reference", seed):
-                check_classification(copy.deepcopy(module)(workload.inputs), workload.targets,
+                check_classification(copy_module(module)(workload.inputs), workload.targets,
                                      concrete=True)
 
         from functorch.compile import aot_function, default_partition
@@ -462,7 +616,7 @@ class Traced:
         w = self.workload
 
         def run(dtype):
-            module = copy.deepcopy(w.module).to(dtype)
+            module = copy_module(w.module).to(dtype)
             x = w.inputs.to(dtype) if w.inputs.is_floating_point() else w.inputs
             y = w.targets.to(dtype) if w.targets.is_floating_point() else w.targets
             # Counts the random calls of one eager step (tracing runs twice).
@@ -470,7 +624,7 @@ class Traced:
             # noise.)
             # A loss module (nn.CrossEntropyLoss(weight=...)) in the same
             # precision as the model.
-            loss_fn = (copy.deepcopy(w.loss_fn).to(dtype)
+            loss_fn = (copy_module(w.loss_fn).to(dtype)
                        if isinstance(w.loss_fn, torch.nn.Module) else w.loss_fn)
             with random_ops("reference", self.seed,
                             self.random_counts if dtype == torch.float32 else None):
@@ -489,7 +643,7 @@ class Traced:
         """Bytes autograd saves for backward in eager mode, counted with
         saved_tensors_hooks: each storage once, parameters excluded."""
         w = self.workload
-        module = copy.deepcopy(w.module)
+        module = copy_module(w.module)
         param_ptrs = {p.storage().data_ptr() for p in module.parameters()}
         seen = {}
 
@@ -741,7 +895,6 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
         "constants": {"inlined": len(traced.constants) - len(traced.large_constants),
                       "arguments": traced.large_constants},
         "dropout_calls": traced.random_counts["dropout"],
-        "random_ops_traced_as_identity": traced.random_counts["identity"],
         "saved": {"aot_autograd_values": len(traced.saved),
                   "hooks_bytes": traced.hooked_saved_bytes(),
                   "argument_bytes": ex.saved_argument_bytes()},
@@ -784,9 +937,6 @@ def main(argv=None):
     if m["dropout_calls"]:
         print(f"  dropout: {m['dropout_calls']} call(s), masks from the step's dropout_seed "
               f"argument (Philox4x32-10; this export's seed: {a.seed})")
-    if m["random_ops_traced_as_identity"]:
-        print(f"  note: {m['random_ops_traced_as_identity']} channel/alpha dropout or stochastic "
-              f"depth call(s) traced as the identity (act has no lowering for them yet)")
     print(f"  joint: {m['files']['joint']}\n  split: {m['files']['split']}")
     print(f"  inputs: {len(m['inputs'])} .npy files in {os.path.dirname(m['inputs'][0])} "
           f"(manifest {os.path.join(a.output_dir, m['model'] + '.json')})")

@@ -369,6 +369,167 @@ class EncoderDecoder(nn.Module):
         return self.fc(self.up1d(y.mean(2)).flatten(1))
 
 
+
+# -- ops ordinary models use beyond the families above: one model per group,
+# each op reached through PyTorch's public API as a user calls it ----------
+
+class _Head(nn.Module):
+    """Linear -> fn -> Linear over (batch, 8) features."""
+
+    def __init__(self, fn, d=8, k=3):
+        super().__init__()
+        self.l, self.o, self.fn = nn.Linear(d, d), nn.Linear(d, k), fn
+
+    def forward(self, x):
+        return self.o(self.fn(self.l(x)))
+
+
+def _features(fn, loss=None):
+    def make(batch):
+        r = (_Head(fn), torch.randn(batch, 8), torch.randint(0, 3, (batch,)))
+        return r + (loss,) if loss else r
+    return make
+
+
+def _elementwise(y):
+    """Each op on the same features (terms summed, none fed to the next)."""
+    terms = [torch.lerp(y, y * 2, 0.3), torch.lerp(y, -y, torch.sigmoid(y)),
+             torch.addcdiv(y, y, 2 + y.abs()), F.hardshrink(y), F.softshrink(y),
+             F.threshold(y, 0.1, 2.0), F.celu(y), F.glu(torch.cat([y, y], -1)),
+             torch.clamp(y, torch.zeros_like(y) - 0.5, torch.ones_like(y)),
+             torch.logit(torch.sigmoid(y) * 0.9 + 0.05), torch.sinh(y * 0.5), torch.cosh(y * 0.1),
+             torch.asinh(y), torch.atan(y), torch.frac(y) * 0.1, torch.exp2(y * 0.1),
+             torch.log2(y.abs() + 1), torch.log10(y.abs() + 1), torch.special.erfc(y),
+             torch.nan_to_num(torch.where(torch.isnan(y) | torch.isinf(y), torch.zeros_like(y), y)),
+             torch.logaddexp(y, -y), torch.hypot(y, y + 1), torch.div(y, 0.7, rounding_mode="floor")]
+    return sum(terms) / len(terms)
+
+
+def _scans(y):
+    """Sorting, scans, flips, diagonals, products: each on the same
+    features."""
+    values, _ = torch.sort(y, -1)
+    top = torch.cat([y.topk(3, -1).values, y[:, 3:]], -1)
+    terms = [values, top, torch.cumsum(y, -1) * 0.1, torch.cumprod(torch.sigmoid(y), -1),
+             torch.flip(y, [-1]), y.median(-1, keepdim=True).values,
+             (y.diagonal().sum() + torch.diag(y[:, 0]).sum(0)[:1]).expand_as(y),
+             torch.gather(y, -1, y.argsort(-1)), y.prod(-1, keepdim=True) * 0.01,
+             torch.var_mean(y, -1, keepdim=True)[0]]
+    return sum(terms) / len(terms)
+
+
+class _Maps(nn.Module):
+    """Pixel (un)shuffle, reflection/replication/circular padding, average
+    pooling without the padding in its count, channel dropout."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 16, 3, padding=1)
+        self.r = nn.Conv2d(4, 4, 3, padding=1, padding_mode="reflect")
+        self.fc = nn.Linear(16 * 4, 5)
+
+    def forward(self, x):
+        y = F.pixel_shuffle(F.relu(self.c(x)), 2)                     # 4 x 16 x 16
+        y = self.r(y) + F.pad(y, (1, 1, 1, 1), mode="replicate")[:, :, 1:-1, 1:-1]
+        y = F.pad(y, (1, 1, 1, 1), mode="circular")[:, :, :16, :16]
+        y = F.dropout2d(F.pixel_unshuffle(y, 2), 0.25, training=True)  # 16 x 8 x 8
+        return self.fc(F.avg_pool2d(y, 3, stride=2, padding=1, count_include_pad=False)
+                       [:, :, ::2, ::2].flatten(1))
+
+
+class _Bags(nn.Module):
+    """nn.EmbeddingBag (mean, and sum with a padding index), nn.Bilinear,
+    F.one_hot with num_classes, cdist, alpha dropout."""
+
+    def __init__(self):
+        super().__init__()
+        self.mean = nn.EmbeddingBag(20, 6, mode="mean")
+        self.sum = nn.EmbeddingBag(20, 6, mode="sum", padding_idx=0)
+        self.bil = nn.Bilinear(6, 6, 6)
+        self.centers = nn.Parameter(torch.randn(4, 6))
+        self.o = nn.Linear(6 + 4 + 20, 3)
+
+    def forward(self, idx):
+        a, b = self.mean(idx), self.sum(idx)
+        y = F.alpha_dropout(F.selu(self.bil(a, b)), 0.2, training=True)
+        hot = F.one_hot(idx, 20).float().mean(1)
+        return self.o(torch.cat([y, -torch.cdist(y, self.centers), hot], -1))
+
+
+class _Random(nn.Module):
+    """torch.randn/rand/randn_like/normal/bernoulli in the forward (a VAE's
+    reparametrization, noise injection) and RReLU's random slopes: all
+    from the step's seed."""
+
+    def __init__(self):
+        super().__init__()
+        self.e, self.d, self.o = nn.Linear(8, 8), nn.Linear(4, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        mu, logvar = self.e(x).chunk(2, -1)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        y = self.d(z) + 0.1 * torch.randn(x.shape) + 0.1 * torch.rand(x.shape)
+        y = y + 0.1 * torch.normal(torch.zeros_like(y), 1.0) * torch.bernoulli(torch.sigmoid(y))
+        return self.o(F.rrelu(y, training=True))
+
+
+class _Frozen(nn.Module):
+    """A frozen (eval-mode) BatchNorm with running statistics in a training
+    step, weight-normalized layers (dims 0, 1 and the whole tensor), 1-d
+    linear interpolation."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.utils.weight_norm(nn.Conv1d(2, 4, 3, padding=1))
+        self.bn = nn.BatchNorm1d(4)
+        self.l = nn.utils.weight_norm(nn.Linear(4 * 12, 6), dim=1)
+        self.m = nn.utils.weight_norm(nn.Linear(6, 3), dim=None)
+        with torch.no_grad():
+            self.bn.running_mean.normal_()
+            self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        self.bn.eval()
+        y = F.interpolate(F.relu(self.bn(self.c(x))), size=12, mode="linear", align_corners=True)
+        return self.m(self.l(F.interpolate(y, scale_factor=1.0, mode="linear").flatten(1)))
+
+
+def _indexing(y):
+    """index_fill, index_copy, Python-style remainder (ints and floats),
+    fmod, floor."""
+    terms = [y.index_fill(1, torch.tensor([0, 2]), 0.0), y.index_copy(1, torch.tensor([1, 3]), y[:, :2]),
+             (y * 3).long().remainder(2).float(), torch.remainder(y, 0.7), torch.remainder(y, -0.6),
+             torch.fmod(y, 0.7), (y * 5).long().remainder(-3).float(), (y * 4).floor() / 4]
+    return sum(terms) / len(terms)
+
+
+def _segmentation(batch):
+    """Per-pixel cross-entropy ([N, C, H, W] against [N, H, W]: nll_loss2d)
+    with class weights and an ignored class, plus label smoothing."""
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 4, 1))
+
+    def loss(o, t):
+        w = torch.tensor([1.0, 2.0, 0.5, 1.5], dtype=o.dtype)
+        return (F.cross_entropy(o, t, weight=w, ignore_index=2)
+                + F.cross_entropy(o, t, reduction="none").mean()
+                + F.cross_entropy(o, t, label_smoothing=0.1))
+    return model, torch.randn(batch, 3, 8, 8), torch.randint(0, 4, (batch, 8, 8)), loss
+
+
+def _likelihoods(o, t):
+    """F.gaussian_nll_loss and torch.distributions (their value checks
+    are skipped while tracing)."""
+    return (F.gaussian_nll_loss(o, t, torch.sigmoid(o) + 0.1, full=True)
+            + F.poisson_nll_loss(o, t.abs())
+            - torch.distributions.Normal(o, torch.ones_like(o)).log_prob(t).mean()
+            + torch.distributions.Categorical(logits=o).entropy().mean())
+
+
+def _loss_model(loss):
+    return lambda batch: (_Head(lambda y: y, 8, 4), torch.randn(batch, 8), torch.randn(batch, 4), loss)
+
+
+
 ZOO = {
     # torchvision families (0.14), reduced width or resolution
     "resnet18": _tv("resnet18"),
@@ -412,6 +573,21 @@ ZOO = {
     "multilabel_bce": _multilabel,
     "inplace": _inplace,
     "encoder_decoder": lambda batch: (EncoderDecoder(),) + _images(batch, 8, 5),
+    # op groups (act.decomp and the newer lowerings)
+    "ops_elementwise": _features(_elementwise),
+    "ops_sort_scan": _features(_scans),
+    "ops_maps": lambda batch: (_Maps(),) + _images(batch, 8, 5),
+    "ops_bags": lambda batch: (_Bags(), torch.randint(0, 20, (batch, 5)), torch.randint(0, 3, (batch,))),
+    "ops_smooth_l1": _loss_model(F.smooth_l1_loss),
+    "ops_huber_l1": _loss_model(lambda o, t: F.huber_loss(o, t, delta=0.5) + F.l1_loss(o, t)),
+    "ops_kl_div": _loss_model(lambda o, t: F.kl_div(F.log_softmax(o, -1), F.softmax(t, -1),
+                                                    reduction="batchmean")),
+    "ops_random": lambda batch: (_Random(), torch.randn(batch, 8), torch.randint(0, 3, (batch,))),
+    "ops_frozen_bn_weight_norm": lambda batch: (_Frozen(), torch.randn(batch, 2, 8),
+                                                torch.randint(0, 3, (batch,))),
+    "ops_indexing": _features(_indexing),
+    "ops_segmentation": _segmentation,
+    "ops_likelihoods": _loss_model(_likelihoods),
 }
 
 # Batch per model: BatchNorm over N x 1 x 1 values (the last stage of a

@@ -146,6 +146,33 @@ def ActByteI1VectorsPass : Pass<"act-byte-i1-vectors", "::mlir::ModuleOp"> {
   }];
 }
 
+def ActUnitStrideGathersPass
+    : Pass<"act-unit-stride-gathers", "::mlir::func::FuncOp"> {
+  let summary = "Gathers from a strided memref as gathers from its storage";
+  let description = [{
+    `vector.gather` from a memref whose last dimension is not unit-stride
+    (a column or a diagonal of a buffer, after bufferization of a
+    vectorized `tensor.extract`) has no LLVM lowering (`vector-to-llvm`
+    needs a unit stride). This pass rewrites such a gather as one from the
+    same storage viewed as a 1-D unit-stride memref that starts at the
+    gathered row (`memref.extract_strided_metadata` +
+    `memref.reinterpret_cast`), its index vector scaled by the stride: the
+    same elements, read by one vector gather.
+
+    ```mlir
+    %g = vector.gather %col[%c0] [%idx], %m, %p
+        : memref<4xf32, strided<[8]>>, vector<4xindex>, vector<4xi1>,
+          vector<4xf32> into vector<4xf32>
+    // becomes a gather from
+    //   memref.reinterpret_cast %buffer to offset: [%off], sizes: [25],
+    //   strides: [1]
+    // at [%c0] with %idx * 8
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def ConvertLinalgToActKernelsPass
     : Pass<"convert-linalg-to-act-kernels", "::mlir::ModuleOp"> {
   let summary = "Call act's compute kernels for f32 matmuls and convolutions "

@@ -3,10 +3,12 @@
 #include "act/Conversion/ActToLinalg/ActLowering.h"
 #include "act/Conversion/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
@@ -16,6 +18,7 @@
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTVECTORIZEPASS
 #define GEN_PASS_DEF_ACTBYTEI1VECTORSPASS
+#define GEN_PASS_DEF_ACTUNITSTRIDEGATHERSPASS
 #include "act/Conversion/Passes.h.inc"
 } // namespace mlir::act
 
@@ -247,6 +250,78 @@ struct ActByteI1VectorsPass
       auto narrow = LLVM::TruncOp::create(b, load.getLoc(), bits, load);
       load.getResult().replaceAllUsesExcept(narrow, narrow);
     }
+  }
+};
+} // namespace
+
+namespace {
+/// vector.gather from a memref whose last stride is not 1: the same
+/// elements gathered from its storage as a 1-D unit-stride view that starts
+/// at the gather's row, the index vector scaled by that stride.
+struct UnitStrideGather : OpRewritePattern<vector::GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(vector::GatherOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<MemRefType>(op.getBase().getType());
+    if (!type || type.getRank() == 0)
+      return rewriter.notifyMatchFailure(op, "not a ranked memref");
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)))
+      return rewriter.notifyMatchFailure(op, "no strided layout");
+    if (strides.back() == 1)
+      return rewriter.notifyMatchFailure(op, "already unit-stride");
+    Location loc = op.getLoc();
+    auto meta =
+        memref::ExtractStridedMetadataOp::create(rewriter, loc, op.getBase());
+    // The linear position of base[offsets] in the storage.
+    Value start = meta.getOffset();
+    for (auto [at, stride] : llvm::zip(op.getOffsets(), meta.getStrides()))
+      start = arith::AddIOp::create(
+          rewriter, loc, start,
+          arith::MulIOp::create(rewriter, loc, at, stride));
+    Value last = meta.getStrides().back();
+    // The view covers the gathered row: (size - 1) * stride + 1 elements.
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value size = arith::AddIOp::create(
+        rewriter, loc,
+        arith::MulIOp::create(
+            rewriter, loc,
+            arith::SubIOp::create(rewriter, loc, meta.getSizes().back(), one),
+            last),
+        one);
+    auto flatType = MemRefType::get(
+        {ShapedType::kDynamic}, type.getElementType(),
+        StridedLayoutAttr::get(getContext(), ShapedType::kDynamic, {1}),
+        type.getMemorySpace());
+    Value flat = memref::ReinterpretCastOp::create(
+        rewriter, loc, flatType, meta.getBaseBuffer(), OpFoldResult(start),
+        ArrayRef<OpFoldResult>{size},
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
+    VectorType indexType = op.getIndices().getType();
+    Value scale = last;
+    if (!indexType.getElementType().isIndex())
+      scale = arith::IndexCastOp::create(rewriter, loc,
+                                         indexType.getElementType(), last);
+    Value scaled = arith::MulIOp::create(
+        rewriter, loc, op.getIndices(),
+        vector::BroadcastOp::create(rewriter, loc, indexType, scale));
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    rewriter.replaceOpWithNewOp<vector::GatherOp>(
+        op, op.getType(), flat, ValueRange{zero}, scaled, op.getMask(),
+        op.getPassThru(), op.getAlignmentAttr());
+    return success();
+  }
+};
+
+struct ActUnitStrideGathersPass
+    : act::impl::ActUnitStrideGathersPassBase<ActUnitStrideGathersPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<UnitStrideGather>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
   }
 };
 } // namespace

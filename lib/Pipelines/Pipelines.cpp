@@ -179,6 +179,13 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   VectorTransferToSCFOptions transfers;
   transfers.enableFullUnroll();
   pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(transfers));
+  // A large step's loop nests as functions of their own: LLVM's loop
+  // passes are superlinear in the size of the function around them.
+  if (options.outlineMinLoops > 0) {
+    act::ActOutlineLoopsPassOptions outline;
+    outline.minLoops = options.outlineMinLoops;
+    pm.addPass(act::createActOutlineLoopsPass(outline));
+  }
   // A gather from a strided view (a column, a diagonal) reads its storage.
   pm.addNestedPass<func::FuncOp>(act::createActUnitStrideGathersPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -118,6 +118,14 @@ static cl::opt<unsigned> jitOpt(
              "passes and code generation: lower compiles faster"),
     cl::cat(runCategory));
 
+static cl::opt<int64_t> outlineMinLoops(
+    "outline-min-loops", cl::init(16),
+    cl::desc("--device=cpu: each top-level loop nest of a step with at least "
+             "this many becomes a function of its own before LLVM "
+             "(act-cpu-pipeline{outline-min-loops}: a large step compiles "
+             "several times faster); 0: never"),
+    cl::cat(runCategory));
+
 static cl::opt<bool> storage(
     "storage",
     cl::desc("report the bytes each encoded tensor was stored in, as the "
@@ -428,6 +436,10 @@ int main(int argc, char **argv) {
     return fail("--jit-opt must be 0, 1, 2 or 3, got " +
                 std::to_string(jitOpt));
   target.optLevel = jitOpt;
+  if (outlineMinLoops < 0)
+    return fail("--outline-min-loops must not be negative, got " +
+                std::to_string(outlineMinLoops));
+  target.outlineMinLoops = outlineMinLoops;
   target.threads = unsigned(encodeThreads);
   if (storage && target.gpu)
     return fail("--storage is not available with --device=gpu (use "

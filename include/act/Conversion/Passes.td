@@ -173,6 +173,50 @@ def ActUnitStrideGathersPass
                            "::mlir::arith::ArithDialect"];
 }
 
+def ActOutlineLoopsPass : Pass<"act-outline-loops", "::mlir::ModuleOp"> {
+  let summary = "Each top-level loop nest of a large function in a function "
+                "of its own";
+  let description = [{
+    A training step lowers to one function with a loop nest per op: a
+    thousand nests for a MobileNet. LLVM's loop passes are superlinear in
+    the size of the function that holds the loops (`opt -O2
+    -time-passes` on MobileNetV2's step: IndVarSimplify 28 s and
+    LoopRotate 7 s of 43 s), so the JIT compile of a real model took
+    minutes. This pass moves every top-level `scf.for` / `scf.parallel` of
+    a function with at least `min-loops` of them into a private function
+    of its own (`<name>_loop<k>`, LLVM `noinline` through `passthrough`, its
+    call `no_inline`: LLVM's inliner would put it back), called where the loop was: the values it uses
+    become arguments, constants are cloned into it. Loops that contain
+    `async` ops (the threaded chunks) stay. Run after the loops exist
+    (`convert-linalg-to-loops`, `convert-vector-to-scf`), before the
+    conversion to LLVM.
+
+    ```mlir
+    func.func @step(%a: memref<8xf32>, %b: memref<8xf32>) {
+      scf.for %i = %c0 to %c8 step %c1 { ... %a ... %b ... }
+      ...
+    }
+    // becomes
+    func.func private @step_loop0(%a: memref<8xf32>, %b: memref<8xf32>)
+        attributes {passthrough = ["noinline"]} {
+      scf.for %i = %c0 to %c8 step %c1 { ... }
+      return
+    }
+    func.func @step(%a: memref<8xf32>, %b: memref<8xf32>) {
+      call @step_loop0(%a, %b) {no_inline} : (memref<8xf32>, memref<8xf32>) -> ()
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"minLoops", "min-loops", "int64_t", /*default=*/"16",
+           "outline the loops of functions with at least this many "
+           "top-level loop nests (smaller ones compile fast as they are)">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 def ConvertLinalgToActKernelsPass
     : Pass<"convert-linalg-to-act-kernels", "::mlir::ModuleOp"> {
   let summary = "Call act's compute kernels for f32 matmuls and convolutions "

@@ -76,6 +76,10 @@ struct JitTarget {
   /// workloads (the vector code comes from MLIR), and resnet18's compile
   /// takes half as long (docs/Running.md).
   unsigned optLevel = 2;
+  /// CPU only: a function with at least this many top-level loop nests has
+  /// each in a function of its own (act-cpu-pipeline{outline-min-loops}):
+  /// LLVM compiles a large step several times faster; 0: never.
+  int64_t outlineMinLoops = 16;
   /// CPU only: workers the encodes' and decodes' chunks run on
   /// (act-cpu-pipeline{threads}, MLIR's async runtime); 0: every core, 1:
   /// the calling thread. The bits are the same on any count. 1 by default:

@@ -50,6 +50,13 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "runtime on this many workers (async-parallel-for); 1: "
                      "in sequence on the calling thread"),
       llvm::cl::init(1)};
+  Option<int64_t> outlineMinLoops{
+      *this, "outline-min-loops",
+      llvm::cl::desc("move each top-level loop nest of a function with at "
+                     "least this many into a function of its own "
+                     "(act-outline-loops; LLVM compiles a large step much "
+                     "faster); 0: never"),
+      llvm::cl::init(16)};
   Option<std::string> peakReport{
       *this, "peak-report",
       llvm::cl::desc("write the peak of the lowered step's buffers here "

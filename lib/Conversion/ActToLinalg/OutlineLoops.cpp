@@ -1,0 +1,116 @@
+//===- OutlineLoops.cpp - top-level loop nests as functions of their own --===//
+//
+// act-outline-loops: LLVM's loop passes are superlinear in the size of the
+// function around the loops; a training step is one function with a loop
+// nest per op. Each top-level loop nest of a large function becomes a
+// private, non-inlined function (docs/generated/ActConversionPasses.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/Conversion/Passes.h"
+
+#include "mlir/Dialect/Async/IR/Async.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace mlir::act {
+#define GEN_PASS_DEF_ACTOUTLINELOOPSPASS
+#include "act/Conversion/Passes.h.inc"
+} // namespace mlir::act
+
+using namespace mlir;
+
+namespace {
+
+/// A top-level loop nest the pass moves: no async ops inside (their
+/// runtime calls and coroutines stay in the function that owns them).
+bool isOutlinable(Operation &op) {
+  if (!isa<scf::ForOp, scf::ParallelOp>(op))
+    return false;
+  WalkResult walk = op.walk([](Operation *inner) {
+    return isa<async::AsyncDialect>(inner->getDialect())
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  return !walk.wasInterrupted();
+}
+
+/// `loop` in a new private function, called in its place.
+void outline(func::FuncOp parent, Operation *loop, StringRef name,
+             SymbolTable &symbols) {
+  // What the loop reads from the function: its own operands and the values
+  // its body uses from above. Constants are cloned, the rest passed.
+  SetVector<Value> used;
+  for (Value v : loop->getOperands())
+    used.insert(v);
+  getUsedValuesDefinedAbove(loop->getRegions(), used);
+  SmallVector<Value> arguments;
+  SmallVector<Operation *> constants;
+  for (Value v : used) {
+    Operation *def = v.getDefiningOp();
+    if (def && def->hasTrait<OpTrait::ConstantLike>() &&
+        def->getNumResults() == 1)
+      constants.push_back(def);
+    else
+      arguments.push_back(v);
+  }
+
+  OpBuilder b(parent);
+  auto type = b.getFunctionType(ValueRange(arguments).getTypes(),
+                                loop->getResultTypes());
+  auto fn = func::FuncOp::create(b, loop->getLoc(), name, type);
+  fn.setPrivate();
+  // LLVM's noinline on the function (func-to-llvm passes the attribute
+  // through to llvm.func) and on the call.
+  fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+  // Internal to the module: no ExecutionEngine wrapper, no symbol to export.
+  fn->setAttr("llvm.linkage",
+              LLVM::LinkageAttr::get(b.getContext(), LLVM::Linkage::Internal));
+  symbols.insert(fn);
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  IRMapping map;
+  for (auto [from, to] : llvm::zip(arguments, body->getArguments()))
+    map.map(from, to);
+  for (Operation *c : constants)
+    b.clone(*c, map);
+  Operation *copy = b.clone(*loop, map);
+  func::ReturnOp::create(b, loop->getLoc(), copy->getResults());
+
+  b.setInsertionPoint(loop);
+  auto call = func::CallOp::create(b, loop->getLoc(), fn, arguments);
+  call.setNoInline(true);
+  loop->replaceAllUsesWith(call.getResults());
+  loop->erase();
+}
+
+struct ActOutlineLoopsPass
+    : act::impl::ActOutlineLoopsPassBase<ActOutlineLoopsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+    for (func::FuncOp fn : functions) {
+      if (fn.isExternal())
+        continue;
+      SmallVector<Operation *> loops;
+      for (Block &block : fn.getBody())
+        for (Operation &op : block)
+          if (isOutlinable(op))
+            loops.push_back(&op);
+      if (int64_t(loops.size()) < minLoops)
+        continue;
+      for (auto [k, loop] : llvm::enumerate(loops))
+        outline(fn, loop, (fn.getSymName() + "_loop" + Twine(k)).str(),
+                symbols);
+    }
+  }
+};
+
+} // namespace

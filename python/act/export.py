@@ -200,25 +200,82 @@ def gaussian_nll_static(input, target, var, full=False, eps=1e-6, reduction="mea
     return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
 
 
+def affine_grid_traceable(theta, size, align_corners=None, _original=F.affine_grid):
+    """F.affine_grid for 2-d (N, 2, 3) theta, written with arange and a
+    batched matmul (ATen's affine_grid_generator has no decomposition in
+    torch 1.13): the base grid's (x, y, 1) rows times theta^T."""
+    if theta.dim() != 3 or len(size) != 4:
+        return _original(theta, size, align_corners=align_corners)
+    n, _, h, w = size
+
+    def axis(k):
+        i = torch.arange(k, dtype=theta.dtype)
+        if align_corners:
+            return i * (2.0 / (k - 1)) - 1.0 if k > 1 else i * 0.0
+        return (i * 2.0 + 1.0) / k - 1.0
+    xs = axis(w).view(1, w).expand(h, w)
+    ys = axis(h).view(h, 1).expand(h, w)
+    base = torch.stack([xs, ys, torch.ones_like(xs)], -1).reshape(1, h * w, 3)
+    return torch.matmul(base.expand(n, h * w, 3), theta.transpose(1, 2)).reshape(n, h, w, 2)
+
+
+def grid_sample_traceable(input, grid, mode="bilinear", padding_mode="zeros",
+                          align_corners=None, _original=F.grid_sample):
+    """F.grid_sample (2-d, bilinear, zero padding) written with gathers:
+    the four neighbours of each sampling point, weighted, those outside the
+    input counting zero. Autograd derives ATen's gradients (through the
+    weights for the grid, a scatter-add for the input); other modes are
+    PyTorch's own function (outside act's set)."""
+    if input.dim() != 4 or mode != "bilinear" or padding_mode != "zeros":
+        return _original(input, grid, mode=mode, padding_mode=padding_mode,
+                         align_corners=align_corners)
+    n, c, h, w = input.shape
+    _, ho, wo, _ = grid.shape
+    x, y = grid[..., 0], grid[..., 1]
+    if align_corners:
+        ix, iy = (x + 1) * ((w - 1) / 2.0), (y + 1) * ((h - 1) / 2.0)
+    else:
+        ix, iy = ((x + 1) * w - 1) / 2.0, ((y + 1) * h - 1) / 2.0
+    x0, y0 = torch.floor(ix), torch.floor(iy)
+    flat = input.reshape(n, c, h * w)
+    out = 0
+    for dx in (0, 1):
+        for dy in (0, 1):
+            cx, cy = x0 + dx, y0 + dy
+            # ATen's weights, linear in the point (its gradient is the
+            # difference of neighbours, also at integer points).
+            weight = ((ix - x0) if dx else (x0 + 1 - ix)) * ((iy - y0) if dy else (y0 + 1 - iy))
+            inside = ((cx >= 0) & (cx <= w - 1) & (cy >= 0) & (cy <= h - 1)).to(input.dtype)
+            index = (cy.clamp(0, h - 1) * w + cx.clamp(0, w - 1)).to(torch.int64)
+            index = index.reshape(n, 1, ho * wo).expand(n, c, ho * wo)
+            value = torch.gather(flat, 2, index).reshape(n, c, ho, wo)
+            out = out + value * (weight * inside).unsqueeze(1)
+    return out
+
+
 @contextlib.contextmanager
 def static_losses():
     """While tracing: F.cross_entropy with label smoothing in a form of
     static shapes (cross_entropy_static; nn.CrossEntropyLoss calls it
     too), F.one_hot and F.gaussian_nll_loss without their data-dependent
     checks (one_hot_static, gaussian_nll_static), torch.distributions
-    without argument validation (it reads values)."""
-    originals = (F.cross_entropy, F.one_hot, F.gaussian_nll_loss)
+    without argument validation (it reads values), F.affine_grid and
+    F.grid_sample written with ops act lowers (a spatial transformer)."""
+    originals = (F.cross_entropy, F.one_hot, F.gaussian_nll_loss, F.affine_grid, F.grid_sample)
     validate = torch.distributions.Distribution._validate_args
     F.cross_entropy = functools.partial(cross_entropy_static, _original=originals[0])
     F.one_hot = one_hot_static
     F.gaussian_nll_loss = gaussian_nll_static
+    F.affine_grid = functools.partial(affine_grid_traceable, _original=originals[3])
+    F.grid_sample = functools.partial(grid_sample_traceable, _original=originals[4])
     # torch.distributions checks arguments and samples by reading their
     # values (constraint.check(...).all()): not while tracing.
     torch.distributions.Distribution.set_default_validate_args(False)
     try:
         yield
     finally:
-        F.cross_entropy, F.one_hot, F.gaussian_nll_loss = originals
+        (F.cross_entropy, F.one_hot, F.gaussian_nll_loss, F.affine_grid,
+         F.grid_sample) = originals
         torch.distributions.Distribution.set_default_validate_args(validate)
 
 

@@ -525,6 +525,28 @@ def _likelihoods(o, t):
             + torch.distributions.Categorical(logits=o).entropy().mean())
 
 
+class _SpatialTransformer(nn.Module):
+    """PyTorch's spatial-transformer tutorial in small: a localization net
+    initialized to the identity transform, F.affine_grid, F.grid_sample
+    (bilinear, zero padding; with align_corners False and True)."""
+
+    def __init__(self):
+        super().__init__()
+        self.loc = nn.Linear(3 * 8 * 8, 6)
+        nn.init.zeros_(self.loc.weight)
+        with torch.no_grad():
+            self.loc.bias.copy_(torch.tensor([1.0, 0, 0, 0, 1.0, 0]))
+        self.c, self.o = nn.Conv2d(3, 4, 3, padding=1), nn.Linear(8, 3)
+
+    def forward(self, x):
+        theta = self.loc(x.flatten(1)).view(-1, 2, 3)
+        a = F.grid_sample(x, F.affine_grid(theta, x.size(), align_corners=False),
+                          align_corners=False)
+        b = F.grid_sample(x, F.affine_grid(theta * 1.3, (x.shape[0], 3, 6, 5), align_corners=True),
+                          align_corners=True)
+        return self.o(torch.cat([self.c(a).mean((2, 3)), self.c(b).mean((2, 3))], 1))
+
+
 def _loss_model(loss):
     return lambda batch: (_Head(lambda y: y, 8, 4), torch.randn(batch, 8), torch.randn(batch, 4), loss)
 
@@ -588,6 +610,8 @@ ZOO = {
     "ops_indexing": _features(_indexing),
     "ops_segmentation": _segmentation,
     "ops_likelihoods": _loss_model(_likelihoods),
+    "ops_spatial_transformer": lambda batch: (_SpatialTransformer(), torch.randn(batch, 3, 8, 8),
+                                              torch.randint(0, 3, (batch,))),
 }
 
 # Batch per model: BatchNorm over N x 1 x 1 values (the last stage of a

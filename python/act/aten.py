@@ -564,6 +564,19 @@ def _affine_out(g, x, mean, rstd, w, bias, wshape, hint):
     return g.ew(ins, body, hint=hint)
 
 
+def _affine_grads(g, grad, xhat, w, axes, mask):
+    """A normalization's weight and bias gradients: sum(grad * xhat) and
+    sum(grad) over `axes` (None where the mask or the affine is off)."""
+    gw = gb = None
+    if mask[1] and w is not None:
+        gw = g.reshape(g.reduce(g.ew([grad, xhat], lambda b, u, v: b.mul(u, v)), axes), w.shape)
+    if mask[2]:
+        gb = g.reduce(grad, axes)
+        if w is not None:
+            gb = g.reshape(gb, w.shape)
+    return gw, gb
+
+
 def _norm_backward(g, grad, x, mean, rstd, w, wshape, axes, other_axes, count, mask, hint):
     """grad_input = rstd * (wg - mean(wg) - xhat * mean(wg * xhat)) over
     axes, wg = w * grad; grad_weight = sum(grad * xhat), grad_bias =
@@ -571,14 +584,8 @@ def _norm_backward(g, grad, x, mean, rstd, w, wshape, axes, other_axes, count, m
     grad is then last read by wg (which can take its buffer), so the input
     gradient is computed with two full-size tensors live, not three."""
     xhat = g.ew([x, mean, rstd], lambda b, u, m, r: b.mul(b.sub(u, m), r))
-    gi = gw = gb = None
-    if mask[1] and w is not None:
-        gw = g.reshape(g.reduce(g.ew([grad, xhat], lambda b, u, v: b.mul(u, v)), other_axes),
-                       w.shape)
-    if mask[2]:
-        gb = g.reduce(grad, other_axes)
-        if w is not None:
-            gb = g.reshape(gb, w.shape)
+    gi = None
+    gw, gb = _affine_grads(g, grad, xhat, w, other_axes, mask)
     if mask[0]:
         wv = g.reshape(w, wshape) if w is not None else None
         wg = g.ew([grad, wv], lambda b, d, v: b.mul(d, v)) if wv is not None else grad
@@ -668,21 +675,14 @@ def native_batch_norm_backward(g, node, grad, x, w, running_mean, running_var, s
         # ATen's eval-mode backward: the running statistics are constants,
         # grad_input = grad * w * invstd.
         mean, rstd = _running_stats(g, running_mean, running_var, bshape, eps)
-        gi = gw = gb = None
+        gi = None
         if mask[0]:
             wv = g.reshape(w, bshape) if w is not None else None
             ins = [grad, rstd] + ([wv] if wv is not None else [])
             gi = g.ew(ins, lambda b, d, r, *v: b.mul(b.mul(d, r), v[0]) if v else b.mul(d, r),
                       hint=node.name + "_input")
-        if mask[1] and w is not None:
-            xhat = g.ew([x, mean, rstd], lambda b, u, m, r: b.mul(b.sub(u, m), r))
-            gw = g.reshape(g.reduce(g.ew([grad, xhat], lambda b, u, v: b.mul(u, v)), axes),
-                           w.shape)
-        if mask[2]:
-            gb = g.reduce(grad, axes)
-            if w is not None:
-                gb = g.reshape(gb, w.shape)
-        return gi, gw, gb
+        xhat = g.ew([x, mean, rstd], lambda b, u, m, r: b.mul(b.sub(u, m), r))
+        return (gi,) + _affine_grads(g, grad, xhat, w, axes, mask)
     count = float(math.prod(x.shape[a] for a in axes))
     return _norm_backward(g, grad, x, g.reshape(save_mean, bshape), g.reshape(save_invstd, bshape),
                           w, bshape, axes, axes, count, mask, node.name)

@@ -362,12 +362,16 @@ def random_ops(mode, seed=0, counts=None):
         keep = torch.from_numpy(philox_keep(seed, k, tuple(shape), p))
         return keep.to(x.dtype) / (1.0 - p)
 
-    def dropout(x, *args, **kwargs):
-        p, training = arguments(args, kwargs, 1, 2)
+    def trivial(x, p, training):
+        """x itself (eval, p = 0), zeros (p = 1), or None: draw a mask."""
         if not training or p == 0:
             return x
-        if p == 1:
-            return x * 0
+        return x * 0 if p == 1 else None
+
+    def dropout(x, *args, **kwargs):
+        p, training = arguments(args, kwargs, 1, 2)
+        if (t := trivial(x, p, training)) is not None:
+            return t
         if mode == "trace":
             counts["dropout"] += 1
             return torch.ops.aten.native_dropout(x, p, True)[0]
@@ -382,10 +386,8 @@ def random_ops(mode, seed=0, counts=None):
     def channel_dropout(unbatched_rank):
         def fn(x, *args, **kwargs):
             p, training = arguments(args, kwargs, 1, 2)
-            if not training or p == 0:
-                return x
-            if p == 1:
-                return x * 0
+            if (t := trivial(x, p, training)) is not None:
+                return t
             return x * scaled_keep(x, feature_shape(x, unbatched_rank), p)
         return fn
 
@@ -395,10 +397,8 @@ def random_ops(mode, seed=0, counts=None):
         are kept; `feature` draws one mask element per channel."""
         def fn(x, *args, **kwargs):
             p, training = arguments(args, kwargs, 1, 2)
-            if not training or p == 0:
-                return x
-            if p == 1:
-                return x * 0
+            if (t := trivial(x, p, training)) is not None:
+                return t
             alpha_ = 1.7580993408473766
             a = 1.0 / math.sqrt((alpha_ * alpha_ * p + 1) * (1 - p))
             shape = feature_shape(x, -1) if feature else x.shape
@@ -419,10 +419,8 @@ def random_ops(mode, seed=0, counts=None):
         the batch, scaled by 1 / (1 - p)."""
         if p < 0.0 or p > 1.0:
             raise ValueError(f"drop probability has to be between 0 and 1, but got {p}")
-        if not training or p == 0:
-            return x
-        if p == 1:
-            return x * 0
+        if (t := trivial(x, p, training)) is not None:
+            return t
         shape = ([x.shape[0]] if sd_mode == "row" else [1]) + [1] * (x.dim() - 1)
         return x * scaled_keep(x, shape, p)
 

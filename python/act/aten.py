@@ -409,15 +409,15 @@ def _pool_args(node, kernel, stride, padding, dilation, ceil_mode):
     kernel = list(kernel) * (2 // len(kernel))
     stride = list(stride or kernel) * (2 // len(stride or kernel))
     padding = list(padding) * (2 // len(padding))
-    require(all(d == 1 for d in dilation), node, f"dilation={list(dilation)}")
+    require(all(d == 1 for d in dilation) or "max_pool" in str(node.target), node,
+            f"dilation={list(dilation)}")
     return kernel, stride, padding
 
 
-def _pool_size(n, k, s, p, ceil_mode):
-    """ATen's pooling_output_shape (dilation 1): with ceil_mode the last
-    window may run past the end, but must start inside the input or its
-    left padding."""
-    out = (n + 2 * p - k + (s - 1 if ceil_mode else 0)) // s + 1
+def _pool_size(n, k, s, p, ceil_mode, dilation=1):
+    """ATen's pooling_output_shape: with ceil_mode the last window may run
+    past the end, but must start inside the input or its left padding."""
+    out = (n + 2 * p - dilation * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
     if ceil_mode and (out - 1) * s >= n + p:
         out -= 1
     return out
@@ -465,9 +465,12 @@ def max_pool2d(g, node, x, kernel, stride=(), padding=(0,), dilation=(1,), ceil_
     padding reads -inf."""
     (k0, k1), (s0, s1), (p0, p1) = _pool_args(node, kernel, stride, padding, dilation, ceil_mode)
     _indices_only_for_backward(node)
+    d0, d1 = (list(dilation) * 2)[:2] if dilation else (1, 1)
     n, c, h, w = x.shape
-    oh, ow = _pool_size(h, k0, s0, p0, ceil_mode), _pool_size(w, k1, s1, p1, ceil_mode)
-    e0, e1 = max(0, (oh - 1) * s0 + k0 - h - 2 * p0), max(0, (ow - 1) * s1 + k1 - w - 2 * p1)
+    oh = _pool_size(h, k0, s0, p0, ceil_mode, d0)
+    ow = _pool_size(w, k1, s1, p1, ceil_mode, d1)
+    e0 = max(0, (oh - 1) * s0 + d0 * (k0 - 1) + 1 - h - 2 * p0)
+    e1 = max(0, (ow - 1) * s1 + d1 * (k1 - 1) + 1 - w - 2 * p1)
     xp = g.pad(x, [0, 0, p0, p1], [0, 0, p0 + e0, p1 + e1], value=-math.inf,
                hint=node.name + "_pad")
     window = g.empty((k0, k1))
@@ -481,8 +484,44 @@ def max_pool2d(g, node, x, kernel, stride=(), padding=(0,), dilation=(1,), ceil_
         return [b.select(greater, v, m), b.select(greater, b.index_cast(local, ity), a, ty=ity)]
     return tuple(g.generic_multi(
         [(n, c, oh, ow)] * 2, ["f32", ity],
-        [(xp, ["d0", "d1", f"d2 * {s0} + d4", f"d3 * {s1} + d5"]), (window, ["d4", "d5"])],
+        [(xp, ["d0", "d1", f"d2 * {s0} + d4 * {d0}", f"d3 * {s1} + d5 * {d1}"]),
+         (window, ["d4", "d5"])],
         body, ["parallel"] * 4 + ["reduction"] * 2, [dims(4)] * 2, [best, arg], hint=node.name))
+
+
+def _dilated_max_pool_backward(g, node, grad, indices, shape, k, s, p, dil):
+    """Dilated max pooling's input gradient: input (h, w) is kernel offset
+    (i, j) of window ((h + p0 - i d0) / s0, ...) when that divides and is
+    in range; it takes the window's gradient where the window's local
+    index is i * k1 + j (read with tensor.extract)."""
+    (k0, k1), (s0, s1), (p0, p1), (d0, d1) = k, s, p, dil
+    oh, ow = grad.shape[-2:]
+    ity = indices.dtype
+    window = g.empty((k0, k1))
+
+    def body(b, _w, o):
+        def source(dim, kdim, pad, stride, dl, n_out):
+            pos = b.op("arith.subi", _index_expr(b, dim, 1, pad), _index_expr(b, kdim, dl, 0),
+                       ty="index")
+            posi = b.index_cast(pos, "i64")
+            ok = b.andi(b.cmpi("sge", posi, b.c(0, "i64"), "i64"),
+                        b.cmpi("eq", b.op("arith.remsi", posi, b.c(stride, "i64"), ty="i64"),
+                               b.c(0, "i64"), "i64"))
+            q = b.op("arith.divsi", posi, b.c(stride, "i64"), ty="i64")
+            ok = b.andi(ok, b.cmpi("slt", q, b.c(n_out, "i64"), "i64"))
+            safe = b.select(ok, q, b.c(0, "i64"), ty="i64")
+            return ok, b.cast("arith.index_cast", safe, "i64", "index")
+        ok_r, r = source(2, 4, p0, s0, d0, oh)
+        ok_c, cc = source(3, 5, p1, s1, d1, ow)
+        at = f"{b.index(0)}, {b.index(1)}, {r}, {cc}"
+        d = b.line("t", f"tensor.extract {grad.name}[{at}] : {grad.type}")
+        idx = b.line("t", f"tensor.extract {indices.name}[{at}] : {indices.type}")
+        local = b.op("arith.addi", _index_expr(b, 4, k1, 0), b.index(5), ty="index")
+        hit = b.andi(b.andi(ok_r, ok_c), b.cmpi("eq", idx, b.index_cast(local, ity), ity))
+        return b.add(o, b.select(hit, d, b.c(0.0)))
+    return g.generic(shape, [(window, ["d4", "d5"])], body,
+                     iterators=["parallel"] * 4 + ["reduction"] * 2, out_exprs=dims(4),
+                     init=g.fill(shape, 0.0), hint=node.name)
 
 
 @lowering("aten.max_pool2d_with_indices_backward.default")
@@ -494,6 +533,9 @@ def max_pool2d_backward(g, node, grad, x, kernel, stride, padding, dilation, cei
     (k0, k1), (s0, s1), (p0, p1) = _pool_args(node, kernel, stride, padding, dilation, ceil_mode)
     n, c, h, w = x.shape
     _, _, oh, ow = grad.shape
+    if any(d != 1 for d in dilation):
+        return _dilated_max_pool_backward(g, node, grad, indices, x.shape, (k0, k1), (s0, s1),
+                                          (p0, p1), (list(dilation) * 2)[:2])
     c0, c1 = -(-k0 // s0), -(-k1 // s1)
     low = [0, 0, c0 - 1, c1 - 1]
     high = [0, 0, max(0, (h - 1 + p0) // s0 - (oh - 1)), max(0, (w - 1 + p1) // s1 - (ow - 1))]
@@ -1447,12 +1489,13 @@ def index_put(g, node, x, indices, values, accumulate=False, *args):
     looks through all index positions (a reduction over them), so repeated
     indices accumulate in a fixed order."""
     pos = [k for k, i in enumerate(indices) if i is not None]
-    require(pos == list(range(len(pos))), node, "index tensors after a ':'")
+    require(pos == list(range(pos[0], pos[0] + len(pos))), node, "non-adjacent index tensors")
     from .mlir import broadcast_shape
     ishape = broadcast_shape([indices[k].shape for k in pos])
-    r, p = len(ishape), len(pos)
-    tail = x.rank - p
-    vshape = tuple(ishape) + tuple(x.shape[p:])
+    r, p, lead = len(ishape), len(pos), pos[0]
+    tail = x.rank - lead - p
+    # values broadcast to x's leading dims, the indices' shape, x's tail.
+    vshape = tuple(x.shape[:lead]) + tuple(ishape) + tuple(x.shape[lead + p:])
     vals = g.ew([values], lambda b, u: u, shape=vshape, out_dtype=values.dtype) \
         if values.shape != vshape else values
     # loops: x's dims (parallel), then the index positions (reduction)
@@ -1461,7 +1504,8 @@ def index_put(g, node, x, indices, values, accumulate=False, *args):
         t = indices[k]
         ins.append((t, ["0" if (dd == 1 and ishape[j] != 1) else f"d{x.rank + j}"
                         for dd, j in zip(t.shape, range(r - t.rank, r))]))
-    ins.append((vals, [f"d{x.rank + j}" for j in range(r)] + [f"d{p + j}" for j in range(tail)]))
+    ins.append((vals, [f"d{j}" for j in range(lead)] + [f"d{x.rank + j}" for j in range(r)]
+                + [f"d{lead + p + j}" for j in range(tail)]))
     acc = x if accumulate else None
 
     def body(b, *args):
@@ -1470,7 +1514,11 @@ def index_put(g, node, x, indices, values, accumulate=False, *args):
         for j, k in enumerate(pos):
             t = indices[k]
             i = b.cast("arith.index_cast", b.index(k), "index", t.dtype)
-            h = b.cmpi("eq", i, idx[j], t.dtype)
+            # A negative index counts from the end (as in PyTorch).
+            neg = b.cmpi("slt", idx[j], b.c(0, t.dtype), t.dtype)
+            want = b.select(neg, b.op("arith.addi", idx[j], b.c(x.shape[k], t.dtype), ty=t.dtype),
+                            idx[j], ty=t.dtype)
+            h = b.cmpi("eq", i, want, t.dtype)
             hit = h if hit is None else b.andi(hit, h)
         if accumulate:
             return b.select(hit, arith(b, "add", o, v, x.dtype), o, ty=x.dtype)
@@ -1840,17 +1888,47 @@ def upsample_nearest2d_backward(g, node, grad, output_size, input_size, *args):
 
 @lowering("aten.adaptive_max_pool2d.default")
 def adaptive_max_pool2d(g, node, x, size):
+    """Sizes that divide: the max pool with that kernel (window-local
+    indices). Otherwise PyTorch's floor/ceil windows, each output the first
+    maximum over its window (_adaptive_weights marks membership), with
+    ATen's index into the input's plane (h * W + w, i64)."""
     h, w = x.shape[-2:]
-    require(h % size[0] == 0 and w % size[1] == 0, node,
-            f"adaptive max pooling from {h}x{w} to {size[0]}x{size[1]} (only divisible sizes)")
-    k = [h // size[0], w // size[1]]
-    return max_pool2d(g, node, x, k, k, [0, 0], [1, 1], False)
+    if h % size[0] == 0 and w % size[1] == 0:
+        k = [h // size[0], w // size[1]]
+        return max_pool2d(g, node, x, k, k, [0, 0], [1, 1], False)
+    require(x.rank == 4, node, "adaptive max pooling of an unbatched input")
+    n, c = x.shape[:2]
+    oh, ow = size
+    inside = _adaptive_weights(g, h, w, oh, ow)
+
+    def body(b, v, m_in, m, a):
+        better = b.andi(b.cmpf("ogt", m_in, b.c(0.0)), b.cmpf("ogt", v, m))
+        flat = b.op("arith.addi", _index_expr(b, 4, w, 0), b.index(5), ty="index")
+        return [b.select(better, v, m), b.select(better, b.index_cast(flat, "i64"), a, ty="i64")]
+    return tuple(g.generic_multi(
+        [(n, c, oh, ow)] * 2, ["f32", "i64"],
+        [(x, ["d0", "d1", "d4", "d5"]), (inside, ["d2", "d3", "d4", "d5"])], body,
+        ["parallel"] * 4 + ["reduction"] * 2, [dims(4)] * 2,
+        [g.fill((n, c, oh, ow), -math.inf), g.fill((n, c, oh, ow), 0, "i64")], hint=node.name))
 
 
 @lowering("aten.adaptive_max_pool2d_backward.default")
 def adaptive_max_pool2d_backward(g, node, grad, x, indices):
-    k = [x.shape[-2] // grad.shape[-2], x.shape[-1] // grad.shape[-1]]
-    return max_pool2d_backward(g, node, grad, x, k, k, [0, 0], [1, 1], False, indices)
+    h, w = x.shape[-2:]
+    oh, ow = grad.shape[-2:]
+    if h % oh == 0 and w % ow == 0:
+        k = [h // oh, w // ow]
+        return max_pool2d_backward(g, node, grad, x, k, k, [0, 0], [1, 1], False, indices)
+    # Each input element sums the gradients of the outputs whose index
+    # names it (h * W + w).
+
+    def body(b, d, idx, o):
+        flat = b.op("arith.addi", _index_expr(b, 2, w, 0), b.index(3), ty="index")
+        hit = b.cmpi("eq", idx, b.index_cast(flat, "i64"), "i64")
+        return b.add(o, b.select(hit, d, b.c(0.0)))
+    return g.generic(x.shape, [(grad, ["d0", "d1", "d4", "d5"]), (indices, ["d0", "d1", "d4", "d5"])],
+                     body, iterators=["parallel"] * 4 + ["reduction"] * 2, out_exprs=dims(4),
+                     init=g.fill(x.shape, 0.0), hint=node.name)
 
 
 @lowering("aten.prelu.default", "aten._prelu_kernel.default")

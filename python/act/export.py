@@ -585,6 +585,7 @@ class Traced:
                                   f"loss_fn that reduces its outputs to a scalar)")
             loss.backward()
         self.forward, self.backward = graphs["forward"], graphs["backward"]
+        self._check_against_eager(step, primals)
         # Constant tensors the trace captured: small ones are arith.constants
         # of the step, large ones arguments (written with the inputs).
         self.constants = {}
@@ -712,6 +713,42 @@ class Traced:
             loss = w.loss_fn(module(w.inputs), w.targets)
         del loss
         return sum(seen.values())
+
+    def _check_against_eager(self, step, primals):
+        """The traced graphs' gradients (PyTorch running them, float32)
+        against eager autograd on the same arguments: torch 1.13's
+        AOTAutograd can trace a wrong graph (an in-place assignment through
+        advanced indexing into a view, functionalized wrongly), and act would
+        then compute those wrong gradients faithfully. Steps that draw
+        random numbers are skipped (the graph and eager draw differently)."""
+        random = any(n.op == "call_function" and str(n.target) in (
+            "aten.native_dropout.default", "aten.rand_like.default")
+            for gm in (self.forward, self.backward) for n in gm.graph.nodes)
+        if random:
+            return
+        w = self.workload
+        params = [p.detach().requires_grad_(True) for p in self.params]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loss = step(*params, *[b.clone() for b in self.buffers], w.inputs, w.targets)
+        loss = loss[0] if isinstance(loss, tuple) else loss
+        eager = torch.autograd.grad(loss, params, allow_unused=True)
+        traced = [p.grad for p in primals]
+        scale = math.sqrt(sum(float((e.double() ** 2).sum()) for e in eager if e is not None))
+        worst, where = 0.0, None
+        for name, e, t in zip(self.param_names, eager, traced):
+            e = torch.zeros_like(t) if e is None else e
+            t = torch.zeros_like(e) if t is None else t
+            err = float((t.double() - e.double()).norm()) / max(scale, 1e-30)
+            if err > worst:
+                worst, where = err, name
+        if worst > 1e-3:
+            raise ExportError(
+                f"PyTorch's own trace of the step (AOTAutograd, torch {torch.__version__}) "
+                f"computes gradients {worst:.1e} off eager autograd (against the gradients' "
+                f"scale; worst: '{where}'): act would compute the same wrong gradients. Known "
+                f"cause: an in-place assignment through index tensors into a view "
+                f"(x[:, idx] = v); write it out of place (torch.where, index_put, scatter)")
 
 
 class Lowerer:

@@ -547,6 +547,50 @@ class _SpatialTransformer(nn.Module):
         return self.o(torch.cat([self.c(a).mean((2, 3)), self.c(b).mean((2, 3))], 1))
 
 
+class _Pooling(nn.Module):
+    """Adaptive max pooling between sizes that do not divide (PyTorch's
+    floor/ceil windows) and dilated max pooling (with ceil_mode)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c, self.o = nn.Conv2d(3, 4, 3, padding=1), nn.Linear(4 * (15 + 9 + 9), 3)
+
+    def forward(self, x):
+        y = torch.relu(self.c(x))
+        a = F.adaptive_max_pool2d(y, (3, 5))
+        b = F.max_pool2d(y, 2, 1, 0, dilation=2)[:, :, :3, :3]
+        d = F.max_pool2d(y, 3, 2, 1, dilation=2, ceil_mode=True)[:, :, :3, :3]
+        return self.o(torch.cat([a.flatten(1), b.flatten(1), d.flatten(1)], 1))
+
+
+class _SetItem(nn.Module):
+    """Assignment and += through index tensors after a ':' (index_put with
+    leading slices, a negative index)."""
+
+    def __init__(self):
+        super().__init__()
+        self.l, self.o = nn.Linear(8, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        y = self.l(x).view(-1, 2, 4).clone()
+        y[:, :, torch.tensor([0, 2])] = y[:, :, torch.tensor([1, -1])] * 2
+        z = torch.zeros_like(y)
+        z[:, torch.tensor([1])] += y[:, torch.tensor([0])]
+        return self.o((y + z).flatten(1))
+
+
+class _Fold(nn.Module):
+    """F.unfold and F.fold (col2im: index_put with index tensors after
+    ':')."""
+
+    def __init__(self):
+        super().__init__()
+        self.c, self.o = nn.Conv2d(3, 2, 3, padding=1), nn.Linear(128, 3)
+
+    def forward(self, x):
+        return self.o(F.fold(F.unfold(self.c(x), 2, stride=2) * 0.5, (8, 8), 2, stride=2).flatten(1))
+
+
 def _loss_model(loss):
     return lambda batch: (_Head(lambda y: y, 8, 4), torch.randn(batch, 8), torch.randn(batch, 4), loss)
 
@@ -610,6 +654,10 @@ ZOO = {
     "ops_indexing": _features(_indexing),
     "ops_segmentation": _segmentation,
     "ops_likelihoods": _loss_model(_likelihoods),
+    "ops_setitem": lambda batch: (_SetItem(), torch.randn(batch, 8),
+                                  torch.randint(0, 3, (batch,))),
+    "ops_fold": lambda batch: (_Fold(),) + _images(batch, 8, 3),
+    "ops_pooling": lambda batch: (_Pooling(),) + _images(batch, 8, 3),
     "ops_spatial_transformer": lambda batch: (_SpatialTransformer(), torch.randn(batch, 3, 8, 8),
                                               torch.randint(0, 3, (batch,))),
 }

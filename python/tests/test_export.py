@@ -191,3 +191,31 @@ def test_bad_output_directory(tmp_path, capsys):
     assert main(["mlp", "--batch", "2", "-o", str(blocker / "out")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("act.export: error: cannot write the export to"), err
+
+
+def test_a_wrong_trace_by_pytorch_is_an_error(tmp_path, capsys):
+    """torch 1.13's AOTAutograd traces this step (an in-place assignment
+    through index tensors into a view, then a concatenation) with wrong
+    gradients; the exporter compares the trace's gradients with eager
+    autograd and refuses, instead of exporting a step that computes them."""
+    model = tmp_path / "setitem.py"
+    model.write_text(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.l, self.c, self.o = nn.Linear(8, 8), nn.Conv2d(3, 2, 3, padding=1), nn.Linear(136, 3)\n"
+        "    def forward(self, x):\n"
+        "        y = self.l(x[:, 0, 0, :8]).view(-1, 2, 4).clone()\n"
+        "        y[:, :, torch.tensor([0, 2])] = y[:, :, torch.tensor([1, 3])] * 2\n"
+        "        z = torch.zeros_like(y)\n"
+        "        z[:, torch.tensor([1])] += y[:, torch.tensor([0])]\n"
+        "        f = F.fold(F.unfold(self.c(x), 2, stride=2) * 0.5, (8, 8), 2, stride=2)\n"
+        "        return self.o(torch.cat([(y + z).flatten(1), f.flatten(1)], 1))\n"
+        "def make(batch):\n"
+        "    return M(), torch.randn(batch, 3, 8, 8), torch.randint(0, 3, (batch,))\n")
+    assert main([f"{model}:make", "--batch", "2", "-o", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("act.export: error: PyTorch's own trace of the step") and \
+        err.count("\n") == 1, err
+    assert "worst: 'l.weight'" in err, err

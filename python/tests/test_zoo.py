@@ -36,7 +36,8 @@ from act.export import main  # noqa: E402
 # embedding bags, one_hot, cdist, smooth-L1/Huber/KL losses, random tensors
 # in the forward, frozen BatchNorm and weight norm, index_fill/copy and
 # Python-style remainder, per-pixel cross-entropy, likelihood losses, a
-# spatial transformer).
+# spatial transformer, adaptive and dilated max pooling, assignment through
+# index tensors after a ':' and F.fold).
 SUBSET = ["blocks", "tiny_gpt", "lstm", "multihead_attention", "upsample_cat", "einsum_max",
           "regression_mse", "inplace", "norms_prelu", "encoder_decoder",
           "label_smoothing", "label_smoothing_weighted",
@@ -44,7 +45,8 @@ SUBSET = ["blocks", "tiny_gpt", "lstm", "multihead_attention", "upsample_cat", "
           "squeezenet1_1",
           "ops_elementwise", "ops_sort_scan", "ops_maps", "ops_bags", "ops_smooth_l1",
           "ops_huber_l1", "ops_kl_div", "ops_random", "ops_frozen_bn_weight_norm",
-          "ops_indexing", "ops_segmentation", "ops_likelihoods", "ops_spatial_transformer"]
+          "ops_indexing", "ops_segmentation", "ops_likelihoods", "ops_spatial_transformer",
+          "ops_pooling", "ops_setitem", "ops_fold"]
 
 
 @pytest.mark.parametrize("name", SUBSET)

@@ -1355,6 +1355,22 @@ def storage_root(node):
     return node
 
 
+RESHAPE_VIEWS = {"aten.view.default", "aten._reshape_alias.default", "aten._unsafe_view.default",
+                 "aten.reshape.default", "aten.unsqueeze.default", "aten.squeeze.dim",
+                 "aten.squeeze.default", "aten.flatten.using_ints", "aten.alias.default"}
+
+
+def _reshapes_of_root(node):
+    """Whether `node` is its storage's root or reshapes of it only: a
+    contiguous `node` then starts at the storage's first element (the
+    offsets of as_strided_scatter are relative to it)."""
+    while node.op == "call_function" and str(node.target) in STORAGE_VIEWS:
+        if str(node.target) not in RESHAPE_VIEWS:
+            return False
+        node = node.args[0]
+    return storage_root(node) is node
+
+
 @lowering("aten.as_strided.default")
 def as_strided(g, node, x, size, stride, offset=0):
     """Element i reads storage[offset + sum(i_k * stride_k)] (offset and
@@ -1398,8 +1414,8 @@ def as_strided_scatter(g, node, x, src, size, stride, offset=0):
     is quadratic; refused beyond 2^24 pairs."""
     tm = node.args[0].meta.get("tensor_meta")
     require(tm is not None and list(tm.stride) == _contiguous_strides(list(x.shape))
-            and storage_root(node.args[0]) is node.args[0], node,
-            "as_strided_scatter into a view")
+            and _reshapes_of_root(node.args[0]), node,
+            "as_strided_scatter into a view other than a reshape")
     require(x.numel * src.numel <= 1 << 24, node,
             f"as_strided_scatter of {src.numel} into {x.numel} elements (quadratic here)")
     flat = g.reshape(x, (x.numel,))

@@ -579,6 +579,20 @@ class _SetItem(nn.Module):
         return self.o((y + z).flatten(1))
 
 
+class _SetItemView(nn.Module):
+    """Assignment through index tensors into a reshaped copy (functionalized
+    as as_strided_scatter into a view of it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.l, self.o = nn.Linear(8, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        y = self.l(x).view(-1, 2, 4).clone()
+        y[:, :, torch.tensor([0, -2])] = y[:, :, torch.tensor([1, 3])] * 2
+        return self.o(y.flatten(1))
+
+
 class _Fold(nn.Module):
     """F.unfold and F.fold (col2im: index_put with index tensors after
     ':')."""
@@ -656,6 +670,8 @@ ZOO = {
     "ops_likelihoods": _loss_model(_likelihoods),
     "ops_setitem": lambda batch: (_SetItem(), torch.randn(batch, 8),
                                   torch.randint(0, 3, (batch,))),
+    "ops_setitem_view": lambda batch: (_SetItemView(), torch.randn(batch, 8),
+                                       torch.randint(0, 3, (batch,))),
     "ops_fold": lambda batch: (_Fold(),) + _images(batch, 8, 3),
     "ops_pooling": lambda batch: (_Pooling(),) + _images(batch, 8, 3),
     "ops_spatial_transformer": lambda batch: (_SpatialTransformer(), torch.randn(batch, 3, 8, 8),

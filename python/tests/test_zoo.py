@@ -46,7 +46,7 @@ SUBSET = ["blocks", "tiny_gpt", "lstm", "multihead_attention", "upsample_cat", "
           "ops_elementwise", "ops_sort_scan", "ops_maps", "ops_bags", "ops_smooth_l1",
           "ops_huber_l1", "ops_kl_div", "ops_random", "ops_frozen_bn_weight_norm",
           "ops_indexing", "ops_segmentation", "ops_likelihoods", "ops_spatial_transformer",
-          "ops_pooling", "ops_setitem", "ops_fold"]
+          "ops_pooling", "ops_setitem", "ops_setitem_view", "ops_fold"]
 
 
 @pytest.mark.parametrize("name", SUBSET)

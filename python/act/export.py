@@ -253,21 +253,61 @@ def grid_sample_traceable(input, grid, mode="bilinear", padding_mode="zeros",
     return out
 
 
+def multi_margin_static(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                        reduce=None, reduction="mean", _original=F.multi_margin_loss):
+    """F.multi_margin_loss as ATen computes it (sum over classes j != y of
+    max(0, margin - x[y] + x[j])^p, times weight[y], over the class count),
+    with ops act lowers (ATen's op has no decomposition in torch 1.13)."""
+    if (input.dim() != 2 or p not in (1, 2) or size_average is not None or reduce is not None
+            or reduction not in ("none", "mean", "sum")):
+        return _original(input, target, p, margin, weight, size_average, reduce, reduction)
+    classes = input.shape[1]
+    picked = input.gather(1, target.unsqueeze(1))
+    hinge = (margin - picked + input).clamp(min=0)
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        hinge = hinge * weight[target].unsqueeze(1)
+    others = target.unsqueeze(1) != torch.arange(classes).unsqueeze(0)
+    loss = torch.where(others, hinge, torch.zeros_like(hinge)).sum(1) / classes
+    return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
+
+
+def local_response_norm_static(input, size, alpha=1e-4, beta=0.75, k=1.0,
+                               _original=F.local_response_norm):
+    """F.local_response_norm (nn.LocalResponseNorm) with its sum over a
+    window of channels written as `size` shifted slices of the padded
+    squares (ATen's own goes through avg_pool3d, outside act's set)."""
+    if input.dim() < 3:
+        return _original(input, size, alpha, beta, k)
+    sq = input * input
+    channels = input.shape[1]
+    pad = [0, 0] * (input.dim() - 2) + [size // 2, (size - 1) // 2]
+    padded = F.pad(sq, pad)
+    window = sum(padded.narrow(1, i, channels) for i in range(size))
+    return input / (window * (alpha / size) + k).pow(beta)
+
+
 @contextlib.contextmanager
 def static_losses():
     """While tracing: F.cross_entropy with label smoothing in a form of
     static shapes (cross_entropy_static; nn.CrossEntropyLoss calls it
     too), F.one_hot and F.gaussian_nll_loss without their data-dependent
     checks (one_hot_static, gaussian_nll_static), torch.distributions
-    without argument validation (it reads values), F.affine_grid and
-    F.grid_sample written with ops act lowers (a spatial transformer)."""
-    originals = (F.cross_entropy, F.one_hot, F.gaussian_nll_loss, F.affine_grid, F.grid_sample)
+    without argument validation (it reads values), F.affine_grid,
+    F.grid_sample, F.multi_margin_loss and F.local_response_norm written
+    with ops act lowers."""
+    originals = (F.cross_entropy, F.one_hot, F.gaussian_nll_loss, F.affine_grid, F.grid_sample,
+                 F.multi_margin_loss, F.local_response_norm)
     validate = torch.distributions.Distribution._validate_args
     F.cross_entropy = functools.partial(cross_entropy_static, _original=originals[0])
     F.one_hot = one_hot_static
     F.gaussian_nll_loss = gaussian_nll_static
     F.affine_grid = functools.partial(affine_grid_traceable, _original=originals[3])
     F.grid_sample = functools.partial(grid_sample_traceable, _original=originals[4])
+    F.multi_margin_loss = functools.partial(multi_margin_static, _original=originals[5])
+    F.local_response_norm = functools.partial(local_response_norm_static,
+                                              _original=originals[6])
     # torch.distributions checks arguments and samples by reading their
     # values (constraint.check(...).all()): not while tracing.
     torch.distributions.Distribution.set_default_validate_args(False)
@@ -275,7 +315,7 @@ def static_losses():
         yield
     finally:
         (F.cross_entropy, F.one_hot, F.gaussian_nll_loss, F.affine_grid,
-         F.grid_sample) = originals
+         F.grid_sample, F.multi_margin_loss, F.local_response_norm) = originals
         torch.distributions.Distribution.set_default_validate_args(validate)
 
 

@@ -605,6 +605,23 @@ class _Fold(nn.Module):
         return self.o(F.fold(F.unfold(self.c(x), 2, stride=2) * 0.5, (8, 8), 2, stride=2).flatten(1))
 
 
+class _LocalResponse(nn.Module):
+    """nn.LocalResponseNorm (AlexNet-style) trained with a multi-class
+    margin loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.c, self.n, self.o = nn.Conv2d(3, 6, 3, padding=1), nn.LocalResponseNorm(3, k=2.0), nn.Linear(6, 4)
+
+    def forward(self, x):
+        return self.o(self.n(torch.relu(self.c(x))).mean((2, 3)))
+
+
+def _margin(o, t):
+    w = torch.tensor([1.0, 2.0, 0.5, 1.5], dtype=o.dtype)
+    return F.multi_margin_loss(o, t) + F.multi_margin_loss(o, t, p=2, margin=0.5, weight=w)
+
+
 def _loss_model(loss):
     return lambda batch: (_Head(lambda y: y, 8, 4), torch.randn(batch, 8), torch.randn(batch, 4), loss)
 
@@ -672,6 +689,7 @@ ZOO = {
                                   torch.randint(0, 3, (batch,))),
     "ops_setitem_view": lambda batch: (_SetItemView(), torch.randn(batch, 8),
                                        torch.randint(0, 3, (batch,))),
+    "ops_lrn_margin": lambda batch: (_LocalResponse(),) + _images(batch, 8, 4) + (_margin,),
     "ops_fold": lambda batch: (_Fold(),) + _images(batch, 8, 3),
     "ops_pooling": lambda batch: (_Pooling(),) + _images(batch, 8, 3),
     "ops_spatial_transformer": lambda batch: (_SpatialTransformer(), torch.randn(batch, 3, 8, 8),

@@ -37,7 +37,7 @@ from act.export import main  # noqa: E402
 # in the forward, frozen BatchNorm and weight norm, index_fill/copy and
 # Python-style remainder, per-pixel cross-entropy, likelihood losses, a
 # spatial transformer, adaptive and dilated max pooling, assignment through
-# index tensors after a ':' and F.fold).
+# index tensors after a ':' and F.fold, LocalResponseNorm, multi-margin).
 SUBSET = ["blocks", "tiny_gpt", "lstm", "multihead_attention", "upsample_cat", "einsum_max",
           "regression_mse", "inplace", "norms_prelu", "encoder_decoder",
           "label_smoothing", "label_smoothing_weighted",
@@ -46,7 +46,8 @@ SUBSET = ["blocks", "tiny_gpt", "lstm", "multihead_attention", "upsample_cat", "
           "ops_elementwise", "ops_sort_scan", "ops_maps", "ops_bags", "ops_smooth_l1",
           "ops_huber_l1", "ops_kl_div", "ops_random", "ops_frozen_bn_weight_norm",
           "ops_indexing", "ops_segmentation", "ops_likelihoods", "ops_spatial_transformer",
-          "ops_pooling", "ops_setitem", "ops_setitem_view", "ops_fold"]
+          "ops_pooling", "ops_setitem", "ops_setitem_view", "ops_fold",
+          "ops_lrn_margin"]
 
 
 @pytest.mark.parametrize("name", SUBSET)

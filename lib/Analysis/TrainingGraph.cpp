@@ -15,9 +15,11 @@
 
 #include "act/Dialect/Act/IR/Act.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -38,8 +40,50 @@ StringRef mlir::act::stringifySaveStatus(SaveStatus status) {
     return "interleaved";
   case SaveStatus::Unranked:
     return "unranked";
+  case SaveStatus::ComparedExactly:
+    return "compared-exactly";
   }
   llvm_unreachable("unknown save status");
+}
+
+/// Whether a linalg.generic among `value`'s users (through reshapes and
+/// casts of it) compares the element for (in)equality with something other
+/// than a constant: `arith.cmpf oeq/ueq/one/une` on the block argument.
+static bool isComparedExactly(Value value) {
+  SmallVector<Value> worklist = {value};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp,
+              tensor::ExtractSliceOp>(user)) {
+        worklist.push_back(user->getResult(0));
+        continue;
+      }
+      auto generic = dyn_cast<linalg::GenericOp>(user);
+      if (!generic || !generic.isDpsInput(&use))
+        continue;
+      BlockArgument arg = generic.getMatchingBlockArgument(&use);
+      for (Operation *cmpUser : arg.getUsers()) {
+        auto cmp = dyn_cast<arith::CmpFOp>(cmpUser);
+        if (!cmp)
+          continue;
+        switch (cmp.getPredicate()) {
+        case arith::CmpFPredicate::OEQ:
+        case arith::CmpFPredicate::UEQ:
+        case arith::CmpFPredicate::ONE:
+        case arith::CmpFPredicate::UNE:
+          break;
+        default:
+          continue;
+        }
+        Value other = cmp.getLhs() == arg ? cmp.getRhs() : cmp.getLhs();
+        if (other != arg && !matchPattern(other, m_Constant()))
+          return true;
+      }
+    }
+  }
+  return false;
 }
 
 RankedTensorType SavedValue::getTensorType() const {
@@ -304,6 +348,8 @@ FailureOr<TrainingGraph> TrainingGraphBuilder::buildJoint(func::FuncOp func) {
           saved.status = SaveStatus::Interleaved;
         else if (head && graph.getPosition(&op) > *head)
           saved.status = SaveStatus::LossHead;
+        else if (isComparedExactly(result))
+          saved.status = SaveStatus::ComparedExactly;
       }
       graph.saved.push_back(saved);
     }
@@ -395,6 +441,10 @@ FailureOr<TrainingGraph> TrainingGraphBuilder::buildSplit(func::FuncOp forward,
         saved.status = SaveStatus::StaysLive;
       else if (head && graph.getPosition(v.getDefiningOp()) > *head)
         saved.status = SaveStatus::LossHead;
+      else if (llvm::any_of(saved.savedPositions, [&](unsigned k) {
+                 return isComparedExactly(backward.getArgument(k));
+               }))
+        saved.status = SaveStatus::ComparedExactly;
     }
     graph.saved.push_back(saved);
   }

@@ -288,6 +288,64 @@ def local_response_norm_static(input, size, alpha=1e-4, beta=0.75, k=1.0,
     return input / (window * (alpha / size) + k).pow(beta)
 
 
+def _bicubic_axis(x, dim, out_size, align_corners, scale):
+    """ATen's bicubic interpolation along one dim (upsample_bicubic2d: cubic
+    convolution with A = -0.75, unclamped source coordinates, neighbours
+    clamped to the edge) as four index_selects weighted per output. The
+    coordinates and weights depend on the sizes only: computed here in
+    Python (double, as ATen's scale), constants of the step."""
+    n = x.shape[dim]
+    a = -0.75
+
+    def w_outer(u):   # |u| in [1, 2)
+        return ((a * u - 5 * a) * u + 8 * a) * u - 4 * a
+
+    def w_inner(u):   # |u| in [0, 1)
+        return ((a + 2) * u - (a + 3)) * u * u + 1
+    indices, weights = [[] for _ in range(4)], [[] for _ in range(4)]
+    for o in range(out_size):
+        if align_corners:
+            src = o * ((n - 1) / (out_size - 1)) if out_size > 1 else 0.0
+        else:
+            step = (1.0 / scale) if scale else n / out_size
+            src = (o + 0.5) * step - 0.5
+        base = math.floor(src)
+        t = src - base
+        for k, wt in enumerate((w_outer(t + 1), w_inner(t), w_inner(1 - t), w_outer(2 - t))):
+            indices[k].append(min(max(base + k - 1, 0), n - 1))
+            weights[k].append(wt)
+    shape = [1] * x.dim()
+    shape[dim] = out_size
+    out = 0
+    for k in range(4):
+        w = torch.tensor(weights[k], dtype=x.dtype).view(shape)
+        out = out + x.index_select(dim, torch.tensor(indices[k])) * w
+    return out
+
+
+def interpolate_traceable(input, size=None, scale_factor=None, mode="nearest",
+                          align_corners=None, recompute_scale_factor=None, antialias=False,
+                          _original=F.interpolate):
+    """F.interpolate's bicubic mode (2-d, no antialias) written with ops act
+    lowers, so autograd derives its backward (ATen's
+    upsample_bicubic2d_backward has no decomposition in torch 1.13); every
+    other mode is PyTorch's own (decomposed or lowered by act)."""
+    if mode != "bicubic" or input.dim() != 4 or antialias:
+        return _original(input, size, scale_factor, mode, align_corners, recompute_scale_factor,
+                         antialias)
+    h, w = input.shape[-2:]
+    scales = (None, None)
+    if size is None:
+        factors = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * 2
+        size = (int(math.floor(h * factors[0])), int(math.floor(w * factors[1])))
+        if not recompute_scale_factor:
+            scales = tuple(float(f) for f in factors)
+    elif isinstance(size, int):
+        size = (size, size)
+    y = _bicubic_axis(input, 2, size[0], bool(align_corners), scales[0])
+    return _bicubic_axis(y, 3, size[1], bool(align_corners), scales[1])
+
+
 @contextlib.contextmanager
 def static_losses():
     """While tracing: F.cross_entropy with label smoothing in a form of
@@ -295,10 +353,10 @@ def static_losses():
     too), F.one_hot and F.gaussian_nll_loss without their data-dependent
     checks (one_hot_static, gaussian_nll_static), torch.distributions
     without argument validation (it reads values), F.affine_grid,
-    F.grid_sample, F.multi_margin_loss and F.local_response_norm written
-    with ops act lowers."""
+    F.grid_sample, F.multi_margin_loss, F.local_response_norm and
+    F.interpolate's bicubic mode written with ops act lowers."""
     originals = (F.cross_entropy, F.one_hot, F.gaussian_nll_loss, F.affine_grid, F.grid_sample,
-                 F.multi_margin_loss, F.local_response_norm)
+                 F.multi_margin_loss, F.local_response_norm, F.interpolate)
     validate = torch.distributions.Distribution._validate_args
     F.cross_entropy = functools.partial(cross_entropy_static, _original=originals[0])
     F.one_hot = one_hot_static
@@ -308,6 +366,7 @@ def static_losses():
     F.multi_margin_loss = functools.partial(multi_margin_static, _original=originals[5])
     F.local_response_norm = functools.partial(local_response_norm_static,
                                               _original=originals[6])
+    F.interpolate = functools.partial(interpolate_traceable, _original=originals[7])
     # torch.distributions checks arguments and samples by reading their
     # values (constraint.check(...).all()): not while tracing.
     torch.distributions.Distribution.set_default_validate_args(False)
@@ -315,7 +374,7 @@ def static_losses():
         yield
     finally:
         (F.cross_entropy, F.one_hot, F.gaussian_nll_loss, F.affine_grid,
-         F.grid_sample, F.multi_margin_loss, F.local_response_norm) = originals
+         F.grid_sample, F.multi_margin_loss, F.local_response_norm, F.interpolate) = originals
         torch.distributions.Distribution.set_default_validate_args(validate)
 
 

@@ -622,6 +622,24 @@ def _margin(o, t):
     return F.multi_margin_loss(o, t) + F.multi_margin_loss(o, t, p=2, margin=0.5, weight=w)
 
 
+class _Bicubic(nn.Module):
+    """Bicubic upsampling (F.interpolate by a factor, nn.Upsample with
+    align_corners) in a super-resolution-style head, global max pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.c, self.up = nn.Conv2d(3, 4, 3, padding=1), nn.Upsample(scale_factor=2, mode="bicubic",
+                                                                     align_corners=True)
+        self.o = nn.Linear(4 * 2, 3)
+
+    def forward(self, x):
+        y = torch.relu(self.c(x))
+        a = F.interpolate(y, scale_factor=1.5, mode="bicubic", align_corners=False)
+        # (amax: its gradient mask compares the saved features with their
+        # maximum, which keeps them exact under encodings: compared-exactly.)
+        return self.o(torch.cat([a.mean((2, 3)), self.up(y).amax((2, 3))], 1))
+
+
 def _loss_model(loss):
     return lambda batch: (_Head(lambda y: y, 8, 4), torch.randn(batch, 8), torch.randn(batch, 4), loss)
 
@@ -690,6 +708,7 @@ ZOO = {
     "ops_setitem_view": lambda batch: (_SetItemView(), torch.randn(batch, 8),
                                        torch.randint(0, 3, (batch,))),
     "ops_lrn_margin": lambda batch: (_LocalResponse(),) + _images(batch, 8, 4) + (_margin,),
+    "ops_bicubic": lambda batch: (_Bicubic(),) + _images(batch, 8, 3),
     "ops_fold": lambda batch: (_Fold(),) + _images(batch, 8, 3),
     "ops_pooling": lambda batch: (_Pooling(),) + _images(batch, 8, 3),
     "ops_spatial_transformer": lambda batch: (_SpatialTransformer(), torch.randn(batch, 3, 8, 8),

@@ -49,6 +49,10 @@ enum class SaveStatus {
   Interleaved,
   /// Not a ranked tensor: there is no layout to encode.
   Unranked,
+  /// A backward op compares it for equality with another value (the
+  /// gradient mask of amax, amin, max): a lossy encoding would change the
+  /// comparison (no decoded element equals the exact maximum, 0/0).
+  ComparedExactly,
 };
 
 llvm::StringRef stringifySaveStatus(SaveStatus status);

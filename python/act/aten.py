@@ -1440,14 +1440,19 @@ def index_select(g, node, x, dim, index):
     return _gather_dim(g, node, x, dim, index, out_shape)
 
 
+def _from_end(b, k, n, ty):
+    """Index k of a dim of size n with PyTorch's negative indices (counted
+    from the end): k + n where k < 0."""
+    neg = b.cmpi("slt", k, b.c(0, ty), ty)
+    return b.select(neg, b.op("arith.addi", k, b.c(n, ty), ty=ty), k, ty=ty)
+
+
 def _gather_dim(g, node, x, dim, index, out_shape):
     """out[..., i, ...] = x[..., index[i], ...] along dim (index 1-D)."""
     n = x.shape[dim]
 
     def body(b, idx, o):
-        k = b.cast("arith.index_cast", idx, index.dtype, "index")
-        neg = b.cmpi("slt", k, b.c(0, "index"), "index")
-        k = b.select(neg, b.op("arith.addi", k, b.c(n, "index"), ty="index"), k, ty="index")
+        k = _from_end(b, b.cast("arith.index_cast", idx, index.dtype, "index"), n, "index")
         ivs = [b.index(i) for i in range(len(out_shape))]
         ivs[dim] = k
         return b.line("t", f"tensor.extract {x.name}[{', '.join(ivs)}] : {x.type}")
@@ -1484,9 +1489,7 @@ def index(g, node, x, indices):
             elif d in pos:
                 t = indices[d]
                 k = b.cast("arith.index_cast", idx[pos.index(d)], t.dtype, "index")
-                neg = b.cmpi("slt", k, b.c(0, "index"), "index")
-                ivs.append(b.select(neg, b.op("arith.addi", k, b.c(x.shape[d], "index"),
-                                              ty="index"), k, ty="index"))
+                ivs.append(_from_end(b, k, x.shape[d], "index"))
             else:
                 ivs.append(b.index(d - len(pos) + r))
         return b.line("t", f"tensor.extract {x.name}[{', '.join(ivs)}] : {x.type}")
@@ -1530,11 +1533,7 @@ def index_put(g, node, x, indices, values, accumulate=False, *args):
         for j, k in enumerate(pos):
             t = indices[k]
             i = b.cast("arith.index_cast", b.index(k), "index", t.dtype)
-            # A negative index counts from the end (as in PyTorch).
-            neg = b.cmpi("slt", idx[j], b.c(0, t.dtype), t.dtype)
-            want = b.select(neg, b.op("arith.addi", idx[j], b.c(x.shape[k], t.dtype), ty=t.dtype),
-                            idx[j], ty=t.dtype)
-            h = b.cmpi("eq", i, want, t.dtype)
+            h = b.cmpi("eq", i, _from_end(b, idx[j], x.shape[k], t.dtype), t.dtype)
             hit = h if hit is None else b.andi(hit, h)
         if accumulate:
             return b.select(hit, arith(b, "add", o, v, x.dtype), o, ty=x.dtype)

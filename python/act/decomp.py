@@ -8,8 +8,8 @@ PyTorch's own aten-to-aten table (export.decompositions()). They run below
 autograd: a forward op's derivative is still ATen's formula, so an op whose
 backward is itself an op (`reflection_pad2d_backward`, `_cdist_backward`,
 `smooth_l1_loss_backward`) has its decomposition here too. Formulas follow
-ATen's CPU kernels; every entry is checked against float64 autograd by
-python/tests/test_ops.py.
+ATen's CPU kernels; every entry is checked against float64 autograd by a
+model of act.zoo's `ops_*` groups (python/tests/test_zoo.py).
 """
 
 import math
@@ -449,14 +449,15 @@ def weight_norm_interface_backward(grad_w, v, g, norms, dim=0):
 
 # -- embedding bags -------------------------------------------------------------
 
-def _bags(indices, offsets, include_last_offset):
+def _bags(indices, offsets, include_last_offset, counted):
     """For each position of `indices`: its bag (offset2bag), and each bag's
-    size."""
+    size (the positions where `counted` holds)."""
     count = offsets.shape[0] - (1 if include_last_offset else 0)
     starts = offsets[:count]
     positions = torch.arange(indices.shape[0])
     bag = (positions.unsqueeze(1) >= starts.unsqueeze(0)).to(torch.int64).sum(1) - 1
-    sizes = (bag.unsqueeze(1) == torch.arange(count).unsqueeze(0)).to(torch.int64).sum(0)
+    member = bag.unsqueeze(1) == torch.arange(count).unsqueeze(0)
+    sizes = (member & counted.unsqueeze(1)).to(torch.int64).sum(0)
     return bag, sizes, count
 
 
@@ -468,14 +469,11 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     backward below recomputes what it needs)."""
     if mode == 2:
         raise NotImplementedError("nn.EmbeddingBag(mode='max') is not supported by act")
-    bag, sizes, count = _bags(indices, offsets, include_last_offset)
+    counted = (indices != padding_idx if padding_idx is not None and padding_idx >= 0
+               else torch.ones_like(indices, dtype=torch.bool))
+    bag, sizes, count = _bags(indices, offsets, include_last_offset, counted)
     rows = weight.index_select(0, indices)
-    keep = torch.ones_like(indices, dtype=weight.dtype)
-    if padding_idx is not None and padding_idx >= 0:
-        keep = (indices != padding_idx).to(weight.dtype)
-        sizes = (((bag.unsqueeze(1) == torch.arange(count).unsqueeze(0))
-                  & (indices != padding_idx).unsqueeze(1)).to(torch.int64).sum(0))
-    scale = keep
+    scale = counted.to(weight.dtype)
     if per_sample_weights is not None:
         scale = scale * per_sample_weights
     rows = rows * scale.unsqueeze(1)

@@ -26,7 +26,6 @@ as eager PyTorch would hold the argument itself.
 import argparse
 import contextlib
 import copy
-import functools
 import json
 import math
 import operator
@@ -355,26 +354,26 @@ def static_losses():
     without argument validation (it reads values), F.affine_grid,
     F.grid_sample, F.multi_margin_loss, F.local_response_norm and
     F.interpolate's bicubic mode written with ops act lowers."""
-    originals = (F.cross_entropy, F.one_hot, F.gaussian_nll_loss, F.affine_grid, F.grid_sample,
-                 F.multi_margin_loss, F.local_response_norm, F.interpolate)
+    # Each replacement keeps PyTorch's function as its `_original` default
+    # where it falls back to it.
+    replacements = {"cross_entropy": cross_entropy_static, "one_hot": one_hot_static,
+                    "gaussian_nll_loss": gaussian_nll_static,
+                    "affine_grid": affine_grid_traceable, "grid_sample": grid_sample_traceable,
+                    "multi_margin_loss": multi_margin_static,
+                    "local_response_norm": local_response_norm_static,
+                    "interpolate": interpolate_traceable}
+    originals = {name: getattr(F, name) for name in replacements}
     validate = torch.distributions.Distribution._validate_args
-    F.cross_entropy = functools.partial(cross_entropy_static, _original=originals[0])
-    F.one_hot = one_hot_static
-    F.gaussian_nll_loss = gaussian_nll_static
-    F.affine_grid = functools.partial(affine_grid_traceable, _original=originals[3])
-    F.grid_sample = functools.partial(grid_sample_traceable, _original=originals[4])
-    F.multi_margin_loss = functools.partial(multi_margin_static, _original=originals[5])
-    F.local_response_norm = functools.partial(local_response_norm_static,
-                                              _original=originals[6])
-    F.interpolate = functools.partial(interpolate_traceable, _original=originals[7])
+    for name, fn in replacements.items():
+        setattr(F, name, fn)
     # torch.distributions checks arguments and samples by reading their
     # values (constraint.check(...).all()): not while tracing.
     torch.distributions.Distribution.set_default_validate_args(False)
     try:
         yield
     finally:
-        (F.cross_entropy, F.one_hot, F.gaussian_nll_loss, F.affine_grid,
-         F.grid_sample, F.multi_margin_loss, F.local_response_norm, F.interpolate) = originals
+        for name, fn in originals.items():
+            setattr(F, name, fn)
         torch.distributions.Distribution.set_default_validate_args(validate)
 
 

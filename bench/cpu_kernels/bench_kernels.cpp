@@ -193,16 +193,26 @@ int main(int argc, char **argv) {
     bool isMask = llvm::StringRef(enc).starts_with("#act.mask");
     std::string elem = isMask ? "i1" : item.element;
     std::string d = "tensor<" + dims + elem + ">";
-    std::string m = "memref<" + dims + elem + ">";
-    // Decoding writes into the caller's buffer (destination-passing style).
-    std::string text =
-        "func.func @encode(%x: " + t + ", %s: i64) -> " + e +
-        " {\n %e = act.encode %x, id = 0, seed %s : " + t + " -> " + e +
-        "\n return %e : " + e + "\n}\nfunc.func @decode(%e: " + e +
-        ", %out: " + m + ") {\n %d = act.decode %e : " + e + " -> " + d +
-        "\n bufferization.materialize_in_destination %d in restrict writable "
-        "%out : (" +
-        d + ", " + m + ") -> ()\n return\n}\n";
+    // Decoding writes into the caller's buffer (destination-passing style),
+    // viewed as 1-D (a value reshaped on its way into a buffer of another
+    // shape is copied: empty-tensor elimination does not see through
+    // reshapes).
+    std::string flat = "tensor<" + std::to_string(n) + "x" + elem + ">";
+    std::string m = "memref<" + std::to_string(n) + "x" + elem + ">";
+    std::string value = "%d", reshape;
+    if (shape.size() > 1) {
+      reshape = " %f = tensor.collapse_shape %d [[0, 1, 2, 3]] : " + d +
+                " into " + flat + "\n";
+      value = "%f";
+    }
+    std::string text = "func.func @encode(%x: " + t + ", %s: i64) -> " + e +
+                       " {\n %e = act.encode %x, id = 0, seed %s : " + t +
+                       " -> " + e + "\n return %e : " + e +
+                       "\n}\nfunc.func @decode(%e: " + e + ", %out: " + m +
+                       ") {\n %d = act.decode %e : " + e + " -> " + d + "\n" +
+                       reshape + " bufferization.materialize_in_destination " +
+                       value + " in restrict writable %out : (" + flat + ", " +
+                       m + ") -> ()\n return\n}\n";
     OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
     if (!module) {
       llvm::errs() << "could not parse the kernels of " << enc << "\n";

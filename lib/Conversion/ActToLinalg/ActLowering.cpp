@@ -230,9 +230,8 @@ dim0Slice(OpBuilder &b, int64_t rank, Value offset) {
   return {offsets, SmallVector<OpFoldResult>(rank, b.getIndexAttr(1))};
 }
 
-/// `t[offset : offset + size]` along dim 0 (all of the other dims).
-static Value slice(OpBuilder &b, Location loc, Value t, Value offset,
-                   Value size) {
+Value mlir::act::detail::slice(OpBuilder &b, Location loc, Value t,
+                               Value offset, Value size) {
   auto type = cast<RankedTensorType>(t.getType());
   auto [offsets, strides] = dim0Slice(b, type.getRank(), offset);
   SmallVector<OpFoldResult> sizes = {getAsOpFoldResult(size)};
@@ -251,9 +250,8 @@ static Value insert(OpBuilder &b, Location loc, Value part, Value into,
                                        strides);
 }
 
-/// The same inside an scf.forall's in_parallel terminator.
-static void parallelInsert(OpBuilder &b, Location loc, Value part, Value into,
-                           Value offset) {
+void mlir::act::detail::parallelInsert(OpBuilder &b, Location loc, Value part,
+                                       Value into, Value offset) {
   auto [offsets, strides] =
       dim0Slice(b, cast<RankedTensorType>(part.getType()).getRank(), offset);
   tensor::ParallelInsertSliceOp::create(b, loc, part, into, offsets,
@@ -275,8 +273,7 @@ static SmallVector<ReassociationIndices> collapseAll(int64_t rank) {
   return {all};
 }
 
-/// `input` as a 1-D tensor (row-major; a view, no copy).
-static Value flatten(OpBuilder &b, Location loc, Value input) {
+Value mlir::act::detail::flatten(OpBuilder &b, Location loc, Value input) {
   auto type = cast<RankedTensorType>(input.getType());
   int64_t n =
       type.hasStaticShape() ? type.getNumElements() : ShapedType::kDynamic;
@@ -402,6 +399,21 @@ Value mlir::act::buildByteDecode(
 // Packed codes
 //===----------------------------------------------------------------------===//
 
+/// The CPU's chunk of packed elements (lcm of the group and the tiles that
+/// share Philox blocks) and whether the vectorized path takes it.
+static std::pair<int64_t, bool> getCpuChunk(PackedFormat f, int64_t group,
+                                            int64_t sharedTiles) {
+  int64_t tile = f.tileElements();
+  int64_t chunk = std::lcm(group ? group : tile, tile * sharedTiles);
+  // A lane of a tile (16 elements) must lie in one group; a chunk is
+  // unrolled tile by tile and group by group, so both counts are bounded
+  // (lcm(48, 512) = 1536 at 1 bit, 32 groups, took 11 s to compile on the
+  // transformer example).
+  bool fast =
+      !group || (group % 16 == 0 && chunk / tile <= 16 && chunk / group <= 8);
+  return {chunk, fast};
+}
+
 namespace {
 /// How a packed tensor of n elements splits: whole chunks of `chunk`
 /// elements (lcm of the group and the tile) take the vectorized path, the
@@ -420,13 +432,7 @@ struct PackedSplit {
     this->group = group;
     switch (target) {
     case LoweringTarget::CPU:
-      chunk = std::lcm(group ? group : tile, tile * sharedTiles);
-      // A lane of a tile (16 elements) must lie in one group; a chunk is
-      // unrolled tile by tile and group by group, so both counts are
-      // bounded (lcm(48, 512) = 1536 at 1 bit, 32 groups, took 11 s to
-      // compile on the transformer example).
-      fast = !group ||
-             (group % 16 == 0 && chunk / tile <= 16 && chunk / group <= 8);
+      std::tie(chunk, fast) = getCpuChunk(f, group, sharedTiles);
       break;
     case LoweringTarget::GPU:
     case LoweringTarget::GPUEmulated:
@@ -678,6 +684,13 @@ static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
   stats.build(b, loc, view, valid, vectorize, perGroup, metaRows);
 }
 
+int64_t mlir::act::getPackedEncodeChunk(PackedFormat format, int64_t group,
+                                        bool random) {
+  auto [chunk, fast] = getCpuChunk(
+      format, group, random ? LaneRandom::tilesPerBlock(format.perWord) : 1);
+  return fast ? chunk : 0;
+}
+
 Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
                                    PackedFormat f,
                                    const LoweringOptions &options,
@@ -710,6 +723,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
                      b.getF32Type());
 
   if (split.fast && split.chunksStatic != 0 && isGpu(options)) {
+    assert((!random || !random->firstTile) && "pieces are CPU only");
     buildGpuPackedEncode(b, loc, flat, f, ix.mul(split.chunks, chunk / tile),
                          ix.ceilDiv(n, perWord),
                          stats ? ix.ceilDiv(n, stats->group) : Value(), options,
@@ -757,7 +771,10 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
         inits.push_back(slice(b, loc, chunkWords, ix.c(t * 16), ix.c(16)));
       }
       SmallVector<AffineMap> maps(lanes.size() + inits.size(), map);
-      Value row = ix.div(ix.add(ix.mul(c, chunk / tile), ix.c(t0)), shared);
+      Value firstTile = ix.add(ix.mul(c, chunk / tile), ix.c(t0));
+      if (random && random->firstTile)
+        firstTile = ix.add(random->firstTile, firstTile);
+      Value row = ix.div(firstTile, shared);
       auto generic = linalg::GenericOp::create(
           b, loc, ValueRange(inits).getTypes(), lanes, inits, maps,
           {utils::IteratorType::parallel},
@@ -811,6 +828,8 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
     Value words = ix.ceilDiv(rest, perWord);
     Value init = emptyRows(b, loc, words, {}, i32);
     Value firstTile = ix.div(start, tile);
+    if (random && random->firstTile)
+      firstTile = ix.add(random->firstTile, firstTile);
     auto generic = linalg::GenericOp::create(
         b, loc, init.getType(), ValueRange{}, ValueRange{init},
         ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
@@ -955,8 +974,25 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
         }
     }
     Value outAt = ix.mul(c, chunk);
-    Value chunkOut =
-        slice(b, loc, forall.getRegionIterArgs()[0], outAt, ix.c(chunk));
+    // The chunk's output as tiles (chunk / tile x groupsPerTile x
+    // lanesPerGroup x 16): each tile's generic is inserted in the shape it
+    // computes, so that empty-tensor elimination lets it write into the
+    // output (an insert of a reshaped tile is a copy from a scratch tile).
+    auto tileType = tensorOf({groupsPerTile, lanesPerGroup, 16}, elementType);
+    Value chunkOut = tensor::ExpandShapeOp::create(
+        b, loc,
+        tensorOf({chunk / tile, groupsPerTile, lanesPerGroup, 16}, elementType),
+        slice(b, loc, forall.getRegionIterArgs()[0], outAt, ix.c(chunk)),
+        collapseAll(4));
+    auto tileAt = [&](int64_t t) {
+      return std::make_tuple(
+          SmallVector<OpFoldResult>{b.getIndexAttr(t), b.getIndexAttr(0),
+                                    b.getIndexAttr(0), b.getIndexAttr(0)},
+          SmallVector<OpFoldResult>{
+              b.getIndexAttr(1), b.getIndexAttr(groupsPerTile),
+              b.getIndexAttr(lanesPerGroup), b.getIndexAttr(16)},
+          SmallVector<OpFoldResult>(4, b.getIndexAttr(1)));
+    };
     MLIRContext *ctx = b.getContext();
     auto dim = [&](unsigned d) {
       return AffineMap::get(3, 0, {getAffineDimExpr(d, ctx)}, ctx);
@@ -987,9 +1023,9 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
         maps.push_back(dim(1));
       }
       maps.push_back(b.getMultiDimIdentityMap(3));
-      Value init = tensor::ExpandShapeOp::create(
-          b, loc, tensorOf({groupsPerTile, lanesPerGroup, 16}, elementType),
-          slice(b, loc, chunkOut, ix.c(t * tile), ix.c(tile)), collapseAll(3));
+      auto [offsets, sizes, strides] = tileAt(t);
+      Value init = tensor::ExtractSliceOp::create(b, loc, tileType, chunkOut,
+                                                  offsets, sizes, strides);
       auto generic = linalg::GenericOp::create(
           b, loc, init.getType(), inputs, ValueRange{init}, maps,
           SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
@@ -1006,11 +1042,11 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
                 value(nb, nl, codeValue, args.drop_front().drop_back()));
           });
       generic->setAttr(kVectorizeAttr, b.getUnitAttr());
-      Value flatTile =
-          tensor::CollapseShapeOp::create(b, loc, tensorOf({tile}, elementType),
-                                          generic.getResult(0), collapseAll(3));
-      chunkOut = insert(b, loc, flatTile, chunkOut, ix.c(t * tile));
+      chunkOut = tensor::InsertSliceOp::create(
+          b, loc, generic.getResult(0), chunkOut, offsets, sizes, strides);
     }
+    chunkOut = tensor::CollapseShapeOp::create(
+        b, loc, tensorOf({chunk}, elementType), chunkOut, collapseAll(4));
     b.setInsertionPointToStart(forall.getTerminator().getBody());
     parallelInsert(b, loc, chunkOut, forall.getRegionIterArgs()[0], outAt);
     out = forall.getResult(0);

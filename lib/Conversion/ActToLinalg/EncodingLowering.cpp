@@ -24,6 +24,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::act;
@@ -276,11 +277,13 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
   metaRows = metaOp.getResult(0);
 }
 
-template <>
-SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
-    Attribute attr, OpBuilder &b, Location loc, Value input, Value seed,
-    int64_t id, const LoweringOptions &options) const {
-  auto encoding = cast<QuantEncodingAttr>(attr);
+/// The payload and metadata of `input` under `encoding`; `firstTile` (null:
+/// 0) when `input` is a piece of the tensor encoded (RandomKey::firstTile).
+static SmallVector<Value> buildQuantEncode(QuantEncodingAttr encoding,
+                                           OpBuilder &b, Location loc,
+                                           Value input, Value seed, int64_t id,
+                                           Value firstTile,
+                                           const LoweringOptions &options) {
   int64_t levels = (int64_t(1) << encoding.getBits()) - 1;
   GroupStats stats{
       encoding.getGroup(),
@@ -304,7 +307,7 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
         RandomKey{seed ? seed
                        : arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0)
                              .getResult(),
-                  id};
+                  id, firstTile};
   Value meta;
   Value payload = buildPackedEncode(
       b, loc, input, {encoding.getBits(), 32 / encoding.getBits()}, options,
@@ -322,7 +325,7 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
         if (random) {
           // u from the element's 8 random bits (the rounding's bias is at
           // most 1/512 of a step, docs/Encodings.md).
-          offset = detail::stochasticOffset(nb, nl, randomWord());
+          offset = act::detail::stochasticOffset(nb, nl, randomWord());
         } else {
           offset = f32Const(nb, nl, 0.5f);
         }
@@ -349,6 +352,14 @@ SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
       },
       &meta);
   return {payload, meta};
+}
+
+template <>
+SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value seed,
+    int64_t id, const LoweringOptions &options) const {
+  return buildQuantEncode(cast<QuantEncodingAttr>(attr), b, loc, input, seed,
+                          id, Value(), options);
 }
 
 template <>
@@ -893,19 +904,21 @@ struct DivisionBlocks {
   }
 
   /// `f(x, average)` over the rank-6 view of `x` (rank 4) into a new
-  /// tensor of `type` (rank 4).
-  Value withAverages(
-      OpBuilder &b, Location loc, Value x, Value averages,
-      RankedTensorType type,
-      function_ref<Value(OpBuilder &, Location, Value, Value)> f) const {
+  /// tensor of `type` (rank 4), or into `into` (rank 4, of `type`).
+  Value withAverages(OpBuilder &b, Location loc, Value x, Value averages,
+                     RankedTensorType type,
+                     function_ref<Value(OpBuilder &, Location, Value, Value)> f,
+                     Value into = {}) const {
     Value x6 = expand(b, loc, x);
     auto x6Type = cast<RankedTensorType>(x6.getType());
     SmallVector<Value> dynamic;
     for (int64_t d = 0; d < 6; ++d)
       if (x6Type.isDynamicDim(d))
         dynamic.push_back(tensor::DimOp::create(b, loc, x6, d));
-    Value init = tensor::EmptyOp::create(b, loc, x6Type.getShape(),
-                                         type.getElementType(), dynamic);
+    Value init = into ? expand(b, loc, into)
+                      : tensor::EmptyOp::create(b, loc, x6Type.getShape(),
+                                                type.getElementType(), dynamic)
+                            .getResult();
     MLIRContext *ctx = b.getContext();
     auto identity = AffineMap::getMultiDimIdentityMap(6, ctx);
     Value out =
@@ -974,6 +987,189 @@ struct DivisionBlocks {
                              elementType));
                })
         .getResult(0);
+  }
+};
+
+/// #act.division on the CPU a span of whole block rows at a time: the
+/// `block` image rows of one (n, c) (NCHW) or of one n (NHWC) are
+/// contiguous, and a span of them is itself a rank-4 map of the same layout
+/// (NCHW 1 x rows x block x W, NHWC rows x block x W x C) whose averages are
+/// a contiguous piece of all averages. Each span's averages, residual and
+/// codes are computed from the span read once from memory; the residual
+/// exists a span at a time (no full-size f32 temporary). Spans are whole
+/// chunks of the residual's packed encode, so its groups and Philox
+/// counters (RandomKey::firstTile) are those of the whole tensor: the same
+/// bits as encoding the whole residual.
+struct DivisionSpans {
+  DivisionBlocks blocks;
+  QuantEncodingAttr quant;
+  PackedFormat format;
+  /// Elements and averages per span; spans in the tensor.
+  int64_t spanElements, spanAverages, spans;
+  /// One span (rank 4) and its averages.
+  SmallVector<int64_t> spanShape, spanAveragesShape;
+
+  /// Spans of at most about this many elements (a span's f32 residual, 32
+  /// KB, stays in cache between its computation and its encode).
+  static constexpr int64_t kTargetElements = 8192;
+
+  static std::optional<DivisionSpans> get(const DivisionBlocks &blocks,
+                                          RankedTensorType type) {
+    if (!type.hasStaticShape())
+      return std::nullopt;
+    QuantEncodingAttr quant = blocks.encoding.getResidualEncoding();
+    PackedFormat format{quant.getBits(), 32 / quant.getBits()};
+    int64_t chunk =
+        getPackedEncodeChunk(format, quant.getGroup(), quant.isStochastic());
+    ArrayRef<int64_t> shape = type.getShape();
+    int64_t block = blocks.block;
+    // A block row: NCHW block x W, NHWC block x W x C.
+    int64_t rowElements =
+        block * shape[blocks.nhwc ? 2 : 3] * (blocks.nhwc ? shape[3] : 1);
+    int64_t rowAverages = rowElements / (block * block);
+    int64_t rows = type.getNumElements() / rowElements;
+    if (chunk == 0 || rows == 0)
+      return std::nullopt;
+    int64_t baseRows = std::lcm(chunk, rowElements) / rowElements;
+    if (rows % baseRows || baseRows * rowElements > 16 * kTargetElements)
+      return std::nullopt;
+    // The most rows under the target that divide the tensor's.
+    int64_t spanRows = baseRows;
+    for (int64_t k = 2; k * baseRows * rowElements <= kTargetElements; ++k)
+      if (rows % (k * baseRows) == 0)
+        spanRows = k * baseRows;
+    DivisionSpans spans{blocks,
+                        quant,
+                        format,
+                        spanRows * rowElements,
+                        spanRows * rowAverages,
+                        rows / spanRows,
+                        {},
+                        {}};
+    int64_t blocksPerRow = rowAverages / (blocks.nhwc ? shape[3] : 1);
+    if (blocks.nhwc) {
+      spans.spanShape = {spanRows, block, shape[2], shape[3]};
+      spans.spanAveragesShape = {spanRows, 1, blocksPerRow, shape[3]};
+    } else {
+      spans.spanShape = {1, spanRows, block, shape[3]};
+      spans.spanAveragesShape = {1, spanRows, 1, blocksPerRow};
+    }
+    return spans;
+  }
+
+  /// The payload, metadata and averages of `input` (storage order).
+  SmallVector<Value> encode(OpBuilder &b, Location loc, Value input, Value seed,
+                            int64_t id, const LoweringOptions &options) const {
+    auto type = cast<RankedTensorType>(input.getType());
+    Type elementType = type.getElementType();
+    SmallVector<Type> storageTypes;
+    cast<EncodingLoweringAttrInterface>(Attribute(blocks.encoding))
+        .getStorageTypes(type, storageTypes);
+    // The outputs: payload, metadata, and the averages as one flat tensor.
+    auto averagesType = cast<RankedTensorType>(storageTypes[2]);
+    SmallVector<Value> outs = {
+        tensor::EmptyOp::create(b, loc, cast<RankedTensorType>(storageTypes[0]),
+                                ValueRange{}),
+        tensor::EmptyOp::create(b, loc, cast<RankedTensorType>(storageTypes[1]),
+                                ValueRange{}),
+        tensor::EmptyOp::create(
+            b, loc, ArrayRef<int64_t>{averagesType.getNumElements()},
+            elementType)};
+    Value flat = act::detail::flatten(b, loc, input);
+    auto forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(spans)}, outs,
+        std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forall.getTerminator());
+    act::detail::IndexMath ix{b, loc};
+    Value s = forall.getInductionVar(0);
+    Value start = ix.mul(s, spanElements);
+    auto spanType = RankedTensorType::get(spanShape, elementType);
+    Value x = tensor::ExpandShapeOp::create(
+        b, loc, spanType,
+        act::detail::slice(b, loc, flat, start, ix.c(spanElements)),
+        SmallVector<ReassociationIndices>{{0, 1, 2, 3}});
+    Value averages = blocks.averages(
+        b, loc, x, RankedTensorType::get(spanAveragesShape, elementType));
+    Value residual = blocks.withAverages(
+        b, loc, x, averages, spanType.clone(b.getF32Type()),
+        [&](OpBuilder &nb, Location nl, Value v, Value average) {
+          return arith::SubFOp::create(nb, nl, toF32(nb, nl, v),
+                                       toF32(nb, nl, average))
+              .getResult();
+        });
+    SmallVector<Value> codes = buildQuantEncode(
+        quant, b, loc, act::detail::flatten(b, loc, residual), seed, id,
+        ix.div(start, format.tileElements()), options);
+    Value offsets[] = {ix.div(start, format.perWord),
+                       ix.div(start, quant.getGroup()),
+                       ix.mul(s, spanAverages)};
+    Value parts[] = {codes[0], codes[1],
+                     act::detail::flatten(b, loc, averages)};
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    for (int i = 0; i < 3; ++i)
+      act::detail::parallelInsert(b, loc, parts[i],
+                                  forall.getRegionIterArgs()[i], offsets[i]);
+    b.setInsertionPointAfter(forall);
+    return {forall.getResult(0), forall.getResult(1),
+            tensor::ExpandShapeOp::create(
+                b, loc, averagesType, forall.getResult(2),
+                SmallVector<ReassociationIndices>{{0, 1, 2, 3}})};
+  }
+
+  /// The decoded tensor of `type` from `storage` (payload, metadata,
+  /// averages).
+  Value decode(OpBuilder &b, Location loc, ValueRange storage,
+               RankedTensorType type, const LoweringOptions &options) const {
+    Type elementType = type.getElementType();
+    Value averagesFlat = act::detail::flatten(b, loc, storage[2]);
+    Value init = tensor::EmptyOp::create(
+        b, loc, ArrayRef<int64_t>{type.getNumElements()}, elementType);
+    auto forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(spans)}, ValueRange{init},
+        std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forall.getTerminator());
+    act::detail::IndexMath ix{b, loc};
+    Value s = forall.getInductionVar(0);
+    Value start = ix.mul(s, spanElements);
+    int64_t group = quant.getGroup();
+    Value payload =
+        act::detail::slice(b, loc, storage[0], ix.div(start, format.perWord),
+                           ix.c(spanElements / format.perWord));
+    Value meta = act::detail::slice(b, loc, storage[1], ix.div(start, group),
+                                    ix.c(spanElements / group));
+    auto spanType = RankedTensorType::get(spanShape, elementType);
+    Value averages = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(spanAveragesShape, elementType),
+        act::detail::slice(b, loc, averagesFlat, ix.mul(s, spanAverages),
+                           ix.c(spanAverages)),
+        SmallVector<ReassociationIndices>{{0, 1, 2, 3}});
+    Value r = cast<EncodingLoweringAttrInterface>(Attribute(quant))
+                  .buildDecode(b, loc, {payload, meta},
+                               spanType.clone(b.getF32Type()), {}, options);
+    // Written into the output's span (no span-sized copy).
+    Value into = tensor::ExpandShapeOp::create(
+        b, loc, spanType,
+        act::detail::slice(b, loc, forall.getRegionIterArgs()[0], start,
+                           ix.c(spanElements)),
+        SmallVector<ReassociationIndices>{{0, 1, 2, 3}});
+    Value decoded = blocks.withAverages(
+        b, loc, r, averages, spanType,
+        [&](OpBuilder &nb, Location nl, Value v, Value average) {
+          return fromF32(
+              nb, nl, arith::AddFOp::create(nb, nl, toF32(nb, nl, average), v),
+              elementType);
+        },
+        into);
+    decoded = act::detail::flatten(b, loc, decoded);
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    act::detail::parallelInsert(b, loc, decoded, forall.getRegionIterArgs()[0],
+                                start);
+    b.setInsertionPointAfter(forall);
+    return tensor::ExpandShapeOp::create(
+        b, loc, type, forall.getResult(0),
+        SmallVector<ReassociationIndices>{{0, 1, 2, 3}});
   }
 };
 
@@ -1072,7 +1268,11 @@ SmallVector<Value> EncodingModel<DivisionEncodingAttr>::buildEncode(
         .getResult();
   };
   Value averages, residual;
-  if (auto blocks = DivisionBlocks::get(encoding, type, options)) {
+  auto blocks = DivisionBlocks::get(encoding, type, options);
+  if (blocks)
+    if (auto spans = DivisionSpans::get(*blocks, type))
+      return spans->encode(b, loc, input, seed, id, options);
+  if (blocks) {
     // Whole blocks on the CPU: vectorizable generics, the same bits.
     averages = blocks->averages(b, loc, input, averagesType);
     residual = blocks->withAverages(b, loc, input, averages,
@@ -1107,6 +1307,11 @@ Value EncodingModel<DivisionEncodingAttr>::buildDecode(
     const LoweringOptions &options) const {
   auto encoding = cast<DivisionEncodingAttr>(attr);
   Type elementType = decodedType.getElementType();
+  auto blocks = DivisionBlocks::get(encoding, decodedType, options);
+  // (A per-element decode is one generic a consumer takes in.)
+  if (blocks && !options.perElementDecode)
+    if (auto spans = DivisionSpans::get(*blocks, decodedType))
+      return spans->decode(b, loc, storage, decodedType, options);
   Value residual = getResidualLowering(encoding).buildDecode(
       b, loc, storage.drop_back(), decodedType.clone(b.getF32Type()),
       dynamicSizes, options);
@@ -1115,7 +1320,7 @@ Value EncodingModel<DivisionEncodingAttr>::buildDecode(
                    arith::AddFOp::create(nb, nl, toF32(nb, nl, average), r),
                    elementType);
   };
-  if (auto blocks = DivisionBlocks::get(encoding, decodedType, options))
+  if (blocks)
     return blocks->withAverages(b, loc, residual, storage.back(), decodedType,
                                 add);
   return buildWithAverages(b, loc, encoding, residual, storage.back(),

@@ -177,6 +177,15 @@ struct LaneRandom {
   }
 };
 
+/// `t[offset : offset + size]` along dim 0 (all of the other dims).
+Value slice(OpBuilder &b, Location loc, Value t, Value offset, Value size);
+/// Inserts `part` into `into` at `offset` along dim 0, in an scf.forall's
+/// in_parallel terminator.
+void parallelInsert(OpBuilder &b, Location loc, Value part, Value into,
+                    Value offset);
+/// `input` as a 1-D tensor (row-major; a view, no copy).
+Value flatten(OpBuilder &b, Location loc, Value input);
+
 /// The static shape of `rows` x `inner` (dim 0 dynamic unless `rows` folds)
 /// and the dynamic size that goes with it.
 inline SmallVector<int64_t> rowsShape(Value rows, ArrayRef<int64_t> inner,

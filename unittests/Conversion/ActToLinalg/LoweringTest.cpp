@@ -456,10 +456,6 @@ TEST_F(LoweringTest, SparseMatchesReferenceAndIsBitwiseLossless) {
       }
 }
 
-// #act.division: block averages (partial blocks at the borders), the
-// residual's quant payload and metadata, and the decoded map are the
-// reference's bit for bit, NCHW and NHWC, on the CPU and GPU-emulated
-// targets; the decode is within the residual's quantization step of x.
 // The CPU's vector form of the sparse storage on elements of 1, 2 and 8
 // bytes (the test above: 4): storage as the reference, decoded bitwise.
 TEST_F(LoweringTest, SparseOfOtherWidthsMatchesReference) {
@@ -532,9 +528,16 @@ TEST_F(LoweringTest, EncodingsAreTheSameOnAnyNumberOfWorkers) {
   }
 }
 
+// #act.division: block averages (partial blocks at the borders), the
+// residual's quant payload and metadata, and the decoded map are the
+// reference's bit for bit, NCHW and NHWC, on the CPU and GPU-emulated
+// targets; the decode is within the residual's quantization step of x.
 TEST_F(LoweringTest, DivisionMatchesReferenceBitForBit) {
   JitTarget emulated;
   emulated.emulateGpuKernels = true;
+  // (The CPU's spans split into tasks of the async runtime too.)
+  JitTarget workers;
+  workers.threads = 3;
   struct Case {
     std::array<int64_t, 4> shape;
     bool nhwc;
@@ -548,8 +551,15 @@ TEST_F(LoweringTest, DivisionMatchesReferenceBitForBit) {
                  Case{{2, 9, 7, 3}, true, 4, 4, 64, false},
                  // Whole blocks (the CPU's block-wise generics), NHWC.
                  Case{{2, 8, 12, 16}, true, 4, 2, 256, true},
-                 Case{{1, 4, 5, 5}, false, 8, 8, 48, true}})
-    for (bool gpu : {false, true}) {
+                 Case{{1, 4, 5, 5}, false, 8, 8, 48, true},
+                 // Spans of whole block rows (the CPU encodes and decodes
+                 // a span at a time, counters continued): 1 bit (chunks of
+                 // 512), several spans; and whole blocks whose rows are no
+                 // whole number of chunks (no spans).
+                 Case{{4, 16, 16, 16}, false, 4, 1, 256, true},
+                 Case{{1, 3, 8, 8}, false, 8, 2, 256, true}})
+    for (int kind : {0, 1, 2}) {
+      bool gpu = kind == 2;
       std::string dims;
       for (int64_t d : c.shape)
         dims += std::to_string(d) + "x";
@@ -559,7 +569,10 @@ TEST_F(LoweringTest, DivisionMatchesReferenceBitForBit) {
           ", group = " + std::to_string(c.group) +
           ", rounding = " + (c.stochastic ? "stochastic" : "nearest") +
           ", layout = " + (c.nhwc ? "nhwc" : "nchw") + ">";
-      SCOPED_TRACE(dims + enc + (gpu ? " gpu-emulated" : ""));
+      SCOPED_TRACE(dims + enc +
+                   (gpu    ? " gpu-emulated"
+                    : kind ? " 3 workers"
+                           : ""));
       std::string t = "tensor<" + dims + "f32>";
       std::string e = "!act.encoded<" + t + ", " + enc + ">";
       std::string text = "func.func @codec(%x: " + t + ", %seed: i64) -> (" +
@@ -570,7 +583,9 @@ TEST_F(LoweringTest, DivisionMatchesReferenceBitForBit) {
       module = parseSourceString<ModuleOp>(text, &context);
       ASSERT_TRUE(module) << text;
       auto jit = JitFunction::compile(*module, "codec", true,
-                                      gpu ? emulated : JitTarget());
+                                      gpu    ? emulated
+                                      : kind ? workers
+                                             : JitTarget());
       ASSERT_TRUE(bool(jit)) << llvm::toString(jit.takeError());
       int64_t n = c.shape[0] * c.shape[1] * c.shape[2] * c.shape[3];
       // Maps with a smooth part (what the averages take out) and noise.

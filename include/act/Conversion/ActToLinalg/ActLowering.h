@@ -114,6 +114,11 @@ struct GroupStats {
 struct RandomKey {
   Value seed; // i64
   int64_t id;
+  /// The input's first tile in the tensor whose codes these are (index;
+  /// null: 0), when that tensor is encoded piece by piece (#act.division's
+  /// spans): the counters continue from there. A multiple of
+  /// LaneRandom::tilesPerBlock; CPU target only.
+  Value firstTile = {};
 };
 
 /// The code (an i32 in the low `bits`) of element `x` whose group has the
@@ -142,6 +147,12 @@ Value buildPackedEncode(OpBuilder &b, Location loc, Value input,
                         const GroupStats *stats,
                         std::optional<RandomKey> random, ElementCode code,
                         Value *metaRows = nullptr);
+
+/// The elements of one chunk of buildPackedEncode's vectorized CPU path for
+/// `format` with groups of `group` (0: none), or 0 when that path does not
+/// apply: a tensor that is a whole number of such chunks is encoded with
+/// the same bits in pieces of whole chunks (RandomKey::firstTile).
+int64_t getPackedEncodeChunk(PackedFormat format, int64_t group, bool random);
 
 /// Decodes a payload built by buildPackedEncode into a tensor of `type`
 /// (with `dynamicSizes`); with `meta` (tensor<groups x m x f32>, groups of

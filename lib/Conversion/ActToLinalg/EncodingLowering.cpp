@@ -198,45 +198,109 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
         .getResult(0);
   };
   AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
-  auto stats = linalg::GenericOp::create(
-      b, loc, TypeRange{statType, statType}, ValueRange{rows},
-      ValueRange{filled(INFINITY), filled(-INFINITY)},
-      {AffineMap::getMultiDimIdentityMap(2, ctx), row, row},
-      {utils::IteratorType::parallel, utils::IteratorType::reduction},
-      [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value x = toF32(nb, nl, args[0]);
-        // Finite elements only (infinities and NaN take the identity), so
-        // minnum/maxnum never see a NaN: plain vector min/max everywhere.
-        auto nnan = arith::FastMathFlagsAttr::get(nb.getContext(),
-                                                  arith::FastMathFlags::nnan);
-        Value mn = arith::MinNumFOp::create(
-            nb, nl, args[1],
-            act::detail::countedElement(nb, nl, arith::AtomicRMWKind::minnumf,
-                                        x),
-            nnan);
-        Value mx = arith::MaxNumFOp::create(
-            nb, nl, args[2],
-            act::detail::countedElement(nb, nl, arith::AtomicRMWKind::maxnumf,
-                                        x),
-            nnan);
-        if (valid) {
-          // Padding elements do not count.
-          Value i = arith::AddIOp::create(
-              nb, nl,
-              arith::MulIOp::create(
-                  nb, nl, linalg::IndexOp::create(nb, nl, 0),
-                  arith::ConstantIndexOp::create(nb, nl, group)),
-              linalg::IndexOp::create(nb, nl, 1));
-          Value real = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
-                                             i, valid);
-          mn = arith::SelectOp::create(nb, nl, real, mn, args[1]);
-          mx = arith::SelectOp::create(nb, nl, real, mx, args[2]);
-        }
-        linalg::YieldOp::create(nb, nl, ValueRange{mn, mx});
-      });
-  if (vectorize)
-    stats->setAttr(kVectorizeAttr, b.getUnitAttr());
-  Value mn = stats.getResult(0), mx = stats.getResult(1);
+  auto nnan = arith::FastMathFlagsAttr::get(ctx, arith::FastMathFlags::nnan);
+  // The groups' minima and maxima over their finite elements (`finite`:
+  // infinities and NaN take the identity, so minnum/maxnum never see a NaN:
+  // plain vector min/max everywhere), or over all elements with a probe per
+  // group, the elements' sum: not finite when the group holds an infinity
+  // or a NaN (then its min/max are meaningless and the finite form is
+  // needed), or when the sum overflows (the finite form, needlessly).
+  auto fill = [&](OpBuilder &b, Location loc, float v, Value into) {
+    return linalg::FillOp::create(b, loc, f32Const(b, loc, v), into)
+        .getResult(0);
+  };
+  // `into`: the tensors to fill and reduce into (new ones when empty).
+  auto reduce = [&](OpBuilder &b, Location loc, bool finite, ValueRange into) {
+    SmallVector<Value> inits = {filled(INFINITY), filled(-INFINITY)};
+    if (!into.empty())
+      inits = {fill(b, loc, INFINITY, into[0]),
+               fill(b, loc, -INFINITY, into[1])};
+    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(2, ctx),
+                                   row, row};
+    if (!finite) {
+      inits.push_back(filled(0.0f));
+      maps.push_back(row);
+    }
+    auto op = linalg::GenericOp::create(
+        b, loc, ValueRange(inits).getTypes(), ValueRange{rows}, inits, maps,
+        {utils::IteratorType::parallel, utils::IteratorType::reduction},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value x = toF32(nb, nl, args[0]);
+          auto counted = [&](arith::AtomicRMWKind kind) {
+            return finite ? act::detail::countedElement(nb, nl, kind, x) : x;
+          };
+          SmallVector<Value> results = {
+              arith::MinNumFOp::create(nb, nl, args[1],
+                                       counted(arith::AtomicRMWKind::minnumf),
+                                       nnan),
+              arith::MaxNumFOp::create(nb, nl, args[2],
+                                       counted(arith::AtomicRMWKind::maxnumf),
+                                       nnan)};
+          if (!finite)
+            // (In any order: reassociation keeps a sum finite or not.)
+            results.push_back(
+                arith::AddFOp::create(nb, nl, args[3], x,
+                                      arith::FastMathFlagsAttr::get(
+                                          ctx, arith::FastMathFlags::reassoc)));
+          if (valid) {
+            // Padding elements do not count.
+            Value i = arith::AddIOp::create(
+                nb, nl,
+                arith::MulIOp::create(
+                    nb, nl, linalg::IndexOp::create(nb, nl, 0),
+                    arith::ConstantIndexOp::create(nb, nl, group)),
+                linalg::IndexOp::create(nb, nl, 1));
+            Value real = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::ult, i, valid);
+            for (unsigned r = 0; r < results.size(); ++r)
+              results[r] = arith::SelectOp::create(nb, nl, real, results[r],
+                                                   args[1 + r]);
+          }
+          linalg::YieldOp::create(nb, nl, results);
+        });
+    if (vectorize)
+      op->setAttr(kVectorizeAttr, b.getUnitAttr());
+    return op;
+  };
+  Value mn, mx;
+  if (!vectorize || valid) {
+    auto stats = reduce(b, loc, /*finite=*/true, {});
+    mn = stats.getResult(0);
+    mx = stats.getResult(1);
+  } else {
+    // A chunk's groups: plain min/max and the sum (three vector
+    // instructions per vector of elements instead of six), the finite form
+    // only for a chunk whose probes say it may hold an infinity or a NaN.
+    // The same values.
+    auto fast = reduce(b, loc, /*finite=*/false, {});
+    Value any = tensor::ExtractOp::create(
+        b, loc, fast.getResult(2),
+        ValueRange{act::detail::indexConst(b, loc, 0)});
+    for (int64_t g = 1; g < rowsType.getDimSize(0); ++g)
+      any = arith::AddFOp::create(
+          b, loc, any,
+          tensor::ExtractOp::create(
+              b, loc, fast.getResult(2),
+              ValueRange{act::detail::indexConst(b, loc, g)}));
+    Value nonFinite = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGE,
+                                            math::AbsFOp::create(b, loc, any),
+                                            f32Const(b, loc, INFINITY));
+    auto ifOp = scf::IfOp::create(
+        b, loc, nonFinite,
+        [&](OpBuilder &tb, Location tl) {
+          // Into the fast form's results (dead after this): no buffer of
+          // its own, none yielded out of the branch.
+          auto stats = reduce(tb, tl, /*finite=*/true,
+                              {fast.getResult(0), fast.getResult(1)});
+          scf::YieldOp::create(tb, tl, stats.getResults());
+        },
+        [&](OpBuilder &eb, Location el) {
+          scf::YieldOp::create(
+              eb, el, ValueRange{fast.getResult(0), fast.getResult(1)});
+        });
+    mn = ifOp.getResult(0);
+    mx = ifOp.getResult(1);
+  }
 
   auto one = AffineMap::getMultiDimIdentityMap(1, ctx);
   auto inverseOp = linalg::GenericOp::create(

@@ -50,6 +50,19 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
       op->removeAttr(act::kVectorizeAttr);
       if (op.hasDynamicShape() || failed(linalg::vectorizeOpPrecondition(op)))
         continue;
+      // A kernel's sums and products keep their order unless each of its
+      // float additions and multiplications allows reassociation.
+      bool reassociate = false, ordered = false;
+      op->walk([&](Operation *inner) {
+        if (!isa<arith::AddFOp, arith::MulFOp>(inner))
+          return;
+        auto flags =
+            cast<arith::ArithFastMathInterface>(inner).getFastMathFlagsAttr();
+        bool free =
+            flags && arith::bitEnumContainsAll(flags.getValue(),
+                                               arith::FastMathFlags::reassoc);
+        (free ? reassociate : ordered) = true;
+      });
       rewriter.setInsertionPoint(op);
       FailureOr<linalg::VectorizationResult> result =
           linalg::vectorize(rewriter, op);
@@ -59,14 +72,13 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
         return signalPassFailure();
       }
       rewriter.replaceOp(op, result->replacements);
+      // The kernel's reductions (a group's min and max) as one reduction
+      // per group, without NaN semantics: act's statistics are undefined
+      // for a group holding a NaN (docs/Encodings.md), and LLVM expands a
+      // NaN-aware reduce.fmin into a scalar chain instead of a shuffle tree.
+      if (failed(lowerNewReductions(existing, reassociate && !ordered)))
+        return signalPassFailure();
     }
-
-    // The kernels' reductions (a group's min and max) as one reduction per
-    // group, without NaN semantics: act's statistics are undefined for a
-    // group holding a NaN (docs/Encodings.md), and LLVM expands a NaN-aware
-    // reduce.fmin into a scalar chain instead of a shuffle tree.
-    if (failed(lowerNewReductions(existing, /*reassociate=*/false)))
-      return signalPassFailure();
 
     if (width > 0 && failed(vectorizeGenerics(rewriter, existing)))
       return signalPassFailure();

@@ -16,9 +16,27 @@
 // CHECK:      %[[CHUNKS:.*]]:2 = scf.forall (%[[C:.*]]) in (3) shared_outs(%[[WOUT:.*]] = %{{.*}}, %[[MOUT:.*]] = %{{.*}}) -> (tensor<125xi32>, tensor<4x2xf32>)
 // CHECK:        %[[CHUNK:.*]] = tensor.extract_slice %[[X]][%{{.*}}] [256] [1] : tensor<1000xf32> to tensor<256xf32>
 // CHECK:        %[[ROW:.*]] = tensor.extract_slice %[[MOUT]][%[[C]], 0] [1, 2] [1, 1]
-// CHECK:        %[[STATS:.*]]:2 = linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<1x256xf32>) outs(%{{.*}}, %{{.*}} : tensor<1xf32>, tensor<1xf32>) attrs = {act.vectorize}
-// CHECK:          arith.minnumf {{.*}} fastmath<nnan>
-// CHECK:          arith.maxnumf {{.*}} fastmath<nnan>
+// The statistics' fast form: plain min, max and a sum (its probe)...
+// CHECK:        %[[FAST:.*]]:3 = linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[ROWS:.*]] : tensor<1x256xf32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : tensor<1xf32>, tensor<1xf32>, tensor<1xf32>) attrs = {act.vectorize}
+// CHECK-NEXT:     ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT:       arith.minnumf %{{.*}}, %[[IN]] fastmath<nnan>
+// CHECK-NEXT:       arith.maxnumf %{{.*}}, %[[IN]] fastmath<nnan>
+// CHECK-NEXT:       arith.addf %{{.*}}, %[[IN]] fastmath<reassoc>
+// CHECK-NEXT:       linalg.yield
+// ... and the finite form, over finite elements, only when the sum is not
+// finite, into the fast form's results.
+// CHECK:        %[[PROBE:.*]] = tensor.extract %[[FAST]]#2
+// CHECK:        %[[ABS:.*]] = math.absf %[[PROBE]]
+// CHECK:        %[[NONFINITE:.*]] = arith.cmpf uge, %[[ABS]]
+// CHECK:        %[[STATS:.*]]:2 = scf.if %[[NONFINITE]] -> (tensor<1xf32>, tensor<1xf32>) {
+// CHECK:          %[[LO:.*]] = linalg.fill {{.*}} outs(%[[FAST]]#0 : tensor<1xf32>)
+// CHECK:          %[[HI:.*]] = linalg.fill {{.*}} outs(%[[FAST]]#1 : tensor<1xf32>)
+// CHECK:          linalg.generic {{.*}} ins(%[[ROWS]] : tensor<1x256xf32>) outs(%[[LO]], %[[HI]] : tensor<1xf32>, tensor<1xf32>) attrs = {act.vectorize}
+// CHECK:            math.absf
+// CHECK:            arith.cmpf one
+// CHECK:            arith.minnumf {{.*}} fastmath<nnan>
+// CHECK:        } else {
+// CHECK-NEXT:     scf.yield %[[FAST]]#0, %[[FAST]]#1
 // CHECK:        %[[META:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#0, %[[STATS]]#1 : tensor<1xf32>, tensor<1xf32>) outs(%[[ROW]] : tensor<1x2xf32>) attrs = {act.vectorize}
 // CHECK:        %[[WORDS:.*]] = tensor.extract_slice %[[WOUT]][%{{.*}}] [32] [1] : tensor<125xi32> to tensor<32xi32>
 // CHECK:        %[[LANE0:.*]] = tensor.extract_slice %[[CHUNK]][0] [16] [1]

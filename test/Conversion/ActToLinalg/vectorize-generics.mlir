@@ -109,3 +109,32 @@ func.func @extended_multiply_2d(%x: tensor<4x32xi32>) -> tensor<4x32xi32> {
   } -> tensor<4x32xi32>
   return %r : tensor<4x32xi32>
 }
+
+// Kernels marked act.vectorize (an encode's group statistics): min/max
+// reductions lose their NaN semantics (nnan); a sum is reassociated (a tree
+// of vector adds) only when every float addition of the kernel allows it,
+// else it keeps its order (LLVM reduces strictly, element by element).
+// CHECK-LABEL: func.func @kernel_sums
+// CHECK: vector.reduction <minnumf>, {{.*}} fastmath<nnan> : vector<256xf32> into f32
+// CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc> : vector<256xf32> into f32
+// CHECK: vector.reduction <add>, %{{[^ ]*}}, %{{[^ ]*}} : vector<256xf32> into f32
+// OFF-LABEL: func.func @kernel_sums
+// OFF: vector.reduction <add>, {{.*}} fastmath<reassoc>
+// OFF: vector.reduction <add>, %{{[^ ]*}}, %{{[^ ]*}} : vector<256xf32> into f32
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @kernel_sums(%x: tensor<1x256xf32>, %a: tensor<1xf32>, %b: tensor<1xf32>, %c: tensor<1xf32>) -> (tensor<1xf32>, tensor<1xf32>, tensor<1xf32>) {
+  %r:2 = linalg.generic {indexing_maps = [#id2, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<1x256xf32>) outs(%a, %b : tensor<1xf32>, tensor<1xf32>) attrs = {act.vectorize} {
+  ^bb0(%in: f32, %mn: f32, %s: f32):
+    %m = arith.minnumf %mn, %in fastmath<nnan> : f32
+    %t = arith.addf %s, %in fastmath<reassoc> : f32
+    linalg.yield %m, %t : f32, f32
+  } -> (tensor<1xf32>, tensor<1xf32>)
+  %o = linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<1x256xf32>) outs(%c : tensor<1xf32>) attrs = {act.vectorize} {
+  ^bb0(%in: f32, %s: f32):
+    %t = arith.addf %s, %in : f32
+    linalg.yield %t : f32
+  } -> tensor<1xf32>
+  return %r#0, %r#1, %o : tensor<1xf32>, tensor<1xf32>, tensor<1xf32>
+}

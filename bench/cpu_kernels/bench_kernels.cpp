@@ -81,18 +81,42 @@ void *allocTouched(size_t bytes) {
   return p;
 }
 
+template <typename Fn> double seconds(Fn fn) {
+  auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
+}
+
+double median(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 template <typename Fn> double medianSeconds(Fn fn) {
   fn(); // warm up
   std::vector<double> t;
+  for (unsigned r = 0; r < runs; ++r)
+    t.push_back(seconds(fn));
+  return median(t);
+}
+
+/// The median time of `fn` and the median of its speed relative to a
+/// memcpy of `bytes` from `from` to `to` timed just before it in the same
+/// run (this machine's memory bandwidth drifts by 2x within minutes; a
+/// ratio of neighbours drifts less than a ratio of medians taken apart).
+template <typename Fn>
+std::pair<double, double> pairedWithCopy(Fn fn, void *to, const void *from,
+                                         size_t bytes) {
+  fn(); // warm up
+  std::vector<double> t, copyOverFn;
   for (unsigned r = 0; r < runs; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count());
+    double copy = seconds([&] { std::memcpy(to, from, bytes); });
+    t.push_back(seconds(fn));
+    copyOverFn.push_back(copy / t.back());
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return {median(t), median(copyOverFn)};
 }
 
 /// The encoding as printed in the table (a few-bit table's numbers cut).
@@ -127,7 +151,8 @@ int main(int argc, char **argv) {
   llvm::outs() << llvm::formatv(
       "tensor: {0} f32 ({1} MiB); encodes and decodes on {3} worker(s), "
       "memcpy on one core; median of {2} runs; GB/s count bytes read + "
-      "written\n",
+      "written; /memcpy: the median over runs of the rate relative to a "
+      "memcpy timed just before it\n",
       n, mib, unsigned(runs), std::max(1u, unsigned(threads)));
   llvm::outs() << llvm::formatv("memcpy: {0:f2} GB/s\n\n", copyRate);
   llvm::outs() << llvm::formatv("{0,-44} {1,9} {2,8} {3,9} {4,8}\n", "encoding",
@@ -292,13 +317,15 @@ int main(int argc, char **argv) {
         std::free(reinterpret_cast<void *>(returned[5 * r]));
     };
     bool first = true;
-    double tEnc = medianSeconds([&] {
-      if (!first)
-        freeReturned();
-      first = false;
-      if (llvm::Error err = (*engine)->invokePacked("encode", encArgs))
-        llvm::report_fatal_error(std::move(err));
-    });
+    auto [tEnc, copyOverEnc] = pairedWithCopy(
+        [&] {
+          if (!first)
+            freeReturned();
+          first = false;
+          if (llvm::Error err = (*engine)->invokePacked("encode", encArgs))
+            llvm::report_fatal_error(std::move(err));
+        },
+        y, x, bytes);
     std::vector<int64_t> fields = returned;
     if (dataDependent) {
       // The bytes this data needed (bitmap and values).
@@ -307,7 +334,7 @@ int main(int argc, char **argv) {
         storageBytes += returned[5 * r + 3] * 4;
     }
     void *out = isMask ? allocTouched(size_t(n)) : y;
-    Memref outRef(out, shape);
+    Memref outRef(out, {n});
     std::vector<void *> decArgs;
     if (dataDependent)
       for (int64_t &f : fields)
@@ -315,18 +342,22 @@ int main(int argc, char **argv) {
     for (Memref &ref : storageRefs)
       ref.pack(decArgs);
     outRef.pack(decArgs);
-    double tDec = medianSeconds([&] {
-      if (llvm::Error err = (*engine)->invokePacked("decode", decArgs))
-        llvm::report_fatal_error(std::move(err));
-    });
+    auto [tDec, copyOverDec] = pairedWithCopy(
+        [&] {
+          if (llvm::Error err = (*engine)->invokePacked("decode", decArgs))
+            llvm::report_fatal_error(std::move(err));
+        },
+        y, x, bytes);
     // Bytes read and written: the tensor (one byte per element of a mask's
     // decoded i1, four for f32 and i32) and the storage.
     double outBytes = isMask ? double(n) : double(bytes);
-    double encRate = (double(bytes) + double(storageBytes)) / tEnc / 1e9;
-    double decRate = (double(storageBytes) + outBytes) / tDec / 1e9;
+    double encBytes = double(bytes) + double(storageBytes);
+    double decBytes = double(storageBytes) + outBytes;
+    // Rates relative to the memcpy timed beside each run (2 * bytes moved).
     llvm::outs() << llvm::formatv(
-        "{0,-44} {1,9:f2} {2,8:f2} {3,9:f2} {4,8:f2}\n", label(enc), encRate,
-        encRate / copyRate, decRate, decRate / copyRate);
+        "{0,-44} {1,9:f2} {2,8:f2} {3,9:f2} {4,8:f2}\n", label(enc),
+        encBytes / tEnc / 1e9, copyOverEnc * encBytes / (2.0 * double(bytes)),
+        decBytes / tDec / 1e9, copyOverDec * decBytes / (2.0 * double(bytes)));
     freeReturned();
     // (Tasks may still be returning through the engine's code.)
     act::quiesceAsyncRuntime();

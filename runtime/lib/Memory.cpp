@@ -19,24 +19,8 @@ namespace {
 
 std::atomic<int64_t> liveBytes{0}, peakBytes{0}, allocations{0};
 
-/// A training step frees and allocates the same large buffers every step.
-/// glibc serves blocks above its mmap threshold with mmap and returns freed
-/// heap tops to the OS, so each step page-faulted and zeroed its
-/// activations afresh (measured: the VGG-style CIFAR step took 101 ms
-/// instead of 56). Like PyTorch's caching allocators, act keeps freed memory
-/// for reuse: everything from the heap, no trimming. Done once, before the
-/// first block.
-void keepFreedMemory() {
-  static const bool once = [] {
-    mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, -1);
-    return true;
-  }();
-  (void)once;
-}
-
 void *mallocAllocate(size_t bytes) {
-  keepFreedMemory();
+  act::rt::keepFreedMemory();
   return std::malloc(bytes);
 }
 void mallocRelease(void *base) { std::free(base); }
@@ -73,6 +57,22 @@ void *allocate(size_t alignment, size_t size) {
 }
 
 } // namespace
+
+/// A training step frees and allocates the same large buffers every step.
+/// glibc serves blocks above its mmap threshold with mmap and returns freed
+/// heap tops to the OS, so each step page-faulted and zeroed its
+/// activations afresh (measured: the VGG-style CIFAR step took 101 ms
+/// instead of 56). Like PyTorch's caching allocators, act keeps freed memory
+/// for reuse: everything from the heap, no trimming. Done once, before the
+/// first block.
+void act::rt::keepFreedMemory() {
+  static const bool once = [] {
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, -1);
+    return true;
+  }();
+  (void)once;
+}
 
 extern "C" void *_mlir_memref_to_llvm_alloc(size_t size) {
   return allocate(16, size);

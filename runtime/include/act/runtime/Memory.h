@@ -49,6 +49,12 @@ struct Backing {
   void (*release)(void *base);
 };
 void setBacking(Backing backing);
+/// Freed memory stays in the process for reuse (glibc: no mmap, no
+/// trimming), as PyTorch's caching allocators do: large buffers freed and
+/// allocated again are not page-faulted and zeroed afresh. The default
+/// backing does this before its first block; a program timing lowered code
+/// outside a step (act-bench-kernels) calls it to run under the same rule.
+void keepFreedMemory();
 /// Sets the peak to the current live bytes.
 void resetPeak();
 

@@ -9,11 +9,16 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <numeric>
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTVECTORIZEPASS
@@ -82,7 +87,223 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
 
     if (width > 0 && failed(vectorizeGenerics(rewriter, existing)))
       return signalPassFailure();
+    foldLaneAffineGathers(rewriter);
   }
+
+  /// Gathers whose lane indices are affine in the lane (a vectorized tile's
+  /// reads through tensor.extract at computed positions: a per-element
+  /// decode's payload words and group rows) become a contiguous read (lane
+  /// j at u + j) or one element broadcast (all lanes at u); index vectors
+  /// that are the same in every lane and are cast for other uses become a
+  /// broadcast of the scalar. A gather of 16 lanes costs tens of cycles;
+  /// the decoded tile's words are 16 consecutive ones.
+  void foldLaneAffineGathers(IRRewriter &rewriter) {
+    SmallVector<Operation *> candidates;
+    getOperation().walk([&](Operation *op) {
+      if (isa<vector::GatherOp, arith::IndexCastOp, arith::IndexCastUIOp>(op))
+        candidates.push_back(op);
+    });
+    for (Operation *op : candidates) {
+      LaneAffine analysis;
+      if (auto gather = dyn_cast<vector::GatherOp>(op)) {
+        auto type = gather.getVectorType();
+        if (!isa<RankedTensorType>(gather.getBase().getType()) ||
+            gather.getOffsets().size() != 1 || !isLaneVector(type) ||
+            !matchPattern(gather.getMask(), m_One()))
+          continue;
+        int64_t lanes = type.getShape().back();
+        rewriter.setInsertionPoint(gather);
+        std::optional<LaneAffine::Form> form =
+            analysis.get(rewriter, gather.getIndices(), lanes);
+        if (!form || (form->step != 0 && form->step != 1))
+          continue;
+        Location loc = gather.getLoc();
+        Value at = arith::AddIOp::create(rewriter, loc, gather.getOffsets()[0],
+                                         form->base);
+        Value folded;
+        if (form->step == 0) {
+          folded = vector::BroadcastOp::create(
+              rewriter, loc, type,
+              tensor::ExtractOp::create(rewriter, loc, gather.getBase(), at));
+        } else {
+          auto flat = VectorType::get({lanes}, type.getElementType());
+          // (In bounds: the gather read each of these elements.)
+          Value read = vector::TransferReadOp::create(
+              rewriter, loc, flat, gather.getBase(), ValueRange{at},
+              /*padding=*/std::nullopt, ArrayRef<bool>{true});
+          folded = vector::ShapeCastOp::create(rewriter, loc, type, read);
+        }
+        rewriter.replaceOp(gather, folded);
+        continue;
+      }
+      // A cast of an index vector equal in all lanes.
+      Value in = op->getOperand(0);
+      auto type = dyn_cast<VectorType>(op->getResult(0).getType());
+      if (!type || !isLaneVector(type))
+        continue;
+      rewriter.setInsertionPoint(op);
+      std::optional<LaneAffine::Form> form =
+          analysis.get(rewriter, in, type.getShape().back());
+      if (!form || form->step != 0)
+        continue;
+      Operation *scalar = rewriter.clone(*op);
+      scalar->getOpOperand(0).set(form->base);
+      scalar->getResult(0).setType(type.getElementType());
+      rewriter.replaceOp(op, vector::BroadcastOp::create(rewriter, op->getLoc(),
+                                                         type,
+                                                         scalar->getResult(0)));
+    }
+  }
+
+  /// Vectors whose lanes vary along the last dimension only (all others 1).
+  static bool isLaneVector(VectorType type) {
+    return type.getRank() >= 1 && !type.isScalable() &&
+           llvm::all_of(type.getShape().drop_back(),
+                        [](int64_t d) { return d == 1; });
+  }
+
+  /// Index vectors of lane vectors as base + step * lane (base a scalar
+  /// index, step a constant), with a known divisor of the base, built as
+  /// scalar arithmetic at the rewriter's insertion point. Division and
+  /// remainder by a constant k stay affine when no lane crosses a multiple
+  /// of k: step * (lanes - 1) < gcd(divisor, k).
+  struct LaneAffine {
+    struct Form {
+      Value base;
+      int64_t step;
+      int64_t divisor; // of base (0: base is 0)
+    };
+    llvm::DenseMap<Value, std::optional<Form>> known;
+
+    std::optional<Form> get(IRRewriter &b, Value v, int64_t lanes) {
+      auto it = known.find(v);
+      if (it != known.end())
+        return it->second;
+      std::optional<Form> form = compute(b, v, lanes);
+      known[v] = form;
+      return form;
+    }
+
+    static int64_t gcd(int64_t x, int64_t y) {
+      if (x == 0)
+        return y;
+      if (y == 0)
+        return x;
+      return std::gcd(x, y);
+    }
+
+    /// A divisor of scalar index `v`: constants, multiples, loop counters
+    /// starting at a multiple of their constant step.
+    static int64_t divisorOf(Value v) {
+      APInt c;
+      if (matchPattern(v, m_ConstantInt(&c)))
+        return std::abs(c.getSExtValue());
+      if (auto mul = v.getDefiningOp<arith::MulIOp>())
+        return divisorOf(mul.getLhs()) * divisorOf(mul.getRhs());
+      if (auto add = v.getDefiningOp<arith::AddIOp>())
+        return gcd(divisorOf(add.getLhs()), divisorOf(add.getRhs()));
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        if (auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()))
+          if (arg == loop.getInductionVar()) {
+            APInt lb, step;
+            if (matchPattern(loop.getLowerBound(), m_ConstantInt(&lb)) &&
+                matchPattern(loop.getStep(), m_ConstantInt(&step)))
+              return gcd(std::abs(lb.getSExtValue()),
+                         std::abs(step.getSExtValue()));
+          }
+      return 1;
+    }
+
+    std::optional<Form> compute(IRRewriter &b, Value v, int64_t lanes) {
+      // (A form with a step belongs to a lane vector: only broadcasts that
+      // keep the lanes last make one.)
+      auto type = dyn_cast<VectorType>(v.getType());
+      if (!type || !type.getElementType().isIndex())
+        return std::nullopt;
+      Location loc = v.getLoc();
+      auto index = [&](int64_t c) -> Value {
+        return arith::ConstantIndexOp::create(b, loc, c);
+      };
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return std::nullopt;
+
+      // The lanes of a 1-lane vector are all its element.
+      if (auto step = dyn_cast<vector::StepOp>(def))
+        return Form{index(0), type.getShape().back() == 1 ? 0 : 1, 0};
+      if (auto splat = dyn_cast<arith::ConstantOp>(def)) {
+        auto dense = dyn_cast<SplatElementsAttr>(splat.getValue());
+        if (!dense)
+          return std::nullopt;
+        int64_t c = dense.getSplatValue<APInt>().getSExtValue();
+        return Form{index(c), 0, std::abs(c)};
+      }
+      if (auto broadcast = dyn_cast<vector::BroadcastOp>(def)) {
+        Value source = broadcast.getSource();
+        if (source.getType().isIndex())
+          return Form{source, 0, divisorOf(source)};
+        auto sourceType = dyn_cast<VectorType>(source.getType());
+        // A 1-lane vector broadcast everywhere, or lanes kept in place.
+        if (!sourceType)
+          return std::nullopt;
+        std::optional<Form> f = get(b, source, lanes);
+        if (!f)
+          return std::nullopt;
+        if (sourceType.getNumElements() == 1)
+          return Form{f->base, 0, f->divisor};
+        if (f->step == 0 ||
+            (isLaneVector(type) && isLaneVector(sourceType) &&
+             sourceType.getShape().back() == type.getShape().back()))
+          return f;
+        return std::nullopt;
+      }
+      if (auto transpose = dyn_cast<vector::TransposeOp>(def)) {
+        std::optional<Form> f = get(b, transpose.getVector(), lanes);
+        // Only forms equal in all lanes survive a transpose unchanged.
+        if (f && f->step == 0)
+          return f;
+        return std::nullopt;
+      }
+      if (isa<arith::AddIOp, arith::MulIOp, arith::DivUIOp, arith::RemUIOp>(
+              def)) {
+        std::optional<Form> x = get(b, def->getOperand(0), lanes);
+        std::optional<Form> y = get(b, def->getOperand(1), lanes);
+        if (!x || !y)
+          return std::nullopt;
+        if (isa<arith::AddIOp>(def))
+          return Form{b.createOrFold<arith::AddIOp>(loc, x->base, y->base),
+                      x->step + y->step, gcd(x->divisor, y->divisor)};
+        APInt k;
+        if (isa<arith::MulIOp>(def)) {
+          if (y->step != 0)
+            std::swap(x, y);
+          if (y->step != 0)
+            return std::nullopt;
+          int64_t factor = 0;
+          if (matchPattern(y->base, m_ConstantInt(&k)))
+            factor = k.getSExtValue();
+          else if (x->step != 0)
+            return std::nullopt;
+          return Form{b.createOrFold<arith::MulIOp>(loc, x->base, y->base),
+                      x->step * factor,
+                      x->divisor * std::max<int64_t>(1, y->divisor)};
+        }
+        // Division and remainder by a positive constant.
+        if (y->step != 0 || !matchPattern(y->base, m_ConstantInt(&k)) ||
+            k.getSExtValue() <= 0)
+          return std::nullopt;
+        int64_t c = k.getSExtValue();
+        if (x->step < 0 || x->step * (lanes - 1) >= gcd(x->divisor, c))
+          return std::nullopt;
+        if (isa<arith::DivUIOp>(def))
+          return Form{b.createOrFold<arith::DivUIOp>(loc, x->base, y->base), 0,
+                      x->divisor % c == 0 ? x->divisor / c : 1};
+        return Form{b.createOrFold<arith::RemUIOp>(loc, x->base, y->base),
+                    x->step, gcd(x->divisor, c)};
+      }
+      return std::nullopt;
+    }
+  };
 
   /// The tile along the innermost loop by which `op` is vectorized: the
   /// largest of width, width / 2, ... 4 dividing the loop's size; 0 if op is

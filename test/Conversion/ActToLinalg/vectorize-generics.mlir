@@ -138,3 +138,56 @@ func.func @kernel_sums(%x: tensor<1x256xf32>, %a: tensor<1xf32>, %b: tensor<1xf3
   } -> tensor<1xf32>
   return %r#0, %r#1, %o : tensor<1xf32>, tensor<1xf32>, tensor<1xf32>
 }
+
+// Reads at computed positions (a per-element decode's payload word
+// (i / 128) * 16 + i % 16 and group row i / 16 of flat element i) are
+// affine in the lane within a tile of 16: a contiguous read and a
+// broadcast element, not gathers. The tile's offset along the row is a
+// loop counter stepping by 16 (so i is a multiple of 16 in lane 0).
+// CHECK-LABEL: func.func @lane_affine_reads
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c16
+// CHECK-NOT: vector.gather
+// CHECK: vector.transfer_read %{{.*}} {in_bounds = [true]} : tensor<64xi32>, vector<16xi32>
+// CHECK-NOT: vector.gather
+// CHECK: %[[ROW:.*]] = tensor.extract %{{.*}} : tensor<4xf32>
+// CHECK: vector.broadcast %[[ROW]]
+// CHECK-NOT: vector.gather
+// CHECK: return
+// A position not affine in the lane (i * i) stays a gather.
+// CHECK-LABEL: func.func @lane_quadratic_reads
+// CHECK: vector.gather
+func.func @lane_affine_reads(%w: tensor<64xi32>, %m: tensor<4xf32>) -> tensor<2x32xf32> {
+  %e = tensor.empty() : tensor<2x32xf32>
+  %r = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<2x32xf32>) {
+  ^bb0(%o: f32):
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %c128 = arith.constant 128 : index
+    %i0 = linalg.index 0 : index
+    %i1 = linalg.index 1 : index
+    %row = arith.muli %i0, %c32 : index
+    %i = arith.addi %row, %i1 : index
+    %t = arith.divui %i, %c128 : index
+    %t16 = arith.muli %t, %c16 : index
+    %l = arith.remui %i, %c16 : index
+    %wi = arith.addi %t16, %l : index
+    %word = tensor.extract %w[%wi] : tensor<64xi32>
+    %g = arith.divui %i, %c16 : index
+    %mv = tensor.extract %m[%g] : tensor<4xf32>
+    %wf = arith.sitofp %word : i32 to f32
+    %v = arith.addf %wf, %mv : f32
+    linalg.yield %v : f32
+  } -> tensor<2x32xf32>
+  return %r : tensor<2x32xf32>
+}
+func.func @lane_quadratic_reads(%m: tensor<4096xf32>) -> tensor<2x32xf32> {
+  %e = tensor.empty() : tensor<2x32xf32>
+  %r = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<2x32xf32>) {
+  ^bb0(%o: f32):
+    %i1 = linalg.index 1 : index
+    %sq = arith.muli %i1, %i1 : index
+    %v = tensor.extract %m[%sq] : tensor<4096xf32>
+    linalg.yield %v : f32
+  } -> tensor<2x32xf32>
+  return %r : tensor<2x32xf32>
+}

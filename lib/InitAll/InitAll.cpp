@@ -103,6 +103,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-vectorize",
                                           "act-byte-i1-vectors",
                                           "act-unit-stride-gathers",
+                                          "act-strided-copies-to-loops",
                                           "act-outline-loops",
                                           "convert-linalg-to-act-kernels",
                                           "act-cpu-pipeline",

@@ -170,6 +170,9 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
     peak.report = options.peakReport;
     pm.addPass(act::createActBufferPeakPass(peak));
   }
+  // Copies between strided buffers (a convolution chunk into its padded
+  // buffer) as loops LLVM vectorizes, not calls of memrefCopy.
+  pm.addNestedPass<func::FuncOp>(act::createActStridedCopiesToLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // n-D vector transfers as unrolled 1-D ones, which become plain loads and
   // stores.

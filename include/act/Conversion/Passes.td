@@ -146,6 +146,29 @@ def ActByteI1VectorsPass : Pass<"act-byte-i1-vectors", "::mlir::ModuleOp"> {
   }];
 }
 
+def ActStridedCopiesToLoopsPass
+    : Pass<"act-strided-copies-to-loops", "::mlir::func::FuncOp"> {
+  let summary = "Copies between non-contiguous buffers as linalg.copy loops";
+  let description = [{
+    `memref.copy` between buffers that are not both contiguous (a chunk of
+    a convolution's input into the interior of its zero-padded buffer,
+    after bufferization) lowers to a call of the runner utilities'
+    `memrefCopy`, which walks the elements one by one through their
+    descriptors. This pass rewrites such a copy as `linalg.copy`, which
+    `convert-linalg-to-loops` turns into a loop nest over the static
+    strides: LLVM vectorizes its unit-stride innermost loop. Contiguous
+    copies stay `memref.copy` (one `llvm.memcpy`).
+
+    ```mlir
+    memref.copy %chunk, %interior
+        : memref<2x32x32x32xf32> to memref<2x32x32x32xf32, strided<[36992, 1156, 34, 1], offset: 35>>
+    // becomes
+    linalg.copy ins(%chunk : ...) outs(%interior : ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def ActUnitStrideGathersPass
     : Pass<"act-unit-stride-gathers", "::mlir::func::FuncOp"> {
   let summary = "Gathers from a strided memref as gathers from its storage";

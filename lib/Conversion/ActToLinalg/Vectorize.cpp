@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -24,6 +25,7 @@ namespace mlir::act {
 #define GEN_PASS_DEF_ACTVECTORIZEPASS
 #define GEN_PASS_DEF_ACTBYTEI1VECTORSPASS
 #define GEN_PASS_DEF_ACTUNITSTRIDEGATHERSPASS
+#define GEN_PASS_DEF_ACTSTRIDEDCOPIESTOLOOPSPASS
 #include "act/Conversion/Passes.h.inc"
 } // namespace mlir::act
 
@@ -555,6 +557,31 @@ struct ActUnitStrideGathersPass
     patterns.add<UnitStrideGather>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
+  }
+};
+} // namespace
+
+namespace {
+struct ActStridedCopiesToLoopsPass
+    : act::impl::ActStridedCopiesToLoopsPassBase<ActStridedCopiesToLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<memref::CopyOp> copies;
+    getOperation().walk([&](memref::CopyOp copy) {
+      auto source = dyn_cast<MemRefType>(copy.getSource().getType());
+      auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
+      if (source && target &&
+          !(source.getLayout().isIdentity() &&
+            target.getLayout().isIdentity()) &&
+          !(memref::isStaticShapeAndContiguousRowMajor(source) &&
+            memref::isStaticShapeAndContiguousRowMajor(target)))
+        copies.push_back(copy);
+    });
+    IRRewriter rewriter(&getContext());
+    for (memref::CopyOp copy : copies) {
+      rewriter.setInsertionPoint(copy);
+      rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                  copy.getTarget());
+    }
   }
 };
 } // namespace

@@ -1121,6 +1121,30 @@ struct DivisionSpans {
     return spans;
   }
 
+  /// An scf.forall over the spans with `outs`, `b` inside it before its
+  /// terminator: the loop, the span's index and its first element.
+  std::tuple<scf::ForallOp, Value, Value>
+  forEachSpan(OpBuilder &b, Location loc, ValueRange outs) const {
+    auto forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(spans)}, outs,
+        std::nullopt);
+    b.setInsertionPoint(forall.getTerminator());
+    Value s = forall.getInductionVar(0);
+    return {forall, s, act::detail::IndexMath{b, loc}.mul(s, spanElements)};
+  }
+
+  /// The elements [offset, offset + |type|) of the 1-D `flat` as `type`
+  /// (rank 4; a view).
+  static Value slice4(OpBuilder &b, Location loc, Value flat, Value offset,
+                      RankedTensorType type) {
+    return tensor::ExpandShapeOp::create(
+        b, loc, type,
+        act::detail::slice(
+            b, loc, flat, offset,
+            act::detail::indexConst(b, loc, type.getNumElements())),
+        SmallVector<ReassociationIndices>{{0, 1, 2, 3}});
+  }
+
   /// The payload, metadata and averages of `input` (storage order).
   SmallVector<Value> encode(OpBuilder &b, Location loc, Value input, Value seed,
                             int64_t id, const LoweringOptions &options) const {
@@ -1140,19 +1164,11 @@ struct DivisionSpans {
             b, loc, ArrayRef<int64_t>{averagesType.getNumElements()},
             elementType)};
     Value flat = act::detail::flatten(b, loc, input);
-    auto forall = scf::ForallOp::create(
-        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(spans)}, outs,
-        std::nullopt);
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(forall.getTerminator());
+    auto [forall, s, start] = forEachSpan(b, loc, outs);
     act::detail::IndexMath ix{b, loc};
-    Value s = forall.getInductionVar(0);
-    Value start = ix.mul(s, spanElements);
     auto spanType = RankedTensorType::get(spanShape, elementType);
-    Value x = tensor::ExpandShapeOp::create(
-        b, loc, spanType,
-        act::detail::slice(b, loc, flat, start, ix.c(spanElements)),
-        SmallVector<ReassociationIndices>{{0, 1, 2, 3}});
+    Value x = slice4(b, loc, flat, start, spanType);
     Value averages = blocks.averages(
         b, loc, x, RankedTensorType::get(spanAveragesShape, elementType));
     Value residual = blocks.withAverages(
@@ -1189,14 +1205,9 @@ struct DivisionSpans {
     Value averagesFlat = act::detail::flatten(b, loc, storage[2]);
     Value init = tensor::EmptyOp::create(
         b, loc, ArrayRef<int64_t>{type.getNumElements()}, elementType);
-    auto forall = scf::ForallOp::create(
-        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(spans)}, ValueRange{init},
-        std::nullopt);
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(forall.getTerminator());
+    auto [forall, s, start] = forEachSpan(b, loc, ValueRange{init});
     act::detail::IndexMath ix{b, loc};
-    Value s = forall.getInductionVar(0);
-    Value start = ix.mul(s, spanElements);
     int64_t group = quant.getGroup();
     Value payload =
         act::detail::slice(b, loc, storage[0], ix.div(start, format.perWord),
@@ -1204,20 +1215,14 @@ struct DivisionSpans {
     Value meta = act::detail::slice(b, loc, storage[1], ix.div(start, group),
                                     ix.c(spanElements / group));
     auto spanType = RankedTensorType::get(spanShape, elementType);
-    Value averages = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get(spanAveragesShape, elementType),
-        act::detail::slice(b, loc, averagesFlat, ix.mul(s, spanAverages),
-                           ix.c(spanAverages)),
-        SmallVector<ReassociationIndices>{{0, 1, 2, 3}});
+    Value averages =
+        slice4(b, loc, averagesFlat, ix.mul(s, spanAverages),
+               RankedTensorType::get(spanAveragesShape, elementType));
     Value r = cast<EncodingLoweringAttrInterface>(Attribute(quant))
                   .buildDecode(b, loc, {payload, meta},
                                spanType.clone(b.getF32Type()), {}, options);
     // Written into the output's span (no span-sized copy).
-    Value into = tensor::ExpandShapeOp::create(
-        b, loc, spanType,
-        act::detail::slice(b, loc, forall.getRegionIterArgs()[0], start,
-                           ix.c(spanElements)),
-        SmallVector<ReassociationIndices>{{0, 1, 2, 3}});
+    Value into = slice4(b, loc, forall.getRegionIterArgs()[0], start, spanType);
     Value decoded = blocks.withAverages(
         b, loc, r, averages, spanType,
         [&](OpBuilder &nb, Location nl, Value v, Value average) {

@@ -102,6 +102,13 @@ def ActVectorizePass : Pass<"act-vectorize", "::mlir::func::FuncOp"> {
     non-permutation maps, stay scalar) and the tile vectorized with
     `linalg::vectorize`. Their sums reduce in any order (`reassoc`): float32
     reassociation, nothing more.
+    A marked kernel's sums reduce in any order only when each of its float
+    additions carries `reassoc`. After vectorization, a `vector.gather`
+    whose lane positions are affine in the lane (base + step * lane, through
+    division and remainder by constants that no lane crosses: a per-element
+    decode's payload word and group row) becomes one contiguous read
+    (step 1) or one broadcast element (step 0).
+
     Part of `act-cpu-pipeline`; runs on tensors, before bufferization.
 
     ```mlir

@@ -237,8 +237,12 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
         auto dense = dyn_cast<SplatElementsAttr>(splat.getValue());
         if (!dense)
           return std::nullopt;
+        // (Positions are non-negative: a negative constant would make the
+        // unsigned division's no-crossing argument wrap.)
         int64_t c = dense.getSplatValue<APInt>().getSExtValue();
-        return Form{index(c), 0, std::abs(c)};
+        if (c < 0)
+          return std::nullopt;
+        return Form{index(c), 0, c};
       }
       if (auto broadcast = dyn_cast<vector::BroadcastOp>(def)) {
         Value source = broadcast.getSource();

@@ -706,6 +706,12 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
   int64_t tile = split.tile, chunk = split.chunk, perWord = f.perWord;
   Type i32 = b.getI32Type();
 
+  // Tile `t` of the input as a tile of the tensor the input is a piece of
+  // (RandomKey::firstTile): what its Philox counters are computed from.
+  auto inTensor = [&](Value t) {
+    return random && random->firstTile ? ix.add(random->firstTile, t) : t;
+  };
+
   // The code of lane `l` of a word, shifted into place.
   auto laneBits = [&](OpBuilder &nb, Location nl, Value x, ValueRange group,
                       LaneRandom &rnd, int64_t l) -> Value {
@@ -771,10 +777,8 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
         inits.push_back(slice(b, loc, chunkWords, ix.c(t * 16), ix.c(16)));
       }
       SmallVector<AffineMap> maps(lanes.size() + inits.size(), map);
-      Value firstTile = ix.add(ix.mul(c, chunk / tile), ix.c(t0));
-      if (random && random->firstTile)
-        firstTile = ix.add(random->firstTile, firstTile);
-      Value row = ix.div(firstTile, shared);
+      Value row =
+          ix.div(inTensor(ix.add(ix.mul(c, chunk / tile), ix.c(t0))), shared);
       auto generic = linalg::GenericOp::create(
           b, loc, ValueRange(inits).getTypes(), lanes, inits, maps,
           {utils::IteratorType::parallel},
@@ -827,9 +831,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
                       perGroup, restMeta);
     Value words = ix.ceilDiv(rest, perWord);
     Value init = emptyRows(b, loc, words, {}, i32);
-    Value firstTile = ix.div(start, tile);
-    if (random && random->firstTile)
-      firstTile = ix.add(random->firstTile, firstTile);
+    Value firstTile = inTensor(ix.div(start, tile));
     auto generic = linalg::GenericOp::create(
         b, loc, init.getType(), ValueRange{}, ValueRange{init},
         ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},

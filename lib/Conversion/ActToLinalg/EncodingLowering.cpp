@@ -192,11 +192,6 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
   if (rowsType.isDynamicDim(0))
     dyn.push_back(tensor::DimOp::create(b, loc, rows, 0));
   auto statType = RankedTensorType::get({rowsType.getDimSize(0)}, f32);
-  auto filled = [&](float v) {
-    Value empty = tensor::EmptyOp::create(b, loc, statType, dyn);
-    return linalg::FillOp::create(b, loc, f32Const(b, loc, v), empty)
-        .getResult(0);
-  };
   AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
   auto nnan = arith::FastMathFlagsAttr::get(ctx, arith::FastMathFlags::nnan);
   // The groups' minima and maxima over their finite elements (`finite`:
@@ -205,20 +200,22 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
   // group, the elements' sum: not finite when the group holds an infinity
   // or a NaN (then its min/max are meaningless and the finite form is
   // needed), or when the sum overflows (the finite form, needlessly).
+  // `v` everywhere in `into`, or in a new tensor when it is null.
   auto fill = [&](OpBuilder &b, Location loc, float v, Value into) {
+    if (!into)
+      into = tensor::EmptyOp::create(b, loc, statType, dyn);
     return linalg::FillOp::create(b, loc, f32Const(b, loc, v), into)
         .getResult(0);
   };
   // `into`: the tensors to fill and reduce into (new ones when empty).
   auto reduce = [&](OpBuilder &b, Location loc, bool finite, ValueRange into) {
-    SmallVector<Value> inits = {filled(INFINITY), filled(-INFINITY)};
-    if (!into.empty())
-      inits = {fill(b, loc, INFINITY, into[0]),
-               fill(b, loc, -INFINITY, into[1])};
+    SmallVector<Value> inits = {
+        fill(b, loc, INFINITY, into.empty() ? Value() : into[0]),
+        fill(b, loc, -INFINITY, into.empty() ? Value() : into[1])};
     SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(2, ctx),
                                    row, row};
     if (!finite) {
-      inits.push_back(filled(0.0f));
+      inits.push_back(fill(b, loc, 0.0f, Value()));
       maps.push_back(row);
     }
     auto op = linalg::GenericOp::create(

@@ -168,12 +168,12 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
   /// index, step a constant), with a known divisor of the base, built as
   /// scalar arithmetic at the rewriter's insertion point. Division and
   /// remainder by a constant k stay affine when no lane crosses a multiple
-  /// of k: step * (lanes - 1) < gcd(divisor, k).
+  /// of k: step * (lanes - 1) < std::gcd(divisor, k).
   struct LaneAffine {
     struct Form {
       Value base;
       int64_t step;
-      int64_t divisor; // of base (0: base is 0)
+      int64_t divisor; // of base (0: base is 0; std::gcd(0, k) = k)
     };
     llvm::DenseMap<Value, std::optional<Form>> known;
 
@@ -186,14 +186,6 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
       return form;
     }
 
-    static int64_t gcd(int64_t x, int64_t y) {
-      if (x == 0)
-        return y;
-      if (y == 0)
-        return x;
-      return std::gcd(x, y);
-    }
-
     /// A divisor of scalar index `v`: constants, multiples, loop counters
     /// starting at a multiple of their constant step.
     static int64_t divisorOf(Value v) {
@@ -203,15 +195,15 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
       if (auto mul = v.getDefiningOp<arith::MulIOp>())
         return divisorOf(mul.getLhs()) * divisorOf(mul.getRhs());
       if (auto add = v.getDefiningOp<arith::AddIOp>())
-        return gcd(divisorOf(add.getLhs()), divisorOf(add.getRhs()));
+        return std::gcd(divisorOf(add.getLhs()), divisorOf(add.getRhs()));
       if (auto arg = dyn_cast<BlockArgument>(v))
         if (auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()))
           if (arg == loop.getInductionVar()) {
             APInt lb, step;
             if (matchPattern(loop.getLowerBound(), m_ConstantInt(&lb)) &&
                 matchPattern(loop.getStep(), m_ConstantInt(&step)))
-              return gcd(std::abs(lb.getSExtValue()),
-                         std::abs(step.getSExtValue()));
+              return std::gcd(std::abs(lb.getSExtValue()),
+                              std::abs(step.getSExtValue()));
           }
       return 1;
     }
@@ -278,7 +270,7 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
           return std::nullopt;
         if (isa<arith::AddIOp>(def))
           return Form{b.createOrFold<arith::AddIOp>(loc, x->base, y->base),
-                      x->step + y->step, gcd(x->divisor, y->divisor)};
+                      x->step + y->step, std::gcd(x->divisor, y->divisor)};
         APInt k;
         if (isa<arith::MulIOp>(def)) {
           if (y->step != 0)
@@ -299,13 +291,13 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
             k.getSExtValue() <= 0)
           return std::nullopt;
         int64_t c = k.getSExtValue();
-        if (x->step < 0 || x->step * (lanes - 1) >= gcd(x->divisor, c))
+        if (x->step < 0 || x->step * (lanes - 1) >= std::gcd(x->divisor, c))
           return std::nullopt;
         if (isa<arith::DivUIOp>(def))
           return Form{b.createOrFold<arith::DivUIOp>(loc, x->base, y->base), 0,
                       x->divisor % c == 0 ? x->divisor / c : 1};
         return Form{b.createOrFold<arith::RemUIOp>(loc, x->base, y->base),
-                    x->step, gcd(x->divisor, c)};
+                    x->step, std::gcd(x->divisor, c)};
       }
       return std::nullopt;
     }

@@ -385,14 +385,20 @@ void act::rt::encodeDivision(const float *x, const DivisionParams &p,
     int64_t h0 = at[p.hDim] * p.block, w0 = at[p.wDim] * p.block;
     int64_t h1 = std::min(h0 + p.block, p.shape[p.hDim]);
     int64_t w1 = std::min(w0 + p.block, p.shape[p.wDim]);
+    // Each column's sum down the block's rows, then the column sums left
+    // to right (the order every target uses; columns first so that a
+    // vector of columns sums a block row at once).
     float sum = 0.0f;
     int64_t element[4] = {at[0], at[1], at[2], at[3]};
-    for (int64_t h = h0; h < h1; ++h)
-      for (int64_t w = w0; w < w1; ++w) {
+    for (int64_t w = w0; w < w1; ++w) {
+      float column = 0.0f;
+      for (int64_t h = h0; h < h1; ++h) {
         element[p.hDim] = h;
         element[p.wDim] = w;
-        sum += x[DivisionShape::flat(p.shape, element)];
+        column += x[DivisionShape::flat(p.shape, element)];
       }
+      sum += column;
+    }
     averages[a] = sum / float((h1 - h0) * (w1 - w0));
   }
   std::vector<float> residual(s.elements());

@@ -180,3 +180,30 @@ func.func @caller(%x: tensor<64xf32>) -> tensor<64xf32> {
   %d = act.decode %f : !act.encoded<tensor<64xf32>, #act.quant<bits = 4>> -> tensor<64xf32>
   return %d : tensor<64xf32>
 }
+
+// -----
+
+// #act.division on the CPU, a span of 1,024 elements (four block rows of
+// one map) at a time: the column sums of a block row are one parallel
+// generic over its 8 rows (32 lanes), added in order from 0; each block's
+// sum of its 8 column sums a reduction loop outside the blocks of the row
+// (in order, not vectorized); then the averages, the residual and its
+// codes. The reference sums a block the same way (docs/Encodings.md).
+// CHECK-LABEL: func.func @division
+// CHECK:      scf.forall (%{{.*}}) in (8) shared_outs
+// CHECK:        %[[SPAN:.*]] = tensor.extract_slice %{{.*}}[%{{.*}}] [1024] [1] : tensor<8192xf32> to tensor<1024xf32>
+// CHECK:        %[[ROWS:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1], [2, 3], [4]] output_shape [1, 4, 1, 8, 32]
+// CHECK-COUNT-8: tensor.extract_slice %[[ROWS]][0, 0, 0, {{[0-7]}}, 0] [1, 4, 1, 1, 32]
+// CHECK:        %[[COLUMNS:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+// CHECK-NEXT:   ^bb0(%[[R0:.*]]: f32, %[[R1:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:     %[[S0:.*]] = arith.addf %[[ZERO]], %[[R0]] : f32
+// CHECK-NEXT:     arith.addf %[[S0]], %[[R1]] : f32
+// CHECK:        %[[BLOCKS:.*]] = tensor.expand_shape %[[COLUMNS]] {{\[}}[0], [1], [2], [3, 4]] output_shape [1, 4, 1, 4, 8]
+// CHECK:        linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[BLOCKS]] : tensor<1x4x1x4x8xf32>)
+// CHECK:        arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK:        arith.subf
+func.func @division(%x: tensor<2x4x32x32xf32>, %seed: i64) -> !act.encoded<tensor<2x4x32x32xf32>, #act.division<block = 8, bits = 2>> {
+  %e = act.encode %x, id = 3, seed %seed : tensor<2x4x32x32xf32> -> !act.encoded<tensor<2x4x32x32xf32>, #act.division<block = 8, bits = 2>>
+  return %e : !act.encoded<tensor<2x4x32x32xf32>, #act.division<block = 8, bits = 2>>
+}

@@ -78,9 +78,9 @@ void decodeQuant(const uint32_t *words, const float *meta, int64_t n,
 /// #act.division on f32 maps: `shape` is the map's four dimensions, with
 /// H and W at `hDim`, `wDim` (NCHW: 2, 3; NHWC: 1, 2). The block averages
 /// (shape with H, W replaced by ceil(H / block), ceil(W / block); each the
-/// f32 sum of its block's elements in row-major order divided by their
-/// count) and the #act.quant storage of the residual x - average (`quant`:
-/// its bits, group, rounding, seed and id).
+/// f32 sum of its block's column sums, left to right, each column summed
+/// top to bottom, divided by the element count) and the #act.quant storage of
+/// the residual x - average (`quant`: its bits, group, rounding, seed and id).
 struct DivisionParams {
   int64_t shape[4] = {1, 1, 1, 1};
   unsigned hDim = 2, wDim = 3;

@@ -113,6 +113,35 @@ def philox_keep(seed, k, shape, p):
     return philox_uniform(seed, k, DROPOUT_STREAM, shape) >= np.float32(p)
 
 
+def _needs_2d(input, target):
+    """Class indices over K dims other than 2: PyTorch 1.13's AOTAutograd
+    with its decompositions traces nll_loss on (N, C, d1) and (N, C, d1,
+    ..., dK>2) inputs, and on (N, C, H, W) ones that are views of them,
+    with wrong gradients (its own graph, 0.9-1.4 off eager autograd on a
+    per-token or 1-D segmentation loss); plain (N, C, H, W) and (N, C)
+    trace right."""
+    return (input.dim() >= 3 and input.dim() != 4 and not target.is_floating_point()
+            and target.dim() == input.dim() - 1)
+
+
+def _as_2d(input, target):
+    """(N, C, d1, ..., dK) and (N, d1, ..., dK) as (N d1...dK, C) and
+    (N d1...dK): a row per element of the target, in its order."""
+    return input.movedim(1, -1).reshape(-1, input.shape[1]), target.reshape(-1)
+
+
+def nll_loss_static(input, target, weight=None, size_average=None, ignore_index=-100,
+                    reduce=None, reduction="mean", _original=F.nll_loss):
+    """F.nll_loss, with K-dimensional inputs other than (N, C, H, W) as
+    rows (_needs_2d): the same mean, sum or per-element losses. Anything
+    else is PyTorch's own."""
+    if not _needs_2d(input, target):
+        return _original(input, target, weight, size_average, ignore_index, reduce, reduction)
+    x, t = _as_2d(input, target)
+    loss = _original(x, t, weight, size_average, ignore_index, reduce, reduction)
+    return loss.reshape(target.shape) if loss.dim() else loss
+
+
 def cross_entropy_static(input, target, weight=None, size_average=None, ignore_index=-100,
                          reduce=None, reduction="mean", label_smoothing=0.0,
                          _original=F.cross_entropy):
@@ -124,6 +153,11 @@ def cross_entropy_static(input, target, weight=None, size_average=None, ignore_i
     ones included; static shapes, so act exports it. Anything else
     (probability targets, the legacy arguments, no smoothing) is
     PyTorch's own function."""
+    if _needs_2d(input, target):
+        x, t = _as_2d(input, target)
+        loss = cross_entropy_static(x, t, weight, size_average, ignore_index, reduce,
+                                    reduction, label_smoothing, _original)
+        return loss.reshape(target.shape) if loss.dim() else loss
     if (not label_smoothing or target.is_floating_point() or size_average is not None
             or reduce is not None or reduction not in ("mean", "sum", "none")):
         return _original(input, target, weight, size_average, ignore_index, reduce,
@@ -345,23 +379,46 @@ def interpolate_traceable(input, size=None, scale_factor=None, mode="nearest",
     return _bicubic_axis(y, 3, size[1], bool(align_corners), scales[1])
 
 
+def _replacements():
+    """The functions static_losses() puts into torch.nn.functional, by name."""
+    return {"cross_entropy": cross_entropy_static, "nll_loss": nll_loss_static,
+            "one_hot": one_hot_static,
+            "gaussian_nll_loss": gaussian_nll_static,
+            "affine_grid": affine_grid_traceable, "grid_sample": grid_sample_traceable,
+            "multi_margin_loss": multi_margin_static,
+            "local_response_norm": local_response_norm_static,
+            "interpolate": interpolate_traceable}
+
+
+# torch.nn.functional's own functions, before any replacement.
+_ORIGINAL_F = {name: getattr(F, name) for name in _replacements()}
+
+
+def traced_loss(loss_fn):
+    """The loss to trace: a function of torch.nn.functional that
+    static_losses() replaces, given as the workload's loss (the default
+    F.cross_entropy, or `F.multi_margin_loss` passed by a user, both bound
+    before the replacement), is its replacement; anything else (a lambda,
+    an nn.Module loss: they call F's functions when they run) is itself."""
+    for name, fn in _replacements().items():
+        if loss_fn is _ORIGINAL_F[name]:
+            return fn
+    return loss_fn
+
+
 @contextlib.contextmanager
 def static_losses():
     """While tracing: F.cross_entropy with label smoothing in a form of
     static shapes (cross_entropy_static; nn.CrossEntropyLoss calls it
-    too), F.one_hot and F.gaussian_nll_loss without their data-dependent
+    too), F.cross_entropy and F.nll_loss over (N, C, d1) or more than two
+    spatial dims as rows (_needs_2d), F.one_hot and F.gaussian_nll_loss without their data-dependent
     checks (one_hot_static, gaussian_nll_static), torch.distributions
     without argument validation (it reads values), F.affine_grid,
     F.grid_sample, F.multi_margin_loss, F.local_response_norm and
     F.interpolate's bicubic mode written with ops act lowers."""
     # Each replacement keeps PyTorch's function as its `_original` default
     # where it falls back to it.
-    replacements = {"cross_entropy": cross_entropy_static, "one_hot": one_hot_static,
-                    "gaussian_nll_loss": gaussian_nll_static,
-                    "affine_grid": affine_grid_traceable, "grid_sample": grid_sample_traceable,
-                    "multi_margin_loss": multi_margin_static,
-                    "local_response_norm": local_response_norm_static,
-                    "interpolate": interpolate_traceable}
+    replacements = _replacements()
     originals = {name: getattr(F, name) for name in replacements}
     validate = torch.distributions.Distribution._validate_args
     for name, fn in replacements.items():
@@ -641,9 +698,9 @@ class Traced:
                 with substituted(module, dict(zip(names, args[:len(names)]))):
                     out = module(args[len(names)])
                     targets = args[len(names) + 1]
-                    if workload.loss_fn is F.cross_entropy:
+                    if workload.loss_fn is _ORIGINAL_F["cross_entropy"]:
                         check_classification(out, targets)
-                    loss = workload.loss_fn(out, targets)
+                    loss = traced_loss(workload.loss_fn)(out, targets)
             finally:
                 records = _RECORDS.pop()
             self.record_names = [n for n, _ in records]
@@ -655,7 +712,7 @@ class Traced:
                 return gm
             return compiler
 
-        if workload.loss_fn is F.cross_entropy:
+        if workload.loss_fn is _ORIGINAL_F["cross_entropy"]:
             # The targets' range needs concrete values: one eager forward
             # (on a copy: BatchNorm updates its running statistics).
             with torch.no_grad(), random_ops("reference", seed):

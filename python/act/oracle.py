@@ -50,7 +50,9 @@ def main(argv=None):
     print(f"{'model':12} {'encoding':24} {'saved B':>10} {'encoded B':>10} {'ratio':>6} "
           f"{'peak B':>10} {'err/scale':>10} {'max rel err':>11} {'step ms':>8}")
     for model in a.models:
-        out = os.path.join(out_root, model)
+        # (A user's model is a path, file.py:factory: one folder per model
+        # under out_root all the same.)
+        out = os.path.join(out_root, os.path.basename(model).replace(":", "_"))
         manifest = export(model, a.batch or DEFAULT_BATCH.get(model, 8), 0, out)
         for enc in a.encodings.split(";"):
             r = evaluate(manifest, out, enc)

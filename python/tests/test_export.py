@@ -193,6 +193,55 @@ def test_bad_output_directory(tmp_path, capsys):
     assert err.startswith("act.export: error: cannot write the export to"), err
 
 
+@pytest.mark.parametrize("loss", [
+    "None",  # the default, F.cross_entropy on (N, C, T) logits
+    "lambda o, y: F.nll_loss(F.log_softmax(o, 1), y, ignore_index=2)",
+    "lambda o, y: (F.cross_entropy(o, y, reduction='none', label_smoothing=0.1)"
+    " * torch.arange(o.shape[2] * 1.0)).sum()",
+])
+def test_per_token_losses(tmp_path, loss):
+    """Class indices over one or more than two dims after the class dim (a
+    tagger's per-token loss, 1-D or 3-D segmentation): torch 1.13's
+    AOTAutograd with its decompositions traces nll_loss on such inputs with
+    wrong gradients (0.9-1.4 off eager autograd, refused by the exporter),
+    so the exporter writes them over rows, (N d1...dK, C): the same loss
+    and gradients as eager autograd, every reduction."""
+    model = tmp_path / "tagger.py"
+    model.write_text(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.e, self.g, self.h = nn.Embedding(20, 8), nn.GRU(8, 8, batch_first=True,"
+        " bidirectional=True), nn.Linear(16, 5)\n"
+        "    def forward(self, t):\n"
+        "        return self.h(self.g(self.e(t))[0]).transpose(1, 2)\n"
+        "def make(batch):\n"
+        f"    loss = {loss}\n"
+        "    made = (M(), torch.randint(0, 20, (batch, 6)), torch.randint(0, 5, (batch, 6)))\n"
+        "    return made if loss is None else made + (loss,)\n")
+    assert main([f"{model}:make", "--batch", "3", "-o", str(tmp_path)]) == 0
+    manifest = json.load(open(tmp_path / "make.json"))
+    errors = errors_of(manifest, manifest["files"]["joint"], tmp_path / "run")
+    assert max(errors) <= EXACT_TOL
+
+
+def test_a_replaced_loss_given_as_a_function(tmp_path):
+    """`F.multi_margin_loss` given as the factory's loss (bound when the
+    user's file is imported, before the exporter replaces it by a form it
+    can trace): the exporter traces the replacement, not ATen's op."""
+    model = tmp_path / "margin.py"
+    model.write_text(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "def make(batch):\n"
+        "    m = nn.Sequential(nn.Linear(6, 8), nn.GELU(), nn.Linear(8, 4))\n"
+        "    return m, torch.randn(batch, 6), torch.randint(0, 4, (batch,)), F.multi_margin_loss\n")
+    assert main([f"{model}:make", "--batch", "3", "-o", str(tmp_path)]) == 0
+    manifest = json.load(open(tmp_path / "make.json"))
+    errors = errors_of(manifest, manifest["files"]["joint"], tmp_path / "run")
+    assert max(errors) <= EXACT_TOL
+
+
 def test_a_wrong_trace_by_pytorch_is_an_error(tmp_path, capsys):
     """torch 1.13's AOTAutograd traces this step (an in-place assignment
     through index tensors into a view, then a concatenation) with wrong

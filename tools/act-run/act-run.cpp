@@ -455,10 +455,14 @@ int main(int argc, char **argv) {
                   "graph with stochastic ones: run them separately");
     graph = module->clone();
   }
+  auto compileStart = std::chrono::steady_clock::now();
   auto compiled = Step::compile(*module, entry, target);
   if (!compiled)
     return fail(compiled.takeError());
   Step &step = **compiled;
+  double compileSeconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - compileStart)
+                              .count();
 
   // Arguments: .npy files or random data; seeds from the step seed.
   size_t expected = llvm::count_if(
@@ -549,8 +553,12 @@ int main(int argc, char **argv) {
   if (!outputDir.empty())
     llvm::outs() << " written to " << outputDir << "/result_<i>.npy";
   llvm::outs() << "\n";
-  llvm::outs() << llvm::formatv("time: median {0:f3} ms over {1} run(s)\n",
-                                times[times.size() / 2], times.size());
+  // (The step is compiled before its first run: the runs' times are the
+  // step's own, the first one with its warm-up: page faults, kernel
+  // library primitives.)
+  llvm::outs() << llvm::formatv(
+      "time: median {0:f3} ms over {1} run(s) (compiled in {2:f1} s)\n",
+      times[times.size() / 2], times.size(), compileSeconds);
   // What the step left allocated once its results are released.
   results.clear();
   int64_t liveAfter = rt::getMemoryStats().liveBytes - base;

@@ -607,13 +607,25 @@ def substituted(module, tensors):
     (name -> tensor) while tracing. Unlike stateless.functional_call in
     torch 1.13 this also refreshes nn.LSTM/GRU/RNN's cached flat weights, which
     otherwise enter the graph as constants without gradients."""
+    # Every place a tensor is registered: a tied weight (a language model's
+    # output layer sharing its embedding, `head.weight = tok.weight`) is one
+    # parameter under two names, and named_parameters() gives only the
+    # first; substituting that one alone left the other use a constant,
+    # without its share of the gradient.
+    places = {}
+    for m in module.modules():
+        for table in (m._parameters, m._buffers):
+            for attr, v in table.items():
+                if v is not None:
+                    places.setdefault(id(v), []).append((table, attr))
     saved = []
     for name, t in tensors.items():
         owner, _, attr = name.rpartition(".")
         m = module.get_submodule(owner) if owner else module
         table = m._parameters if attr in m._parameters else m._buffers
-        saved.append((table, attr, table[attr]))
-        table[attr] = t
+        for shared, shared_attr in places.get(id(table[attr]), [(table, attr)]):
+            saved.append((shared, shared_attr, shared[shared_attr]))
+            shared[shared_attr] = t
     rnns = [(m, m._flat_weights) for m in module.modules() if isinstance(m, torch.nn.RNNBase)]
     for m, _ in rnns:
         m._flat_weights = [getattr(m, n) if hasattr(m, n) else None

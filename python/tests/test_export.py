@@ -226,6 +226,33 @@ def test_per_token_losses(tmp_path, loss):
     assert max(errors) <= EXACT_TOL
 
 
+def test_tied_weights(tmp_path):
+    """A language model whose output layer shares the embedding's weight
+    (`head.weight = emb.weight`, one parameter under two names): both uses
+    are the step's input, and its gradient is the sum of both (it was the
+    embedding's share alone, 1e-1 off, silently: the dropout makes the
+    step random, so the exporter's comparison with eager autograd does not
+    run)."""
+    model = tmp_path / "tied.py"
+    model.write_text(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.emb, self.mix = nn.Embedding(16, 8), nn.Linear(8, 8)\n"
+        "        self.head = nn.Linear(8, 16, bias=False)\n"
+        "        self.head.weight = self.emb.weight\n"
+        "    def forward(self, t):\n"
+        "        return self.head(F.dropout(torch.tanh(self.mix(self.emb(t))), 0.1, self.training))\n"
+        "def make(batch):\n"
+        "    loss = lambda o, y: F.cross_entropy(o.reshape(-1, 16), y.reshape(-1))\n"
+        "    return M(), torch.randint(0, 16, (batch, 5)), torch.randint(0, 16, (batch, 5)), loss\n")
+    assert main([f"{model}:make", "--batch", "3", "-o", str(tmp_path)]) == 0
+    manifest = json.load(open(tmp_path / "make.json"))
+    errors = errors_of(manifest, manifest["files"]["joint"], tmp_path / "run")
+    assert max(errors) <= EXACT_TOL
+
+
 def test_a_replaced_loss_given_as_a_function(tmp_path):
     """`F.multi_margin_loss` given as the factory's loss (bound when the
     user's file is imported, before the exporter replaces it by a form it

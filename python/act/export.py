@@ -40,7 +40,7 @@ from torch.fx.node import map_arg
 
 from . import aten
 from .mlir import Graph, V, func
-from .models import load
+from .models import load, rebuilt, tensors_of
 
 VIEW_OPS = {
     "aten.t.default", "aten.view.default", "aten._reshape_alias.default",
@@ -679,6 +679,14 @@ def mlir_dtype(t):
     return DTYPES[t]
 
 
+def _data_names(kind, value):
+    """Argument names of a workload's inputs or targets: `inputs`, or
+    `inputs_0`, `inputs_1`, ... for a tuple."""
+    if isinstance(value, (tuple, list)):
+        return [f"{kind}_{i}" for i in range(len(value))]
+    return [kind]
+
+
 class Traced:
     """The aten graphs of a workload and the values around them."""
 
@@ -699,6 +707,12 @@ class Traced:
                 raise ExportError(f"buffer '{n}' has dtype {b.dtype}, which act does not support")
         names = self.param_names + self.buffer_names
         graphs = {}
+        # The model's inputs and the loss's targets, flattened into the
+        # step's arguments (module(*inputs); a tuple of targets given to the
+        # loss as a tuple).
+        inputs, targets = tensors_of(workload.inputs), tensors_of(workload.targets)
+        n_inputs = len(inputs)
+        self.n_data = n_inputs + len(targets)
 
         self.record_names = []
 
@@ -708,8 +722,9 @@ class Traced:
                 # (The loss too may read the module's parameters and buffers:
                 # a penalty term, DFQ's beta.)
                 with substituted(module, dict(zip(names, args[:len(names)]))):
-                    out = module(args[len(names)])
-                    targets = args[len(names) + 1]
+                    data = args[len(names):]
+                    out = module(*data[:n_inputs])
+                    targets = rebuilt(workload.targets, data[n_inputs:])
                     if workload.loss_fn is _ORIGINAL_F["cross_entropy"]:
                         check_classification(out, targets)
                     loss = traced_loss(workload.loss_fn)(out, targets)
@@ -728,7 +743,7 @@ class Traced:
             # The targets' range needs concrete values: one eager forward
             # (on a copy: BatchNorm updates its running statistics).
             with torch.no_grad(), random_ops("reference", seed):
-                check_classification(copy_module(module)(workload.inputs), workload.targets,
+                check_classification(copy_module(module)(*inputs), workload.targets,
                                      concrete=True)
 
         from functorch.compile import aot_function, default_partition
@@ -740,8 +755,7 @@ class Traced:
             # Dropout becomes aten.native_dropout (a Philox mask from the
             # step's dropout seed).
             with random_ops("trace"), static_losses():
-                loss = fn(*primals, *[b.clone() for b in self.buffers], workload.inputs,
-                          workload.targets)
+                loss = fn(*primals, *[b.clone() for b in self.buffers], *inputs, *targets)
             if self.record_names:
                 loss = loss[0]
             if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
@@ -785,15 +799,18 @@ class Traced:
         seed_arg = [torch.tensor(seed, dtype=torch.int64)] if self.has_dropout else []
         self.args = ([p.detach() for p in self.params] + [b.detach().clone() for b in self.buffers]
                      + [self.constants[k] for k in self.large_constants] + seed_arg
-                     + [workload.inputs, workload.targets])
+                     + list(inputs) + list(targets))
         self.arg_names = (self.param_names + ["buffer_" + n for n in self.buffer_names]
                           + ["const_" + k for k in self.large_constants]
-                          + (["dropout_seed"] if self.has_dropout else []) + ["inputs", "targets"])
+                          + (["dropout_seed"] if self.has_dropout else [])
+                          + _data_names("inputs", workload.inputs)
+                          + _data_names("targets", workload.targets))
         # The positions among args of the traced function's arguments (its
         # placeholders): parameters, buffers, inputs, targets; constants and
         # the dropout seed are the step's own.
         nstate = len(self.params) + len(self.buffers)
-        self.placeholder_args = list(range(nstate)) + [len(self.args) - 2, len(self.args) - 1]
+        self.placeholder_args = list(range(nstate)) + list(
+            range(len(self.args) - self.n_data, len(self.args)))
         fw_out = self._output(self.forward)
         nrec = len(self.record_names)
         self.loss_node, self.saved = fw_out[0], list(fw_out[1 + nrec:])
@@ -840,8 +857,9 @@ class Traced:
 
         def run(dtype):
             module = copy_module(w.module).to(dtype)
-            x = w.inputs.to(dtype) if w.inputs.is_floating_point() else w.inputs
-            y = w.targets.to(dtype) if w.targets.is_floating_point() else w.targets
+            x = [t.to(dtype) if t.is_floating_point() else t for t in tensors_of(w.inputs)]
+            y = rebuilt(w.targets, [t.to(dtype) if t.is_floating_point() else t
+                                    for t in tensors_of(w.targets)])
             # Counts the random calls of one eager step (tracing runs twice).
             # (The backward inside too: its rand_like calls draw the step's
             # noise.)
@@ -851,7 +869,7 @@ class Traced:
                        if isinstance(w.loss_fn, torch.nn.Module) else w.loss_fn)
             with random_ops("reference", self.seed,
                             self.random_counts if dtype == torch.float32 else None):
-                loss = loss_fn(module(x), y)
+                loss = loss_fn(module(*x), y)
                 params = dict(module.named_parameters())
                 grads = torch.autograd.grad(loss, [params[n] for n in self.param_names])
             return loss.detach(), [g.detach() for g in grads]
@@ -877,7 +895,7 @@ class Traced:
             return t
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
                 random_ops("reference", self.seed):
-            loss = w.loss_fn(module(w.inputs), w.targets)
+            loss = w.loss_fn(module(*tensors_of(w.inputs)), w.targets)
         del loss
         return sum(seen.values())
 
@@ -897,7 +915,8 @@ class Traced:
         params = [p.detach().requires_grad_(True) for p in self.params]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            loss = step(*params, *[b.clone() for b in self.buffers], w.inputs, w.targets)
+            loss = step(*params, *[b.clone() for b in self.buffers], *tensors_of(w.inputs),
+                        *tensors_of(w.targets))
         loss = loss[0] if isinstance(loss, tuple) else loss
         eager = torch.autograd.grad(loss, params, allow_unused=True)
         traced = [p.grad for p in primals]
@@ -1127,7 +1146,8 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
     for k in range(1, batches):
         more = load(spec, batch, seed * 1000003 + k)
         paths = []
-        for nm, t in (("inputs", more.inputs), ("targets", more.targets)):
+        for nm, t in zip(_data_names("inputs", more.inputs) + _data_names("targets", more.targets),
+                         tensors_of(more.inputs) + tensors_of(more.targets)):
             path = os.path.join(in_dir, f"batch{k}_{nm}.npy")
             np.save(path, t.numpy())
             paths.append(path)

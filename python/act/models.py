@@ -19,11 +19,24 @@ import torch.nn.functional as F
 
 @dataclass
 class Workload:
+    """inputs and targets: a tensor, or a tuple of tensors (a model called
+    as module(*inputs): tokens and a padding mask, a source and a target
+    sequence; a loss given the targets tuple as it is)."""
     name: str
     module: nn.Module
-    inputs: torch.Tensor
-    targets: torch.Tensor
+    inputs: object
+    targets: object
     loss_fn: Callable = F.cross_entropy
+
+
+def tensors_of(value):
+    """A workload's inputs or targets as a tuple of tensors."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def rebuilt(like, tensors):
+    """`tensors` in the structure of `like` (one tensor, or a tuple)."""
+    return tuple(tensors) if isinstance(like, (tuple, list)) else tensors[0]
 
 
 def _classification_batch(batch, shape, classes=10):
@@ -125,13 +138,22 @@ def load(spec, batch, seed):
     if not isinstance(made, tuple) or len(made) not in (3, 4) or not isinstance(made[0], nn.Module):
         raise ValueError(f"'{spec}' must give (module, inputs, targets[, loss_fn])")
     module, inputs, targets = made[:3]
-    if not isinstance(inputs, torch.Tensor) or not isinstance(targets, torch.Tensor):
-        raise ValueError(f"'{spec}': inputs and targets must be tensors, got "
-                         f"{type(inputs).__name__} and {type(targets).__name__}")
+    for what, value in (("inputs", inputs), ("targets", targets)):
+        parts = tensors_of(value)
+        if not parts or not all(isinstance(t, torch.Tensor) for t in parts):
+            raise ValueError(f"'{spec}': {what} must be a tensor or a tuple of tensors, got "
+                             f"{type(value).__name__}" + (
+                                 f" of {', '.join(type(t).__name__ for t in parts)}"
+                                 if isinstance(value, (tuple, list)) else ""))
+    if isinstance(inputs, list) or isinstance(targets, list):
+        made = (module, rebuilt(inputs, tensors_of(inputs)),
+                rebuilt(targets, tensors_of(targets))) + tuple(made[3:])
+        inputs, targets = made[1], made[2]
     if not any(p.requires_grad for p in module.parameters()):
         raise ValueError(f"'{spec}': the module has no trainable parameters, so a "
                          f"training step has nothing to compute")
-    for what, t in (("module parameter", next(module.parameters())), ("input", inputs)):
+    for what, t in (("module parameter", next(module.parameters())),
+                    *(("input", x) for x in tensors_of(inputs))):
         if t.is_floating_point() and t.dtype != torch.float32:
             raise ValueError(f"'{spec}': a {what} is {t.dtype}; the exporter traces "
                              f"float32 models (call .float() on the module and inputs; "

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 
 from . import capi, driver
 from .export import Exporter, Traced, header
-from .models import Workload
+from .models import Workload, rebuilt, tensors_of
 from .tune import allocate, measuring_step
 
 
@@ -104,7 +104,11 @@ class Step:
 
     @staticmethod
     def _shapes(inputs, targets):
-        return (tuple(inputs.shape), str(inputs.dtype), tuple(targets.shape), str(targets.dtype))
+        """The cache key of a batch: its tensors' shapes and dtypes (inputs
+        and targets may each be a tensor or a tuple of tensors)."""
+        return tuple((isinstance(v, (tuple, list)),
+                      tuple((tuple(t.shape), str(t.dtype)) for t in tensors_of(v)))
+                     for v in (inputs, targets))
 
     def _export(self, inputs, targets):
         """The step's joint graph for this batch shape (exported once)."""
@@ -192,7 +196,9 @@ class Step:
         # The current parameters and buffers (read in place) with each
         # batch's inputs and targets.
         first = self._arguments(layout, batches[0][0], batches[0][1], self.seed)
-        lists = [first] + [first[:-2] + [inputs.detach(), targets.detach()]
+        data = len(tensors_of(batches[0][0])) + len(tensors_of(batches[0][1]))
+        lists = [first] + [first[:-data] + [t.detach() for t in tensors_of(inputs)
+                                            + tensors_of(targets)]
                            for inputs, targets in batches[1:]]
         profile = os.path.join(self.work_dir, f"{tag}_profile.json")
         # act-run's default step seed (1): the estimator's streams.
@@ -225,8 +231,10 @@ class Step:
             alert = [{"id": t["id"], "bits": t["bits"], "share": t["variance"] / predicted}
                      for t in top]
         self.adaptations.append({
-            "call": self.calls, "batches": len(batches), "shapes": [list(shapes[0]),
-                                                                   list(shapes[2])],
+            "call": self.calls, "batches": len(batches),
+            # [inputs' shape, targets' shape] (a list of shapes for a tuple)
+            "shapes": [[list(shape) for shape, _ in parts] if is_tuple else list(parts[0][0])
+                       for is_tuple, parts in shapes],
             "bits": {str(t["id"]): t["bits"] for t in tensors},
             "encodings": {str(t["id"]): t["encoding"] for t in tensors},
             "predicted_variance": predicted, "gradient_variance": gradient,
@@ -256,15 +264,18 @@ class Step:
         return ([p.detach() for p in layout["params"]] + [b.detach() for b in layout["buffers"]]
                 + layout["constants"]
                 + ([np.array(call_seed, dtype=np.int64)] if layout["has_dropout"] else [])
-                + [inputs.detach(), targets.detach()])
+                + [t.detach() for t in tensors_of(inputs) + tensors_of(targets)])
 
     def __call__(self, inputs, targets):
-        inputs, targets = inputs.contiguous(), targets.contiguous()
+        """One step on a batch: inputs (the model is called as
+        module(*inputs) for a tuple) and targets (given to the loss as they
+        are), each a tensor or a tuple of tensors."""
+        inputs, targets = _contiguous(inputs), _contiguous(targets)
         shapes = self._shapes(inputs, targets)
         if self.adapt_interval:
             recent = self._recent.setdefault(
                 shapes, collections.deque(maxlen=self.adapt_batches))
-            recent.append((inputs.detach().clone(), targets.detach().clone()))
+            recent.append((_cloned(inputs), _cloned(targets)))
             if (self.calls and self.calls % self.adapt_interval == 0
                     and shapes in self._allocated):
                 # Re-estimate on the recent batches of this shape (the
@@ -308,6 +319,14 @@ class Step:
         return torch.tensor(float(results[step.loss_index]))
 
 
+def _contiguous(value):
+    return rebuilt(value, [t.contiguous() for t in tensors_of(value)])
+
+
+def _cloned(value):
+    return rebuilt(value, [t.detach().clone() for t in tensors_of(value)])
+
+
 def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
             encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
             compute_bits=None, adapt_interval=0, adapt_batches=2):
@@ -339,5 +358,5 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
                 compute_bits, adapt_interval, adapt_batches)
     if example_inputs is not None and example_targets is not None:
-        step._prepare(example_inputs.contiguous(), example_targets.contiguous())
+        step._prepare(_contiguous(example_inputs), _contiguous(example_targets))
     return step

@@ -155,7 +155,7 @@ BAD_MODELS = {
             "torch.randint(0, 3, (batch,))\n",
             "is torch.float16; the exporter traces float32 models"),
     "notensor": ("def make(batch):\n    return nn.Linear(4, 3), [1, 2], torch.zeros(batch)\n",
-                 "inputs and targets must be tensors, got list and Tensor"),
+                 "inputs must be a tensor or a tuple of tensors, got list of int, int"),
     "tupleout": ("class Two(nn.Module):\n"
                  "    def __init__(self):\n"
                  "        super().__init__(); self.l = nn.Linear(4, 3)\n"
@@ -249,6 +249,33 @@ def test_tied_weights(tmp_path):
         "    return M(), torch.randint(0, 16, (batch, 5)), torch.randint(0, 16, (batch, 5)), loss\n")
     assert main([f"{model}:make", "--batch", "3", "-o", str(tmp_path)]) == 0
     manifest = json.load(open(tmp_path / "make.json"))
+    errors = errors_of(manifest, manifest["files"]["joint"], tmp_path / "run")
+    assert max(errors) <= EXACT_TOL
+
+
+def test_several_inputs(tmp_path):
+    """A factory's inputs as a tuple (a sequence-to-sequence transformer:
+    source and target tokens): the model is called as module(*inputs), each
+    input is an argument of the step (`inputs_0`, `inputs_1`), and the
+    gradients match float64 autograd."""
+    model = tmp_path / "seq2seq.py"
+    model.write_text(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.e, self.h = nn.Embedding(12, 8), nn.Linear(8, 12)\n"
+        "        self.t = nn.Transformer(8, 2, 1, 1, 16, dropout=0.0, batch_first=True)\n"
+        "    def forward(self, src, tgt):\n"
+        "        mask = self.t.generate_square_subsequent_mask(tgt.shape[1])\n"
+        "        return self.h(self.t(self.e(src), self.e(tgt), tgt_mask=mask)).transpose(1, 2)\n"
+        "def make(batch):\n"
+        "    return (M(), (torch.randint(0, 12, (batch, 5)), torch.randint(0, 12, (batch, 4))),\n"
+        "            torch.randint(0, 12, (batch, 4)))\n")
+    assert main([f"{model}:make", "--batch", "2", "-o", str(tmp_path)]) == 0
+    manifest = json.load(open(tmp_path / "make.json"))
+    names = [a["name"] for a in manifest["arguments"]]
+    assert names[-3:] == ["inputs_0", "inputs_1", "targets"], names
     errors = errors_of(manifest, manifest["files"]["joint"], tmp_path / "run")
     assert max(errors) <= EXACT_TOL
 

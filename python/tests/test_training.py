@@ -77,6 +77,50 @@ def test_partial_last_batch_is_compiled_once_more(tmp_path):
     assert len(step.compiled) == 2
 
 
+def test_tuple_inputs_and_targets_follow_eager(tmp_path):
+    """A model called with two inputs (tokens and a padding mask) and a
+    loss over a tuple of targets (a class and a regression target): the
+    step's loss and gradients match eager autograd's, call after call (the
+    masks and targets are arguments, not constants), and a batch of another
+    shape compiles once more."""
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.e = nn.Embedding(20, 8)
+            self.a = nn.MultiheadAttention(8, 2, batch_first=True)
+            self.cls, self.reg = nn.Linear(8, 3), nn.Linear(8, 1)
+
+        def forward(self, tokens, padding):
+            x = self.e(tokens)
+            h, _ = self.a(x, x, x, key_padding_mask=padding)
+            h = h.masked_fill(padding.unsqueeze(-1), 0.0).sum(1)
+            return self.cls(h), self.reg(h).squeeze(-1)
+
+    def loss_fn(outputs, targets):
+        return F.cross_entropy(outputs[0], targets[0]) + F.mse_loss(outputs[1], targets[1])
+
+    def batch(n, lengths):
+        tokens = torch.randint(0, 20, (n, 6))
+        padding = torch.arange(6).unsqueeze(0) >= torch.tensor(lengths).unsqueeze(1)
+        return (tokens, padding), (torch.randint(0, 3, (n,)), torch.randn(n))
+
+    torch.manual_seed(3)
+    model = Tagger()
+    eager = copy.deepcopy(model)
+    step = act.compile(model, loss_fn, *batch(4, [6, 4, 3, 5]), work_dir=str(tmp_path))
+    for lengths in ([6, 4, 3, 5], [2, 6, 6, 1], [3, 3, 5]):
+        inputs, targets = batch(len(lengths), lengths)
+        model.zero_grad(set_to_none=True)
+        eager.zero_grad(set_to_none=True)
+        loss = step(inputs, targets)
+        expected = loss_fn(eager(*inputs), targets)
+        expected.backward()
+        assert abs(float(loss) - float(expected)) <= 1e-5 * max(1.0, abs(float(expected)))
+        for p, q in zip(model.parameters(), eager.parameters()):
+            assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-6)
+    assert len(step.compiled) == 2
+
+
 def test_capi_errors_are_messages():
     with pytest.raises(capi.ActError, match="expected"):
         capi.CompiledStep.from_source("func.func @f( {")

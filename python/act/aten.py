@@ -254,7 +254,8 @@ def addmm(g, node, bias, a, b, beta=1, alpha=1):
 
 
 def _conv_args(node, stride, padding, dilation, transposed, output_padding, groups, w):
-    require(w.rank == 4, node, f"a {w.rank - 2}-d convolution (only 1-d and 2-d)")
+    require(w.rank in (4, 5), node, f"a {w.rank - 2}-d convolution (only 1-d, 2-d and 3-d)")
+    require(w.rank == 4 or not transposed, node, "a transposed 3-d convolution")
     return list(stride), list(padding), list(dilation)
 
 
@@ -323,6 +324,93 @@ def _weight_gradient(g, grad, xp, wshape, stride, dilation, groups, hint):
     return g.transpose(out, [1, 0, 2, 3], hint=hint + "_t")
 
 
+def _depth_planes(g, x, kd, do, sd, ed, hint):
+    """The (N Do) x C x H x W planes of a depth-padded N x C x D x H x W
+    tensor that depth tap kd of a 3-d convolution reads: depths kd * ed +
+    od * sd for od < Do, output depths leading the batch."""
+    n, c, _, h, w = x.shape
+    planes = g.extract_slice(x, [0, 0, kd * ed, 0, 0], [n, c, do, h, w], [1, 1, sd, 1, 1],
+                             hint=hint + f"_depth{kd}")
+    planes = g.transpose(planes, [0, 2, 1, 3, 4], hint=hint + f"_depth{kd}_t")
+    return g.reshape(planes, (n * do, c, h, w), hint=hint + f"_planes{kd}")
+
+
+def _from_planes(g, y, n, hint):
+    """(N Do) x F x H x W back to N x F x Do x H x W."""
+    nd, f, h, w = y.shape
+    y = g.reshape(y, (n, nd // n, f, h, w), hint=hint + "_depths")
+    return g.transpose(y, [0, 2, 1, 3, 4], hint=hint + "_ncdhw")
+
+
+def _tap(g, w, kd, hint):
+    """Depth tap kd of a 3-d convolution's weight: F x C/G x kh x kw."""
+    f, cg, _, kh, kw = w.shape
+    tap = g.extract_slice(w, [0, 0, kd, 0, 0], [f, cg, 1, kh, kw], hint=hint + f"_tap{kd}")
+    return g.reshape(tap, (f, cg, kh, kw), hint=hint + f"_tap{kd}_2d")
+
+
+def _add(g, a, b, hint):
+    return b if a is None else g.ew([a, b], lambda bb, u, v: bb.add(u, v), hint=hint)
+
+
+def _conv3d(g, node, x, w, bias, stride, padding, dilation, groups):
+    """A 3-d convolution as 2-d ones: output depth od sums, over the depth
+    taps kd, the 2-d convolution of input depth kd * ed + od * sd (of the
+    depth-padded input) with the weight's tap kd; each tap one 2-d
+    convolution over all (N, Do) planes as its batch."""
+    (sd, sh, sw), (pd, ph, pw), (ed, eh, ew) = stride, padding, dilation
+    n, _, d, _, _ = x.shape
+    kd = w.shape[2]
+    do = (d + 2 * pd - ed * (kd - 1) - 1) // sd + 1
+    xp = g.pad(x, [0, 0, pd, ph, pw], [0, 0, pd, ph, pw], hint=node.name + "_pad")
+    y = None
+    for k in range(kd):
+        planes = _depth_planes(g, xp, k, do, sd, ed, node.name)
+        y = _add(g, y, g.conv2d(planes, _tap(g, w, k, node.name), (sh, sw), (eh, ew), groups,
+                                hint=node.name + f"_conv{k}"), node.name + f"_sum{k}")
+    return _add_bias(g, _from_planes(g, y, n, node.name), bias, node.name)
+
+
+def _conv3d_backward(g, node, grad, x, w, stride, padding, dilation, groups, output_mask):
+    """The gradients of _conv3d, tap by tap: the weight gradient of tap kd
+    is the 2-d weight gradient of its planes, the input gradient the sum of
+    each tap's 2-d input gradient put back at the depths the tap read."""
+    (sd, sh, sw), (pd, ph, pw), (ed, eh, ew) = stride, padding, dilation
+    n, c, d, h, wd = x.shape
+    f, cg, kd, kh, kw = w.shape
+    do = grad.shape[2]
+    g2 = g.reshape(g.transpose(grad, [0, 2, 1, 3, 4], hint=node.name + "_grad_t"),
+                   (n * do,) + tuple(grad.shape[1:2]) + tuple(grad.shape[3:]),
+                   hint=node.name + "_grad_planes")
+    gi = gw = gb = None
+    if output_mask[1]:
+        xp = g.pad(x, [0, 0, pd, ph, pw], [0, 0, pd, ph, pw], hint=node.name + "_pad")
+        gw = g.fill((f, cg, kd, kh, kw), 0.0, hint=node.name + "_weight_init")
+        for k in range(kd):
+            planes = _depth_planes(g, xp, k, do, sd, ed, node.name)
+            tap = _weight_gradient(g, g2, planes, (f, cg, kh, kw), (sh, sw), (eh, ew), groups,
+                                   node.name + f"_weight{k}")
+            gw = g.insert_slice(g.reshape(tap, (f, cg, 1, kh, kw), hint=node.name + f"_w{k}"),
+                                gw, [0, 0, k, 0, 0], hint=node.name + f"_weight_tap{k}")
+    if output_mask[0]:
+        dp = d + 2 * pd
+        for k in range(kd):
+            planes = _input_gradient(g, g2, _tap(g, w, k, node.name), (n * do, c, h, wd),
+                                     (sh, sw), (ph, pw), (eh, ew), groups,
+                                     node.name + f"_input{k}")
+            depths = _from_planes(g, planes, n, node.name + f"_input{k}")
+            placed = g.insert_slice(depths, g.fill((n, c, dp, h, wd), 0.0,
+                                                   hint=node.name + f"_input{k}_init"),
+                                    [0, 0, k * ed, 0, 0], [1, 1, sd, 1, 1],
+                                    hint=node.name + f"_input{k}_placed")
+            gi = _add(g, gi, placed, node.name + f"_input_sum{k}")
+        if pd:
+            gi = g.extract_slice(gi, [0, 0, pd, 0, 0], [n, c, d, h, wd], hint=node.name + "_unpad")
+    if output_mask[2]:
+        gb = g.reduce(grad, [0, 2, 3, 4], hint=node.name + "_bias")
+    return gi, gw, gb
+
+
 def _as_2d(g, x):
     """N x C x L as N x C x 1 x L."""
     return g.reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2]))
@@ -331,8 +419,8 @@ def _as_2d(g, x):
 def _add_bias(g, y, bias, hint):
     if bias is None:
         return y
-    return g.ew([y, g.reshape(bias, (bias.shape[0], 1, 1))], lambda b, u, c: b.add(u, c),
-                hint=hint)
+    return g.ew([y, g.reshape(bias, (bias.shape[0],) + (1,) * (y.rank - 2))],
+                lambda b, u, c: b.add(u, c), hint=hint)
 
 
 @lowering("aten.convolution.default")
@@ -349,6 +437,8 @@ def convolution(g, node, x, w, bias, stride, padding, dilation, transposed,
         return g.reshape(y, (y.shape[0], y.shape[1], y.shape[3]))
     stride, padding, dilation = _conv_args(node, stride, padding, dilation, transposed,
                                            output_padding, groups, w)
+    if w.rank == 5:
+        return _conv3d(g, node, x, w, bias, stride, padding, dilation, groups)
     if transposed:
         n, _, h, wd = x.shape
         shape = (n, w.shape[1] * groups) + tuple(
@@ -378,6 +468,9 @@ def convolution_backward(g, node, grad, x, w, bias_sizes, stride, padding, dilat
                 g.reshape(gw, w.shape) if gw is not None else None, gb)
     stride, padding, dilation = _conv_args(node, stride, padding, dilation, transposed,
                                            output_padding, groups, w)
+    if w.rank == 5:
+        return _conv3d_backward(g, node, grad, x, w, stride, padding, dilation, groups,
+                                output_mask)
     (p0, p1) = padding
     gi = gw = gb = None
     if transposed:

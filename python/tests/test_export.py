@@ -226,6 +226,32 @@ def test_per_token_losses(tmp_path, loss):
     assert max(errors) <= EXACT_TOL
 
 
+def test_3d_convolutions(tmp_path):
+    """nn.Conv3d (a video or volume model): padding, an asymmetric kernel,
+    depth stride, dilation and groups, with BatchNorm3d and 3-d adaptive
+    average pooling, each 3-d convolution lowered as 2-d ones over the
+    depth taps; forward and backward against float64 autograd."""
+    model = tmp_path / "volume.py"
+    model.write_text(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.c1, self.bn = nn.Conv3d(2, 4, 3, padding=1, bias=False), nn.BatchNorm3d(4)\n"
+        "        self.c2 = nn.Conv3d(4, 6, (3, 1, 3), stride=(2, 1, 1), padding=(1, 0, 2),"
+        " dilation=(1, 1, 2), groups=2)\n"
+        "        self.head = nn.Linear(6, 3)\n"
+        "    def forward(self, x):\n"
+        "        y = F.gelu(self.c2(F.relu(self.bn(self.c1(x)))))\n"
+        "        return self.head(F.adaptive_avg_pool3d(y, 1).flatten(1))\n"
+        "def make(batch):\n"
+        "    return M(), torch.randn(batch, 2, 5, 6, 7), torch.randint(0, 3, (batch,))\n")
+    assert main([f"{model}:make", "--batch", "3", "-o", str(tmp_path)]) == 0
+    manifest = json.load(open(tmp_path / "make.json"))
+    errors = errors_of(manifest, manifest["files"]["joint"], tmp_path / "run")
+    assert max(errors) <= EXACT_TOL
+
+
 def test_tied_weights(tmp_path):
     """A language model whose output layer shares the embedding's weight
     (`head.weight = emb.weight`, one parameter under two names): both uses

@@ -217,9 +217,13 @@ def ActOutlineLoopsPass : Pass<"act-outline-loops", "::mlir::ModuleOp"> {
     of its own (`<name>_loop<k>`, LLVM `noinline` through `passthrough`, its
     call `no_inline`: LLVM's inliner would put it back), called where the loop was: the values it uses
     become arguments, constants are cloned into it. Loops that contain
-    `async` ops (the threaded chunks) stay. Run after the loops exist
-    (`convert-linalg-to-loops`, `convert-vector-to-scf`), before the
-    conversion to LLVM.
+    `async` ops (the threaded chunks) stay. Nests that are the same code
+    (OperationEquivalence, locations aside) on other values share one
+    function: a step repeats its nests (an unrolled recurrent network's
+    timesteps, a transformer's layers), and LLVM compiles each function it
+    is given (a 64-step LSTM: 2,088 nests, 684 functions). Run after the
+    loops exist (`convert-linalg-to-loops`, `convert-vector-to-scf`), before
+    the conversion to LLVM.
 
     ```mlir
     func.func @step(%a: memref<8xf32>, %b: memref<8xf32>) {

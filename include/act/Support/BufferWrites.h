@@ -58,10 +58,10 @@ inline bool mayWriteBuffer(Operation *op, Value buffer,
 }
 
 /// Whether an op strictly after `from` and up to `to` (same block) may write
-/// the memory `buffer` views.
-inline bool mayWriteBufferBetween(Operation *from, Operation *to,
-                                  Value buffer) {
-  BufferOriginAnalysis origin(from->getParentOp());
+/// the memory `buffer` views, by `origin`, an analysis of the enclosing
+/// function (built once for several queries while the IR does not change).
+inline bool mayWriteBufferBetween(Operation *from, Operation *to, Value buffer,
+                                  BufferOriginAnalysis &origin) {
   for (Operation *op = from->getNextNode(); op; op = op->getNextNode()) {
     if (mayWriteBuffer(op, buffer, origin))
       return true;
@@ -69,6 +69,14 @@ inline bool mayWriteBufferBetween(Operation *from, Operation *to,
       return false;
   }
   return true;
+}
+
+/// The same with an analysis of its own (one walk of the whole function:
+/// not for a query per op of a large function).
+inline bool mayWriteBufferBetween(Operation *from, Operation *to,
+                                  Value buffer) {
+  BufferOriginAnalysis origin(from->getParentOp());
+  return mayWriteBufferBetween(from, to, buffer, origin);
 }
 
 } // namespace mlir::act

@@ -39,9 +39,11 @@ bool isOutlinable(Operation &op) {
   return !walk.wasInterrupted();
 }
 
-/// `loop` in a new private function, called in its place.
-void outline(func::FuncOp parent, Operation *loop, StringRef name,
-             SymbolTable &symbols) {
+/// `loop` in a new private function, called in its place; returns the
+/// function and the call.
+std::pair<func::FuncOp, func::CallOp> outline(func::FuncOp parent,
+                                              Operation *loop, StringRef name,
+                                              SymbolTable &symbols) {
   // What the loop reads from the function: its own operands and the values
   // its body uses from above. Constants are cloned, the rest passed.
   SetVector<Value> used;
@@ -86,6 +88,49 @@ void outline(func::FuncOp parent, Operation *loop, StringRef name,
   call.setNoInline(true);
   loop->replaceAllUsesWith(call.getResults());
   loop->erase();
+  return {fn, call};
+}
+
+/// A hash of `fn`'s body that equivalent bodies share: every nested op's
+/// name, attributes and result types (not which values it reads).
+llvm::hash_code hashBody(func::FuncOp fn) {
+  llvm::hash_code hash = hash_value(fn.getFunctionType());
+  fn.getBody().walk([&](Operation *op) {
+    hash =
+        llvm::hash_combine(hash, OperationEquivalence::computeHash(
+                                     op, OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::IgnoreLocations));
+  });
+  return hash;
+}
+
+/// Outlined functions with equivalent bodies (the same ops, attributes and
+/// types, reading the same arguments and constants in the same places) as
+/// one: a training step repeats its loop nests (the timesteps of an
+/// unrolled recurrent network, the layers of a transformer), and LLVM
+/// compiles each function it is given.
+void mergeEquivalent(ArrayRef<std::pair<func::FuncOp, func::CallOp>> outlined,
+                     SymbolTable &symbols) {
+  DenseMap<llvm::hash_code, SmallVector<func::FuncOp>> buckets;
+  for (auto [fn, call] : outlined) {
+    SmallVector<func::FuncOp> &bucket = buckets[hashBody(fn)];
+    func::FuncOp same;
+    for (func::FuncOp kept : bucket)
+      if (kept.getFunctionType() == fn.getFunctionType() &&
+          OperationEquivalence::isRegionEquivalentTo(
+              &kept.getBody(), &fn.getBody(),
+              OperationEquivalence::IgnoreLocations)) {
+        same = kept;
+        break;
+      }
+    if (!same) {
+      bucket.push_back(fn);
+      continue;
+    }
+    call.setCallee(same.getSymName());
+    symbols.erase(fn);
+  }
 }
 
 struct ActOutlineLoopsPass
@@ -106,9 +151,11 @@ struct ActOutlineLoopsPass
             loops.push_back(&op);
       if (int64_t(loops.size()) < minLoops)
         continue;
+      SmallVector<std::pair<func::FuncOp, func::CallOp>> outlined;
       for (auto [k, loop] : llvm::enumerate(loops))
-        outline(fn, loop, (fn.getSymName() + "_loop" + Twine(k)).str(),
-                symbols);
+        outlined.push_back(outline(
+            fn, loop, (fn.getSymName() + "_loop" + Twine(k)).str(), symbols));
+      mergeEquivalent(outlined, symbols);
     }
   }
 };

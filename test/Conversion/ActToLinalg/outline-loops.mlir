@@ -65,3 +65,42 @@ func.func @one_loop(%a: memref<8xf32>) {
   }
   return
 }
+
+// -----
+
+// Loop nests that are the same code on other buffers (a recurrent
+// network's timesteps, a transformer's layers) share one function; a nest
+// that differs in a constant has its own.
+// CHECK-LABEL: func.func private @repeated_loop0(
+// CHECK-SAME: %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>)
+// CHECK: arith.constant 2.000000e+00 : f32
+// CHECK-NOT: func.func private @repeated_loop1(
+// CHECK-LABEL: func.func private @repeated_loop2(
+// CHECK: arith.constant 3.000000e+00 : f32
+// CHECK-LABEL: func.func @repeated
+// CHECK: call @repeated_loop0(%arg0, %arg1) {no_inline}
+// CHECK: call @repeated_loop0(%arg1, %arg2) {no_inline}
+// CHECK: call @repeated_loop2(%arg2, %arg0) {no_inline}
+func.func @repeated(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %two = arith.constant 2.0 : f32
+  %three = arith.constant 3.0 : f32
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf32>
+    %y = arith.mulf %x, %two : f32
+    memref.store %y, %b[%i] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %b[%i] : memref<8xf32>
+    %y = arith.mulf %x, %two : f32
+    memref.store %y, %c[%i] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %c[%i] : memref<8xf32>
+    %y = arith.mulf %x, %three : f32
+    memref.store %y, %a[%i] : memref<8xf32>
+  }
+  return
+}

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTTRANSPOSEVIEWSPASS
@@ -37,7 +38,25 @@ bool readsThroughStrides(Operation *op, Value buffer) {
 /// C as C^T += B^T A^T). The exported backward transposes every
 /// convolution's weight gradient (computed with batch and channels swapped)
 /// into the weight's layout this way.
-LogicalResult writeInTransposedPlace(linalg::TransposeOp op) {
+/// What one round of rewrites changed: ops it created or whose operands it
+/// replaced (their buffers are unknown to, or read differently than, the
+/// round's buffer analysis, built before the round), and ops it left dead,
+/// erased at the round's end (so that no erased value is in the analysis).
+struct Round {
+  DenseSet<Operation *> dirty;
+  llvm::SetVector<Operation *> dead;
+
+  void replaceUses(Value from, Value to, Operation *except) {
+    for (OpOperand &use : llvm::make_early_inc_range(from.getUses()))
+      if (use.getOwner() != except) {
+        dirty.insert(use.getOwner());
+        use.set(to);
+      }
+    dirty.insert(to.getDefiningOp());
+  }
+};
+
+LogicalResult writeInTransposedPlace(linalg::TransposeOp op, Round &round) {
   Value source = op.getInput(), target = op.getInit();
   auto sourceAlloc = source.getDefiningOp<memref::AllocOp>();
   auto targetAlloc = target.getDefiningOp<memref::AllocOp>();
@@ -77,6 +96,7 @@ LogicalResult writeInTransposedPlace(linalg::TransposeOp op) {
   for (auto [i, dim] : llvm::enumerate(op.getPermutation()))
     strides[dim] = targetStrides[i];
   targetAlloc->moveBefore(sourceAlloc);
+  round.dirty.insert(targetAlloc);
   OpBuilder builder(sourceAlloc);
   auto viewType =
       MemRefType::get(sourceType.getShape(), sourceType.getElementType(),
@@ -85,76 +105,110 @@ LogicalResult writeInTransposedPlace(linalg::TransposeOp op) {
   auto view =
       memref::ReinterpretCastOp::create(builder, op.getLoc(), viewType, target,
                                         offset, sourceType.getShape(), strides);
-  source.replaceUsesWithIf(view, [&](OpOperand &use) {
-    return use.getOwner() != op.getOperation();
-  });
-  op->erase();
-  sourceAlloc->erase();
+  round.replaceUses(source, view, op);
+  // (The transpose now copies the dead buffer onto its own destination:
+  // erased with the buffer at the round's end.)
+  round.dead.insert(op);
+  round.dead.insert(sourceAlloc);
   return success();
+}
+
+/// A transpose read only by kernels that read through strides, as a view
+/// of its input, when nothing writes the input until the last reader.
+/// `origin` is the round's analysis; a reader span holding an op the round
+/// changed is left to the next round (the analysis does not know it).
+enum class Viewed { No, Yes, NextRound };
+Viewed readAsView(linalg::TransposeOp op, Round &round,
+                  std::optional<BufferOriginAnalysis> &origin) {
+  Value source = op.getInput(), target = op.getInit();
+  auto alloc = target.getDefiningOp<memref::AllocOp>();
+  if (!alloc || alloc->getBlock() != op->getBlock())
+    return Viewed::No;
+  Block *block = op->getBlock();
+  Operation *last = nullptr;
+  for (Operation *user : target.getUsers()) {
+    if (user == op)
+      continue;
+    if (user->getBlock() != block || user->isBeforeInBlock(op) ||
+        !readsThroughStrides(user, target))
+      return Viewed::No;
+    if (!last || last->isBeforeInBlock(user))
+      last = user;
+  }
+  if (!last)
+    return Viewed::No;
+  auto sourceType = cast<MemRefType>(source.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(sourceType.getStridesAndOffset(strides, offset)) ||
+      !sourceType.hasStaticShape() || ShapedType::isDynamic(offset) ||
+      llvm::any_of(strides, ShapedType::isDynamic))
+    return Viewed::No;
+  for (Operation *between = op->getNextNode(); between;
+       between = between->getNextNode()) {
+    if (round.dirty.contains(between))
+      return Viewed::NextRound;
+    if (between == last)
+      break;
+  }
+  if (round.dirty.contains(source.getDefiningOp()))
+    return Viewed::NextRound;
+  if (!origin)
+    origin.emplace(op->getParentOfType<func::FuncOp>());
+  if (act::mayWriteBufferBetween(op, last, source, *origin))
+    return Viewed::No;
+  // memref.reinterpret_cast, not memref.transpose: the buffer analyses
+  // (BufferViewFlowAnalysis, so deallocation) follow ViewLikeOpInterface,
+  // which memref.transpose does not implement.
+  SmallVector<int64_t> sizes, permutedStrides;
+  for (int64_t dim : op.getPermutation()) {
+    sizes.push_back(sourceType.getDimSize(dim));
+    permutedStrides.push_back(strides[dim]);
+  }
+  auto viewType = MemRefType::get(
+      sizes, sourceType.getElementType(),
+      StridedLayoutAttr::get(op.getContext(), offset, permutedStrides),
+      sourceType.getMemorySpace());
+  OpBuilder builder(op);
+  auto view = memref::ReinterpretCastOp::create(
+      builder, op.getLoc(), viewType, source, offset, sizes, permutedStrides);
+  round.replaceUses(target, view, op);
+  round.dead.insert(op);
+  if (llvm::all_of(alloc->getUsers(),
+                   [&](Operation *user) { return user == op.getOperation(); }))
+    round.dead.insert(alloc);
+  return Viewed::Yes;
 }
 
 struct TransposeViewsPass
     : act::impl::ActTransposeViewsPassBase<TransposeViewsPass> {
   void runOnOperation() override {
-    SmallVector<linalg::TransposeOp> transposes;
-    getOperation().walk(
-        [&](linalg::TransposeOp op) { transposes.push_back(op); });
-    for (linalg::TransposeOp op : transposes) {
-      if (!op.hasPureBufferSemantics())
-        continue;
-      if (succeeded(writeInTransposedPlace(op)))
-        continue;
-      Value source = op.getInput(), target = op.getInit();
-      auto alloc = target.getDefiningOp<memref::AllocOp>();
-      if (!alloc || alloc->getBlock() != op->getBlock())
-        continue;
-      Block *block = op->getBlock();
-      Operation *last = nullptr;
-      bool viewable = true;
-      for (Operation *user : target.getUsers()) {
-        if (user == op)
+    // Rounds until one rewrites nothing: one buffer analysis per round (a
+    // walk of the whole function; one per transpose was quadratic: 9.5 s
+    // for an unrolled LSTM's 265 transposes), a rewrite whose reader span
+    // the round already changed left to the next, dead ops erased at the
+    // round's end.
+    for (bool again = true; again;) {
+      again = false;
+      Round round;
+      std::optional<BufferOriginAnalysis> origin;
+      SmallVector<linalg::TransposeOp> transposes;
+      getOperation().walk(
+          [&](linalg::TransposeOp op) { transposes.push_back(op); });
+      for (linalg::TransposeOp op : transposes) {
+        if (!op.hasPureBufferSemantics() || round.dirty.contains(op))
           continue;
-        if (user->getBlock() != block || user->isBeforeInBlock(op) ||
-            !readsThroughStrides(user, target)) {
-          viewable = false;
-          break;
+        if (succeeded(writeInTransposedPlace(op, round))) {
+          again = true;
+          continue;
         }
-        if (!last || last->isBeforeInBlock(user))
-          last = user;
+        Viewed viewed = readAsView(op, round, origin);
+        again |= viewed != Viewed::No;
       }
-      if (!viewable || !last)
-        continue;
-      if (act::mayWriteBufferBetween(op, last, source))
-        continue;
-      // memref.reinterpret_cast, not memref.transpose: the buffer analyses
-      // (BufferViewFlowAnalysis, so deallocation) follow ViewLikeOpInterface,
-      // which memref.transpose does not implement.
-      auto sourceType = cast<MemRefType>(source.getType());
-      SmallVector<int64_t> strides;
-      int64_t offset;
-      if (failed(sourceType.getStridesAndOffset(strides, offset)) ||
-          !sourceType.hasStaticShape() || ShapedType::isDynamic(offset) ||
-          llvm::any_of(strides, ShapedType::isDynamic))
-        continue;
-      SmallVector<int64_t> sizes, permutedStrides;
-      for (int64_t dim : op.getPermutation()) {
-        sizes.push_back(sourceType.getDimSize(dim));
-        permutedStrides.push_back(strides[dim]);
-      }
-      auto viewType = MemRefType::get(
-          sizes, sourceType.getElementType(),
-          StridedLayoutAttr::get(op.getContext(), offset, permutedStrides),
-          sourceType.getMemorySpace());
-      OpBuilder builder(op);
-      auto view = memref::ReinterpretCastOp::create(builder, op.getLoc(),
-                                                    viewType, source, offset,
-                                                    sizes, permutedStrides);
-      target.replaceUsesWithIf(view, [&](OpOperand &use) {
-        return use.getOwner() != op.getOperation();
-      });
-      op->erase();
-      if (alloc->use_empty())
-        alloc->erase();
+      for (Operation *dead : round.dead)
+        dead->dropAllUses();
+      for (Operation *dead : round.dead)
+        dead->erase();
     }
   }
 };

@@ -44,6 +44,17 @@ def errors_of(manifest, mlir, out):
     return driver.relative_errors(results, driver.reference(manifest))
 
 
+def user_model_errors(tmp_path, name, batch, source):
+    """A user's model file (`source` defines make(batch)) exported through
+    the CLI and run by act-run: the relative errors of its loss and
+    gradients against float64 autograd, and the manifest."""
+    model = tmp_path / f"{name}.py"
+    model.write_text(source)
+    assert main([f"{model}:make", "--batch", str(batch), "-o", str(tmp_path)]) == 0
+    manifest = json.load(open(tmp_path / "make.json"))
+    return errors_of(manifest, manifest["files"]["joint"], tmp_path / "run"), manifest
+
+
 @pytest.mark.parametrize("form", ["joint", "split"])
 def test_policy_none_matches_autograd(exported, form):
     manifest, out = exported
@@ -206,8 +217,7 @@ def test_per_token_losses(tmp_path, loss):
     wrong gradients (0.9-1.4 off eager autograd, refused by the exporter),
     so the exporter writes them over rows, (N d1...dK, C): the same loss
     and gradients as eager autograd, every reduction."""
-    model = tmp_path / "tagger.py"
-    model.write_text(
+    errors, _ = user_model_errors(tmp_path, "tagger", batch=3, source=(
         "import torch, torch.nn as nn, torch.nn.functional as F\n"
         "class M(nn.Module):\n"
         "    def __init__(self):\n"
@@ -219,10 +229,7 @@ def test_per_token_losses(tmp_path, loss):
         "def make(batch):\n"
         f"    loss = {loss}\n"
         "    made = (M(), torch.randint(0, 20, (batch, 6)), torch.randint(0, 5, (batch, 6)))\n"
-        "    return made if loss is None else made + (loss,)\n")
-    assert main([f"{model}:make", "--batch", "3", "-o", str(tmp_path)]) == 0
-    manifest = json.load(open(tmp_path / "make.json"))
-    errors = errors_of(manifest, manifest["files"]["joint"], tmp_path / "run")
+        "    return made if loss is None else made + (loss,)\n"))
     assert max(errors) <= EXACT_TOL
 
 
@@ -231,8 +238,7 @@ def test_3d_convolutions(tmp_path):
     depth stride, dilation and groups, with BatchNorm3d and 3-d adaptive
     average pooling, each 3-d convolution lowered as 2-d ones over the
     depth taps; forward and backward against float64 autograd."""
-    model = tmp_path / "volume.py"
-    model.write_text(
+    errors, _ = user_model_errors(tmp_path, "volume", batch=3, source=(
         "import torch, torch.nn as nn, torch.nn.functional as F\n"
         "class M(nn.Module):\n"
         "    def __init__(self):\n"
@@ -245,10 +251,7 @@ def test_3d_convolutions(tmp_path):
         "        y = F.gelu(self.c2(F.relu(self.bn(self.c1(x)))))\n"
         "        return self.head(F.adaptive_avg_pool3d(y, 1).flatten(1))\n"
         "def make(batch):\n"
-        "    return M(), torch.randn(batch, 2, 5, 6, 7), torch.randint(0, 3, (batch,))\n")
-    assert main([f"{model}:make", "--batch", "3", "-o", str(tmp_path)]) == 0
-    manifest = json.load(open(tmp_path / "make.json"))
-    errors = errors_of(manifest, manifest["files"]["joint"], tmp_path / "run")
+        "    return M(), torch.randn(batch, 2, 5, 6, 7), torch.randint(0, 3, (batch,))\n"))
     assert max(errors) <= EXACT_TOL
 
 
@@ -259,8 +262,7 @@ def test_tied_weights(tmp_path):
     embedding's share alone, 1e-1 off, silently: the dropout makes the
     step random, so the exporter's comparison with eager autograd does not
     run)."""
-    model = tmp_path / "tied.py"
-    model.write_text(
+    errors, _ = user_model_errors(tmp_path, "tied", batch=3, source=(
         "import torch, torch.nn as nn, torch.nn.functional as F\n"
         "class M(nn.Module):\n"
         "    def __init__(self):\n"
@@ -272,10 +274,7 @@ def test_tied_weights(tmp_path):
         "        return self.head(F.dropout(torch.tanh(self.mix(self.emb(t))), 0.1, self.training))\n"
         "def make(batch):\n"
         "    loss = lambda o, y: F.cross_entropy(o.reshape(-1, 16), y.reshape(-1))\n"
-        "    return M(), torch.randint(0, 16, (batch, 5)), torch.randint(0, 16, (batch, 5)), loss\n")
-    assert main([f"{model}:make", "--batch", "3", "-o", str(tmp_path)]) == 0
-    manifest = json.load(open(tmp_path / "make.json"))
-    errors = errors_of(manifest, manifest["files"]["joint"], tmp_path / "run")
+        "    return M(), torch.randint(0, 16, (batch, 5)), torch.randint(0, 16, (batch, 5)), loss\n"))
     assert max(errors) <= EXACT_TOL
 
 
@@ -284,8 +283,7 @@ def test_several_inputs(tmp_path):
     source and target tokens): the model is called as module(*inputs), each
     input is an argument of the step (`inputs_0`, `inputs_1`), and the
     gradients match float64 autograd."""
-    model = tmp_path / "seq2seq.py"
-    model.write_text(
+    errors, manifest = user_model_errors(tmp_path, "seq2seq", batch=2, source=(
         "import torch, torch.nn as nn, torch.nn.functional as F\n"
         "class M(nn.Module):\n"
         "    def __init__(self):\n"
@@ -297,12 +295,9 @@ def test_several_inputs(tmp_path):
         "        return self.h(self.t(self.e(src), self.e(tgt), tgt_mask=mask)).transpose(1, 2)\n"
         "def make(batch):\n"
         "    return (M(), (torch.randint(0, 12, (batch, 5)), torch.randint(0, 12, (batch, 4))),\n"
-        "            torch.randint(0, 12, (batch, 4)))\n")
-    assert main([f"{model}:make", "--batch", "2", "-o", str(tmp_path)]) == 0
-    manifest = json.load(open(tmp_path / "make.json"))
+        "            torch.randint(0, 12, (batch, 4)))\n"))
     names = [a["name"] for a in manifest["arguments"]]
     assert names[-3:] == ["inputs_0", "inputs_1", "targets"], names
-    errors = errors_of(manifest, manifest["files"]["joint"], tmp_path / "run")
     assert max(errors) <= EXACT_TOL
 
 
@@ -310,15 +305,11 @@ def test_a_replaced_loss_given_as_a_function(tmp_path):
     """`F.multi_margin_loss` given as the factory's loss (bound when the
     user's file is imported, before the exporter replaces it by a form it
     can trace): the exporter traces the replacement, not ATen's op."""
-    model = tmp_path / "margin.py"
-    model.write_text(
+    errors, _ = user_model_errors(tmp_path, "margin", batch=3, source=(
         "import torch, torch.nn as nn, torch.nn.functional as F\n"
         "def make(batch):\n"
         "    m = nn.Sequential(nn.Linear(6, 8), nn.GELU(), nn.Linear(8, 4))\n"
-        "    return m, torch.randn(batch, 6), torch.randint(0, 4, (batch,)), F.multi_margin_loss\n")
-    assert main([f"{model}:make", "--batch", "3", "-o", str(tmp_path)]) == 0
-    manifest = json.load(open(tmp_path / "make.json"))
-    errors = errors_of(manifest, manifest["files"]["joint"], tmp_path / "run")
+        "    return m, torch.randn(batch, 6), torch.randint(0, 4, (batch,)), F.multi_margin_loss\n"))
     assert max(errors) <= EXACT_TOL
 
 

@@ -537,6 +537,7 @@ def _indices_only_for_backward(node):
             for reader in user.users:
                 name = str(reader.target)
                 require(reader.op == "output" or "max_pool2d_with_indices_backward" in name
+                        or "max_pool3d_with_indices_backward" in name
                         or "adaptive_max_pool2d_backward" in name,
                         node, f"its indices read by {name} (act keeps max-pool indices "
                         "window-local, for the pool's backward only)")
@@ -661,6 +662,87 @@ def max_pool2d_backward(g, node, grad, x, kernel, stride, padding, dilation, cei
                       (window, ["d4", "d5"])],
                      body, iterators=["parallel"] * 4 + ["reduction"] * 2,
                      out_exprs=dims(4), init=init, hint=node.name)
+
+
+def _pool3d_args(node, kernel, stride, padding, dilation, ceil_mode):
+    """3-d max pooling's window: kernel, stride and padding per dim (a
+    single value for all three), dilation 1 and floor mode only."""
+    def three(v, default):
+        v = list(v or default)
+        return v * 3 if len(v) == 1 else v
+    require(all(d == 1 for d in (dilation or [1])), node, f"dilation={list(dilation)}")
+    require(not ceil_mode, node, "ceil_mode=True (3-d)")
+    kernel = three(kernel, None)
+    return kernel, three(stride, kernel), three(padding, [0])
+
+
+@lowering("aten.max_pool3d_with_indices.default")
+def max_pool3d(g, node, x, kernel, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """Max and the window-local index (a * kh + b) * kw + c of the first
+    maximum of each kd x kh x kw window (ATen's order; read only by the
+    pool's backward, as for 2-d); padding reads -inf."""
+    k, s, p = _pool3d_args(node, kernel, stride, padding, dilation, ceil_mode)
+    _indices_only_for_backward(node)
+    n, c = x.shape[:2]
+    out = tuple(_pool_size(x.shape[2 + i], k[i], s[i], p[i], False) for i in range(3))
+    xp = g.pad(x, [0, 0] + p, [0, 0] + p, value=-math.inf, hint=node.name + "_pad")
+    window = g.empty(tuple(k))
+    ity = "i8" if k[0] * k[1] * k[2] <= 127 else "i32"
+    best = g.fill((n, c) + out, -math.inf)
+    arg = g.fill((n, c) + out, 0, ity)
+
+    def body(b, v, _w, m, a):
+        local = b.op("arith.addi", b.op("arith.muli", b.op(
+            "arith.addi", _index_expr(b, 5, k[1], 0), b.index(6), ty="index"),
+            b.c(k[2], "index"), ty="index"), b.index(7), ty="index")
+        greater = b.cmpf("ogt", v, m)
+        return [b.select(greater, v, m), b.select(greater, b.index_cast(local, ity), a, ty=ity)]
+    return tuple(g.generic_multi(
+        [(n, c) + out] * 2, ["f32", ity],
+        [(xp, ["d0", "d1"] + [f"d{2 + i} * {s[i]} + d{5 + i}" for i in range(3)]),
+         (window, ["d5", "d6", "d7"])],
+        body, ["parallel"] * 5 + ["reduction"] * 3, [dims(5)] * 2, [best, arg], hint=node.name))
+
+
+@lowering("aten.max_pool3d_with_indices_backward.default")
+def max_pool3d_backward(g, node, grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
+    """Each input element sums the gradients of the windows whose argmax it
+    is: along each dim, the candidate windows of position h are (h + p) / s
+    - i for i below ceil(k / s), the gradient and indices padded (index -1)
+    so every candidate is in bounds (the 2-d form in three dims)."""
+    k, s, p = _pool3d_args(node, kernel, stride, padding, dilation, ceil_mode)
+    n, c = x.shape[:2]
+    size, out = x.shape[2:], grad.shape[2:]
+    cand = [-(-k[i] // s[i]) for i in range(3)]
+    low = [0, 0] + [cand[i] - 1 for i in range(3)]
+    high = [0, 0] + [max(0, (size[i] - 1 + p[i]) // s[i] - (out[i] - 1)) for i in range(3)]
+    gp = g.pad(grad, low, high, hint=node.name + "_pad")
+    ip = g.pad(indices, low, high, value=-1, hint=node.name + "_pad")
+    window = g.empty(tuple(cand))
+    at = ["d0", "d1"] + [f"(d{2 + i} + {p[i]}) floordiv {s[i]} - d{5 + i} + {cand[i] - 1}"
+                         for i in range(3)]
+    ity = indices.dtype
+
+    def body(b, d, idx, _w, o):
+        # Its offset in candidate window i: (h + p) % s + d * s per dim;
+        # a hit needs all three inside the window and the local index.
+        offs = []
+        for i in range(3):
+            rem = b.op("arith.remui", _index_expr(b, 2 + i, 1, p[i]), b.c(s[i], "index"),
+                       ty="index")
+            offs.append(b.op("arith.addi", rem, _index_expr(b, 5 + i, s[i], 0), ty="index"))
+        local = b.op("arith.addi", b.op("arith.muli", b.op(
+            "arith.addi", b.op("arith.muli", offs[0], b.c(k[1], "index"), ty="index"),
+            offs[1], ty="index"), b.c(k[2], "index"), ty="index"), offs[2], ty="index")
+        inside = b.cmpi("ult", offs[0], b.c(k[0], "index"), "index")
+        for i in (1, 2):
+            inside = b.op("arith.andi", inside,
+                          b.cmpi("ult", offs[i], b.c(k[i], "index"), "index"), ty="i1")
+        hit = b.op("arith.andi", inside, b.cmpi("eq", idx, b.index_cast(local, ity), ity), ty="i1")
+        return b.add(o, b.select(hit, d, b.c(0.0)))
+    return g.generic(tuple(x.shape), [(gp, at), (ip, at), (window, ["d5", "d6", "d7"])], body,
+                     iterators=["parallel"] * 5 + ["reduction"] * 3, out_exprs=dims(5),
+                     init=g.fill(tuple(x.shape), 0.0), hint=node.name)
 
 
 # -- normalization ------------------------------------------------------------

@@ -745,6 +745,103 @@ def max_pool3d_backward(g, node, grad, x, kernel, stride, padding, dilation, cei
                      init=g.fill(tuple(x.shape), 0.0), hint=node.name)
 
 
+def _avg3d_divisor(g, size, out, k, s, p, count_include_pad, divisor_override):
+    """ATen's divisor per output position of a 3-d average pool (floor
+    mode): the window clipped to the padded input (count_include_pad) or to
+    the input, or the override; a float when every window has the same,
+    else an out-shaped f32 tensor."""
+    if divisor_override:
+        return float(divisor_override)
+
+    def extents(i):
+        sizes = []
+        for o in range(out[i]):
+            start = o * s[i] - p[i]
+            end = min(start + k[i], size[i] + p[i])
+            sizes.append(end - start if count_include_pad
+                         else min(end, size[i]) - max(start, 0))
+        return sizes
+    per_dim = [extents(i) for i in range(3)]
+    if all(len(set(e)) == 1 for e in per_dim):
+        return float(per_dim[0][0] * per_dim[1][0] * per_dim[2][0])
+
+    def body(b, o):
+        total = None
+        for i in range(3):
+            pos = b.index_cast(b.index(i), "i64")
+            start = b.op("arith.subi", b.op("arith.muli", pos, b.c(s[i], "i64"), ty="i64"),
+                         b.c(p[i], "i64"), ty="i64")
+            end = b.op("arith.minsi", b.op("arith.addi", start, b.c(k[i], "i64"), ty="i64"),
+                       b.c(size[i] + p[i], "i64"), ty="i64")
+            if not count_include_pad:
+                start = b.op("arith.maxsi", start, b.c(0, "i64"), ty="i64")
+                end = b.op("arith.minsi", end, b.c(size[i], "i64"), ty="i64")
+            extent = b.op("arith.subi", end, start, ty="i64")
+            total = extent if total is None else b.op("arith.muli", total, extent, ty="i64")
+        return b.cast("arith.sitofp", total, "i64", "f32")
+    return g.generic(tuple(out), [], body, hint="avg3d_divisor")
+
+
+def _divide_3d(g, x, divisor, hint):
+    if isinstance(divisor, float):
+        return g.ew([x], lambda b, u: b.div(u, b.c(divisor)), hint=hint)
+    return g.ew([x, (divisor, [2, 3, 4])], lambda b, u, d: b.div(u, d), shape=x.shape, hint=hint)
+
+
+@lowering("aten.avg_pool3d.default")
+def avg_pool3d(g, node, x, kernel, stride=(), padding=(0,), ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """The window's sum (zeros for padding) over ATen's divisor."""
+    k, s, p = _pool3d_args(node, kernel, stride, padding, (1,), ceil_mode)
+    n, c = x.shape[:2]
+    size = x.shape[2:]
+    out = tuple(_pool_size(size[i], k[i], s[i], p[i], False) for i in range(3))
+    xp = g.pad(x, [0, 0] + p, [0, 0] + p, hint=node.name + "_pad")
+    window = g.empty(tuple(k))
+    total = g.generic((n, c) + out,
+                      [(xp, ["d0", "d1"] + [f"d{2 + i} * {s[i]} + d{5 + i}" for i in range(3)]),
+                       (window, ["d5", "d6", "d7"])],
+                      lambda b, u, _w, o: b.add(o, u),
+                      iterators=["parallel"] * 5 + ["reduction"] * 3, out_exprs=dims(5),
+                      init=g.fill((n, c) + out, 0.0), hint=node.name + "_sum")
+    return _divide_3d(g, total, _avg3d_divisor(g, size, out, k, s, p, count_include_pad,
+                                               divisor_override), node.name)
+
+
+@lowering("aten.avg_pool3d_backward.default")
+def avg_pool3d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode,
+                        count_include_pad, divisor_override):
+    """Each padded-input position sums the divided gradients of the windows
+    covering it (candidate windows as in the 2-d form), then the padding is
+    cropped."""
+    k, s, p = _pool3d_args(node, kernel, stride, padding, (1,), ceil_mode)
+    n, c = x.shape[:2]
+    size, out = x.shape[2:], grad.shape[2:]
+    grad = _divide_3d(g, grad, _avg3d_divisor(g, size, out, k, s, p, count_include_pad,
+                                              divisor_override), node.name + "_scaled")
+    padded = tuple(size[i] + 2 * p[i] for i in range(3))
+    cand = [-(-k[i] // s[i]) for i in range(3)]
+    low = [0, 0] + [cand[i] - 1 for i in range(3)]
+    high = [0, 0] + [max(0, (padded[i] - 1) // s[i] - (out[i] - 1)) for i in range(3)]
+    gp = g.pad(grad, low, high, hint=node.name + "_pad")
+    window = g.empty(tuple(cand))
+    at = ["d0", "d1"] + [f"d{2 + i} floordiv {s[i]} - d{5 + i} + {cand[i] - 1}" for i in range(3)]
+
+    def body(b, d, _w, o):
+        # Window (h floordiv s - j) covers h when h - its start < k.
+        ok = None
+        for i in range(3):
+            r = b.line("t", f"affine.apply affine_map<(d0, d1) -> (d0 - (d0 floordiv {s[i]} - d1)"
+                            f" * {s[i]})>({b.index(2 + i)}, {b.index(5 + i)})")
+            inside = b.cmpi("slt", r, b.c(k[i], "index"), "index")
+            ok = inside if ok is None else b.andi(ok, inside)
+        return b.add(o, b.select(ok, d, b.c(0.0)))
+    full = g.generic((n, c) + padded, [(gp, at), (window, ["d5", "d6", "d7"])], body,
+                     iterators=["parallel"] * 5 + ["reduction"] * 3, out_exprs=dims(5),
+                     init=g.fill((n, c) + padded, 0.0), hint=node.name + "_full")
+    return g.extract_slice(full, [0, 0] + p, [n, c] + list(size), hint=node.name)
+
+
 # -- normalization ------------------------------------------------------------
 
 def _mean_f64(g, x, axes, count):

@@ -235,8 +235,9 @@ def test_per_token_losses(tmp_path, loss):
 
 def test_3d_convolutions(tmp_path):
     """nn.Conv3d (a video or volume model): padding, an asymmetric kernel,
-    depth stride, dilation and groups, with BatchNorm3d, 3-d max pooling
-    (overlapping padded windows) and 3-d adaptive average pooling, each
+    depth stride, dilation and groups, with BatchNorm3d, 3-d max and
+    average pooling (overlapping padded windows; the average over the
+    windows' elements in the input) and 3-d adaptive average pooling, each
     3-d convolution lowered as 2-d ones over the depth taps; forward and
     backward against float64 autograd."""
     errors, _ = user_model_errors(tmp_path, "volume", batch=3, source=(
@@ -250,6 +251,7 @@ def test_3d_convolutions(tmp_path):
         "        self.head = nn.Linear(6, 3)\n"
         "    def forward(self, x):\n"
         "        y = F.max_pool3d(F.relu(self.bn(self.c1(x))), (1, 3, 3), (1, 2, 1), (0, 1, 1))\n"
+        "        y = y + F.avg_pool3d(y, 3, 1, 1, count_include_pad=False)\n"
         "        y = F.gelu(self.c2(y))\n"
         "        return self.head(F.adaptive_avg_pool3d(y, 1).flatten(1))\n"
         "def make(batch):\n"

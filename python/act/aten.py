@@ -8,6 +8,7 @@ and derivatives.yaml; every lowering is checked against autograd by the
 gradient oracle (python/tests).
 """
 
+import itertools
 import math
 
 from .mlir import V, dims
@@ -745,49 +746,6 @@ def max_pool3d_backward(g, node, grad, x, kernel, stride, padding, dilation, cei
                      init=g.fill(tuple(x.shape), 0.0), hint=node.name)
 
 
-def _avg3d_divisor(g, size, out, k, s, p, count_include_pad, divisor_override):
-    """ATen's divisor per output position of a 3-d average pool (floor
-    mode): the window clipped to the padded input (count_include_pad) or to
-    the input, or the override; a float when every window has the same,
-    else an out-shaped f32 tensor."""
-    if divisor_override:
-        return float(divisor_override)
-
-    def extents(i):
-        sizes = []
-        for o in range(out[i]):
-            start = o * s[i] - p[i]
-            end = min(start + k[i], size[i] + p[i])
-            sizes.append(end - start if count_include_pad
-                         else min(end, size[i]) - max(start, 0))
-        return sizes
-    per_dim = [extents(i) for i in range(3)]
-    if all(len(set(e)) == 1 for e in per_dim):
-        return float(per_dim[0][0] * per_dim[1][0] * per_dim[2][0])
-
-    def body(b, o):
-        total = None
-        for i in range(3):
-            pos = b.index_cast(b.index(i), "i64")
-            start = b.op("arith.subi", b.op("arith.muli", pos, b.c(s[i], "i64"), ty="i64"),
-                         b.c(p[i], "i64"), ty="i64")
-            end = b.op("arith.minsi", b.op("arith.addi", start, b.c(k[i], "i64"), ty="i64"),
-                       b.c(size[i] + p[i], "i64"), ty="i64")
-            if not count_include_pad:
-                start = b.op("arith.maxsi", start, b.c(0, "i64"), ty="i64")
-                end = b.op("arith.minsi", end, b.c(size[i], "i64"), ty="i64")
-            extent = b.op("arith.subi", end, start, ty="i64")
-            total = extent if total is None else b.op("arith.muli", total, extent, ty="i64")
-        return b.cast("arith.sitofp", total, "i64", "f32")
-    return g.generic(tuple(out), [], body, hint="avg3d_divisor")
-
-
-def _divide_3d(g, x, divisor, hint):
-    if isinstance(divisor, float):
-        return g.ew([x], lambda b, u: b.div(u, b.c(divisor)), hint=hint)
-    return g.ew([x, (divisor, [2, 3, 4])], lambda b, u, d: b.div(u, d), shape=x.shape, hint=hint)
-
-
 @lowering("aten.avg_pool3d.default")
 def avg_pool3d(g, node, x, kernel, stride=(), padding=(0,), ceil_mode=False,
                count_include_pad=True, divisor_override=None):
@@ -804,8 +762,8 @@ def avg_pool3d(g, node, x, kernel, stride=(), padding=(0,), ceil_mode=False,
                       lambda b, u, _w, o: b.add(o, u),
                       iterators=["parallel"] * 5 + ["reduction"] * 3, out_exprs=dims(5),
                       init=g.fill((n, c) + out, 0.0), hint=node.name + "_sum")
-    return _divide_3d(g, total, _avg3d_divisor(g, size, out, k, s, p, count_include_pad,
-                                               divisor_override), node.name)
+    return _divide_by(g, total, _avg_divisors(g, size, out, k, s, p, count_include_pad,
+                                              divisor_override), node.name)
 
 
 @lowering("aten.avg_pool3d_backward.default")
@@ -817,8 +775,8 @@ def avg_pool3d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode,
     k, s, p = _pool3d_args(node, kernel, stride, padding, (1,), ceil_mode)
     n, c = x.shape[:2]
     size, out = x.shape[2:], grad.shape[2:]
-    grad = _divide_3d(g, grad, _avg3d_divisor(g, size, out, k, s, p, count_include_pad,
-                                              divisor_override), node.name + "_scaled")
+    grad = _divide_by(g, grad, _avg_divisors(g, size, out, k, s, p, count_include_pad,
+                                             divisor_override), node.name + "_scaled")
     padded = tuple(size[i] + 2 * p[i] for i in range(3))
     cand = [-(-k[i] // s[i]) for i in range(3)]
     low = [0, 0] + [cand[i] - 1 for i in range(3)]
@@ -1950,51 +1908,54 @@ def adaptive_avg_pool2d_backward(g, node, grad, x):
                      out_exprs=dims(lead + 2), init=init, hint=node.name)
 
 
-def _avg_divisors(g, h, w, oh, ow, k, s, p, count_include_pad, divisor_override):
+def _avg_divisors(g, size, out, k, s, p, count_include_pad, divisor_override):
     """ATen's divisor per output position of an average pool (avg_pool2d's
-    CPU kernel): the window clipped to the padded input (its size counts
+    and avg_pool3d's CPU kernels) over the spatial dims `size` with output
+    `out`: the window clipped to the padded input (its size counts
     padding), or to the input (count_include_pad=False), or the override.
-    A (oh, ow) f32 tensor, or a Python float when every window has the same
-    divisor."""
+    An `out`-shaped f32 tensor, or a Python float when every window has the
+    same divisor."""
     if divisor_override:
         return float(divisor_override)
-    (k0, k1), (s0, s1), (p0, p1) = k, s, p
 
-    def extent(i, kk, ss, pp, n):
-        start = i * ss - pp
-        end = min(start + kk, n + pp)
-        pool = end - start
-        return pool, min(end, n) - max(start, 0)
-    sizes = set()
-    for i in range(oh):
-        for j in range(ow):
-            (ph, ch), (pw, cw) = extent(i, k0, s0, p0, h), extent(j, k1, s1, p1, w)
-            sizes.add(ph * pw if count_include_pad else ch * cw)
-    if len(sizes) == 1:
-        return float(sizes.pop())
+    def extents(d):
+        """The divisor's factor along dim d at each output position."""
+        sizes = set()
+        for i in range(out[d]):
+            start = i * s[d] - p[d]
+            end = min(start + k[d], size[d] + p[d])
+            sizes.add(end - start if count_include_pad
+                      else min(end, size[d]) - max(start, 0))
+        return sizes
+    divisors = {math.prod(f) for f in itertools.product(*map(extents, range(len(size))))}
+    if len(divisors) == 1:
+        return float(divisors.pop())
 
-    def dim_size(b, d, kk, ss, pp, n):
+    def dim_size(b, d):
         i = b.index_cast(b.index(d), "i64")
-        start = b.op("arith.subi", b.op("arith.muli", i, b.c(ss, "i64"), ty="i64"), b.c(pp, "i64"),
-                     ty="i64")
-        end = b.op("arith.minsi", b.op("arith.addi", start, b.c(kk, "i64"), ty="i64"),
-                   b.c(n + pp, "i64"), ty="i64")
+        start = b.op("arith.subi", b.op("arith.muli", i, b.c(s[d], "i64"), ty="i64"),
+                     b.c(p[d], "i64"), ty="i64")
+        end = b.op("arith.minsi", b.op("arith.addi", start, b.c(k[d], "i64"), ty="i64"),
+                   b.c(size[d] + p[d], "i64"), ty="i64")
         if not count_include_pad:
             start = b.op("arith.maxsi", start, b.c(0, "i64"), ty="i64")
-            end = b.op("arith.minsi", end, b.c(n, "i64"), ty="i64")
+            end = b.op("arith.minsi", end, b.c(size[d], "i64"), ty="i64")
         return b.op("arith.subi", end, start, ty="i64")
 
     def body(b, o):
-        size = b.op("arith.muli", dim_size(b, 0, k0, s0, p0, h), dim_size(b, 1, k1, s1, p1, w),
-                    ty="i64")
-        return b.cast("arith.sitofp", size, "i64", "f32")
-    return g.generic((oh, ow), [], body, hint="avg_divisor")
+        total = dim_size(b, 0)
+        for d in range(1, len(size)):
+            total = b.op("arith.muli", total, dim_size(b, d), ty="i64")
+        return b.cast("arith.sitofp", total, "i64", "f32")
+    return g.generic(tuple(out), [], body, hint="avg_divisor")
 
 
 def _divide_by(g, x, divisor, hint):
+    """x (N x C x spatial) over an average pool's divisor (_avg_divisors)."""
     if isinstance(divisor, float):
         return g.ew([x], lambda b, u: b.div(u, b.c(divisor)), hint=hint)
-    return g.ew([x, (divisor, [2, 3])], lambda b, u, d: b.div(u, d), shape=x.shape, hint=hint)
+    return g.ew([x, (divisor, list(range(2, x.rank)))], lambda b, u, d: b.div(u, d),
+                shape=x.shape, hint=hint)
 
 
 @lowering("aten.avg_pool2d.default")
@@ -2013,7 +1974,7 @@ def avg_pool2d(g, node, x, kernel, stride=(), padding=(0,), ceil_mode=False,
                                    (window, ["d4", "d5"])],
                   lambda b, u, _w, o: b.add(o, u), iterators=["parallel"] * 4 + ["reduction"] * 2,
                   out_exprs=dims(4), init=init)
-    div = _avg_divisors(g, h, w, oh, ow, (k0, k1), (s0, s1), (p0, p1), count_include_pad,
+    div = _avg_divisors(g, (h, w), (oh, ow), (k0, k1), (s0, s1), (p0, p1), count_include_pad,
                         divisor_override)
     return _divide_by(g, s, div, node.name)
 
@@ -2024,7 +1985,7 @@ def avg_pool2d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode,
     (k0, k1), (s0, s1), (p0, p1) = _pool_args(node, kernel, stride, padding, (1,), ceil_mode)
     n, c, h, w = x.shape
     _, _, oh, ow = grad.shape
-    grad = _divide_by(g, grad, _avg_divisors(g, h, w, oh, ow, (k0, k1), (s0, s1), (p0, p1),
+    grad = _divide_by(g, grad, _avg_divisors(g, (h, w), (oh, ow), (k0, k1), (s0, s1), (p0, p1),
                                              count_include_pad, divisor_override),
                       node.name + "_scaled")
     # d(input)[h] = sum over windows covering h: scatter through the padded

@@ -124,10 +124,12 @@ def _needs_2d(input, target):
             and target.dim() == input.dim() - 1)
 
 
-def _as_2d(input, target):
-    """(N, C, d1, ..., dK) and (N, d1, ..., dK) as (N d1...dK, C) and
-    (N d1...dK): a row per element of the target, in its order."""
-    return input.movedim(1, -1).reshape(-1, input.shape[1]), target.reshape(-1)
+def _over_rows(loss_fn, input, target, *args):
+    """loss_fn over (N, C, d1, ..., dK) and (N, d1, ..., dK) as (N d1...dK,
+    C) and (N d1...dK), a row per element of the target in its order; a
+    per-element loss comes back in the target's shape."""
+    loss = loss_fn(input.movedim(1, -1).reshape(-1, input.shape[1]), target.reshape(-1), *args)
+    return loss.reshape(target.shape) if loss.dim() else loss
 
 
 def nll_loss_static(input, target, weight=None, size_average=None, ignore_index=-100,
@@ -135,11 +137,10 @@ def nll_loss_static(input, target, weight=None, size_average=None, ignore_index=
     """F.nll_loss, with K-dimensional inputs other than (N, C, H, W) as
     rows (_needs_2d): the same mean, sum or per-element losses. Anything
     else is PyTorch's own."""
-    if not _needs_2d(input, target):
-        return _original(input, target, weight, size_average, ignore_index, reduce, reduction)
-    x, t = _as_2d(input, target)
-    loss = _original(x, t, weight, size_average, ignore_index, reduce, reduction)
-    return loss.reshape(target.shape) if loss.dim() else loss
+    args = (weight, size_average, ignore_index, reduce, reduction)
+    if _needs_2d(input, target):
+        return _over_rows(_original, input, target, *args)
+    return _original(input, target, *args)
 
 
 def cross_entropy_static(input, target, weight=None, size_average=None, ignore_index=-100,
@@ -154,10 +155,8 @@ def cross_entropy_static(input, target, weight=None, size_average=None, ignore_i
     (probability targets, the legacy arguments, no smoothing) is
     PyTorch's own function."""
     if _needs_2d(input, target):
-        x, t = _as_2d(input, target)
-        loss = cross_entropy_static(x, t, weight, size_average, ignore_index, reduce,
-                                    reduction, label_smoothing, _original)
-        return loss.reshape(target.shape) if loss.dim() else loss
+        return _over_rows(cross_entropy_static, input, target, weight, size_average,
+                          ignore_index, reduce, reduction, label_smoothing, _original)
     if (not label_smoothing or target.is_floating_point() or size_average is not None
             or reduce is not None or reduction not in ("mean", "sum", "none")):
         return _original(input, target, weight, size_average, ignore_index, reduce,
@@ -411,7 +410,7 @@ def static_losses():
     """While tracing: F.cross_entropy with label smoothing in a form of
     static shapes (cross_entropy_static; nn.CrossEntropyLoss calls it
     too), F.cross_entropy and F.nll_loss over (N, C, d1) or more than two
-    spatial dims as rows (_needs_2d), F.one_hot and F.gaussian_nll_loss without their data-dependent
+    spatial dims as rows (_needs_2d, _over_rows), F.one_hot and F.gaussian_nll_loss without their data-dependent
     checks (one_hot_static, gaussian_nll_static), torch.distributions
     without argument validation (it reads values), F.affine_grid,
     F.grid_sample, F.multi_margin_loss, F.local_response_norm and

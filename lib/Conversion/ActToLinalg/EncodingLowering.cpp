@@ -1022,8 +1022,7 @@ struct DivisionBlocks {
               shape, cast<RankedTensorType>(v.getType()).getElementType()),
           v, groups, sizes);
     };
-    // An f32 tensor of `in`'s shape without dimension `r`, its dynamic
-    // sizes, and the map from `in`'s loops to it.
+    // The shape of `in` without dimension `r`, and its dynamic sizes.
     auto without = [&](Value in, unsigned r, SmallVector<int64_t> &shape,
                        SmallVector<Value> &dynamic) {
       auto inType = cast<RankedTensorType>(in.getType());

@@ -30,14 +30,6 @@ bool readsThroughStrides(Operation *op, Value buffer) {
                        [&](Value init) { return init == buffer; });
 }
 
-/// A kernel's result transposed into a fresh buffer, `transpose(%a -> %b)`
-/// where %a is allocated for it and only filled, written by kernels (as
-/// their output) and read by the transpose: %a becomes the transposed view
-/// of %b, so the kernel writes its result in place (act's kernels write
-/// through strides: a convolution's (n, f) strides, a matmul's transposed
-/// C as C^T += B^T A^T). The exported backward transposes every
-/// convolution's weight gradient (computed with batch and channels swapped)
-/// into the weight's layout this way.
 /// What one round of rewrites changed: ops it created or whose operands it
 /// replaced (their buffers are unknown to, or read differently than, the
 /// round's buffer analysis, built before the round), and ops it left dead,
@@ -56,6 +48,14 @@ struct Round {
   }
 };
 
+/// A kernel's result transposed into a fresh buffer, `transpose(%a -> %b)`
+/// where %a is allocated for it and only filled, written by kernels (as
+/// their output) and read by the transpose: %a becomes the transposed view
+/// of %b, so the kernel writes its result in place (act's kernels write
+/// through strides: a convolution's (n, f) strides, a matmul's transposed
+/// C as C^T += B^T A^T). The exported backward transposes every
+/// convolution's weight gradient (computed with batch and channels swapped)
+/// into the weight's layout this way.
 LogicalResult writeInTransposedPlace(linalg::TransposeOp op, Round &round) {
   Value source = op.getInput(), target = op.getInit();
   auto sourceAlloc = source.getDefiningOp<memref::AllocOp>();

@@ -303,17 +303,16 @@ void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
     inverse[g] = range > 0.0f ? inv : 0.0f;
   }
   words = pack(n, p.bits, 32 / p.bits, false, [&](int64_t i) {
-    float diff = x[i] - meta[2 * (i / p.group)];
-    float y = diff * inverse[i / p.group];
-    if (std::isnan(y)) // a NaN element, or an infinity in a constant group
-      y = 0.0f;
     float offset = 0.5f;
-    if (p.stochastic) {
+    if (p.stochastic)
       offset = stochasticOffset(philox(i, n, 32 / p.bits, p.seed, p.id));
-    }
-    float q = std::floor(y + offset);
-    q = std::min(std::max(q, 0.0f), levels);
-    return uint32_t(q);
+    // v = (x - min) * inverse + 1 + u in one rounding, then floor(v) - 1
+    // clamped to [0, levels]: v is clamped to [1, levels + 1] first, and a
+    // NaN (a NaN element, or an infinity in a constant group) takes 1.
+    float v = std::fma(x[i] - meta[2 * (i / p.group)], inverse[i / p.group],
+                       1.0f + offset);
+    v = v > 1.0f ? std::min(v, levels + 1.0f) : 1.0f;
+    return uint32_t(v) - 1;
   });
 }
 

@@ -242,8 +242,8 @@ gpu::AllReduceOperation toGpuReduction(arith::AtomicRMWKind kind) {
 void mlir::act::detail::buildGpuPackedEncode(
     OpBuilder &b, Location loc, Value flat, PackedFormat f, Value tiles,
     Value words, Value groups, const LoweringOptions &options,
-    const GroupStats *stats, std::optional<RandomKey> random, ElementCode code,
-    Value &payload, Value &meta) {
+    const GroupStats *stats, std::optional<RandomKey> random,
+    const PackedCodes &codes, Value &payload, Value &meta) {
   IndexMath ix{b, loc};
   const int64_t k = f.perWord, tile = f.tileElements();
   const int64_t group = stats ? stats->group : 0;
@@ -377,19 +377,15 @@ void mlir::act::detail::buildGpuPackedEncode(
       auto &words = packed.emplace_back();
       for (int64_t w = 0; w < 4; ++w) {
         LaneRandom rnd(b, loc, random, k, tj, ix.add(ix.mul(qj, 4), ix.c(w)));
-        Value acc;
+        SmallVector<Value> lanes;
         for (int64_t l = 0; l < k; ++l) {
           ValueRange groupValues;
           if (stats)
             groupValues = perGroup[l / lanesPerGroup];
-          Value v = code(b, loc, x[j][l][w], groupValues,
-                         [&] { return rnd.get(b, loc, l); });
-          if (l != 0)
-            v = arith::ShLIOp::create(b, loc, v,
-                                      i32Const(b, loc, l * int64_t(f.bits)));
-          acc = acc ? arith::OrIOp::create(b, loc, acc, v).getResult() : v;
+          lanes.push_back(codes.code(b, loc, x[j][l][w], groupValues,
+                                     [&] { return rnd.get(b, loc, l); }));
         }
-        words.push_back(acc);
+        words.push_back(packLanes(b, loc, lanes, f, codes.bias));
       }
     }
     buildIf(b, loc, valid, [&](OpBuilder &b, Location loc) {

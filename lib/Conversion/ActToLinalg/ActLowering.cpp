@@ -653,7 +653,8 @@ static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
 static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
                             Value valid, const GroupStats &stats,
                             const LoweringOptions &options, bool vectorize,
-                            SmallVectorImpl<Value> &perGroup, Value &metaRows) {
+                            SmallVectorImpl<Value> &perGroup, Value &metaRows,
+                            Value *finite = nullptr) {
   IndexMath ix{b, loc};
   auto type = cast<RankedTensorType>(elements.getType());
   Value length = b.createOrFold<tensor::DimOp>(loc, elements, 0);
@@ -681,7 +682,7 @@ static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
                          metaRows);
     return;
   }
-  stats.build(b, loc, view, valid, vectorize, perGroup, metaRows);
+  stats.build(b, loc, view, valid, vectorize, perGroup, metaRows, finite);
 }
 
 int64_t mlir::act::getPackedEncodeChunk(PackedFormat format, int64_t group,
@@ -691,12 +692,33 @@ int64_t mlir::act::getPackedEncodeChunk(PackedFormat format, int64_t group,
   return fast ? chunk : 0;
 }
 
+Value mlir::act::packLanes(OpBuilder &b, Location loc, ArrayRef<Value> codes,
+                           PackedFormat f, int64_t bias) {
+  Value acc;
+  uint32_t biases = 0;
+  for (auto [l, code] : llvm::enumerate(codes)) {
+    Value v = code;
+    if (l != 0)
+      v = arith::ShLIOp::create(b, loc, v, i32Const(b, loc, l * f.bits));
+    biases += uint32_t(bias) << (l * f.bits);
+    if (!acc)
+      acc = v;
+    else if (bias)
+      acc = arith::AddIOp::create(b, loc, acc, v);
+    else
+      acc = arith::OrIOp::create(b, loc, acc, v);
+  }
+  if (biases)
+    acc = arith::SubIOp::create(b, loc, acc, i32Const(b, loc, int32_t(biases)));
+  return acc;
+}
+
 Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
                                    PackedFormat f,
                                    const LoweringOptions &options,
                                    const GroupStats *stats,
                                    std::optional<RandomKey> random,
-                                   ElementCode code, Value *metaRows) {
+                                   const PackedCodes &codes, Value *metaRows) {
   IndexMath ix{b, loc};
   Value flat = flatten(b, loc, input);
   Value n = b.createOrFold<tensor::DimOp>(loc, flat, 0);
@@ -712,14 +734,10 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
     return random && random->firstTile ? ix.add(random->firstTile, t) : t;
   };
 
-  // The code of lane `l` of a word, shifted into place.
-  auto laneBits = [&](OpBuilder &nb, Location nl, Value x, ValueRange group,
-                      LaneRandom &rnd, int64_t l) -> Value {
-    Value v = code(nb, nl, x, group, [&] { return rnd.get(nb, nl, l); });
-    if (l == 0)
-      return v;
-    return arith::ShLIOp::create(nb, nl, v,
-                                 i32Const(nb, nl, l * int64_t(f.bits)));
+  // The code of lane `l` of a word (plus codes.bias).
+  auto laneCode = [&](OpBuilder &nb, Location nl, ElementCode code, Value x,
+                      ValueRange group, LaneRandom &rnd, int64_t l) -> Value {
+    return code(nb, nl, x, group, [&] { return rnd.get(nb, nl, l); });
   };
 
   Value payload = emptyRows(b, loc, ix.ceilDiv(n, perWord), {}, i32);
@@ -733,7 +751,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
     buildGpuPackedEncode(b, loc, flat, f, ix.mul(split.chunks, chunk / tile),
                          ix.ceilDiv(n, perWord),
                          stats ? ix.ceilDiv(n, stats->group) : Value(), options,
-                         stats, random, code, payload, meta);
+                         stats, random, codes, payload, meta);
   } else if (split.fast && split.chunksStatic != 0) {
     SmallVector<Value> outs = {payload};
     if (stats)
@@ -751,64 +769,87 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
     Value metaAt = stats ? ix.mul(c, chunk / stats->group) : Value();
     // Results are built in place in slices of the shared outputs: nothing
     // is allocated per chunk.
-    Value chunkMeta;
+    Value chunkMeta, finite;
     if (stats) {
       SmallVector<Value> perGroup;
       chunkMeta = slice(b, loc, forall.getRegionIterArgs()[1], metaAt,
                         ix.c(chunk / stats->group));
       buildGroupStats(b, loc, x, Value(), *stats, options, /*vectorize=*/true,
-                      perGroup, chunkMeta);
+                      perGroup, chunkMeta,
+                      codes.finiteCode ? &finite : nullptr);
       for (int64_t g = 0; g < chunk / stats->group; ++g) {
         auto &row = groupScalars.emplace_back();
         for (Value t : perGroup)
           row.push_back(tensor::ExtractOp::create(b, loc, t, ix.c(g)));
       }
     }
+    // The chunk's words with `code`, into `chunkWords`.
+    auto buildTiles = [&](OpBuilder &b, Location loc, ElementCode code,
+                          Value chunkWords) {
+      IndexMath ix{b, loc};
+      auto map = b.getMultiDimIdentityMap(1);
+      // One generic per `shared` tiles (those drawing from the same Philox
+      // blocks: each block is computed once, for all of them).
+      for (int64_t t0 = 0; t0 < chunk / tile; t0 += shared) {
+        SmallVector<Value> lanes, inits;
+        for (int64_t t = t0; t < t0 + shared; ++t) {
+          for (int64_t l = 0; l < perWord; ++l)
+            lanes.push_back(
+                slice(b, loc, x, ix.c(t * tile + l * 16), ix.c(16)));
+          inits.push_back(slice(b, loc, chunkWords, ix.c(t * 16), ix.c(16)));
+        }
+        SmallVector<AffineMap> maps(lanes.size() + inits.size(), map);
+        Value row =
+            ix.div(inTensor(ix.add(ix.mul(c, chunk / tile), ix.c(t0))), shared);
+        auto generic = linalg::GenericOp::create(
+            b, loc, ValueRange(inits).getTypes(), lanes, inits, maps,
+            {utils::IteratorType::parallel},
+            [&](OpBuilder &nb, Location nl, ValueRange args) {
+              Value word = linalg::IndexOp::create(nb, nl, 0);
+              SmallVector<Value> results;
+              // One LaneRandom for the row's tiles, moved from tile to
+              // tile: its blocks are built once.
+              LaneRandom rnd(random, perWord, row, 0, word);
+              for (int64_t j = 0; j < shared; ++j) {
+                rnd.position = j;
+                int64_t t = t0 + j;
+                SmallVector<Value> laneCodes;
+                for (int64_t l = 0; l < perWord; ++l) {
+                  ValueRange group;
+                  if (stats)
+                    group = groupScalars[(t * tile + l * 16) / stats->group];
+                  laneCodes.push_back(laneCode(
+                      nb, nl, code, args[j * perWord + l], group, rnd, l));
+                }
+                results.push_back(packLanes(nb, nl, laneCodes, f, codes.bias));
+              }
+              linalg::YieldOp::create(nb, nl, results);
+            });
+        generic->setAttr(kVectorizeAttr, b.getUnitAttr());
+        for (int64_t j = 0; j < shared; ++j)
+          chunkWords = insert(b, loc, generic.getResult(j), chunkWords,
+                              ix.c((t0 + j) * 16));
+      }
+      return chunkWords;
+    };
     Value chunkWords = slice(b, loc, forall.getRegionIterArgs()[0], wordsAt,
                              ix.c(chunk / perWord));
-    auto map = b.getMultiDimIdentityMap(1);
-    // One generic per `shared` tiles (those drawing from the same Philox
-    // blocks: each block is computed once, for all of them).
-    for (int64_t t0 = 0; t0 < chunk / tile; t0 += shared) {
-      SmallVector<Value> lanes, inits;
-      for (int64_t t = t0; t < t0 + shared; ++t) {
-        for (int64_t l = 0; l < perWord; ++l)
-          lanes.push_back(slice(b, loc, x, ix.c(t * tile + l * 16), ix.c(16)));
-        inits.push_back(slice(b, loc, chunkWords, ix.c(t * 16), ix.c(16)));
-      }
-      SmallVector<AffineMap> maps(lanes.size() + inits.size(), map);
-      Value row =
-          ix.div(inTensor(ix.add(ix.mul(c, chunk / tile), ix.c(t0))), shared);
-      auto generic = linalg::GenericOp::create(
-          b, loc, ValueRange(inits).getTypes(), lanes, inits, maps,
-          {utils::IteratorType::parallel},
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            Value word = linalg::IndexOp::create(nb, nl, 0);
-            SmallVector<Value> results;
-            // One LaneRandom for the row's tiles, moved from tile to tile:
-            // its blocks are built once.
-            LaneRandom rnd(random, perWord, row, 0, word);
-            for (int64_t j = 0; j < shared; ++j) {
-              rnd.position = j;
-              int64_t t = t0 + j;
-              Value acc;
-              for (int64_t l = 0; l < perWord; ++l) {
-                ValueRange group;
-                if (stats)
-                  group = groupScalars[(t * tile + l * 16) / stats->group];
-                Value v =
-                    laneBits(nb, nl, args[j * perWord + l], group, rnd, l);
-                acc =
-                    acc ? arith::OrIOp::create(nb, nl, acc, v).getResult() : v;
-              }
-              results.push_back(acc);
-            }
-            linalg::YieldOp::create(nb, nl, results);
+    if (finite) {
+      // Chunks of plain elements (nearly all) take the cheaper codes; both
+      // branches write the same slice in place.
+      auto ifOp = scf::IfOp::create(
+          b, loc, finite,
+          [&](OpBuilder &tb, Location tl) {
+            scf::YieldOp::create(
+                tb, tl, buildTiles(tb, tl, codes.finiteCode, chunkWords));
+          },
+          [&](OpBuilder &eb, Location el) {
+            scf::YieldOp::create(eb, el,
+                                 buildTiles(eb, el, codes.code, chunkWords));
           });
-      generic->setAttr(kVectorizeAttr, b.getUnitAttr());
-      for (int64_t j = 0; j < shared; ++j)
-        chunkWords = insert(b, loc, generic.getResult(j), chunkWords,
-                            ix.c((t0 + j) * 16));
+      chunkWords = ifOp.getResult(0);
+    } else {
+      chunkWords = buildTiles(b, loc, codes.code, chunkWords);
     }
     b.setInsertionPointToStart(forall.getTerminator().getBody());
     parallelInsert(b, loc, chunkWords, forall.getRegionIterArgs()[0], wordsAt);
@@ -844,7 +885,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
           auto [remaining, width] = tileExtent(nx, t, rest, tile, perWord);
           LaneRandom rnd(nb, nl, random, perWord, nx.add(firstTile, t), w);
           Value last = nx.sub(rest, nx.c(1));
-          Value acc;
+          SmallVector<Value> laneCodes;
           for (int64_t l = 0; l < perWord; ++l) {
             Value j = nx.add(arith::MulIOp::create(nb, nl, width, nx.c(l)), w);
             Value valid = nx.ult(j, remaining);
@@ -854,13 +895,13 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
             for (Value v : perGroup)
               group.push_back(tensor::ExtractOp::create(
                   nb, nl, v, nx.div(e, stats->group)));
-            Value bitsValue = laneBits(nb, nl, xe, group, rnd, l);
-            bitsValue = arith::SelectOp::create(nb, nl, valid, bitsValue,
-                                                i32Const(nb, nl, 0));
-            acc = acc ? arith::OrIOp::create(nb, nl, acc, bitsValue).getResult()
-                      : bitsValue;
+            // Lanes past the end: code 0.
+            Value v = laneCode(nb, nl, codes.code, xe, group, rnd, l);
+            laneCodes.push_back(arith::SelectOp::create(
+                nb, nl, valid, v, i32Const(nb, nl, codes.bias)));
           }
-          linalg::YieldOp::create(nb, nl, acc);
+          linalg::YieldOp::create(nb, nl,
+                                  packLanes(nb, nl, laneCodes, f, codes.bias));
         });
     payload =
         insert(b, loc, generic.getResult(0), payload, ix.div(start, perWord));

@@ -183,7 +183,8 @@ static Value quantScale(OpBuilder &b, Location loc, Value mn, Value mx,
 /// ops for act-vectorize (a chunk's small static kernels).
 static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
                             int64_t levels, bool vectorize,
-                            SmallVectorImpl<Value> &perGroup, Value &metaRows) {
+                            SmallVectorImpl<Value> &perGroup, Value &metaRows,
+                            Value *finite) {
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
   auto rowsType = cast<RankedTensorType>(rows.getType());
@@ -259,7 +260,7 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
       op->setAttr(kVectorizeAttr, b.getUnitAttr());
     return op;
   };
-  Value mn, mx;
+  Value mn, mx, probe;
   if (!vectorize || valid) {
     auto stats = reduce(b, loc, /*finite=*/true, {});
     mn = stats.getResult(0);
@@ -279,9 +280,9 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
           tensor::ExtractOp::create(
               b, loc, fast.getResult(2),
               ValueRange{act::detail::indexConst(b, loc, g)}));
+    probe = math::AbsFOp::create(b, loc, any);
     Value nonFinite = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGE,
-                                            math::AbsFOp::create(b, loc, any),
-                                            f32Const(b, loc, INFINITY));
+                                            probe, f32Const(b, loc, INFINITY));
     auto ifOp = scf::IfOp::create(
         b, loc, nonFinite,
         [&](OpBuilder &tb, Location tl) {
@@ -313,6 +314,26 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
   if (vectorize)
     inverseOp->setAttr(kVectorizeAttr, b.getUnitAttr());
   perGroup.assign({inverseOp.getResult(0), inverseOp.getResult(1)});
+  if (finite && probe) {
+    // Plain rows: the probe finite, and every group's range and inverse
+    // step (a range so small that its inverse overflows). All are >= 0, so
+    // their sum is finite only if each is (a sum that overflows only takes
+    // the general codes, needlessly).
+    Value sum = probe;
+    for (int64_t g = 0; g < rowsType.getDimSize(0); ++g) {
+      Value at = act::detail::indexConst(b, loc, g);
+      auto get = [&](Value t) {
+        return tensor::ExtractOp::create(b, loc, t, at);
+      };
+      sum = arith::AddFOp::create(
+          b, loc, sum,
+          arith::AddFOp::create(b, loc,
+                                arith::SubFOp::create(b, loc, get(mx), get(mn)),
+                                get(inverseOp.getResult(1))));
+    }
+    *finite = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, sum,
+                                    f32Const(b, loc, INFINITY));
+  }
 
   auto metaType = RankedTensorType::get({rowsType.getDimSize(0), 2}, f32);
   Value metaInit =
@@ -350,9 +371,9 @@ static SmallVector<Value> buildQuantEncode(QuantEncodingAttr encoding,
       encoding.getGroup(),
       2,
       [&](OpBuilder &nb, Location nl, Value rows, Value valid, bool vectorize,
-          SmallVectorImpl<Value> &perGroup, Value &metaRows) {
+          SmallVectorImpl<Value> &perGroup, Value &metaRows, Value *finite) {
         buildQuantStats(nb, nl, rows, valid, levels, vectorize, perGroup,
-                        metaRows);
+                        metaRows, finite);
       },
       {arith::AtomicRMWKind::minnumf, arith::AtomicRMWKind::maxnumf},
       /*perGroupValues=*/2,
@@ -369,49 +390,66 @@ static SmallVector<Value> buildQuantEncode(QuantEncodingAttr encoding,
                        : arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0)
                              .getResult(),
                   id, firstTile};
+  // Codes (docs/Encodings.md, "Quantization"): v = fma(x - min, inverse
+  // step, 1 + u), one rounding, with u = (r + 0.5) / 256 from the
+  // element's 8 random bits (1 + u built from its bits, no arithmetic) or
+  // 0.5 to round to nearest; the code is floor(v) - 1 clamped to
+  // [0, 2^bits - 1]. Returned plus one (PackedCodes::bias): the packing
+  // subtracts the ones once per word.
+  auto sum = [&](OpBuilder &nb, Location nl, Value x, ValueRange group,
+                 function_ref<Value()> randomWord) -> Value {
+    Value onePlusU =
+        random ? act::detail::stochasticOnePlusOffset(nb, nl, randomWord())
+               : f32Const(nb, nl, 1.5f);
+    return math::FmaOp::create(
+        nb, nl, arith::SubFOp::create(nb, nl, toF32(nb, nl, x), group[0]),
+        group[1], onePlusU);
+  };
+  // In general v is clamped to [1, 2^bits] first: a NaN element (or an
+  // infinity in a constant group: inf * 0) gets code 0 (the compare and
+  // select is x86's maxps(v, 1) in one instruction); infinities saturate
+  // to 0 or 2^bits - 1. The signed conversion (truncating; v >= 1) is one
+  // instruction on x86, the unsigned one is not.
+  auto code = [&](OpBuilder &nb, Location nl, Value x, ValueRange group,
+                  function_ref<Value()> randomWord) -> Value {
+    Value v = sum(nb, nl, x, group, randomWord);
+    if (levels == 1) {
+      // One bit: v >= 2 (false for NaN), a compare the packing folds into
+      // a masked or.
+      return arith::ExtUIOp::create(
+          nb, nl, nb.getI32Type(),
+          arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGE, v,
+                                f32Const(nb, nl, 2.0f)));
+    }
+    Value one = f32Const(nb, nl, 1.0f);
+    v = arith::SelectOp::create(
+        nb, nl,
+        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, v, one), v,
+        one);
+    // No NaN here (replaced above).
+    auto nnan = arith::FastMathFlagsAttr::get(nb.getContext(),
+                                              arith::FastMathFlags::nnan);
+    v = arith::MinNumFOp::create(nb, nl, v, f32Const(nb, nl, float(levels + 1)),
+                                 nnan);
+    return arith::FPToSIOp::create(nb, nl, nb.getI32Type(), v);
+  };
+  // In chunks of finite elements whose groups' ranges and inverse steps are
+  // finite, 0 <= x - min <= max - min, so v is in [1, 2^bits + 1) already
+  // (docs/Encodings.md): no clamps.
+  auto finiteCode = [&](OpBuilder &nb, Location nl, Value x, ValueRange group,
+                        function_ref<Value()> randomWord) -> Value {
+    return arith::FPToSIOp::create(nb, nl, nb.getI32Type(),
+                                   sum(nb, nl, x, group, randomWord));
+  };
+  PackedCodes codes{code};
+  if (levels > 1) {
+    codes.finiteCode = finiteCode;
+    codes.bias = 1;
+  }
   Value meta;
   Value payload = buildPackedEncode(
       b, loc, input, {encoding.getBits(), 32 / encoding.getBits()}, options,
-      &stats, random,
-      [&](OpBuilder &nb, Location nl, Value x, ValueRange group,
-          function_ref<Value()> randomWord) -> Value {
-        // Codes: (x - min) * inverse step, rounded stochastically or to
-        // nearest, clamped to [0, 2^bits - 1].
-        Value mn = group[0], inverse = group[1];
-        Value zero = f32Const(nb, nl, 0.0f);
-        Value y = arith::MulFOp::create(
-            nb, nl, arith::SubFOp::create(nb, nl, toF32(nb, nl, x), mn),
-            inverse);
-        Value offset;
-        if (random) {
-          // u from the element's 8 random bits (the rounding's bias is at
-          // most 1/512 of a step, docs/Encodings.md).
-          offset = act::detail::stochasticOffset(nb, nl, randomWord());
-        } else {
-          offset = f32Const(nb, nl, 0.5f);
-        }
-        // floor(y + u) clamped to [0, 2^bits - 1], as the truncation of
-        // y + u clamped first (the same code for every y + u: floor and
-        // truncation agree from 0 on, and [L, L + 1) truncates to L). The
-        // lower clamp is a compare and select, false for NaN: a NaN element
-        // (or an infinity in a constant group: inf * 0) gets code 0, as x86's
-        // maxps(v, 0) does in one instruction; infinities saturate to 0 or
-        // 2^bits - 1.
-        Value v = arith::AddFOp::create(nb, nl, y, offset);
-        v = arith::SelectOp::create(
-            nb, nl,
-            arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, v, zero),
-            v, zero);
-        // No NaN here (replaced above).
-        auto nnan = arith::FastMathFlagsAttr::get(nb.getContext(),
-                                                  arith::FastMathFlags::nnan);
-        Value q = arith::MinNumFOp::create(
-            nb, nl, v, f32Const(nb, nl, float(levels)), nnan);
-        // q is in [0, 2^bits - 1]: the signed conversion (truncating) gives
-        // the code and is one instruction on x86 (the unsigned one is not).
-        return arith::FPToSIOp::create(nb, nl, nb.getI32Type(), q);
-      },
-      &meta);
+      &stats, random, codes, &meta);
   return {payload, meta};
 }
 

@@ -26,22 +26,26 @@ inline Value i32Const(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
 }
 
-/// The offset `u` a stochastic rounding `floor(y + u)` adds, from an
-/// element's 8 random bits `r` (an i32 in [0, 255]): (r + 0.5) / 256, exact
-/// in f32 (act::rt::stochasticOffset; DESIGN.md, "Randomness").
-inline Value stochasticOffset(OpBuilder &b, Location loc, Value r) {
-  // (r + 0.5) / 256 exactly, as the float 1 + (r + 0.5) / 256 built from
-  // its bits (r in mantissa bits 22..15, the half in bit 14) minus 1:
-  // integer ops LLVM merges with the byte's extraction, no conversion.
-  FloatType f32 = b.getF32Type();
+/// 1 + u for the offset `u` a stochastic rounding `floor(y + u)` adds, from
+/// an element's 8 random bits `r` (an i32 in [0, 255]): u = (r + 0.5) / 256
+/// (act::rt::stochasticOffset; DESIGN.md, "Randomness"). Exact, built from
+/// its bits (r in mantissa bits 22..15, the half in bit 14): integer ops
+/// LLVM merges with the byte's extraction, no conversion.
+inline Value stochasticOnePlusOffset(OpBuilder &b, Location loc, Value r) {
   Type i32 = b.getI32Type();
   Value bits = arith::OrIOp::create(
       b, loc,
       arith::ShLIOp::create(b, loc, r,
                             arith::ConstantIntOp::create(b, loc, i32, 15)),
       arith::ConstantIntOp::create(b, loc, i32, 0x3F804000));
+  return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
+}
+
+/// The offset `u` itself: (1 + u) - 1, exact.
+inline Value stochasticOffset(OpBuilder &b, Location loc, Value r) {
+  FloatType f32 = b.getF32Type();
   return arith::SubFOp::create(
-      b, loc, arith::BitcastOp::create(b, loc, f32, bits),
+      b, loc, stochasticOnePlusOffset(b, loc, r),
       arith::ConstantFloatOp::create(b, loc, f32, APFloat(1.0f)));
 }
 
@@ -256,8 +260,9 @@ void buildGpuPackedEncode(OpBuilder &b, Location loc, Value flat,
                           PackedFormat f, Value tiles, Value words,
                           Value groups, const LoweringOptions &options,
                           const GroupStats *stats,
-                          std::optional<RandomKey> random, ElementCode code,
-                          Value &payload, Value &meta);
+                          std::optional<RandomKey> random,
+                          const PackedCodes &codes, Value &payload,
+                          Value &meta);
 /// Whether buildGpuPackedEncode handles groups of `group` (0: none).
 bool canEncodeOnGpu(PackedFormat f, int64_t group);
 

@@ -7,7 +7,8 @@
 // metadata, then one generic over 16 words for the chunk's two tiles (which
 // share their Philox blocks at 4 bits), whose 16 inputs are the tiles'
 // lanes (16 consecutive elements each) and whose two outputs are their
-// words, all marked act.vectorize.
+// words, all marked act.vectorize; that generic twice, under an scf.if on
+// whether the chunk is plain (clamp-free codes) or not.
 // The 232 elements left (a partial group, a narrower last tile) are padded
 // for their statistics and packed word by word; both land in the storage of
 // 125 words and 4 metadata rows.
@@ -37,22 +38,50 @@
 // CHECK:            arith.minnumf {{.*}} fastmath<nnan>
 // CHECK:        } else {
 // CHECK-NEXT:     scf.yield %[[FAST]]#0, %[[FAST]]#1
+// Plain statistics: the probe, the group's range and its inverse step
+// finite (then so is every code's v below).
+// CHECK:        %[[PLAIN:.*]] = arith.cmpf olt
 // CHECK:        %[[META:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#0, %[[STATS]]#1 : tensor<1xf32>, tensor<1xf32>) outs(%[[ROW]] : tensor<1x2xf32>) attrs = {act.vectorize}
 // CHECK:        %[[WORDS:.*]] = tensor.extract_slice %[[WOUT]][%{{.*}}] [32] [1] : tensor<125xi32> to tensor<32xi32>
-// CHECK:        %[[LANE0:.*]] = tensor.extract_slice %[[CHUNK]][0] [16] [1]
-// CHECK:        %[[LANE15:.*]] = tensor.extract_slice %[[CHUNK]][240] [16] [1]
-// CHECK:        %[[TILES:.*]]:2 = linalg.generic {indexing_maps = [{{.*}}], iterator_types = ["parallel"]} ins(%[[LANE0]], {{.*}}, %[[LANE15]] : tensor<16xf32>, {{.*}}) outs(%{{.*}}, %{{.*}} : tensor<16xi32>, tensor<16xi32>) attrs = {act.vectorize}
+// CHECK:        %[[CODES:.*]] = scf.if %[[PLAIN]] -> (tensor<32xi32>) {
+// CHECK:          %[[LANE0:.*]] = tensor.extract_slice %[[CHUNK]][0] [16] [1]
+// CHECK:          %[[LANE15:.*]] = tensor.extract_slice %[[CHUNK]][240] [16] [1]
+// CHECK:          %[[TILES:.*]]:2 = linalg.generic {indexing_maps = [{{.*}}], iterator_types = ["parallel"]} ins(%[[LANE0]], {{.*}}, %[[LANE15]] : tensor<16xf32>, {{.*}}) outs(%{{.*}}, %{{.*}} : tensor<16xi32>, tensor<16xi32>) attrs = {act.vectorize}
 // Stochastic rounding: Philox4x32-10, ten rounds of two 32x32->64 products,
 // one block per sixteen lanes (8 random bits per element): one block per
 // word serves both tiles' eight lanes.
-// CHECK-COUNT-20: arith.mului_extended
-// CHECK-NOT:      arith.mului_extended
-// CHECK:          arith.fptosi
-// CHECK:        %[[W0:.*]] = tensor.insert_slice %[[TILES]]#0 into %[[WORDS]][0] [16] [1]
-// CHECK:        tensor.insert_slice %[[TILES]]#1 into %[[W0]][16] [16] [1]
+// CHECK-COUNT-20:   arith.mului_extended
+// CHECK-NOT:        arith.mului_extended
+// Each code: v = fma(x - min, inverse step, 1 + u), 1 + u from the random
+// byte's bits; no clamps in a plain chunk. The codes come plus one and are
+// added into the word; the eight ones (0x11111111) go once per word.
+// CHECK:            %[[ONEPLUSU:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// CHECK-NEXT:       %[[DIFF:.*]] = arith.subf
+// CHECK-NEXT:       %[[V:.*]] = math.fma %[[DIFF]], %{{.*}}, %[[ONEPLUSU]] : f32
+// CHECK-NEXT:       arith.fptosi %[[V]] : f32 to i32
+// CHECK-NOT:        arith.minnumf
+// CHECK:            arith.addi
+// CHECK-NOT:        arith.minnumf
+// CHECK:            arith.subi %{{.*}}, %c286331153_i32
+// CHECK:          %[[W0:.*]] = tensor.insert_slice %[[TILES]]#0 into %[[WORDS]][0] [16] [1]
+// CHECK:          %[[W1:.*]] = tensor.insert_slice %[[TILES]]#1 into %[[W0]][16] [16] [1]
+// CHECK-NEXT:     scf.yield %[[W1]]
+// Otherwise the same words with v clamped to [1, 16] (a NaN to 1).
+// CHECK-NEXT:   } else {
+// CHECK:          linalg.generic
+// CHECK-COUNT-20:   arith.mului_extended
+// CHECK:            math.fma
+// CHECK-NEXT:       arith.constant 1.000000e+00
+// CHECK-NEXT:       %[[ABOVE:.*]] = arith.cmpf ogt
+// CHECK-NEXT:       %[[LOWER:.*]] = arith.select %[[ABOVE]]
+// CHECK-NEXT:       arith.constant 1.600000e+01
+// CHECK-NEXT:       %[[UPPER:.*]] = arith.minnumf %[[LOWER]]
+// CHECK-NEXT:       arith.fptosi %[[UPPER]]
+// CHECK:          scf.yield
+// CHECK-NEXT:   }
 // CHECK-NOT:    linalg.generic
 // CHECK:        scf.forall.in_parallel
-// CHECK-NEXT:     tensor.parallel_insert_slice %{{.*}} into %[[WOUT]][%{{.*}}] [32] [1] : tensor<32xi32> into tensor<125xi32>
+// CHECK-NEXT:     tensor.parallel_insert_slice %[[CODES]] into %[[WOUT]][%{{.*}}] [32] [1] : tensor<32xi32> into tensor<125xi32>
 // CHECK-NEXT:     tensor.parallel_insert_slice %[[META]] into %[[MOUT]][%[[C]], 0] [1, 2] [1, 1] : tensor<1x2xf32> into tensor<4x2xf32>
 // CHECK:      %[[REST:.*]] = tensor.extract_slice %[[X]][768] [232] [1]
 // CHECK:      tensor.pad %[[REST]] low[0] high[24]

@@ -856,7 +856,7 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
 // decodes to 0. One extreme element used to turn its whole group into NaN.
 // Every target against the reference, bit for bit, and no NaN anywhere.
 TEST_F(LoweringTest, QuantGroupsWithSpecialsAndExtremeRanges) {
-  const int64_t group = 256, n = 5 * group + 100;
+  const int64_t group = 256, n = 6 * group + 100;
   std::vector<float> x = data(n, 77, false);
   x[3] = INFINITY;      // group 0: +inf
   x[group + 1] = 3e38f; // group 1: range overflows
@@ -867,6 +867,10 @@ TEST_F(LoweringTest, QuantGroupsWithSpecialsAndExtremeRanges) {
   x[3 * group + 7] = NAN;
   x[4 * group + 9] = -3.4e38f; // group 4: 1-bit extreme
   x[4 * group + 10] = 3.4e38f;
+  // Group 5: a range so small (the least subnormal) that the inverse step
+  // overflows: finite elements, but not plain ones for the codes.
+  std::fill(x.begin() + 5 * group, x.begin() + 6 * group, 0.0f);
+  x[5 * group + 11] = 0x1p-149f;
   JitTarget emulated;
   emulated.emulateGpuKernels = true;
   for (const JitTarget &target : {JitTarget(), emulated})

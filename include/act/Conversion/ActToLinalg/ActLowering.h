@@ -85,13 +85,15 @@ struct PackedFormat {
 /// stored as metadata (tensor<k x m x f32>), written into `metaRows` when it
 /// is set on entry (a destination), else into a new tensor. With
 /// `vectorize`, its linalg ops are small static kernels to mark with
-/// kVectorizeAttr.
+/// kVectorizeAttr. `finite`, when not null, may be set to an i1 that is true
+/// when the rows' elements and statistics are plain (quant: every element
+/// finite, no range overflowing): then PackedCodes::finiteCode applies.
 struct GroupStats {
   int64_t group;
   int64_t metaColumns;
   std::function<void(OpBuilder &, Location, Value rows, Value valid,
                      bool vectorize, SmallVectorImpl<Value> &perGroup,
-                     Value &metaRows)>
+                     Value &metaRows, Value *finite)>
       build;
   /// The same on scalars, for the GPU kernels: each group's elements (as
   /// f32) are combined with `reductions` (arith's minnumf, maxnumf, addf,
@@ -127,6 +129,19 @@ struct RandomKey {
 using ElementCode =
     function_ref<Value(OpBuilder &, Location, Value x, ValueRange group,
                        function_ref<Value()> random)>;
+/// An encoding's codes for buildPackedEncode. `code` (and `finiteCode`) may
+/// return the element's code plus `bias`: the lanes of a word are then added
+/// (not or-ed) and the biases subtracted once per word, which costs one
+/// instruction per word instead of one per element.
+struct PackedCodes {
+  ElementCode code;
+  /// When set, the same codes as `code` for the elements of a chunk whose
+  /// statistics say they are plain (GroupStats::build's `finite`), built
+  /// with fewer instructions; the CPU's chunks branch on it.
+  ElementCode finiteCode = {};
+  int64_t bias = 0;
+};
+
 /// The decoded element of code `code` (i32) whose group's metadata row is
 /// `row` (scalars; empty without metadata).
 using ElementValue =
@@ -145,8 +160,22 @@ using ElementValue =
 Value buildPackedEncode(OpBuilder &b, Location loc, Value input,
                         PackedFormat format, const LoweringOptions &options,
                         const GroupStats *stats,
-                        std::optional<RandomKey> random, ElementCode code,
-                        Value *metaRows = nullptr);
+                        std::optional<RandomKey> random,
+                        const PackedCodes &codes, Value *metaRows = nullptr);
+inline Value buildPackedEncode(OpBuilder &b, Location loc, Value input,
+                               PackedFormat format,
+                               const LoweringOptions &options,
+                               const GroupStats *stats,
+                               std::optional<RandomKey> random,
+                               ElementCode code, Value *metaRows = nullptr) {
+  return buildPackedEncode(b, loc, input, format, options, stats, random,
+                           PackedCodes{code}, metaRows);
+}
+
+/// The word of a packed format from its lanes' codes (each plus `bias`, as
+/// PackedCodes), lane l at bits [l * bits, (l + 1) * bits).
+Value packLanes(OpBuilder &b, Location loc, ArrayRef<Value> codes,
+                PackedFormat format, int64_t bias);
 
 /// The elements of one chunk of buildPackedEncode's vectorized CPU path for
 /// `format` with groups of `group` (0: none), or 0 when that path does not

@@ -837,6 +837,12 @@ class Traced:
     def _output(gm):
         return [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
 
+    def without_gradient(self):
+        """Indices of the parameters the loss does not read (eager autograd
+        leaves their .grad None; the step returns zeros for them)."""
+        outs = Traced._output(self.backward)[:len(self.params)]
+        return [i for i, node in enumerate(outs) if node is None]
+
     def view_chain(self, node):
         """(placeholder, [view nodes from it to node]) if node is a view of
         a forward argument, else None."""
@@ -870,8 +876,11 @@ class Traced:
                             self.random_counts if dtype == torch.float32 else None):
                 loss = loss_fn(module(*x), y)
                 params = dict(module.named_parameters())
-                grads = torch.autograd.grad(loss, [params[n] for n in self.param_names])
-            return loss.detach(), [g.detach() for g in grads]
+                wrt = [params[n] for n in self.param_names]
+                # A parameter the loss does not read has a zero gradient.
+                grads = torch.autograd.grad(loss, wrt, allow_unused=True)
+            return loss.detach(), [torch.zeros_like(p).detach() if g is None else g.detach()
+                                   for p, g in zip(wrt, grads)]
         self.random_counts = {}
         loss, grads = run(torch.float64)
         _, grads32 = run(torch.float32)
@@ -922,6 +931,8 @@ class Traced:
         scale = math.sqrt(sum(float((e.double() ** 2).sum()) for e in eager if e is not None))
         worst, where = 0.0, None
         for name, e, t in zip(self.param_names, eager, traced):
+            if e is None and t is None:
+                continue  # a parameter the loss does not read, in both
             e = torch.zeros_like(t) if e is None else e
             t = torch.zeros_like(e) if t is None else t
             err = float((t.double() - e.double()).norm()) / max(scale, 1e-30)
@@ -1164,6 +1175,7 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
         "reference": {"loss": float(loss), "dir": ref_dir, "dtype": "f64",
                       "f32_autograd_max_rel_error": max(f32_error, default=0.0)},
         "parameters": len(traced.params),
+        "parameters_without_gradient": [traced.param_names[i] for i in traced.without_gradient()],
         "buffers": [{"name": n, "shape": list(b.shape), "dtype": mlir_dtype(b.dtype)}
                     for n, b in zip(traced.buffer_names, traced.buffers)],
         # Results after the gradients (joint form), or after the loss (split

@@ -126,6 +126,9 @@ class Step:
         buffers = dict(self.module.named_buffers())
         layout = {
             "params": [params[n] for n in traced.param_names],
+            # (Their .grad stays None, as in eager autograd: optimizers
+            # skip them, weight decay and momentum included.)
+            "without_gradient": set(traced.without_gradient()),
             "buffers": [buffers[n] for n in traced.buffer_names],
             "constants": [traced.constants[k].numpy() for k in traced.large_constants],
             "has_dropout": traced.has_dropout,
@@ -301,7 +304,9 @@ class Step:
         self.peak_bytes = max(self.peak_bytes, run.peak_bytes)
         results = run.results
         nparams = len(layout["params"])
-        for p, g in zip(layout["params"], results[1:1 + nparams]):
+        for i, (p, g) in enumerate(zip(layout["params"], results[1:1 + nparams])):
+            if i in layout["without_gradient"]:
+                continue
             grad = torch.from_numpy(g)  # a view of the run's memory
             if p.grad is None:
                 p.grad = grad

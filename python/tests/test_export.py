@@ -343,3 +343,32 @@ def test_a_wrong_trace_by_pytorch_is_an_error(tmp_path, capsys):
     assert err.startswith("act.export: error: PyTorch's own trace of the step") and \
         err.count("\n") == 1, err
     assert "worst: 'l.weight'" in err, err
+
+
+def test_parameters_the_loss_does_not_read(tmp_path):
+    """Parameters without a gradient path (a WaveNet's last residual
+    convolution, whose output only feeds the next layer, which there is
+    not; a layer kept but not called): their gradient is zero in act's
+    step, and the exporter's references (float64 autograd, its check
+    against eager autograd) no longer fail on them."""
+    errors, manifest = user_model_errors(tmp_path, "unused", batch=2, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.inp, self.spare = nn.Conv1d(1, 4, 1), nn.Linear(3, 3)\n"
+        "        self.filt = nn.ModuleList([nn.Conv1d(4, 4, 2, dilation=2 ** i) for i in range(2)])\n"
+        "        self.res = nn.ModuleList([nn.Conv1d(4, 4, 1) for _ in range(2)])\n"
+        "        self.out = nn.Conv1d(4, 3, 1)\n"
+        "    def forward(self, x):\n"
+        "        h, skip = self.inp(x), 0\n"
+        "        for i, (f, r) in enumerate(zip(self.filt, self.res)):\n"
+        "            z = torch.tanh(f(F.pad(h, (2 ** i, 0))))\n"
+        "            skip, h = skip + z, h + r(z)\n"
+        "        return self.out(F.relu(skip))\n"
+        "def make(batch):\n"
+        "    return M(), torch.randn(batch, 1, 12), torch.randint(0, 3, (batch, 12))\n"))
+    assert max(errors) <= EXACT_TOL
+    reference = driver.reference(manifest)
+    zero = [i for i, g in enumerate(reference[1:]) if not g.any()]
+    assert len(zero) == 4, zero  # spare.weight, spare.bias, res.1.weight, res.1.bias

@@ -121,6 +121,38 @@ def test_tuple_inputs_and_targets_follow_eager(tmp_path):
     assert len(step.compiled) == 2
 
 
+def test_parameters_without_gradient_keep_none(tmp_path):
+    """A parameter the loss does not read (a layer kept but not called)
+    keeps .grad None after act's step, as after eager autograd, so an
+    optimizer with weight decay and momentum leaves it alone (a zero
+    gradient would shrink it); the others train as in eager."""
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used, self.spare = nn.Linear(4, 3), nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.used(x)
+
+    torch.manual_seed(5)
+    model = M()
+    eager = copy.deepcopy(model)
+    x, y = torch.randn(6, 4), torch.randint(0, 3, (6,))
+    step = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path))
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
+            for m in (model, eager)]
+    for _ in range(3):
+        for opt in opts:
+            opt.zero_grad(set_to_none=True)
+        step(x, y)
+        F.cross_entropy(eager(x), y).backward()
+        assert model.spare.weight.grad is None and model.spare.bias.grad is None
+        for opt in opts:
+            opt.step()
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        assert torch.allclose(p, q, rtol=1e-5, atol=1e-6), name
+
+
 def test_capi_errors_are_messages():
     with pytest.raises(capi.ActError, match="expected"):
         capi.CompiledStep.from_source("func.func @f( {")

@@ -2367,6 +2367,28 @@ def flip(g, node, x, dims_):
                      hint=node.name)
 
 
+@lowering("aten.rot90.default")
+def rot90(g, node, x, k=1, dims_=(0, 1)):
+    """torch.rot90 as one generic: k = 1 is x.flip(d1).transpose(d0, d1),
+    k = 2 flips both, k = 3 is x.flip(d0).transpose(d0, d1) (its backward
+    is rot90 by -k)."""
+    d0, d1 = dims_[0] % x.rank, dims_[1] % x.rank
+    n0, n1 = x.shape[d0], x.shape[d1]
+    k %= 4
+    exprs = [f"d{i}" for i in range(x.rank)]
+    shape = list(x.shape)
+    if k == 1:
+        exprs[d0], exprs[d1] = f"d{d1}", f"{n1 - 1} - d{d0}"
+    elif k == 2:
+        exprs[d0], exprs[d1] = f"{n0 - 1} - d{d0}", f"{n1 - 1} - d{d1}"
+    elif k == 3:
+        exprs[d0], exprs[d1] = f"{n0 - 1} - d{d1}", f"d{d0}"
+    if k % 2:
+        shape[d0], shape[d1] = n1, n0
+    return g.generic(tuple(shape), [(x, exprs)], lambda b, u, o: u, out_dtype=x.dtype,
+                     hint=node.name)
+
+
 def _scan(op, identity):
     def lower(g, node, x, dim, dtype=None):
         """out[.., i, ..] = x[.., 0, ..] op .. op x[.., i, ..], accumulated in

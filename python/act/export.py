@@ -378,10 +378,29 @@ def interpolate_traceable(input, size=None, scale_factor=None, mode="nearest",
     return _bicubic_axis(y, 3, size[1], bool(align_corners), scales[1])
 
 
+def embedding_traceable(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False, _original=F.embedding):
+    """F.embedding (nn.Embedding) with int32 indices widened to int64 (torch
+    1.13's decomposition of its backward indexes with them and refuses
+    int32, which eager accepts); `max_norm` refused clearly: it
+    renormalizes rows of the weight in place while the forward runs, a
+    parameter update inside the step that PyTorch's trace refuses with an
+    error about leaf variables."""
+    if max_norm is not None:
+        raise ExportError(
+            "nn.Embedding(max_norm=...) renormalizes rows of its weight in place during the "
+            "forward (a parameter update inside the step); PyTorch's trace (AOTAutograd) "
+            "refuses it. Drop max_norm, or renormalize the weight between steps "
+            "(with torch.no_grad(): weight.data = torch.renorm(weight, 2, 0, max_norm))")
+    if not input.is_floating_point() and input.dtype != torch.int64:
+        input = input.long()
+    return _original(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+
+
 def _replacements():
     """The functions static_losses() puts into torch.nn.functional, by name."""
     return {"cross_entropy": cross_entropy_static, "nll_loss": nll_loss_static,
-            "one_hot": one_hot_static,
+            "one_hot": one_hot_static, "embedding": embedding_traceable,
             "gaussian_nll_loss": gaussian_nll_static,
             "affine_grid": affine_grid_traceable, "grid_sample": grid_sample_traceable,
             "multi_margin_loss": multi_margin_static,
@@ -410,7 +429,8 @@ def static_losses():
     """While tracing: F.cross_entropy with label smoothing in a form of
     static shapes (cross_entropy_static; nn.CrossEntropyLoss calls it
     too), F.cross_entropy and F.nll_loss over (N, C, d1) or more than two
-    spatial dims as rows (_needs_2d, _over_rows), F.one_hot and F.gaussian_nll_loss without their data-dependent
+    spatial dims as rows (_needs_2d, _over_rows), F.embedding with int32
+    indices (embedding_traceable), F.one_hot and F.gaussian_nll_loss without their data-dependent
     checks (one_hot_static, gaussian_nll_static), torch.distributions
     without argument validation (it reads values), F.affine_grid,
     F.grid_sample, F.multi_margin_loss, F.local_response_norm and
@@ -431,6 +451,26 @@ def static_losses():
         for name, fn in originals.items():
             setattr(F, name, fn)
         torch.distributions.Distribution.set_default_validate_args(validate)
+
+
+@contextlib.contextmanager
+def reference_precision(dtype):
+    """For the float64 reference: floats the model makes itself
+    (`mask.float()`, `torch.zeros(n)`, `torch.arange(n, dtype=...)` left
+    to the default) in float64 too, so a model that casts to float32
+    explicitly still runs in one precision (a float32 matmul operand
+    against float64 weights fails)."""
+    if dtype != torch.float64:
+        yield
+        return
+    default, to_float = torch.get_default_dtype(), torch.Tensor.float
+    torch.set_default_dtype(torch.float64)
+    torch.Tensor.float = lambda self, *args, **kwargs: to_float(self, *args, **kwargs).double()
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(default)
+        torch.Tensor.float = to_float
 
 
 @contextlib.contextmanager
@@ -873,7 +913,8 @@ class Traced:
             loss_fn = (copy_module(w.loss_fn).to(dtype)
                        if isinstance(w.loss_fn, torch.nn.Module) else w.loss_fn)
             with random_ops("reference", self.seed,
-                            self.random_counts if dtype == torch.float32 else None):
+                            self.random_counts if dtype == torch.float32 else None), \
+                    reference_precision(dtype):
                 loss = loss_fn(module(*x), y)
                 params = dict(module.named_parameters())
                 wrt = [params[n] for n in self.param_names]

@@ -177,6 +177,11 @@ BAD_MODELS = {
                  "    return Two(), torch.randn(batch, 4), torch.randint(0, 3, (batch,))\n",
                  "the model returns a tuple, not a tensor of logits: return the logits, or "
                  "give the factory a fourth element"),
+    "maxnorm": ("def make(batch):\n    m = nn.Sequential(nn.Embedding(10, 4, max_norm=1.0), nn.Flatten(),"
+                " nn.Linear(12, 3))\n"
+                "    return m, torch.randint(0, 10, (batch, 3)), torch.randint(0, 3, (batch,))\n",
+                "nn.Embedding(max_norm=...) renormalizes rows of its weight in place during the "
+                "forward"),
     "badtarget": ("def make(batch):\n    return nn.Linear(4, 3), torch.randn(batch, 4), "
                   "torch.full((batch,), 7)\n",
                   "targets must be class indices in [0, 3) for the model's 3 outputs; "
@@ -372,3 +377,29 @@ def test_parameters_the_loss_does_not_read(tmp_path):
     reference = driver.reference(manifest)
     zero = [i for i, g in enumerate(reference[1:]) if not g.any()]
     assert len(zero) == 4, zero  # spare.weight, spare.bias, res.1.weight, res.1.bias
+
+
+def test_int32_indices_float_casts_and_rot90(tmp_path):
+    """Three things ordinary models do that failed: int32 token ids into
+    nn.Embedding (torch 1.13's trace of its backward refuses int32, eager
+    accepts it), an explicit `.float()` of a one-hot mask and `torch.zeros`
+    (the float64 reference ran them in float32 against float64 weights),
+    and torch.rot90 in every direction (its backward is rot90 by -k)."""
+    errors, _ = user_model_errors(tmp_path, "ordinary", batch=2, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.e, self.c = nn.Embedding(10, 6), nn.Conv2d(1, 2, 3, padding=1)\n"
+        "        self.fc = nn.Linear(7 + 4 * 30, 3)\n"
+        "    def forward(self, tokens, image):\n"
+        "        h = self.c(image)  # N, 2, 5, 6\n"
+        "        a = torch.rot90(h, 1, (2, 3)) * torch.rot90(h, -1, [3, 2]) + torch.rot90(h, 3, (2, 3))\n"
+        "        b = torch.rot90(h, 2, (2, 3)) * torch.rot90(h, 1, (1, 3)).sum((1, 2, 3), keepdim=True)\n"
+        "        mask = F.one_hot(tokens.long(), 7).float().mean(1) + torch.zeros(7)\n"
+        "        e = self.e(tokens).sum(1)\n"
+        "        return self.fc(torch.cat([mask * e[:, :1], a.flatten(1), b.flatten(1)], 1))\n"
+        "def make(batch):\n"
+        "    tokens = torch.randint(0, 7, (batch, 4), dtype=torch.int32)\n"
+        "    return M(), (tokens, torch.randn(batch, 1, 5, 6)), torch.randint(0, 3, (batch,))\n"))
+    assert max(errors) <= EXACT_TOL

@@ -403,3 +403,40 @@ def test_int32_indices_float_casts_and_rot90(tmp_path):
         "    tokens = torch.randint(0, 7, (batch, 4), dtype=torch.int32)\n"
         "    return M(), (tokens, torch.randn(batch, 1, 5, 6)), torch.randint(0, 3, (batch,))\n"))
     assert max(errors) <= EXACT_TOL
+
+
+def test_an_ill_conditioned_step_is_not_called_a_wrong_trace():
+    """The exporter refuses a trace whose gradients are off eager autograd
+    (test_a_wrong_trace_by_pytorch_is_an_error), but two float32
+    computations of an ill-conditioned step differ as much (torchvision's
+    EfficientNet at batch 2: BatchNorm over two values; eager float32 is
+    66x the gradients' scale off float64 there). Against float64 eager
+    autograd, a right trace is about as far as eager float32 is: accepted
+    with a warning; a trace farther off is still refused. Here the step's
+    float32 gradient loses digits to cancellation, (p + 1e5) - 1e5."""
+    import types
+    import warnings
+    import torch
+    from act.export import ExportError, Traced
+
+    def step(p, x, y):
+        return (((p + 1e5) - 1e5) * x).pow(2).sum() * y
+
+    p = torch.tensor([0.1234567, -0.7654321])
+    exact = 2 * p.double() * 3.0 ** 2 * 1.0
+    empty = torch.fx.symbolic_trace(torch.nn.Identity())
+    fake = types.SimpleNamespace(
+        forward=empty, backward=empty, params=[p], buffers=[], param_names=["p"],
+        workload=types.SimpleNamespace(name="cancel", inputs=torch.tensor(3.0),
+                                       targets=torch.tensor(1.0)))
+    for grad, accepted in ((exact.float(), True), (exact.float() * 1.5, False)):
+        primal = p.clone().requires_grad_(True)
+        primal.grad = grad
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            if accepted:
+                Traced._check_against_eager(fake, step, [primal])
+                assert any("ill-conditioned" in str(w.message) for w in seen)
+            else:
+                with pytest.raises(ExportError, match="PyTorch's own trace"):
+                    Traced._check_against_eager(fake, step, [primal])

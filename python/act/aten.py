@@ -527,21 +527,36 @@ def _index_expr(b, dim, scale, offset):
     return i
 
 
+def _backward_only_reader(reader):
+    name = str(reader.target)
+    return (reader.op == "output" or "max_pool2d_with_indices_backward" in name
+            or "max_pool3d_with_indices_backward" in name
+            or "adaptive_max_pool2d_backward" in name)
+
+
 def _indices_only_for_backward(node):
     """The indices of a max pool are window-local (Gist): the position i * k1
     + j of the maximum in its k0 x k1 window, not ATen's h * W + w. That is
-    exact for the pool's backward (the only reader act lowers: max_unpool is
-    not in the core set), and makes them small integers a narrow encoding
-    stores in ceil(log2(k0 k1)) bits. Any other reader gets an error."""
+    exact for the pool's backward, and makes them small integers a narrow
+    encoding stores in ceil(log2(k0 k1)) bits. Any other reader gets an
+    error (2-d max pooling instead gives ATen's indices then:
+    _flat_pool_indices)."""
     for user in node.users:
         if user.target is getattr(__import__("operator"), "getitem") and user.args[1] == 1:
             for reader in user.users:
-                name = str(reader.target)
-                require(reader.op == "output" or "max_pool2d_with_indices_backward" in name
-                        or "max_pool3d_with_indices_backward" in name
-                        or "adaptive_max_pool2d_backward" in name,
-                        node, f"its indices read by {name} (act keeps max-pool indices "
+                require(_backward_only_reader(reader), node,
+                        f"its indices read by {reader.target} (act keeps max-pool indices "
                         "window-local, for the pool's backward only)")
+
+
+def _flat_pool_indices(node):
+    """Whether a 2-d max pool gives ATen's indices h * W + w (i64): when
+    something besides its backward reads them (nn.MaxUnpool2d, whose
+    backward gathers with them; a user's own use), else window-local ones
+    (_indices_only_for_backward). The pool's backward reads either."""
+    return any(user.target is getattr(__import__("operator"), "getitem") and user.args[1] == 1
+               and not all(_backward_only_reader(r) for r in user.users)
+               for user in node.users)
 
 
 def _pool_index_type(k0, k1):
@@ -556,10 +571,11 @@ def _pool_index_type(k0, k1):
 @lowering("aten.max_pool2d_with_indices.default")
 def max_pool2d(g, node, x, kernel, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     """Max and the window-local index i * k1 + j of the first maximum of
-    each window (ATen's order of the window; _indices_only_for_backward);
+    each window (ATen's order of the window; _indices_only_for_backward), or
+    ATen's index h * W + w when more than its backward reads it;
     padding reads -inf."""
     (k0, k1), (s0, s1), (p0, p1) = _pool_args(node, kernel, stride, padding, dilation, ceil_mode)
-    _indices_only_for_backward(node)
+    flat = _flat_pool_indices(node)
     d0, d1 = (list(dilation) * 2)[:2] if dilation else (1, 1)
     n, c, h, w = x.shape
     oh = _pool_size(h, k0, s0, p0, ceil_mode, d0)
@@ -570,11 +586,21 @@ def max_pool2d(g, node, x, kernel, stride=(), padding=(0,), dilation=(1,), ceil_
                hint=node.name + "_pad")
     window = g.empty((k0, k1))
     best = g.fill((n, c, oh, ow), -math.inf)
-    ity = _pool_index_type(k0, k1)
+    ity = "i64" if flat else _pool_index_type(k0, k1)
     arg = g.fill((n, c, oh, ow), 0, ity)
 
     def body(b, v, _w, m, a):
         local = b.op("arith.addi", _index_expr(b, 4, k1, 0), b.index(5), ty="index")
+        if flat:
+            # (oh s0 - p0 + i d0) * W + ow s1 - p1 + j d1: never in the
+            # padding, which reads -inf.
+            row = b.op("arith.addi", _index_expr(b, 2, s0, 0), _index_expr(b, 4, d0, 0),
+                       ty="index")
+            col = b.op("arith.addi", _index_expr(b, 3, s1, 0), _index_expr(b, 5, d1, 0),
+                       ty="index")
+            local = b.op("arith.subi", b.op("arith.addi", b.op(
+                "arith.muli", row, b.c(w, "index"), ty="index"), col, ty="index"),
+                b.c(p0 * w + p1, "index"), ty="index")
         greater = b.cmpf("ogt", v, m)
         return [b.select(greater, v, m), b.select(greater, b.index_cast(local, ity), a, ty=ity)]
     return tuple(g.generic_multi(
@@ -612,6 +638,8 @@ def _dilated_max_pool_backward(g, node, grad, indices, shape, k, s, p, dil):
         d = b.line("t", f"tensor.extract {grad.name}[{at}] : {grad.type}")
         idx = b.line("t", f"tensor.extract {indices.name}[{at}] : {indices.type}")
         local = b.op("arith.addi", _index_expr(b, 4, k1, 0), b.index(5), ty="index")
+        if ity == "i64":  # ATen's indices (_flat_pool_indices)
+            local = b.op("arith.addi", _index_expr(b, 2, shape[3], 0), b.index(3), ty="index")
         hit = b.andi(b.andi(ok_r, ok_c), b.cmpi("eq", idx, b.index_cast(local, ity), ity))
         return b.add(o, b.select(hit, d, b.c(0.0)))
     return g.generic(shape, [(window, ["d4", "d5"])], body,
@@ -621,15 +649,49 @@ def _dilated_max_pool_backward(g, node, grad, indices, shape, k, s, p, dil):
 
 @lowering("aten.max_pool2d_with_indices_backward.default")
 def max_pool2d_backward(g, node, grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
+    return _max_pool2d_scatter(g, node, grad, indices, x.shape, kernel, stride, padding,
+                               dilation, ceil_mode)
+
+
+@lowering("aten.max_unpool2d.default")
+def max_unpool2d(g, node, x, indices, output_size):
+    """nn.MaxUnpool2d: each element of `x` to the place its window's
+    maximum came from, zeros elsewhere: the pool's backward with `x` as
+    the gradient (its own backward is ATen's gather with the same
+    indices). The indices must come from a 2-d max pool in this graph
+    (which then gives ATen's h * W + w: _flat_pool_indices), unpooled to
+    the pool's input size."""
+    src = node.args[1]
+    pool = src.args[0] if src.op == "call_function" and "getitem" in str(src.target) else None
+    require(pool is not None and "max_pool2d_with_indices" in str(pool.target), node,
+            "indices that are not a 2-d max pool's of this graph")
+    in_shape = meta_shape(pool.args[0])
+    require(in_shape is not None and list(output_size) == list(in_shape[2:]), node,
+            f"output_size {list(output_size)} other than the pool's input "
+            f"{list(in_shape[2:]) if in_shape else '(unknown)'}")
+    args = list(pool.args[1:]) + [None] * (6 - len(pool.args))
+    kernel = args[0]
+    stride, padding = args[1] or kernel, args[2] or [0]
+    dilation, ceil_mode = args[3] or [1], bool(args[4])
+    require(all(d == 1 for d in dilation), node, "unpooling a dilated max pool")
+    # Where windows overlap, one place can be the maximum of several: ATen
+    # writes the windows in order, and the last one stays.
+    return _max_pool2d_scatter(g, node, x, indices, in_shape, kernel, stride, padding,
+                               dilation, ceil_mode, last_wins=True)
+
+
+def _max_pool2d_scatter(g, node, grad, indices, shape, kernel, stride, padding, dilation,
+                        ceil_mode, last_wins=False):
     """Each input element sums the gradients of the windows whose argmax it
-    is. The candidate windows of row h are (h + p) / s - i for i below
+    is (`last_wins`: takes the value of the last such window, in ATen's
+    order). The candidate windows of row h are (h + p) / s - i for i below
     ceil(k / s); the gradient and indices are padded (index -1) so every
-    candidate is in bounds."""
+    candidate is in bounds. Window-local indices or ATen's (i64)."""
     (k0, k1), (s0, s1), (p0, p1) = _pool_args(node, kernel, stride, padding, dilation, ceil_mode)
-    n, c, h, w = x.shape
+    n, c, h, w = shape
     _, _, oh, ow = grad.shape
     if any(d != 1 for d in dilation):
-        return _dilated_max_pool_backward(g, node, grad, indices, x.shape, (k0, k1), (s0, s1),
+        return _dilated_max_pool_backward(g, node, grad, indices, shape, (k0, k1), (s0, s1),
                                           (p0, p1), (list(dilation) * 2)[:2])
     c0, c1 = -(-k0 // s0), -(-k1 // s1)
     low = [0, 0, c0 - 1, c1 - 1]
@@ -640,6 +702,12 @@ def max_pool2d_backward(g, node, grad, x, kernel, stride, padding, dilation, cei
     init = g.fill((n, c, h, w), 0.0)
     rows = f"(d2 + {p0}) floordiv {s0} - d4 + {c0 - 1}"
     cols = f"(d3 + {p1}) floordiv {s1} - d5 + {c1 - 1}"
+    if last_wins:
+        # The candidates in ATen's order of windows (rows, then columns,
+        # ascending), the last hit kept. (ATen's indices only.)
+        require(indices.dtype == "i64", node, "window-local indices")
+        rows = f"(d2 + {p0}) floordiv {s0} + d4"
+        cols = f"(d3 + {p1}) floordiv {s1} + d5"
 
     def body(b, d, idx, _w, o):
         # This element's place in candidate window (oh, ow) = ((h + p0) //
@@ -649,12 +717,20 @@ def max_pool2d_backward(g, node, grad, x, kernel, stride, padding, dilation, cei
             moved = _index_expr(b, dim, 1, pad)
             rem = b.op("arith.remui", moved, b.c(stride, "index"), ty="index")
             return b.op("arith.addi", rem, _index_expr(b, cand, stride, 0), ty="index")
+        ity = indices.dtype
+        if ity == "i64":
+            # ATen's indices: a hit is this element's own h * W + w (padded
+            # windows hold -1).
+            at = b.op("arith.addi", _index_expr(b, 2, w, 0), b.index(3), ty="index")
+            hit = b.cmpi("eq", idx, b.index_cast(at, ity), ity)
+            if last_wins:
+                return b.select(hit, d, o)
+            return b.add(o, b.select(hit, d, b.c(0.0)))
         kh, kw = offset(2, p0, s0, 4), offset(3, p1, s1, 5)
         local = b.op("arith.addi", b.op("arith.muli", kh, b.c(k1, "index"), ty="index"), kw,
                      ty="index")
         inside = b.op("arith.andi", b.cmpi("ult", kh, b.c(k0, "index"), "index"),
                       b.cmpi("ult", kw, b.c(k1, "index"), "index"), ty="i1")
-        ity = _pool_index_type(k0, k1)
         hit = b.op("arith.andi", inside,
                    b.cmpi("eq", idx, b.index_cast(local, ity), ity), ty="i1")
         return b.add(o, b.select(hit, d, b.c(0.0)))

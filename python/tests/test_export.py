@@ -440,3 +440,35 @@ def test_an_ill_conditioned_step_is_not_called_a_wrong_trace():
             else:
                 with pytest.raises(ExportError, match="PyTorch's own trace"):
                     Traced._check_against_eager(fake, step, [primal])
+
+
+def test_max_unpooling(tmp_path):
+    """nn.MaxUnpool2d / F.max_unpool2d (SegNet's decoder): the pool then
+    gives ATen's indices h * W + w instead of window-local ones, the unpool
+    is the pool's backward form with the values as the gradient, and where
+    windows overlap (3x3 stride 2 padded; 3x3 stride 1) the last window in
+    ATen's order keeps the place, as ATen writes them. Unpooling values
+    other than the pool's own, at two levels; the indices also read by the
+    model itself."""
+    errors, _ = user_model_errors(tmp_path, "segnet", batch=2, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class SegNet(nn.Module):\n"
+        "    def __init__(s):\n"
+        "        super().__init__()\n"
+        "        s.e1 = nn.Conv2d(3, 4, 3, padding=1); s.e2 = nn.Conv2d(4, 6, 3, padding=1)\n"
+        "        s.p1 = nn.MaxPool2d(2, 2, return_indices=True); s.p2 = nn.MaxPool2d(3, 2, 1, return_indices=True)\n"
+        "        s.d2 = nn.Conv2d(6, 4, 3, padding=1); s.d1 = nn.Conv2d(4, 3, 3, padding=1)\n"
+        "        s.p3 = nn.MaxPool2d(3, 1, 1, return_indices=True); s.u3 = nn.MaxUnpool2d(3, 1, 1)\n"
+        "    def forward(s, x):\n"
+        "        h1, i1 = s.p1(F.relu(s.e1(x)))           # 8x10 -> 4x5\n"
+        "        a2 = F.relu(s.e2(h1))\n"
+        "        h2, i2 = s.p2(a2)                        # 4x5 -> 2x3 (overlapping, padded)\n"
+        "        u2 = F.max_unpool2d(torch.tanh(h2) * 2, i2, 3, 2, 1, output_size=a2.shape[2:])\n"
+        "        u1 = F.max_unpool2d(F.relu(s.d2(u2)), i1, 2, 2, output_size=x.shape[2:])\n"
+        "        h3, i3 = s.p3(u1)                        # stride 1, same size\n"
+        "        u3 = s.u3(h3, i3, output_size=u1.shape[2:])\n"
+        "        return s.d1(u1 + u3) + i3.float().mean() * 0\n"
+        "def make(batch):\n"
+        "    torch.manual_seed(0); return SegNet(), torch.randn(batch, 3, 8, 10), torch.randint(0, 3, (batch, 8, 10))\n"
+))
+    assert max(errors) <= EXACT_TOL

@@ -102,13 +102,17 @@ class Step:
                             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
                             and m.num_batches_tracked is not None]
 
-    @staticmethod
-    def _shapes(inputs, targets):
+    def _shapes(self, inputs, targets):
         """The cache key of a batch: its tensors' shapes and dtypes (inputs
-        and targets may each be a tensor or a tuple of tensors)."""
+        and targets may each be a tensor or a tuple of tensors), then the
+        modules' training flags: a step traced under model.train() (batch
+        statistics, dropout) does not serve model.eval() or a BatchNorm
+        frozen by its own .eval(), so a change of mode exports and
+        compiles once more, as torch.compile's guards do."""
         return tuple((isinstance(v, (tuple, list)),
                       tuple((tuple(t.shape), str(t.dtype)) for t in tensors_of(v)))
-                     for v in (inputs, targets))
+                     for v in (inputs, targets)) + (
+                         tuple(m.training for m in self.module.modules()),)
 
     def _export(self, inputs, targets):
         """The step's joint graph for this batch shape (exported once)."""
@@ -237,7 +241,7 @@ class Step:
             "call": self.calls, "batches": len(batches),
             # [inputs' shape, targets' shape] (a list of shapes for a tuple)
             "shapes": [[list(shape) for shape, _ in parts] if is_tuple else list(parts[0][0])
-                       for is_tuple, parts in shapes],
+                       for is_tuple, parts in shapes[:2]],
             "bits": {str(t["id"]): t["bits"] for t in tensors},
             "encodings": {str(t["id"]): t["encoding"] for t in tensors},
             "predicted_variance": predicted, "gradient_variance": gradient,

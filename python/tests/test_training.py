@@ -153,6 +153,40 @@ def test_parameters_without_gradient_keep_none(tmp_path):
         assert torch.allclose(p, q, rtol=1e-5, atol=1e-6), name
 
 
+def test_train_and_eval_modes_follow_eager(tmp_path):
+    """model.eval() (and a BatchNorm frozen by its own .eval(), as when
+    fine-tuning) after a step was compiled: the next call exports and
+    compiles the step of that mode (running statistics read, not updated;
+    dropout off) instead of running the training-mode step silently (the
+    gradients were 0.31 off eager and the running mean drifted 0.09);
+    back in train mode the first step is reused."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.3),
+                          nn.Linear(8, 3))
+    eager = copy.deepcopy(model)
+    x, y = torch.randn(6, 4), torch.randint(0, 3, (6,))
+    step = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path))
+    for mode in ("eval", "frozen", "train"):
+        for m in (model, eager):
+            m.train(mode == "train")
+            if mode == "frozen":
+                m.train()
+                m[1].eval()
+                m[3].eval()
+        model.zero_grad(set_to_none=True)
+        eager.zero_grad(set_to_none=True)
+        loss = step(x, y)
+        if mode != "train":  # (dropout draws differ in train mode)
+            expected = F.cross_entropy(eager(x), y)
+            expected.backward()
+            assert abs(float(loss) - float(expected)) <= 1e-5, mode
+            for p, q in zip(model.parameters(), eager.parameters()):
+                assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-6), mode
+            for b, c in zip(model.buffers(), eager.buffers()):
+                assert torch.equal(b, c), mode
+    assert len(step.compiled) == 3
+
+
 def test_capi_errors_are_messages():
     with pytest.raises(capi.ActError, match="expected"):
         capi.CompiledStep.from_source("func.func @f( {")

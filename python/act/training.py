@@ -17,7 +17,10 @@ is None; added to it otherwise, as autograd accumulates), copies BatchNorm's
 updated running statistics into the module's buffers (and counts
 num_batches_tracked), and returns the loss. Every call draws new seeds for
 stochastic rounding and dropout. A batch of another shape (the last, partial
-one) is exported and compiled once more and cached by shape.
+one) is exported and compiled once more and cached by shape; so is a change
+of mode (model.train() / eval(), a BatchNorm's own .eval()), of which
+parameters require gradients (unfreezing), or of the parameters themselves
+(a replaced layer).
 
 GACT's adaptive loop (average_bits= with adapt_interval=N): every N calls
 the sensitivities are measured again (act-run's estimator, in process
@@ -105,14 +108,18 @@ class Step:
     def _shapes(self, inputs, targets):
         """The cache key of a batch: its tensors' shapes and dtypes (inputs
         and targets may each be a tensor or a tuple of tensors), then the
-        modules' training flags: a step traced under model.train() (batch
+        modules' training flags and the parameters (which, and whether each
+        requires a gradient): a step traced under model.train() (batch
         statistics, dropout) does not serve model.eval() or a BatchNorm
-        frozen by its own .eval(), so a change of mode exports and
+        frozen by its own .eval(), one traced with a layer frozen does not
+        train it once unfrozen, and a replaced layer's new parameters are
+        not the old ones the step reads. Any such change exports and
         compiles once more, as torch.compile's guards do."""
         return tuple((isinstance(v, (tuple, list)),
                       tuple((tuple(t.shape), str(t.dtype)) for t in tensors_of(v)))
                      for v in (inputs, targets)) + (
-                         tuple(m.training for m in self.module.modules()),)
+                         tuple(m.training for m in self.module.modules()),
+                         tuple((id(p), p.requires_grad) for p in self.module.parameters()))
 
     def _export(self, inputs, targets):
         """The step's joint graph for this batch shape (exported once)."""

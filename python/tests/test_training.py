@@ -187,6 +187,40 @@ def test_train_and_eval_modes_follow_eager(tmp_path):
     assert len(step.compiled) == 3
 
 
+def test_unfreezing_and_replacing_layers_follow_eager(tmp_path):
+    """Fine-tuning moves: a layer frozen when the step was compiled and
+    unfrozen later (its gradient was silently never computed), and a head
+    replaced by a new nn.Linear (the step read the old one's parameters):
+    each change compiles the step again, and loss and gradients match
+    eager autograd."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    for p in model[0].parameters():
+        p.requires_grad_(False)
+    eager = copy.deepcopy(model)
+    x, y = torch.randn(6, 4), torch.randint(0, 3, (6,))
+    step = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path))
+    for change in ("none", "unfreeze", "new head"):
+        if change == "unfreeze":
+            for m in (model, eager):
+                for p in m[0].parameters():
+                    p.requires_grad_(True)
+        if change == "new head":
+            model[2] = nn.Linear(8, 3)
+            eager[2] = copy.deepcopy(model[2])
+        model.zero_grad(set_to_none=True)
+        eager.zero_grad(set_to_none=True)
+        loss = step(x, y)
+        expected = F.cross_entropy(eager(x), y)
+        expected.backward()
+        assert abs(float(loss) - float(expected)) <= 1e-5, change
+        for p, q in zip(model.parameters(), eager.parameters()):
+            assert (p.grad is None) == (q.grad is None), change
+            if q.grad is not None:
+                assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-6), change
+    assert len(step.compiled) == 3
+
+
 def test_capi_errors_are_messages():
     with pytest.raises(capi.ActError, match="expected"):
         capi.CompiledStep.from_source("func.func @f( {")

@@ -738,8 +738,13 @@ class Traced:
         self.params = [params[n] for n in self.param_names]
         # Buffers (BatchNorm's running statistics, masks, positional tables)
         # are arguments of the step; running statistics come back updated.
-        self.buffer_names = [n for n, _ in module.named_buffers()]
-        buffers = dict(module.named_buffers())
+        # So are frozen parameters (requires_grad False), without gradients:
+        # read at every call, not constants of the trace, since the user may
+        # change them between steps (a mean teacher's or a momentum
+        # encoder's moving average, a checkpoint loaded into a backbone).
+        frozen = [(n, p) for n, p in module.named_parameters() if not p.requires_grad]
+        self.buffer_names = [n for n, _ in module.named_buffers()] + [n for n, _ in frozen]
+        buffers = {**dict(module.named_buffers()), **dict(frozen)}
         self.buffers = [buffers[n] for n in self.buffer_names]
         for n, b in zip(self.buffer_names, self.buffers):
             if b.dtype not in DTYPES:

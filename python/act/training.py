@@ -134,7 +134,9 @@ class Step:
         with open(src, "w") as f:
             f.write(header(name, "joint", ["act.compile"]) + ex.joint())
         params = dict(self.module.named_parameters())
-        buffers = dict(self.module.named_buffers())
+        # (Frozen parameters are arguments among the buffers: Traced.)
+        buffers = {**dict(self.module.named_buffers()),
+                   **{n: p for n, p in self.module.named_parameters() if not p.requires_grad}}
         layout = {
             "params": [params[n] for n in traced.param_names],
             # (Their .grad stays None, as in eager autograd: optimizers

@@ -221,6 +221,52 @@ def test_unfreezing_and_replacing_layers_follow_eager(tmp_path):
     assert len(step.compiled) == 3
 
 
+def test_frozen_parameters_changed_between_steps_follow_eager(tmp_path):
+    """A mean teacher / momentum encoder: a frozen branch (requires_grad
+    False) that the loop moves towards the trained one in place between
+    steps. Frozen parameters were constants of the trace, so the step kept
+    the teacher of the first call (small ones inlined, large ones copied),
+    silently (loss 1.33 against eager's 0.67); they are arguments now, read
+    at every call like buffers."""
+    class Student(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.online, self.target = nn.Linear(d, d), nn.Linear(d, d)
+            for p in self.target.parameters():
+                p.requires_grad_(False)
+
+        def forward(self, x):
+            with torch.no_grad():
+                t = self.target(x)
+            return F.normalize(self.online(x), dim=-1), F.normalize(t, dim=-1)
+
+    def loss_fn(out, _):
+        p, t = out
+        return (2 - 2 * (p * t).sum(-1)).mean()
+
+    for d in (4, 64):  # constants inlined, and large enough to be arguments
+        torch.manual_seed(0)
+        model = Student(d)
+        eager = copy.deepcopy(model)
+        x, y = torch.randn(6, d), torch.zeros(6)
+        step = act.compile(model, loss_fn, x, y, work_dir=str(tmp_path / str(d)))
+        for _ in range(3):
+            for m in (model, eager):
+                with torch.no_grad():
+                    for pt, po in zip(m.target.parameters(), m.online.parameters()):
+                        pt.mul_(0.5).add_(0.5 * po + 0.1)
+            model.zero_grad(set_to_none=True)
+            eager.zero_grad(set_to_none=True)
+            loss = step(x, y)
+            expected = loss_fn(eager(x), y)
+            expected.backward()
+            assert abs(float(loss) - float(expected)) <= 1e-5, d
+            assert torch.allclose(model.online.weight.grad, eager.online.weight.grad,
+                                  rtol=1e-4, atol=1e-6), d
+            assert model.target.weight.grad is None
+        assert len(step.compiled) == 1
+
+
 def test_capi_errors_are_messages():
     with pytest.raises(capi.ActError, match="expected"):
         capi.CompiledStep.from_source("func.func @f( {")

@@ -251,6 +251,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     options.peakReport = target.peakReport;
     options.decodeIntoConsumers = target.decodeIntoConsumers;
     options.outlineMinLoops = target.outlineMinLoops;
+    options.fuseMaxOperands = target.fuseMaxOperands;
     options.threads =
         target.threads
             ? int64_t(target.threads)

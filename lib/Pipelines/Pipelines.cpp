@@ -43,7 +43,8 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
                                  int64_t gpuBlockSize = 256,
                                  bool recordStorage = false,
                                  bool decodeIntoConsumers = false,
-                                 int64_t threads = 1) {
+                                 int64_t threads = 1,
+                                 int64_t fuseMaxOperands = 16) {
   bool vectorize = target == act::LoweringTarget::CPU;
   act::ConvertActToLinalgPassOptions lowering;
   lowering.target = target;
@@ -60,7 +61,9 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // An elementwise op read by one other op is computed inside it, and
   // elementwise ops write into an input that dies there (Gist's in-place):
   // the backward holds fewer full-size temporaries at a time.
-  pm.addNestedPass<func::FuncOp>(act::createActFuseElementwisePass());
+  act::ActFuseElementwisePassOptions fuse;
+  fuse.maxOperands = fuseMaxOperands;
+  pm.addNestedPass<func::FuncOp>(act::createActFuseElementwisePass(fuse));
   // A weight gradient's per-element decoded input, one chunk of the batch
   // at a time.
   pm.addNestedPass<func::FuncOp>(act::createActTileDecodedConvolutionsPass());
@@ -157,12 +160,12 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
 
 void mlir::act::buildCPUPipeline(OpPassManager &pm,
                                  const CPUPipelineOptions &options) {
-  buildBufferizedLoops(pm, options.resultsToOutParams,
-                       options.emulateGpuKernels
-                           ? act::LoweringTarget::GPUEmulated
-                           : act::LoweringTarget::CPU,
-                       /*gpuBlockSize=*/256, options.recordStorage,
-                       options.decodeIntoConsumers, options.threads);
+  buildBufferizedLoops(
+      pm, options.resultsToOutParams,
+      options.emulateGpuKernels ? act::LoweringTarget::GPUEmulated
+                                : act::LoweringTarget::CPU,
+      /*gpuBlockSize=*/256, options.recordStorage, options.decodeIntoConsumers,
+      options.threads, options.fuseMaxOperands);
 
   // Contractions and convolutions call the runtime's kernels; the rest
   // (elementwise chains, reductions, the encodings) become loops.

@@ -118,6 +118,14 @@ static cl::opt<unsigned> jitOpt(
              "passes and code generation: lower compiles faster"),
     cl::cat(runCategory));
 
+static cl::opt<int64_t> fuseMaxOperands(
+    "fuse-max-operands", cl::init(16),
+    cl::desc("--device=cpu: the most operands of a fused elementwise loop "
+             "nest (act-cpu-pipeline{fuse-max-operands}: an unrolled "
+             "recurrence's backward otherwise fuses across all its "
+             "timesteps, and compiles slowly); 0: no limit"),
+    cl::cat(runCategory));
+
 static cl::opt<int64_t> outlineMinLoops(
     "outline-min-loops", cl::init(16),
     cl::desc("--device=cpu: each top-level loop nest of a step with at least "
@@ -440,6 +448,10 @@ int main(int argc, char **argv) {
     return fail("--outline-min-loops must not be negative, got " +
                 std::to_string(outlineMinLoops));
   target.outlineMinLoops = outlineMinLoops;
+  if (fuseMaxOperands < 0)
+    return fail("--fuse-max-operands must not be negative, got " +
+                std::to_string(fuseMaxOperands));
+  target.fuseMaxOperands = fuseMaxOperands;
   target.threads = unsigned(encodeThreads);
   if (storage && target.gpu)
     return fail("--storage is not available with --device=gpu (use "

@@ -80,6 +80,9 @@ struct JitTarget {
   /// each in a function of its own (act-cpu-pipeline{outline-min-loops}):
   /// LLVM compiles a large step several times faster; 0: never.
   int64_t outlineMinLoops = 16;
+  /// CPU only: the most operands of a fused elementwise generic
+  /// (act-cpu-pipeline{fuse-max-operands}); 0: no limit.
+  int64_t fuseMaxOperands = 16;
   /// CPU only: workers the encodes' and decodes' chunks run on
   /// (act-cpu-pipeline{threads}, MLIR's async runtime); 0: every core, 1:
   /// the calling thread. The bits are the same on any count. 1 by default:

@@ -50,6 +50,13 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "runtime on this many workers (async-parallel-for); 1: "
                      "in sequence on the calling thread"),
       llvm::cl::init(1)};
+  Option<int64_t> fuseMaxOperands{
+      *this, "fuse-max-operands",
+      llvm::cl::desc("act-fuse-elementwise{max-operands}: the most operands "
+                     "of a fused elementwise generic (an unrolled "
+                     "recurrence's backward otherwise fuses across all its "
+                     "timesteps); 0: no limit"),
+      llvm::cl::init(16)};
   Option<int64_t> outlineMinLoops{
       *this, "outline-min-loops",
       llvm::cl::desc("move each top-level loop nest of a function with at "

@@ -649,7 +649,8 @@ static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
 /// `valid` is set, then zero-padded to one) as rows, and their statistics;
 /// `vectorize` marks them as small static kernels (a chunk's), never the
 /// rest of a tensor, whose whole-tensor vectors would grow compile time
-/// with the element count.
+/// with the element count. `finite` as GroupStats::build's (left unset by
+/// groups split into slices).
 static void buildGroupStats(OpBuilder &b, Location loc, Value elements,
                             Value valid, const GroupStats &stats,
                             const LoweringOptions &options, bool vectorize,

@@ -1,4 +1,6 @@
 // RUN: act-opt %s -act-fuse-elementwise | FileCheck %s
+// RUN: act-opt %s -act-fuse-elementwise=max-operands=5 | FileCheck %s --check-prefix=LIMIT
+// RUN: act-opt %s -act-fuse-elementwise=max-operands=0 | FileCheck %s --check-prefix=NOLIMIT
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #rows = affine_map<(d0, d1) -> (d0)>
@@ -122,4 +124,46 @@ func.func @two_inputs_stay(%a0: tensor<64x64xf32>, %b0: tensor<64x64xf32>) -> (t
     linalg.yield %n : f32
   } -> tensor<64x64xf32>
   return %u, %v : tensor<64x64xf32>, tensor<64x64xf32>
+}
+
+
+// A chain of sums over fresh inputs (an unrolled recurrence's backward has
+// such chains across its timesteps, hundreds long) fuses while the fused
+// generic reads at most max-operands tensors (inputs and output): with 5,
+// two generics of three inputs and an output each, which together would
+// be six. Without a limit (0), one generic of five inputs.
+// LIMIT-LABEL: func.func @chain
+// LIMIT:       %[[A:.*]] = linalg.generic {{.*}} ins(%arg0, %arg1, %arg2 : {{.*}}) outs(
+// LIMIT:       linalg.generic {{.*}} ins(%[[A]], %arg3, %arg4 : {{.*}}) outs(
+// LIMIT-NOT:   linalg.generic
+// NOLIMIT-LABEL: func.func @chain
+// NOLIMIT:       linalg.generic {{.*}} ins(%arg0, %arg1, %arg2, %arg3, %arg4 : {{.*}}) outs(
+// NOLIMIT-NOT:   linalg.generic
+func.func @chain(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<8xf32>, %d: tensor<8xf32>, %e: tensor<8xf32>) -> tensor<8xf32> {
+  %x = tensor.empty() : tensor<8xf32>
+  %s1 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<8xf32>, tensor<8xf32>) outs(%x : tensor<8xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %r = arith.addf %p, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %s2 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%s1, %c : tensor<8xf32>, tensor<8xf32>) outs(%x : tensor<8xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %r = arith.addf %p, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %s3 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%s2, %d : tensor<8xf32>, tensor<8xf32>) outs(%x : tensor<8xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %r = arith.addf %p, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %s4 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%s3, %e : tensor<8xf32>, tensor<8xf32>) outs(%x : tensor<8xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %r = arith.addf %p, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %s4 : tensor<8xf32>
 }

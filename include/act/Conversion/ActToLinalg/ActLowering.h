@@ -154,6 +154,8 @@ using ElementValue =
 /// statistics and tiles as small static linalg ops marked for
 /// vectorization, so the input is read once from memory; the rest (and
 /// group sizes that are not a multiple of 16) by per-word generics.
+/// With `codes.finiteCode`, each chunk's tiles are built twice under an
+/// scf.if on its statistics' `finite` (GroupStats::build).
 /// LoweringTarget::GPU: whole tiles by a gpu.launch kernel (a thread per
 /// four words, group statistics by warp shuffles), the rest by per-word
 /// generics; Generic: all of it by per-word generics.

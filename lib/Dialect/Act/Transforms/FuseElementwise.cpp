@@ -64,12 +64,19 @@ bool recomputedByEveryReader(linalg::GenericOp producer) {
 
 struct FuseElementwisePass
     : act::impl::ActFuseElementwisePassBase<FuseElementwisePass> {
+  using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
+    int64_t limit = maxOperands;
     linalg::populateElementwiseOpsFusionPatterns(
-        patterns, [](OpOperand *operand) {
+        patterns, [limit](OpOperand *operand) {
           Operation *producer = operand->get().getDefiningOp();
           if (!producer)
+            return false;
+          // The fused op reads the consumer's operands but this one, and
+          // the producer's.
+          if (limit > 0 && int64_t(operand->getOwner()->getNumOperands() - 1 +
+                                   producer->getNumOperands()) > limit)
             return false;
           if (producer->hasOneUse())
             return true;

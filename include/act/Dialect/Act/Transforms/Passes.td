@@ -403,7 +403,18 @@ def ActFuseElementwisePass
     every reader can fuse it and the tensors it reads would not live
     longer in total than its result (BatchNorm's normalized input, read
     by two ops of its backward).
+
+    A fusion whose result would read more than `max-operands` tensors is
+    left out: an unrolled recurrence's backward otherwise fuses the
+    elementwise chains of all its timesteps into loop nests reading
+    hundreds of buffers, whose code generation dominated compile time
+    (docs/benchmarks.md, "Repeated code").
   }];
+  let options = [
+    Option<"maxOperands", "max-operands", "int64_t", /*default=*/"16",
+           "largest number of operands (inputs and outputs) of a fused "
+           "generic; 0: no limit">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::affine::AffineDialect"];
 }

@@ -527,6 +527,13 @@ def _index_expr(b, dim, scale, offset):
     return i
 
 
+def _index_readers(node):
+    """The nodes that read a max pool's indices (its second result)."""
+    for user in node.users:
+        if user.target is getattr(__import__("operator"), "getitem") and user.args[1] == 1:
+            yield from user.users
+
+
 def _backward_only_reader(reader):
     name = str(reader.target)
     return (reader.op == "output" or "max_pool2d_with_indices_backward" in name
@@ -541,12 +548,10 @@ def _indices_only_for_backward(node):
     encoding stores in ceil(log2(k0 k1)) bits. Any other reader gets an
     error (2-d max pooling instead gives ATen's indices then:
     _flat_pool_indices)."""
-    for user in node.users:
-        if user.target is getattr(__import__("operator"), "getitem") and user.args[1] == 1:
-            for reader in user.users:
-                require(_backward_only_reader(reader), node,
-                        f"its indices read by {reader.target} (act keeps max-pool indices "
-                        "window-local, for the pool's backward only)")
+    for reader in _index_readers(node):
+        require(_backward_only_reader(reader), node,
+                f"its indices read by {reader.target} (act keeps max-pool indices "
+                "window-local, for the pool's backward only)")
 
 
 def _flat_pool_indices(node):
@@ -554,9 +559,7 @@ def _flat_pool_indices(node):
     something besides its backward reads them (nn.MaxUnpool2d, whose
     backward gathers with them; a user's own use), else window-local ones
     (_indices_only_for_backward). The pool's backward reads either."""
-    return any(user.target is getattr(__import__("operator"), "getitem") and user.args[1] == 1
-               and not all(_backward_only_reader(r) for r in user.users)
-               for user in node.users)
+    return not all(_backward_only_reader(r) for r in _index_readers(node))
 
 
 def _pool_index_type(k0, k1):
@@ -590,7 +593,6 @@ def max_pool2d(g, node, x, kernel, stride=(), padding=(0,), dilation=(1,), ceil_
     arg = g.fill((n, c, oh, ow), 0, ity)
 
     def body(b, v, _w, m, a):
-        local = b.op("arith.addi", _index_expr(b, 4, k1, 0), b.index(5), ty="index")
         if flat:
             # (oh s0 - p0 + i d0) * W + ow s1 - p1 + j d1: never in the
             # padding, which reads -inf.
@@ -601,6 +603,8 @@ def max_pool2d(g, node, x, kernel, stride=(), padding=(0,), dilation=(1,), ceil_
             local = b.op("arith.subi", b.op("arith.addi", b.op(
                 "arith.muli", row, b.c(w, "index"), ty="index"), col, ty="index"),
                 b.c(p0 * w + p1, "index"), ty="index")
+        else:
+            local = b.op("arith.addi", _index_expr(b, 4, k1, 0), b.index(5), ty="index")
         greater = b.cmpf("ogt", v, m)
         return [b.select(greater, v, m), b.select(greater, b.index_cast(local, ity), a, ty=ity)]
     return tuple(g.generic_multi(
@@ -637,9 +641,10 @@ def _dilated_max_pool_backward(g, node, grad, indices, shape, k, s, p, dil):
         at = f"{b.index(0)}, {b.index(1)}, {r}, {cc}"
         d = b.line("t", f"tensor.extract {grad.name}[{at}] : {grad.type}")
         idx = b.line("t", f"tensor.extract {indices.name}[{at}] : {indices.type}")
-        local = b.op("arith.addi", _index_expr(b, 4, k1, 0), b.index(5), ty="index")
-        if ity == "i64":  # ATen's indices (_flat_pool_indices)
+        if ity == "i64":  # ATen's indices (_flat_pool_indices): this element's own
             local = b.op("arith.addi", _index_expr(b, 2, shape[3], 0), b.index(3), ty="index")
+        else:
+            local = b.op("arith.addi", _index_expr(b, 4, k1, 0), b.index(5), ty="index")
         hit = b.andi(b.andi(ok_r, ok_c), b.cmpi("eq", idx, b.index_cast(local, ity), ity))
         return b.add(o, b.select(hit, d, b.c(0.0)))
     return g.generic(shape, [(window, ["d4", "d5"])], body,
@@ -669,15 +674,18 @@ def max_unpool2d(g, node, x, indices, output_size):
     require(in_shape is not None and list(output_size) == list(in_shape[2:]), node,
             f"output_size {list(output_size)} other than the pool's input "
             f"{list(in_shape[2:]) if in_shape else '(unknown)'}")
-    args = list(pool.args[1:]) + [None] * (6 - len(pool.args))
-    kernel = args[0]
-    stride, padding = args[1] or kernel, args[2] or [0]
-    dilation, ceil_mode = args[3] or [1], bool(args[4])
+    kernel, stride, padding, dilation, ceil_mode = _max_pool2d_arguments(
+        *pool.args[1:], **pool.kwargs)
     require(all(d == 1 for d in dilation), node, "unpooling a dilated max pool")
     # Where windows overlap, one place can be the maximum of several: ATen
     # writes the windows in order, and the last one stays.
     return _max_pool2d_scatter(g, node, x, indices, in_shape, kernel, stride, padding,
                                dilation, ceil_mode, last_wins=True)
+
+
+def _max_pool2d_arguments(kernel, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """A max_pool2d_with_indices node's arguments, with ATen's defaults."""
+    return kernel, stride, padding, dilation, ceil_mode
 
 
 def _max_pool2d_scatter(g, node, grad, indices, shape, kernel, stride, padding, dilation,

@@ -133,19 +133,17 @@ class Step:
         src = os.path.join(self.work_dir, f"{name}.mlir")
         with open(src, "w") as f:
             f.write(header(name, "joint", ["act.compile"]) + ex.joint())
-        params = dict(self.module.named_parameters())
-        # (Frozen parameters are arguments among the buffers: Traced.)
-        buffers = {**dict(self.module.named_buffers()),
-                   **{n: p for n, p in self.module.named_parameters() if not p.requires_grad}}
+        # The module's own tensors, in the step's argument order (frozen
+        # parameters among the buffers: Traced).
         layout = {
-            "params": [params[n] for n in traced.param_names],
+            "params": list(traced.params),
             # (Their .grad stays None, as in eager autograd: optimizers
             # skip them, weight decay and momentum included.)
             "without_gradient": set(traced.without_gradient()),
-            "buffers": [buffers[n] for n in traced.buffer_names],
+            "buffers": list(traced.buffers),
             "constants": [traced.constants[k].numpy() for k in traced.large_constants],
             "has_dropout": traced.has_dropout,
-            "updated": [buffers[traced.buffer_names[i]] for i, _ in ex.updated],
+            "updated": [traced.buffers[i] for i, _ in ex.updated],
             "records": list(traced.record_names),
         }
         self._exports[shapes] = (name, src, layout)

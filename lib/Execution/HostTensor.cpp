@@ -54,6 +54,10 @@ const char *mlir::act::getNpyDescr(ElementKind kind) {
 }
 
 std::optional<ElementKind> mlir::act::getKindOfNpyDescr(llvm::StringRef descr) {
+  // uint8 arrays (images) are read as their bytes: the step's i8 argument
+  // is signless, and the exporter's steps zero-extend it where they read it.
+  if (descr == "|u1")
+    return ElementKind::I8;
   for (ElementKind kind : kAllKinds)
     if (descr == getNpyDescr(kind))
       return kind;

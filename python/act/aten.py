@@ -1153,10 +1153,12 @@ FLOAT_TYPES = ("f32", "f64", "f16", "bf16")
 
 def node_dtype(node):
     """The MLIR element type PyTorch says `node` (its first output) has."""
-    from .export import mlir_dtype
+    from .export import WIDENED, mlir_dtype
     tm = node.meta.get("tensor_meta")
     if tm is not None and not hasattr(tm, "dtype"):
         tm = tm[0]  # a multi-output op
+    if tm is not None and tm.dtype in WIDENED:
+        return WIDENED[tm.dtype][1]  # uint8 values, widened where the step read them
     return mlir_dtype(tm.dtype) if tm is not None else "f32"
 
 

@@ -166,6 +166,8 @@ class CompiledStep:
             if hasattr(a, "numpy"):  # a torch tensor: its memory, no copy
                 a = a.detach().numpy()
             a = np.asarray(a)
+            if a.dtype == np.uint8 and dtype == np.int8:
+                a = a.view(np.int8)  # uint8 data as its bytes (the step widens it)
             if a.dtype != dtype:
                 raise ActError(f"argument {i} is {a.dtype}, the step takes {dtype}")
             if not a.flags["C_CONTIGUOUS"]:

@@ -50,6 +50,23 @@ VIEW_OPS = {
 }
 
 DTYPES = {torch.float32: "f32", torch.int64: "i64", torch.int32: "i32", torch.bool: "i1"}
+# uint8 data (images, Atari frames, token bytes) crosses the step's boundary
+# as its bytes (i8) and is widened to i32 (zero-extended) where the step
+# reads it: every op reading it then computes what it computes on uint8, as
+# long as no op produces new uint8 values (wrapping arithmetic): only the
+# value-preserving ops below may have uint8 results (checked at tracing).
+WIDENED = {torch.uint8: ("i8", "i32")}
+UINT8_PRESERVING = {
+    "aten.view.default", "aten._unsafe_view.default", "aten._reshape_alias.default",
+    "aten.reshape.default", "aten.permute.default", "aten.transpose.int", "aten.t.default",
+    "aten.slice.Tensor", "aten.select.int", "aten.expand.default", "aten.unsqueeze.default",
+    "aten.squeeze.dim", "aten.squeeze.default", "aten.clone.default", "aten.alias.default",
+    "aten.cat.default", "aten.stack.default", "aten.flip.default", "aten.roll.default",
+    "aten.index.Tensor", "aten.gather.default", "aten.index_select.default",
+    "aten.detach.default", "aten.split.Tensor", "aten.split_with_sizes.default",
+    "aten.unbind.int", "aten.repeat.default", "aten.lift_fresh_copy.default",
+    "aten.rot90.default", "aten._to_copy.default", "aten.contiguous.default",
+}
 
 # Ops act lowers itself (act.aten) although PyTorch has a decomposition for
 # them: ATen's own kernels' formulas, fewer and larger ops, or a decomposition
@@ -458,19 +475,28 @@ def reference_precision(dtype):
     """For the float64 reference: floats the model makes itself
     (`mask.float()`, `torch.zeros(n)`, `torch.arange(n, dtype=...)` left
     to the default) in float64 too, so a model that casts to float32
-    explicitly still runs in one precision (a float32 matmul operand
+    explicitly (`.float()`, `.to(torch.float32)`) still runs in one precision (a float32 matmul operand
     against float64 weights fails)."""
     if dtype != torch.float64:
         yield
         return
-    default, to_float = torch.get_default_dtype(), torch.Tensor.float
+    default, to_float, to = torch.get_default_dtype(), torch.Tensor.float, torch.Tensor.to
+    wider = {torch.float32: torch.float64}
+
+    def to_wider(self, *args, **kwargs):  # x.to(torch.float32), x.to(dtype=...)
+        args = [wider.get(a, a) if isinstance(a, torch.dtype) else a for a in args]
+        if "dtype" in kwargs:
+            kwargs["dtype"] = wider.get(kwargs["dtype"], kwargs["dtype"])
+        return to(self, *args, **kwargs)
     torch.set_default_dtype(torch.float64)
     torch.Tensor.float = lambda self, *args, **kwargs: to_float(self, *args, **kwargs).double()
+    torch.Tensor.to = to_wider
     try:
         yield
     finally:
         torch.set_default_dtype(default)
         torch.Tensor.float = to_float
+        torch.Tensor.to = to
 
 
 @contextlib.contextmanager
@@ -712,6 +738,11 @@ def check_classification(out, targets, concrete=False):
                           f"{int(targets.min())}..{int(targets.max())}")
 
 
+def argument_dtype(t):
+    """The element type of a step argument holding a tensor of dtype t."""
+    return WIDENED[t][0] if t in WIDENED else mlir_dtype(t)
+
+
 def mlir_dtype(t):
     if t not in DTYPES:
         raise ExportError(f"tensors of dtype {t} are not supported")
@@ -855,6 +886,7 @@ class Traced:
         nstate = len(self.params) + len(self.buffers)
         self.placeholder_args = list(range(nstate)) + list(
             range(len(self.args) - self.n_data, len(self.args)))
+        self._check_widened()
         fw_out = self._output(self.forward)
         nrec = len(self.record_names)
         self.loss_node, self.saved = fw_out[0], list(fw_out[1 + nrec:])
@@ -881,6 +913,21 @@ class Traced:
     @staticmethod
     def _output(gm):
         return [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
+
+    def _check_widened(self):
+        """uint8 data is widened to i32 where the step reads it; that is
+        exact only while no op computes new uint8 values (PyTorch wraps
+        them modulo 256)."""
+        for gm in (self.forward, self.backward):
+            for n in gm.graph.nodes:
+                tm = n.meta.get("tensor_meta")
+                if (n.op == "call_function" and getattr(tm, "dtype", None) in WIDENED
+                        and str(n.target) not in UINT8_PRESERVING):
+                    raise ExportError(
+                        f"'{n.target}' (node '{n.name}') computes {tm.dtype} values, which "
+                        f"act does not support (it reads {tm.dtype} data widened to int32, "
+                        f"exact for conversions, comparisons and views); convert the "
+                        f"tensor first, e.g. x.float() or x.long()")
 
     def without_gradient(self):
         """Indices of the parameters the loss does not read (eager autograd
@@ -1070,7 +1117,7 @@ class Exporter:
         # SSA names after the arguments' names (parameters prefixed p_).
         nparams = len(self.t.params)
         names = ["p_" + n for n in self.t.param_names] + self.t.arg_names[nparams:]
-        args = [V(g.fresh(nm), a.shape, mlir_dtype(a.dtype)) for nm, a in zip(names, self.t.args)]
+        args = [V(g.fresh(nm), a.shape, argument_dtype(a.dtype)) for nm, a in zip(names, self.t.args)]
         if self.t.has_dropout:
             g.dropout_seed = args[self.t.arg_names.index("dropout_seed")]
         # Constants: large ones read their argument, small ones are inlined.
@@ -1127,7 +1174,14 @@ class Exporter:
         g = Graph()
         args = self._arguments(g)
         fw = Lowerer(g, "forward", self.constants)
-        fw.env.update(zip(self.t.fw_placeholders, [args[i] for i in self.t.placeholder_args]))
+        values = []
+        for i in self.t.placeholder_args:
+            a, t = args[i], self.t.args[i].dtype
+            if t in WIDENED:  # uint8: zero-extended where the step reads it
+                a = g.ew([a], lambda b, u: b.cast("arith.extui", u, a.dtype, WIDENED[t][1]),
+                         out_dtype=WIDENED[t][1], hint="widened")
+            values.append(a)
+        fw.env.update(zip(self.t.fw_placeholders, values))
         fw.run(self.t.forward.graph.nodes)
         return g, args, fw
 
@@ -1244,7 +1298,7 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
         np.save(os.path.join(ref_dir, f"grad_{i}.npy"), gr.numpy())
     manifest = {
         "model": name, "batch": batch, "seed": seed, "files": files,
-        "arguments": [{"name": nm, "shape": list(a.shape), "dtype": mlir_dtype(a.dtype)}
+        "arguments": [{"name": nm, "shape": list(a.shape), "dtype": argument_dtype(a.dtype)}
                       for nm, a in zip(arg_names, traced.args)],
         "inputs": inputs,
         "batches": extra,

@@ -182,6 +182,14 @@ BAD_MODELS = {
                 "    return m, torch.randint(0, 10, (batch, 3)), torch.randint(0, 3, (batch,))\n",
                 "nn.Embedding(max_norm=...) renormalizes rows of its weight in place during the "
                 "forward"),
+    "uint8math": ("def make(batch):\n    m = nn.Linear(4, 3)\n"
+                  "    class M(nn.Module):\n"
+                  "        def __init__(self):\n            super().__init__(); self.m = m\n"
+                  "        def forward(self, x):\n            return self.m((x + 10).float())\n"
+                  "    return M(), torch.randint(0, 256, (batch, 4), dtype=torch.uint8), "
+                  "torch.randint(0, 3, (batch,))\n",
+                  "'aten.add.Tensor' (node 'add') computes torch.uint8 values, which act does "
+                  "not support"),
     "badtarget": ("def make(batch):\n    return nn.Linear(4, 3), torch.randn(batch, 4), "
                   "torch.full((batch,), 7)\n",
                   "targets must be class indices in [0, 3) for the model's 3 outputs; "
@@ -402,6 +410,32 @@ def test_int32_indices_float_casts_and_rot90(tmp_path):
         "def make(batch):\n"
         "    tokens = torch.randint(0, 7, (batch, 4), dtype=torch.int32)\n"
         "    return M(), (tokens, torch.randn(batch, 1, 5, 6)), torch.randint(0, 3, (batch,))\n"))
+    assert max(errors) <= EXACT_TOL
+
+
+def test_uint8_data(tmp_path):
+    """uint8 images and masks, as users feed them: an HWC frame permuted,
+    compared (`x > 200`), converted with `.to(torch.float32)` and scaled
+    inside the model, and uint8 class masks the loss converts with
+    `.long()`. The step takes the bytes (the npy files are uint8) and
+    zero-extends them where it reads them; values above 127 are most of the
+    data here, so a sign-extension would be far off."""
+    errors, manifest = user_model_errors(tmp_path, "bytes", batch=3, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.c = nn.Conv2d(3, 4, 3, padding=1)\n"
+        "    def forward(self, x):\n"
+        "        x = x.permute(0, 3, 1, 2)\n"
+        "        bright = (x > 200).float().mean(dim=(1, 2, 3), keepdim=True)\n"
+        "        return self.c(x.to(torch.float32).div(255) - 0.5) * (1 + bright)\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(1)\n"
+        "    x = torch.randint(0, 256, (batch, 6, 5, 3), dtype=torch.uint8, generator=g)\n"
+        "    y = torch.randint(0, 4, (batch, 6, 5), dtype=torch.uint8, generator=g)\n"
+        "    return M(), x, y, lambda out, y: F.cross_entropy(out, y.long())\n"))
+    assert [a["dtype"] for a in manifest["arguments"][-2:]] == ["i8", "i8"]
     assert max(errors) <= EXACT_TOL
 
 

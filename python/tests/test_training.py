@@ -571,3 +571,32 @@ def test_data_parallel_two_processes_train_like_one():
     print(f"data-parallel digits-mlp: none {100 * acc_two:.2f} % (one process "
           f"{100 * acc_one:.2f} %), 4-bit {100 * acc_4bit:.2f} %")
     assert info["processes"] == 2 and acc_4bit > 0.9
+
+
+def test_uint8_frames_follow_eager(tmp_path):
+    """A DQN-style network on uint8 frames scaled inside the model
+    (`x.float() / 255`): act.compile passes the frames' bytes to the step
+    (no copy, no widening in Python) and the step zero-extends them."""
+    class Q(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c, self.l = nn.Conv2d(2, 4, 3, stride=2), nn.Linear(4 * 3 * 3, 3)
+
+        def forward(self, x):
+            return self.l(F.relu(self.c(x.float() / 255.0)).flatten(1))
+
+    torch.manual_seed(0)
+    model = Q()
+    eager = copy.deepcopy(model)
+    step = act.compile(model, F.smooth_l1_loss, work_dir=str(tmp_path))
+    for _ in range(2):
+        x = torch.randint(0, 256, (5, 2, 7, 7), dtype=torch.uint8)
+        y = torch.randn(5, 3)
+        model.zero_grad(set_to_none=True)
+        eager.zero_grad(set_to_none=True)
+        loss = step(x, y)
+        expected = F.smooth_l1_loss(eager(x), y)
+        expected.backward()
+        assert abs(float(loss) - float(expected)) <= 1e-5
+        for p, q in zip(model.parameters(), eager.parameters()):
+            assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-6)

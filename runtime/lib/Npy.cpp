@@ -23,7 +23,7 @@ unsigned NpyArray::elementBytes() const {
 
 static bool knownDescr(const std::string &d) {
   return d == "<f4" || d == "<f8" || d == "<i8" || d == "<i4" || d == "<i2" ||
-         d == "|i1" || d == "|b1";
+         d == "|i1" || d == "|u1" || d == "|b1";
 }
 
 /// True if some dimension is 0 (no elements, whatever the others).
@@ -219,7 +219,7 @@ bool act::rt::readNpy(const std::string &path, NpyArray &array,
   }
   if (!knownDescr(descr)) {
     error = "'" + path + "': unsupported dtype '" + descr +
-            "' (act reads <f4, <f8, <i8, <i4, <i2, |i1, |b1)";
+            "' (act reads <f4, <f8, <i8, <i4, <i2, |i1, |u1, |b1)";
     return false;
   }
   if (fortran) {

@@ -1536,6 +1536,17 @@ def arange(g, node, *args, **kwargs):
     return g.generic((n,), [], body, out_dtype=out, hint=node.name)
 
 
+@lowering("aten.eye.default", "aten.eye.m")
+def eye(g, node, *args, **kwargs):
+    """torch.eye(n[, m]): ones where the row and column are equal."""
+    out = node_dtype(node)
+
+    def body(b, o):
+        on = b.cmpi("eq", b.index(0), b.index(1), "index")
+        return b.select(on, b.c(1, out), b.c(0, out), ty=out)
+    return g.generic(meta_shape(node), [], body, out_dtype=out, hint=node.name)
+
+
 def _tri(upper):
     def lower(g, node, x, diagonal=0):
         r, c = x.rank - 2, x.rank - 1
@@ -1789,6 +1800,12 @@ def index(g, node, x, indices):
     together; the indexed dims are adjacent or the first (PyTorch's rule:
     the result's indexed block sits where the first index was, if adjacent)."""
     pos = [k for k, i in enumerate(indices) if i is not None]
+    # x[mask] keeps the elements where the mask is set: how many depends on
+    # the data, but the trace fixed the count of the example batch.
+    require(all(indices[k].dtype != "i1" for k in pos), node,
+            "indexing with a boolean mask, x[mask] (the result's shape depends on the data; "
+            "write the masked computation with the mask as a factor, e.g. "
+            "((o - y) ** 2 * m).sum() / m.sum() for F.mse_loss(o[m], y[m]))")
     require(pos == list(range(pos[0], pos[-1] + 1)), node, "non-adjacent index tensors")
     from .mlir import broadcast_shape
     ishape = broadcast_shape([indices[k].shape for k in pos])
@@ -1824,6 +1841,8 @@ def index_put(g, node, x, indices, values, accumulate=False, *args):
     looks through all index positions (a reduction over them), so repeated
     indices accumulate in a fixed order."""
     pos = [k for k, i in enumerate(indices) if i is not None]
+    if any(indices[k].dtype == "i1" for k in pos):
+        return _masked_put(g, node, x, pos, indices[pos[0]], values, accumulate)
     require(pos == list(range(pos[0], pos[0] + len(pos))), node, "non-adjacent index tensors")
     from .mlir import broadcast_shape
     ishape = broadcast_shape([indices[k].shape for k in pos])
@@ -1858,6 +1877,32 @@ def index_put(g, node, x, indices, values, accumulate=False, *args):
     return g.generic(x.shape, ins, body, out_dtype=x.dtype,
                      iterators=["parallel"] * x.rank + ["reduction"] * r,
                      out_exprs=dims(x.rank), init=init, hint=node.name)
+
+
+def _masked_put(g, node, x, pos, mask, values, accumulate):
+    """x[mask] = values (+= with accumulate), `mask` a boolean tensor over
+    x's dims from pos[0] on: an elementwise select, as long as the values do
+    not depend on how many elements the mask selects (one value, or one per
+    element of x's dims after the mask's, broadcast over the selected ones)."""
+    lead = pos[0]
+    require(len(pos) == 1 and tuple(mask.shape) == tuple(x.shape[lead:lead + mask.rank]), node,
+            "a boolean mask with other index tensors, or not of the indexed dims' shape,")
+    tail = x.rank - lead - mask.rank
+    if isinstance(values, V) and values.numel == 1 and values.rank:
+        values = g.reshape(values, ())
+    require(not isinstance(values, V) or values.rank <= tail, node,
+            "x[mask] = values with one value per selected element (their count depends on the "
+            "data; write it as torch.where(mask, values, x) with values of x's shape)")
+    operands = [x, (mask, list(range(lead, lead + mask.rank))), values]
+
+    def body(b, o, m, v):
+        v = convert(b, v, values.dtype, x.dtype) if isinstance(values, V) else v
+        return b.select(m, arith(b, "add", o, v, x.dtype) if accumulate else v, o, ty=x.dtype)
+    if not isinstance(values, V):
+        operands.pop()
+        return g.ew(operands, lambda b, o, m: body(b, o, m, b.c(values, x.dtype)),
+                    out_dtype=x.dtype, hint=node.name)
+    return g.ew(operands, body, out_dtype=x.dtype, hint=node.name)
 
 
 @lowering("aten.slice_scatter.default")

@@ -190,6 +190,11 @@ BAD_MODELS = {
                   "torch.randint(0, 3, (batch,))\n",
                   "'aten.add.Tensor' (node 'add') computes torch.uint8 values, which act does "
                   "not support"),
+    "boolindex": ("def make(batch):\n    m = nn.Linear(4, 3)\n"
+                  "    def loss(o, y):\n        k = y > 0\n        return ((o[k] - y[k]) ** 2).mean()\n"
+                  "    return m, torch.randn(batch, 4), torch.randn(batch, 3), loss\n",
+                  "indexing with a boolean mask, x[mask] (the result's shape depends on the data; "
+                  "write the masked computation with the mask as a factor"),
     "badtarget": ("def make(batch):\n    return nn.Linear(4, 3), torch.randn(batch, 4), "
                   "torch.full((batch,), 7)\n",
                   "targets must be class indices in [0, 3) for the model's 3 outputs; "
@@ -410,6 +415,31 @@ def test_int32_indices_float_casts_and_rot90(tmp_path):
         "def make(batch):\n"
         "    tokens = torch.randint(0, 7, (batch, 4), dtype=torch.int32)\n"
         "    return M(), (tokens, torch.randn(batch, 1, 5, 6)), torch.randint(0, 3, (batch,))\n"))
+    assert max(errors) <= EXACT_TOL
+
+
+def test_boolean_mask_assignment_and_eye(tmp_path):
+    """`h[mask] = value` (a functional index_put with a boolean index) was
+    lowered as if the mask were integer positions: 1.02 off, silently. It
+    is a select now: a mask over the leading dims with a value per element
+    of the dims after it, a mask over a middle dim, a mask of the whole
+    shape; and torch.eye (NT-Xent's diagonal mask) was unsupported."""
+    errors, _ = user_model_errors(tmp_path, "masks", batch=3, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.l = nn.Linear(6, 12)\n"
+        "    def forward(self, x):\n"
+        "        h = self.l(x).view(-1, 2, 2, 3).clone()\n"
+        "        h[x[:, :2] > 0] = torch.tensor([0.5, -1.0, 2.0])\n"
+        "        h[:, x[0, :2] > 0] = 5.0\n"
+        "        h[h > 1] = torch.tensor(1.0)\n"
+        "        s = h.flatten(1) @ h.flatten(1).t()\n"
+        "        return s.masked_fill(torch.eye(x.shape[0], dtype=torch.bool), -9.0)\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(0)\n"
+        "    return M(), torch.randn(batch, 6, generator=g), torch.arange(batch)\n"))
     assert max(errors) <= EXACT_TOL
 
 

@@ -11,6 +11,9 @@ gradient oracle (python/tests).
 import itertools
 import math
 
+import numpy as np
+import torch
+
 from .mlir import V, dims
 
 LOWERINGS = {}
@@ -2235,34 +2238,102 @@ def repeat(g, node, x, repeats):
     return g.generic(shape, [(x, exprs)], lambda b, u, o: u, out_dtype=x.dtype, hint=node.name)
 
 
-def _nearest_factors(node, x, out_hw):
-    (h, w), (oh, ow) = x.shape[-2:], out_hw
-    require(oh % h == 0 and ow % w == 0, node,
-            f"nearest upsampling from {h}x{w} to {oh}x{ow} (only integer factors)")
-    return oh // h, ow // w
+def _nearest_sources(n_in, n_out, scale):
+    """ATen's nearest source index of each output position along one dim
+    (nearest_idx: the same position, i // 2 for twice the size, else
+    min(floor(i * s), n_in - 1) in float32, s = 1 / scale_factor when one
+    was given, n_in / n_out otherwise)."""
+    i = np.arange(n_out)
+    if n_out == n_in:
+        return i
+    if n_out == 2 * n_in:
+        return i >> 1
+    s = np.float32(1.0 / scale) if scale and scale > 0 else np.float32(n_in) / np.float32(n_out)
+    return np.minimum(np.floor(i.astype(np.float32) * s).astype(np.int64), n_in - 1)
+
+
+def _nearest_scales(args):
+    """The scale factors of upsample_nearest2d's .vec (output_size,
+    scale_factors) or .default (output_size, scales_h, scales_w) form."""
+    if len(args) >= 2 and isinstance(args[1], (list, tuple)):
+        return list(args[1])
+    if len(args) >= 2:
+        return list(args[1:3]) + [None] * (3 - len(args))
+    return [None, None]
+
+
+def _index_table(g, values, hint):
+    """A small i64 constant tensor of `values` (per-position tables)."""
+    from .export import dense_constant
+    return dense_constant(g, torch.tensor(np.asarray(values), dtype=torch.int64), hint)
 
 
 @lowering("aten.upsample_nearest2d.vec", "aten.upsample_nearest2d.default")
 def upsample_nearest2d(g, node, x, *args):
     shape = meta_shape(node)
-    f0, f1 = _nearest_factors(node, x, shape[-2:])
-    lead = [f"d{k}" for k in range(x.rank - 2)]
+    (h, w), (oh, ow) = x.shape[-2:], shape[-2:]
     r = x.rank
-    return g.generic(shape, [(x, lead + [f"d{r - 2} floordiv {f0}", f"d{r - 1} floordiv {f1}"])],
-                     lambda b, u, o: u, out_dtype=x.dtype, hint=node.name)
+    lead = [f"d{k}" for k in range(r - 2)]
+    sh, sw = _nearest_scales(args)
+    src_h, src_w = _nearest_sources(h, oh, sh), _nearest_sources(w, ow, sw)
+    if oh % h == 0 and ow % w == 0 and (src_h == np.arange(oh) // (oh // h)).all() and (
+            src_w == np.arange(ow) // (ow // w)).all():
+        f0, f1 = oh // h, ow // w
+        return g.generic(shape, [(x, lead + [f"d{r - 2} floordiv {f0}", f"d{r - 1} floordiv {f1}"])],
+                         lambda b, u, o: u, out_dtype=x.dtype, hint=node.name)
+    # Other sizes: the source of each row and column from a table.
+    th, tw = _index_table(g, src_h, "nearest_rows"), _index_table(g, src_w, "nearest_cols")
+
+    def body(b, i, j, o):
+        ivs = [b.index(k) for k in range(r - 2)] + [b.cast("arith.index_cast", i, "i64", "index"), b.cast("arith.index_cast", j, "i64", "index")]
+        return b.line("t", f"tensor.extract {x.name}[{', '.join(ivs)}] : {x.type}")
+    return g.generic(shape, [(th, [f"d{r - 2}"]), (tw, [f"d{r - 1}"])], body,
+                     out_dtype=x.dtype, hint=node.name)
 
 
 @lowering("aten.upsample_nearest2d_backward.vec", "aten.upsample_nearest2d_backward.default")
 def upsample_nearest2d_backward(g, node, grad, output_size, input_size, *args):
     shape = tuple(input_size)
-    f0, f1 = grad.shape[-2] // shape[-2], grad.shape[-1] // shape[-1]
+    (h, w), (oh, ow) = shape[-2:], grad.shape[-2:]
     r = len(shape)
-    block = g.empty((f0, f1))
     lead = [f"d{k}" for k in range(r - 2)]
-    return g.generic(shape, [(grad, lead + [f"d{r - 2} * {f0} + d{r}", f"d{r - 1} * {f1} + d{r + 1}"]),
-                             (block, [f"d{r}", f"d{r + 1}"])],
-                     lambda b, u, _w, o: b.add(o, u), iterators=["parallel"] * r + ["reduction"] * 2,
-                     out_exprs=dims(r), init=g.fill(shape, 0.0), hint=node.name)
+    scales = list(args[0]) if args and isinstance(args[0], (list, tuple)) else (
+        list(args[:2]) + [None, None])[:2]
+    src_h, src_w = _nearest_sources(h, oh, scales[0]), _nearest_sources(w, ow, scales[1])
+    if oh % h == 0 and ow % w == 0 and (src_h == np.arange(oh) // (oh // h)).all() and (
+            src_w == np.arange(ow) // (ow // w)).all():
+        f0, f1 = oh // h, ow // w
+        block = g.empty((f0, f1))
+        return g.generic(shape, [(grad, lead + [f"d{r - 2} * {f0} + d{r}", f"d{r - 1} * {f1} + d{r + 1}"]),
+                                 (block, [f"d{r}", f"d{r + 1}"])],
+                         lambda b, u, _w, o: b.add(o, u), iterators=["parallel"] * r + ["reduction"] * 2,
+                         out_exprs=dims(r), init=g.fill(shape, 0.0), hint=node.name)
+    # Other sizes: the outputs that read input row y are a run starting at
+    # first_h[y] of count_h[y] (sources never decrease); sum over the
+    # longest run, masked.
+    first_h, count_h = np.searchsorted(src_h, np.arange(h)), np.bincount(src_h, minlength=h)
+    first_w, count_w = np.searchsorted(src_w, np.arange(w)), np.bincount(src_w, minlength=w)
+    kh, kw = max(1, int(count_h.max())), max(1, int(count_w.max()))
+    tables = [_index_table(g, t, n) for t, n in ((first_h, "first_rows"), (count_h, "count_rows"),
+                                                  (first_w, "first_cols"), (count_w, "count_cols"))]
+    block = g.empty((kh, kw))
+
+    def body(b, fh, ch, fw, cw, _w, o):
+        a, c = b.index(r), b.index(r + 1)
+        ok = b.andi(b.cmpi("slt", a, b.cast("arith.index_cast", ch, "i64", "index"), "index"),
+                    b.cmpi("slt", c, b.cast("arith.index_cast", cw, "i64", "index"), "index"))
+        i = b.op("arith.minsi", b.op("arith.addi", b.cast("arith.index_cast", fh, "i64", "index"), a, ty="index"),
+                 b.c(oh - 1, "index"), ty="index")
+        j = b.op("arith.minsi", b.op("arith.addi", b.cast("arith.index_cast", fw, "i64", "index"), c, ty="index"),
+                 b.c(ow - 1, "index"), ty="index")
+        ivs = [b.index(k) for k in range(r - 2)] + [i, j]
+        v = b.line("t", f"tensor.extract {grad.name}[{', '.join(ivs)}] : {grad.type}")
+        return b.add(o, b.select(ok, v, b.c(0.0)))
+    return g.generic(shape, [(tables[0], [f"d{r - 2}"]), (tables[1], [f"d{r - 2}"]),
+                             (tables[2], [f"d{r - 1}"]), (tables[3], [f"d{r - 1}"]),
+                             (block, [f"d{r}", f"d{r + 1}"])], body,
+                     iterators=["parallel"] * r + ["reduction"] * 2, out_exprs=dims(r),
+                     init=g.fill(shape, 0.0), hint=node.name)
 
 
 @lowering("aten.adaptive_max_pool2d.default")
@@ -2545,6 +2616,63 @@ def _scan(op, identity):
 
 LOWERINGS["aten.cumsum.default"] = _scan("add", 0)
 LOWERINGS["aten.cumprod.default"] = _scan("mul", 1)
+
+
+def _cumulative_extreme(pred):
+    def lower(g, node, x, dim):
+        """cummax / cummin: the running extreme along dim and its index, the
+        later one on ties and any NaN taken, as ATen's cummax_helper (a
+        reduction over k <= i, in order)."""
+        dim %= max(x.rank, 1)
+        n = x.rank
+        exprs = [f"d{n}" if k == dim else f"d{k}" for k in range(n)]
+
+        def body(b, u, o, a):
+            nan_u = b.cmpf("uno", u, u)
+            nan_o = b.cmpf("uno", o, o)
+            better = b.cmpf(pred, u, o)
+            take = b.op("arith.ori", nan_u, b.andi(b.op("arith.xori", nan_o, b.c(True, "i1"), ty="i1"),
+                                                 better), ty="i1")
+            take = b.andi(take, b.cmpi("ule", b.index(n), b.index(dim), "index"))
+            k = b.index_cast(b.index(n), "i64")
+            return [b.select(take, u, o), b.select(take, k, a, ty="i64")]
+        start = -math.inf if pred == "oge" else math.inf
+        return tuple(g.generic_multi(
+            [x.shape] * 2, ["f32", "i64"], [(x, exprs)], body,
+            ["parallel"] * n + ["reduction"], [dims(n)] * 2,
+            [g.fill(x.shape, start), g.fill(x.shape, 0, "i64")], hint=node.name))
+    return lower
+
+
+LOWERINGS["aten.cummax.default"] = _cumulative_extreme("oge")
+LOWERINGS["aten.cummin.default"] = _cumulative_extreme("ole")
+
+
+@lowering("aten.logcumsumexp.default")
+def logcumsumexp(g, node, x, dim):
+    """out[.., i, ..] = log(sum over k <= i of exp(x[.., k, ..])), as _scan
+    does cumsum (a masked reduction in f64), each step
+    log(e^o + e^v) = max + log1p(exp(min - max)); -inf while both are."""
+    dim %= max(x.rank, 1)
+    n = x.rank
+    exprs = [f"d{n}" if k == dim else f"d{k}" for k in range(n)]
+
+    def body(b, u, o):
+        v = convert(b, u, x.dtype, "f64")
+        hi = b.op("arith.maximumf", o, v, ty="f64")
+        lo = b.op("arith.minimumf", o, v, ty="f64")
+        diff = b.op("arith.subf", lo, hi, ty="f64")
+        added = b.op("arith.addf", hi, b.op("math.log1p", b.op("math.exp", diff, ty="f64"), ty="f64"),
+                     ty="f64")
+        empty = b.line("p", f"arith.cmpf oeq, {hi}, {b.c(-math.inf, 'f64')} : f64")
+        both = b.select(empty, hi, added, ty="f64")
+        hit = b.cmpi("ule", b.index(n), b.index(dim), "index")
+        return b.select(hit, both, o, ty="f64")
+    total = g.generic(x.shape, [(x, exprs)], body, out_dtype="f64",
+                      iterators=["parallel"] * n + ["reduction"], out_exprs=dims(n),
+                      init=g.fill(x.shape, -math.inf, "f64"), hint=node.name + "_acc")
+    out = node_dtype(node)
+    return typed_ew(g, node, [total], lambda b, u: u, out, out)
 
 
 @lowering("aten.diagonal.default")

@@ -62,14 +62,23 @@ def is_float(dtype):
     return dtype.startswith("f") or dtype.startswith("bf")
 
 
+SPECIAL_BITS = {  # -inf, +inf, NaN
+    "f32": ("0xFF800000", "0x7F800000", "0x7FC00000"),
+    "f64": ("0xFFF0000000000000", "0x7FF0000000000000", "0x7FF8000000000000"),
+    "f16": ("0xFC00", "0x7C00", "0x7E00"),
+    "bf16": ("0xFF80", "0x7F80", "0x7FC0"),
+}
+
+
 def scalar_literal(value, dtype):
     if is_float(dtype):
         value = float(value)
-        if math.isinf(value):
-            return "0xFF800000" if value < 0 else "0x7F800000"
-        if math.isnan(value):
-            return "0x7FC00000"
-        return f"{value:.9e}"
+        if math.isinf(value) or math.isnan(value):
+            # Bit patterns of the type's own width (an f32 pattern given to
+            # an f64 constant is a tiny subnormal, not an infinity).
+            neg, pos, nan = SPECIAL_BITS[dtype]
+            return nan if math.isnan(value) else (neg if value < 0 else pos)
+        return f"{value:.17e}" if dtype == "f64" else f"{value:.9e}"
     if dtype == "i1":
         return "1" if value else "0"  # `true : i1` does not parse
     return str(int(value))

@@ -443,6 +443,39 @@ def test_boolean_mask_assignment_and_eye(tmp_path):
     assert max(errors) <= EXACT_TOL
 
 
+def test_scans_and_nearest_resizing(tmp_path):
+    """Ops ordinary models use that were unsupported: nearest resizing by
+    non-integer factors and down (ATen's float32 source index, both the
+    scale_factor and size forms), logcumsumexp (its backward runs it on
+    -FLT_MAX fills; a masked -inf logit here too, which also checks f64
+    infinities: they were printed as f32 bit patterns, a tiny subnormal),
+    cummax and cummin (the later index on ties, as ATen)."""
+    errors, _ = user_model_errors(tmp_path, "scans", batch=3, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.c, self.l = nn.Conv2d(2, 3, 3, padding=1), nn.Linear(6, 6)\n"
+        "    def forward(self, x, v):\n"
+        "        h = self.c(x)\n"
+        "        ups = [F.interpolate(h, scale_factor=1.5, mode='nearest'),\n"
+        "               F.interpolate(h, size=(9, 11), mode='nearest'),\n"
+        "               F.interpolate(h, scale_factor=1.3, mode='nearest'),\n"
+        "               F.interpolate(h, size=(4, 3), mode='nearest')]\n"
+        "        u = torch.cat([p.flatten(1) for p in ups], 1).sum(1, keepdim=True)\n"
+        "        t = self.l(v)\n"
+        "        t = t.masked_fill(torch.arange(6) == 5, float('-inf'))\n"
+        "        s = torch.logcumsumexp(t, 1)[:, :5].sum(1, keepdim=True)\n"
+        "        r = torch.round(self.l(v) * 2) / 2  # ties for cummax / cummin\n"
+        "        m = torch.cummax(r + 0.1 * v, 1)[0] + torch.cummin(r, 0)[0]\n"
+        "        return u + s + m\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(0)\n"
+        "    x, v = torch.randn(batch, 2, 5, 5, generator=g), torch.randn(batch, 6, generator=g)\n"
+        "    return M(), (x, v), torch.randn(batch, 6, generator=g), lambda o, y: F.mse_loss(o, y)\n"))
+    assert max(errors) <= EXACT_TOL
+
+
 def test_uint8_data(tmp_path):
     """uint8 images and masks, as users feed them: an HWC frame permuted,
     compared (`x > 200`), converted with `.to(torch.float32)` and scaled

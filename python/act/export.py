@@ -322,6 +322,60 @@ def multi_margin_static(input, target, p=1, margin=1.0, weight=None, size_averag
     return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
 
 
+def ctc_loss_static(log_probs, targets, input_lengths, target_lengths, blank=0,
+                    reduction="mean", zero_infinity=False, _original=F.ctc_loss):
+    """F.ctc_loss (nn.CTCLoss) as Graves et al.'s forward recursion over the
+    blank-extended targets in log space, unrolled over the input's T steps
+    (ATen's _ctc_loss has no decomposition): each sample's lengths select
+    its alpha at t = input_length - 1 and its last two positions, so the
+    shapes stay static whatever the lengths; autograd gives the backward.
+    Unreachable states hold -1e30, not -inf, so that logsumexp over them
+    has a finite gradient (zero where it matters); a sample with no
+    alignment (input too short) gets inf, or 0 with zero_infinity, as ATen
+    (its gradient is 0 where ATen's is NaN).
+    Targets padded to (N, S); the concatenated 1-d form is refused."""
+    if log_probs.dim() == 2:  # unbatched (T, C), targets (S,)
+        log_probs, targets = log_probs.unsqueeze(1), targets.unsqueeze(0)
+        input_lengths = torch.as_tensor(input_lengths).reshape(1)
+        target_lengths = torch.as_tensor(target_lengths).reshape(1)
+    if targets.dim() != 2:
+        raise ExportError("F.ctc_loss with targets concatenated into one 1-d tensor: give them "
+                          "padded to (N, S) (the lengths say how much of each row counts)")
+    if reduction not in ("none", "mean", "sum"):
+        return _original(log_probs, targets, input_lengths, target_lengths, blank, reduction,
+                         zero_infinity)
+    steps, n, _ = log_probs.shape
+    width = 2 * targets.shape[1] + 1
+    labels = targets.long()
+    blanks = torch.full_like(labels, blank)
+    ext = torch.cat([torch.stack([blanks, labels], 2).reshape(n, width - 1), blanks[:, :1]], 1)
+    emit = log_probs.gather(2, ext.unsqueeze(0).expand(steps, n, width))
+    position = torch.arange(width)
+    # A label may follow the label two places back when they differ.
+    skip = (position % 2 == 1) & torch.cat(
+        [torch.zeros(n, 2, dtype=torch.bool), ext[:, 2:] != ext[:, :-2]], 1)
+    far = torch.full((n, width), -1e30, dtype=log_probs.dtype)
+    lengths = torch.as_tensor(input_lengths).long().reshape(n, 1)
+    alpha = torch.where(position < 2, emit[0], far)
+    final = torch.where(lengths == 1, alpha, far)
+    for t in range(1, steps):
+        one = torch.cat([far[:, :1], alpha[:, :-1]], 1)
+        two = torch.where(skip, torch.cat([far[:, :2], alpha[:, :-2]], 1), far)
+        alpha = torch.logsumexp(torch.stack([alpha, one, two]), 0) + emit[t]
+        final = torch.where(lengths == t + 1, alpha, final)
+    count = torch.as_tensor(target_lengths).long().reshape(n, 1)
+    last = final.gather(1, 2 * count).squeeze(1)
+    before = final.gather(1, (2 * count - 1).clamp(min=0)).squeeze(1)
+    before = torch.where(count.squeeze(1) > 0, before, far[:, 0])
+    loss = -torch.logsumexp(torch.stack([last, before]), 0)
+    impossible = loss > 1e29
+    loss = torch.where(impossible, torch.zeros_like(loss) if zero_infinity
+                       else torch.full_like(loss, math.inf), loss)
+    if reduction == "mean":
+        return (loss / count.squeeze(1).clamp(min=1).to(loss.dtype)).mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
 def local_response_norm_static(input, size, alpha=1e-4, beta=0.75, k=1.0,
                                _original=F.local_response_norm):
     """F.local_response_norm (nn.LocalResponseNorm) with its sum over a
@@ -420,7 +474,7 @@ def _replacements():
             "one_hot": one_hot_static, "embedding": embedding_traceable,
             "gaussian_nll_loss": gaussian_nll_static,
             "affine_grid": affine_grid_traceable, "grid_sample": grid_sample_traceable,
-            "multi_margin_loss": multi_margin_static,
+            "multi_margin_loss": multi_margin_static, "ctc_loss": ctc_loss_static,
             "local_response_norm": local_response_norm_static,
             "interpolate": interpolate_traceable}
 
@@ -450,7 +504,7 @@ def static_losses():
     indices (embedding_traceable), F.one_hot and F.gaussian_nll_loss without their data-dependent
     checks (one_hot_static, gaussian_nll_static), torch.distributions
     without argument validation (it reads values), F.affine_grid,
-    F.grid_sample, F.multi_margin_loss, F.local_response_norm and
+    F.grid_sample, F.multi_margin_loss, F.ctc_loss, F.local_response_norm and
     F.interpolate's bicubic mode written with ops act lowers."""
     # Each replacement keeps PyTorch's function as its `_original` default
     # where it falls back to it.

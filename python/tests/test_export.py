@@ -476,6 +476,64 @@ def test_scans_and_nearest_resizing(tmp_path):
     assert max(errors) <= EXACT_TOL
 
 
+def test_ctc_loss_matches_aten():
+    """ctc_loss_static (what the exporter traces for F.ctc_loss and
+    nn.CTCLoss) against ATen's CTC in float64: loss and gradient, every
+    reduction, with a repeated label, an empty target and a sample whose
+    input is too short to align (inf, or 0 with zero_infinity)."""
+    import torch
+    import torch.nn.functional as F
+    from act.export import ctc_loss_static
+    torch.manual_seed(0)
+    steps, n, classes, width = 12, 4, 6, 5
+    targets = torch.randint(1, classes, (n, width))
+    targets[1, 1] = targets[1, 0]
+    lengths, counts = torch.tensor([12, 10, 7, 2]), torch.tensor([5, 3, 0, 4])
+    for reduction in ("none", "mean", "sum"):
+        for zero_infinity in (False, True):
+            x = torch.randn(steps, n, classes, dtype=torch.float64, requires_grad=True)
+            results = []
+            for ctc in (F.ctc_loss, ctc_loss_static):
+                loss = ctc(x.log_softmax(2), targets, lengths, counts, reduction=reduction,
+                           zero_infinity=zero_infinity)
+                finite = torch.where(torch.isinf(loss), torch.zeros_like(loss), loss)
+                weights = torch.arange(1.0, 1.0 + finite.numel(), dtype=torch.float64)
+                grad, = torch.autograd.grad((finite.reshape(-1) * weights).sum(), x)
+                results.append((loss.detach(), grad))
+            (aten, aten_grad), (ours, our_grad) = results
+            assert torch.equal(torch.isinf(aten), torch.isinf(ours))
+            assert torch.allclose(aten, ours, rtol=1e-12, atol=1e-12), (reduction, aten, ours)
+            # ATen's gradient is NaN for an impossible sample without
+            # zero_infinity (for all of them after a reduction); act's is 0
+            # there, and equal elsewhere.
+            keep = ~torch.isnan(aten_grad)
+            assert not torch.isnan(our_grad).any()
+            assert keep.any() or torch.isinf(aten).any()
+            assert torch.allclose(aten_grad[keep], our_grad[keep], rtol=1e-10, atol=1e-12)
+
+
+def test_ctc_recognizer(tmp_path):
+    """A CRNN-style recognizer trained with nn.CTCLoss (unsupported before:
+    ATen's _ctc_loss): its lengths in the targets tuple."""
+    errors, _ = user_model_errors(tmp_path, "ctc", batch=3, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.c, self.r, self.o = nn.Conv1d(4, 8, 3, padding=1), nn.GRU(8, 8), nn.Linear(8, 5)\n"
+        "    def forward(self, x):\n"
+        "        h = F.relu(self.c(x)).permute(2, 0, 1)\n"
+        "        return self.o(self.r(h)[0]).log_softmax(2)\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(0)\n"
+        "    x = torch.randn(batch, 4, 9, generator=g)\n"
+        "    y = torch.randint(1, 5, (batch, 3), generator=g)\n"
+        "    lengths, counts = torch.tensor([9, 7, 8][:batch]), torch.tensor([3, 2, 1][:batch])\n"
+        "    ctc = nn.CTCLoss(blank=0)\n"
+        "    return M(), x, (y, lengths, counts), lambda lp, t: ctc(lp, t[0], t[1], t[2])\n"))
+    assert max(errors) <= EXACT_TOL
+
+
 def test_uint8_data(tmp_path):
     """uint8 images and masks, as users feed them: an HWC frame permuted,
     compared (`x > 200`), converted with `.to(torch.float32)` and scaled

@@ -899,6 +899,7 @@ class Traced:
         # Constant tensors the trace captured: small ones are arith.constants
         # of the step, large ones arguments (written with the inputs).
         self.constants = {}
+        self.external = {}  # name -> a parameter of another module (the live object)
         for gm in (self.forward, self.backward):
             for n in gm.graph.nodes:
                 if n.op == "get_attr":
@@ -912,8 +913,14 @@ class Traced:
                                           f"{getattr(value, 'dtype', type(value).__name__)} "
                                           f"constant act does not support")
                     self.constants.setdefault(n.target, value.detach().clone())
+                    if isinstance(value, torch.nn.Parameter):
+                        self.external.setdefault(n.target, value)
+        # Parameters of other modules the model or the loss reads (a GAN's
+        # discriminator in the generator's loss): arguments of the step
+        # whatever their size, so that act.compile reads their current
+        # values at every call (their optimizer moves them in place).
         self.large_constants = [k for k, v in self.constants.items()
-                                if v.numel() > MAX_INLINE_CONSTANT]
+                                if v.numel() > MAX_INLINE_CONSTANT or k in self.external]
         # A step with dropout or rand_like takes its seed (an i64 scalar)
         # before the inputs. The k-th rand_like of the step (forward, then
         # backward: eager's order) draws Philox stream k.

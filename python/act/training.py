@@ -37,6 +37,7 @@ import json
 import os
 import tempfile
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -129,6 +130,14 @@ class Step:
         name = f"step{len(self._exports)}"
         # Tracing leaves the module's buffers alone (it substitutes copies).
         traced = Traced(Workload(name, self.module, inputs, targets, self.loss_fn), self.seed)
+        if traced.external and not self._exports:
+            sizes = sorted({tuple(p.shape) for p in traced.external.values()})
+            warnings.warn(
+                f"act.compile: the step reads {len(traced.external)} parameters that are not the "
+                f"module's (shapes {', '.join(map(str, sizes[:4]))}{', ...' if len(sizes) > 4 else ''}"
+                f"; e.g. a discriminator in the loss): their current values are read at every "
+                f"call, but their gradients are not computed (eager autograd would add to their "
+                f".grad)", stacklevel=3)
         ex = Exporter(traced)
         src = os.path.join(self.work_dir, f"{name}.mlir")
         with open(src, "w") as f:
@@ -141,7 +150,9 @@ class Step:
             # skip them, weight decay and momentum included.)
             "without_gradient": set(traced.without_gradient()),
             "buffers": list(traced.buffers),
-            "constants": [traced.constants[k].numpy() for k in traced.large_constants],
+            # (Parameters of other modules, read at every call: live.)
+            "constants": [traced.external[k] if k in traced.external
+                          else traced.constants[k].numpy() for k in traced.large_constants],
             "has_dropout": traced.has_dropout,
             "updated": [traced.buffers[i] for i, _ in ex.updated],
             "records": list(traced.record_names),
@@ -276,7 +287,7 @@ class Step:
     @staticmethod
     def _arguments(layout, inputs, targets, call_seed):
         return ([p.detach() for p in layout["params"]] + [b.detach() for b in layout["buffers"]]
-                + layout["constants"]
+                + [c.detach() if isinstance(c, torch.Tensor) else c for c in layout["constants"]]
                 + ([np.array(call_seed, dtype=np.int64)] if layout["has_dropout"] else [])
                 + [t.detach() for t in tensors_of(inputs) + tensors_of(targets)])
 

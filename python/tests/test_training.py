@@ -600,3 +600,38 @@ def test_uint8_frames_follow_eager(tmp_path):
         assert abs(float(loss) - float(expected)) <= 1e-5
         for p, q in zip(model.parameters(), eager.parameters()):
             assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-6)
+
+
+def test_parameters_of_another_module_are_read_at_every_call(tmp_path):
+    """A GAN's generator step: the loss runs the discriminator, whose
+    optimizer moves its parameters in place between generator steps. They
+    were constants of the trace (the first call's discriminator, silently:
+    loss 0.793 against eager's 0.803 at the second step); they are
+    arguments now, read at every call, with a warning that their gradients
+    are not computed."""
+    torch.manual_seed(0)
+    gen = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 6))
+    disc = nn.Sequential(nn.Linear(6, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+    eager = copy.deepcopy(gen)
+
+    def loss_fn(fake, y):
+        return F.binary_cross_entropy_with_logits(disc(fake), y)
+
+    step = act.compile(gen, loss_fn, work_dir=str(tmp_path))
+    z, ones = torch.randn(8, 4), torch.ones(8, 1)
+    for i in range(3):
+        with torch.no_grad():  # the discriminator's update between steps
+            for p in disc.parameters():
+                p.add_(0.1 * torch.randn_like(p))
+        gen.zero_grad(set_to_none=True)
+        eager.zero_grad(set_to_none=True)
+        if i == 0:
+            with pytest.warns(UserWarning, match="4 parameters that are not the module's"):
+                loss = step(z, ones)
+        else:
+            loss = step(z, ones)
+        expected = loss_fn(eager(z), ones)
+        expected.backward()
+        assert abs(float(loss) - float(expected)) <= 1e-6
+        for p, q in zip(gen.parameters(), eager.parameters()):
+            assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-7)

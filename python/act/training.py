@@ -295,6 +295,17 @@ class Step:
         """One step on a batch: inputs (the model is called as
         module(*inputs) for a tuple) and targets (given to the loss as they
         are), each a tensor or a tuple of tensors."""
+        if torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled():
+            # Tracing under autocast would make a bf16/f16 graph; act
+            # computes in float32 and chooses the saved activations'
+            # formats itself (encoding=, compute_bits=).
+            if not getattr(self, "_autocast_warned", False):
+                warnings.warn("act.compile: the step ignores torch.autocast (it computes in "
+                              "float32; act chooses the saved activations' formats itself: "
+                              "encoding=, compute_bits=)", stacklevel=2)
+                self._autocast_warned = True
+            with torch.autocast("cpu", enabled=False), torch.autocast("cuda", enabled=False):
+                return self(inputs, targets)
         inputs, targets = _contiguous(inputs), _contiguous(targets)
         shapes = self._shapes(inputs, targets)
         if self.adapt_interval:

@@ -635,3 +635,19 @@ def test_parameters_of_another_module_are_read_at_every_call(tmp_path):
         assert abs(float(loss) - float(expected)) <= 1e-6
         for p, q in zip(gen.parameters(), eager.parameters()):
             assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-7)
+
+
+def test_autocast_is_ignored_with_a_warning(tmp_path):
+    """A loop written for mixed precision calls the step under
+    torch.autocast: tracing there made a bf16 graph ("tensors of dtype
+    torch.bfloat16 are not supported"). The step runs in float32, as
+    outside autocast, and says so once."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+    x, y = torch.randn(4, 6), torch.randint(0, 3, (4,))
+    step = act.compile(model, F.cross_entropy, work_dir=str(tmp_path))
+    with pytest.warns(UserWarning, match="ignores torch.autocast"):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            inside = float(step(x, y))
+    assert inside == float(step(x, y))
+    assert abs(inside - float(F.cross_entropy(model(x), y))) <= 1e-6

@@ -1716,8 +1716,11 @@ def as_strided(g, node, x, size, stride, offset=0):
             and list(size) == list(x.shape) and list(stride) == list(tm.stride):
         return x  # the operand itself, which owns its storage
     root = storage_root(base)
+    # A saved view read in the backward: its storage is the forward's root
+    # (Exporter.joint maps the backward's placeholder to it).
+    root, value = getattr(g, "storage_of", {}).get(
+        root, (root, getattr(g, "value_of", lambda n: None)(root)))
     rtm = root.meta.get("tensor_meta")
-    value = getattr(g, "value_of", lambda n: None)(root)
     require(rtm is not None and isinstance(value, V), node,
             "as_strided of a tensor without layout metadata")
     rstride = list(rtm.stride)
@@ -2705,6 +2708,11 @@ def _ranks(g, x, dim, descending, hint):
 
     def body(b, u, v, o):
         i, j = b.index(dim), b.index(n)
+        if x.dtype not in FLOAT_TYPES:  # integers (an argsort's indices): signed order
+            less = b.cmpi("sgt" if descending else "slt", v, u, x.dtype)
+            earlier = b.andi(b.cmpi("eq", u, v, x.dtype), b.cmpi("ult", j, i, "index"))
+            before = b.op("arith.ori", less, earlier, ty="i1")
+            return b.select(before, b.op("arith.addi", o, b.c(1, "i64"), ty="i64"), o, ty="i64")
         # v before u: v < u (NaN is largest), or equal and j < i.
         u_nan, v_nan = b.cmpf("uno", u, u), b.cmpf("uno", v, v)
         less = b.cmpf("ogt" if descending else "olt", v, u)
@@ -2753,7 +2761,8 @@ def sort(g, node, x, *args, **kwargs):
     else:
         dim = args[0] if args else kwargs.get("dim", -1)
         descending = args[1] if len(args) > 1 else kwargs.get("descending", False)
-    require(x.dtype in FLOAT_TYPES, node, f"sorting {x.dtype} elements")
+    require(x.dtype in FLOAT_TYPES or x.dtype in ("i64", "i32"), node,
+            f"sorting {x.dtype} elements")
     dim %= max(x.rank, 1)
     return tuple(_sorted(g, x, dim, descending, x.shape[dim], node.name))
 
@@ -2762,7 +2771,8 @@ def sort(g, node, x, *args, **kwargs):
 def topk(g, node, x, k, dim=-1, largest=True, sorted=True):
     """The k largest (smallest) along dim, in order; among equal values the
     earlier index first."""
-    require(x.dtype in FLOAT_TYPES, node, f"topk of {x.dtype} elements")
+    require(x.dtype in FLOAT_TYPES or x.dtype in ("i64", "i32"), node,
+            f"topk of {x.dtype} elements")
     dim %= max(x.rank, 1)
     return tuple(_sorted(g, x, dim, largest, k, node.name))
 

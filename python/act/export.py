@@ -1222,6 +1222,18 @@ class Exporter:
                 value = replay.env[chain[1][-1]] if chain[1] else value
             low.env[ph] = value
 
+    def _saved_roots(self, fw_env):
+        """(backward placeholder, forward root node) for saved views whose
+        storage the backward addresses (as_strided with absolute offsets,
+        from decompositions such as prod's backward): the views' roots."""
+        out = []
+        for s, ph in zip(self.t.saved, self.t.bw_saved):
+            root = aten.storage_root(s)
+            if (root is not s and isinstance(fw_env.get(root), V)
+                    and any(str(u.target) == "aten.as_strided.default" for u in ph.users)):
+                out.append((ph, root))
+        return out
+
     def _gradients(self, low):
         outs = Traced._output(self.t.backward)[:len(self.t.params)]
         grads = []
@@ -1251,6 +1263,9 @@ class Exporter:
         self.updated = self._buffer_updates(g, args)
         bw = Lowerer(g, "backward", self.constants)
         self._saved_in_backward(bw, fw.env)
+        # A saved view's storage is its forward root's, which the joint
+        # function still holds (as_strided in the backward addresses it).
+        g.storage_of = {ph: (root, fw.env[root]) for ph, root in self._saved_roots(fw.env)}
         bw.env[self.t.bw_tangents[0]] = g.fill((), 1.0, hint="tangent")
         bw.run(self.t.backward.graph.nodes)
         results = ([fw.env[self.t.loss_node]] + self._gradients(bw) + [v for _, v in self.updated]
@@ -1268,6 +1283,8 @@ class Exporter:
         seed_saved = self.t.has_dropout and any(
             n.op == "call_function" and str(n.target) == "aten.rand_like.default"
             for n in self.t.backward.graph.nodes)
+        roots = self._saved_roots(fw.env)
+        saved += [fw.env[root] for _, root in roots]
         if seed_saved:
             saved.append(g.dropout_seed)
         updated = [v for _, v in self._buffer_updates(g, args)]
@@ -1283,6 +1300,8 @@ class Exporter:
             g.dropout_seed = bargs[-1]
         bw = Lowerer(g, "backward", self.constants)
         self._saved_in_backward(bw, None, bargs[:len(self.t.saved)])
+        n = len(self.t.saved)
+        g.storage_of = {ph: (root, bargs[n + i]) for i, (ph, root) in enumerate(roots)}
         bw.env[self.t.bw_tangents[0]] = tangent
         bw.run(self.t.backward.graph.nodes)
         bwd = func(f"{self.name}_backward", bargs + [tangent], self._gradients(bw), g.lines)

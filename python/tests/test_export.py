@@ -534,6 +534,46 @@ def test_ctc_recognizer(tmp_path):
     assert max(errors) <= EXACT_TOL
 
 
+def test_detection_losses(tmp_path):
+    """Two detection losses: YOLO-style IoU, whose `prod` over a slice of
+    the model's output has a backward (torch 1.13's decomposition) that
+    addresses the saved slice by absolute storage offsets (as_strided); the
+    slice's storage is its forward root's, which the joint function holds
+    and the split form saves. And SSD's hard negative mining, which sorts
+    the sort's own i64 indices (ranks), unsupported before."""
+    errors, manifest = user_model_errors(tmp_path, "detection", batch=3, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.c = nn.Conv2d(3, 7, 1)\n"
+        "    def forward(self, x):\n"
+        "        p = self.c(x).permute(0, 2, 3, 1)\n"
+        "        return torch.cat([torch.sigmoid(p[..., :2]), torch.exp(p[..., 2:4]), p[..., 4:]], -1)\n"
+        "def loss(p, t):\n"
+        "    boxes, labels = t\n"
+        "    lt = torch.max(p[..., :2] - p[..., 2:4] / 2, boxes[..., :2] - boxes[..., 2:] / 2)\n"
+        "    rb = torch.min(p[..., :2] + p[..., 2:4] / 2, boxes[..., :2] + boxes[..., 2:] / 2)\n"
+        "    inter = (rb - lt).clamp(min=0).prod(-1)\n"
+        "    iou = inter / (p[..., 2:4].prod(-1) + boxes[..., 2:].prod(-1) - inter)\n"
+        "    ce = F.cross_entropy(p[..., 4:].reshape(-1, 3), labels.reshape(-1), reduction='none')\n"
+        "    ce = ce.reshape(labels.shape[0], -1)\n"
+        "    pos = labels.reshape(labels.shape[0], -1) > 0\n"
+        "    mined = torch.where(pos, torch.zeros_like(ce), ce.detach())\n"
+        "    _, order = mined.sort(1, descending=True)\n"
+        "    _, rank = order.sort(1)\n"
+        "    neg = rank < (3 * pos.sum(1, keepdim=True)).clamp(max=pos.shape[1] - 1)\n"
+        "    return (1 - iou).mean() + (ce * (pos | neg)).sum() / pos.sum().clamp(min=1)\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(0)\n"
+        "    boxes = torch.rand(batch, 4, 4, 4, generator=g) + 0.1\n"
+        "    labels = torch.randint(0, 3, (batch, 4, 4), generator=g)\n"
+        "    return M(), torch.randn(batch, 3, 4, 4, generator=g), (boxes, labels), loss\n"))
+    assert max(errors) <= EXACT_TOL
+    split = driver.insert(manifest["files"]["split"], tmp_path / "split_none.mlir", "policy=none")
+    assert max(errors_of(manifest, split, tmp_path / "split")) <= EXACT_TOL
+
+
 def test_uint8_data(tmp_path):
     """uint8 images and masks, as users feed them: an HWC frame permuted,
     compared (`x > 200`), converted with `.to(torch.float32)` and scaled

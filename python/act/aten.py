@@ -1539,6 +1539,43 @@ def arange(g, node, *args, **kwargs):
     return g.generic((n,), [], body, out_dtype=out, hint=node.name)
 
 
+@lowering("aten.unfold.default")
+def unfold(g, node, x, dim, size, step):
+    """Tensor.unfold: windows of `size` every `step` along dim, as a new
+    last dim: out[.., i, .., k] = x[.., i * step + k, ..]."""
+    dim %= max(x.rank, 1)
+    r = x.rank
+    exprs = [f"d{dim} * {step} + d{r}" if k == dim else f"d{k}" for k in range(r)]
+    return g.generic(meta_shape(node), [(x, exprs)], lambda b, u, o: u, out_dtype=x.dtype,
+                     hint=node.name)
+
+
+@lowering("aten.unfold_backward.default")
+def unfold_backward(g, node, grad, input_sizes, dim, size, step):
+    """The sum over the windows that hold each element: input position j
+    gets grad[.., i, .., k] for every k < size with j = i * step + k."""
+    shape = tuple(input_sizes)
+    r = len(shape)
+    dim %= max(r, 1)
+    windows = grad.shape[dim]
+    block = g.empty((size,))
+
+    def body(b, _w, o):
+        j, k = b.index(dim), b.index(r)
+        jk = b.op("arith.subi", j, k, ty="index")
+        i = b.op("arith.divui", jk, b.c(step, "index"), ty="index")
+        ok = b.andi(b.cmpi("sge", jk, b.c(0, "index"), "index"),
+                    b.andi(b.cmpi("eq", b.op("arith.remui", jk, b.c(step, "index"), ty="index"),
+                                  b.c(0, "index"), "index"),
+                           b.cmpi("slt", i, b.c(windows, "index"), "index")))
+        i = b.select(ok, i, b.c(0, "index"), ty="index")
+        ivs = [i if d == dim else b.index(d) for d in range(r)] + [k]
+        v = b.line("t", f"tensor.extract {grad.name}[{', '.join(ivs)}] : {grad.type}")
+        return b.add(o, b.select(ok, v, b.c(0.0)))
+    return g.generic(shape, [(block, [f"d{r}"])], body, iterators=["parallel"] * r + ["reduction"],
+                     out_exprs=dims(r), init=g.fill(shape, 0.0), hint=node.name)
+
+
 @lowering("aten.eye.default", "aten.eye.m")
 def eye(g, node, *args, **kwargs):
     """torch.eye(n[, m]): ones where the row and column are equal."""
@@ -1667,6 +1704,7 @@ STORAGE_VIEWS = {
     "aten._reshape_alias.default", "aten.unsqueeze.default", "aten.squeeze.dim",
     "aten.squeeze.dims", "aten.squeeze.default", "aten.expand.default", "aten.alias.default",
     "aten.as_strided.default", "aten.detach.default", "aten.narrow.default",
+    "aten.unfold.default",
 }
 STORAGE_SPLITS = {"aten.split.Tensor", "aten.split_with_sizes.default", "aten.unbind.int",
                   "aten.unsafe_split.Tensor"}

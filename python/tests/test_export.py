@@ -574,6 +574,28 @@ def test_detection_losses(tmp_path):
     assert max(errors_of(manifest, split, tmp_path / "split")) <= EXACT_TOL
 
 
+def test_tensor_unfold(tmp_path):
+    """Tensor.unfold (sliding windows, a view that overlaps; a slice of it
+    addresses its base's storage) and its backward, the sum over the
+    windows that hold each element, at steps below, equal to and above the
+    window; unsupported before."""
+    errors, _ = user_model_errors(tmp_path, "windows", batch=2, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.l = nn.Linear(10, 10)\n"
+        "    def forward(self, x):\n"
+        "        h = self.l(x).view(-1, 2, 5)\n"
+        "        a = h.unfold(2, 3, 1)\n"
+        "        b = h.unfold(2, 2, 2) * h.unfold(2, 2, 3)[..., :1].sum(2, keepdim=True)\n"
+        "        return torch.cat([(a * a[..., :1]).flatten(1), b.flatten(1)], 1)\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(0)\n"
+        "    return M(), torch.randn(batch, 10, generator=g), torch.randint(0, 26, (batch,))\n"))
+    assert max(errors) <= EXACT_TOL
+
+
 def test_uint8_data(tmp_path):
     """uint8 images and masks, as users feed them: an HWC frame permuted,
     compared (`x > 200`), converted with `.to(torch.float32)` and scaled

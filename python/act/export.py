@@ -568,7 +568,8 @@ def random_ops(mode, seed=0, counts=None):
     traced as itself, which act lowers to Philox noise from the same seed
     (aten.RANDOM_STREAM), and in "reference" mode returns that noise;
     torch.rand, randn, randn_like (Box-Muller from two uniforms), normal and
-    bernoulli are written with it.
+    bernoulli are written with it, and so are the in-place draws
+    Tensor.exponential_ (F.gumbel_softmax), uniform_ and normal_.
     counts: {"dropout": n, "rand": r}, per eager step."""
     import torch.nn.functional as F
     from .aten import RANDOM_STREAM
@@ -619,6 +620,21 @@ def random_ops(mode, seed=0, counts=None):
                      ("normal", normal), ("bernoulli", bernoulli)):
         patched.append((torch, name, getattr(torch, name)))
         setattr(torch, name, fn)
+
+    # In-place draws into a tensor (F.gumbel_softmax's
+    # `empty_like(logits).exponential_()`, noise by `.normal_()`).
+    def exponential_(self, lambd=1.0, generator=None):
+        return self.copy_(-torch.log1p(-torch.rand_like(self)) / lambd)
+
+    def uniform_(self, a=0.0, b=1.0, generator=None):
+        return self.copy_(a + (b - a) * torch.rand_like(self))
+
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        return self.copy_(mean + std * randn_like(self))
+    for name, fn in (("exponential_", exponential_), ("uniform_", uniform_),
+                     ("normal_", normal_)):
+        patched.append((torch.Tensor, name, getattr(torch.Tensor, name)))
+        setattr(torch.Tensor, name, fn)
 
     def arguments(args, kwargs, p_index, training_index):
         p = kwargs.get("p", args[p_index - 1] if len(args) >= p_index else 0.5)

@@ -189,6 +189,33 @@ def test_rand_like_noise_comes_from_the_steps_seed(tmp_path):
     assert not np.array_equal(u, export_module.philox_uniform(5, 1, RANDOM_STREAM, (200, 200)))
 
 
+def test_in_place_draws_come_from_the_steps_seed(tmp_path):
+    """F.gumbel_softmax (hard, straight-through: `exponential_()` into an
+    empty tensor, unsupported before), `.normal_()` and `.uniform_()`
+    noise: written with the step's Philox noise, so the float64 reference
+    draws the same and the gradients match."""
+    model = tmp_path / "gumbel.py"
+    model.write_text(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.a, self.b = nn.Linear(6, 5), nn.Linear(5, 3)\n"
+        "    def forward(self, x):\n"
+        "        h = self.a(x)\n"
+        "        h = h + 0.1 * torch.empty_like(h).normal_() + torch.empty_like(h).uniform_(-0.1, 0.1)\n"
+        "        return self.b(F.gumbel_softmax(h, tau=0.5, hard=True) + F.gumbel_softmax(h))\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(0)\n"
+        "    return M(), torch.randn(batch, 6, generator=g), torch.randint(0, 3, (batch,))\n")
+    assert main([f"{model}:make", "--batch", "4", "--seed", "3", "-o", str(tmp_path)]) == 0
+    m = json.load(open(tmp_path / "make.json"))
+    results, _, _ = driver.step(m["files"]["joint"], m["inputs"], tmp_path / "run",
+                                m["parameters"] + 1)
+    loss, grad, _ = driver.scaled_errors(results, driver.reference(m), m["parameters"])
+    assert loss <= 1e-5 and grad <= zoo.BOUND, (loss, grad)
+
+
 def test_scaled_error_reads_a_zero_gradient_as_correct():
     """A gradient that is zero in theory (a bias feeding BatchNorm) has a
     meaningless relative error; against the scale of all gradients it is

@@ -171,6 +171,29 @@ Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
   });
 
   step->equalDims = findEqualDynamicDims(forwardFunc);
+  for (unsigned i = 0; i < forwardFunc.getNumArguments(); ++i) {
+    auto range =
+        forwardFunc.getArgAttrOfType<DictionaryAttr>(i, kIndexRangeAttrName);
+    if (!range)
+      continue;
+    auto lower = range.getAs<IntegerAttr>("lower");
+    auto upper = range.getAs<IntegerAttr>("upper");
+    if (!lower || !upper)
+      return fail("argument " + std::to_string(i) + ": " +
+                  kIndexRangeAttrName.str() +
+                  " needs integer 'lower' and 'upper' entries");
+    Step::IndexRange r{i,
+                       lower.getInt(),
+                       upper.getInt(),
+                       std::nullopt,
+                       bool(range.get("unsigned")),
+                       ""};
+    if (auto ignore = range.getAs<IntegerAttr>("ignore"))
+      r.ignore = ignore.getInt();
+    if (auto use = range.getAs<StringAttr>("use"))
+      r.use = use.str();
+    step->indexRanges.push_back(std::move(r));
+  }
 
   std::vector<std::string> names = {step->forwardName};
   if (!step->backwardName.empty())
@@ -187,6 +210,46 @@ Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
     if (spec.isSeeds)
       step->seedsIndex = unsigned(i);
   return std::move(step);
+}
+
+/// Element `i` of an integer tensor, widened.
+static std::optional<int64_t> integerAt(const HostTensor &t, int64_t i,
+                                        bool isUnsigned) {
+  switch (t.getKind()) {
+  case ElementKind::I64:
+    return t.as<int64_t>()[i];
+  case ElementKind::I32:
+    return t.as<int32_t>()[i];
+  case ElementKind::I16:
+    return t.as<int16_t>()[i];
+  case ElementKind::I8:
+    return isUnsigned ? int64_t(t.as<uint8_t>()[i])
+                      : int64_t(t.as<int8_t>()[i]);
+  default:
+    return std::nullopt;
+  }
+}
+
+llvm::Error Step::checkIndexRanges(llvm::ArrayRef<HostTensor> args) const {
+  for (const IndexRange &r : indexRanges) {
+    if (r.argument >= args.size())
+      continue; // the argument count is checked by the call
+    const HostTensor &t = args[r.argument];
+    for (int64_t i = 0, n = t.numElements(); i < n; ++i) {
+      std::optional<int64_t> v = integerAt(t, i, r.isUnsigned);
+      if (!v)
+        break; // not integers: the call reports the kind
+      if ((*v >= r.lower && *v < r.upper) || (r.ignore && *v == *r.ignore))
+        continue;
+      return fail("argument " + std::to_string(r.argument) + " holds " +
+                  std::to_string(*v) + " at element " + std::to_string(i) +
+                  ", outside [" + std::to_string(r.lower) + ", " +
+                  std::to_string(r.upper) + ")" +
+                  (r.ignore ? " (or " + std::to_string(*r.ignore) + ")" : "") +
+                  (r.use.empty() ? "" : ": " + r.use));
+    }
+  }
+  return llvm::Error::success();
 }
 
 llvm::Expected<StepOutputs> Step::run(llvm::ArrayRef<HostTensor> args) {
@@ -209,6 +272,8 @@ llvm::Expected<StepOutputs> Step::run(llvm::ArrayRef<HostTensor> args) {
                     std::to_string(size(member)) +
                     ") must agree: the step's ops use them together");
   }
+  if (llvm::Error e = checkIndexRanges(args))
+    return std::move(e);
   StepOutputs result;
   rt::resetPeak();
   int64_t base = rt::getMemoryStats().liveBytes;

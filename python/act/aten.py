@@ -1818,12 +1818,23 @@ def _from_end(b, k, n, ty):
     return b.select(neg, b.op("arith.addi", k, b.c(n, ty), ty=ty), k, ty=ty)
 
 
+def _read_index(b, k, n):
+    """A data index k (an `index` value) of a dim of size n, as a position
+    to read: negative ones from the end, and clamped into [0, n), so that
+    an index out of range never reads outside the tensor (act-run and
+    act.compile refuse such data before the step runs where the exporter
+    could bound it: the `act.index_range` argument attribute)."""
+    k = _from_end(b, k, n, "index")
+    k = b.op("arith.maxsi", k, b.c(0, "index"), ty="index")
+    return b.op("arith.minsi", k, b.c(n - 1, "index"), ty="index")
+
+
 def _gather_dim(g, node, x, dim, index, out_shape):
     """out[..., i, ...] = x[..., index[i], ...] along dim (index 1-D)."""
     n = x.shape[dim]
 
     def body(b, idx, o):
-        k = _from_end(b, b.cast("arith.index_cast", idx, index.dtype, "index"), n, "index")
+        k = _read_index(b, b.cast("arith.index_cast", idx, index.dtype, "index"), n)
         ivs = [b.index(i) for i in range(len(out_shape))]
         ivs[dim] = k
         return b.line("t", f"tensor.extract {x.name}[{', '.join(ivs)}] : {x.type}")
@@ -1866,7 +1877,7 @@ def index(g, node, x, indices):
             elif d in pos:
                 t = indices[d]
                 k = b.cast("arith.index_cast", idx[pos.index(d)], t.dtype, "index")
-                ivs.append(_from_end(b, k, x.shape[d], "index"))
+                ivs.append(_read_index(b, k, x.shape[d]))
             else:
                 ivs.append(b.index(d - len(pos) + r))
         return b.line("t", f"tensor.extract {x.name}[{', '.join(ivs)}] : {x.type}")
@@ -1977,7 +1988,8 @@ def gather(g, node, x, dim, index, sparse_grad=False):
 
     def body(b, idx, o):
         ivs = [b.index(i) for i in range(x.rank)]
-        ivs[dim] = b.cast("arith.index_cast", idx, index.dtype, "index")
+        ivs[dim] = _read_index(b, b.cast("arith.index_cast", idx, index.dtype, "index"),
+                               x.shape[dim])
         return b.line("t", f"tensor.extract {x.name}[{', '.join(ivs)}] : {x.type}")
     return g.generic(index.shape, [(index, dims(index.rank))], body, out_dtype=x.dtype,
                      hint=node.name)

@@ -987,6 +987,7 @@ class Traced:
         pairs = sorted(zip(self.saved, self.bw_saved), key=lambda p: order[p[0]])
         self.saved = [s for s, _ in pairs]
         self.bw_saved = [b for _, b in pairs]
+
     @staticmethod
     def _output(gm):
         return [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
@@ -1005,6 +1006,72 @@ class Traced:
                         f"act does not support (it reads {tm.dtype} data widened to int32, "
                         f"exact for conversions, comparisons and views); convert the "
                         f"tensor first, e.g. x.float() or x.long()")
+
+    def index_ranges(self):
+        """{step argument index: (lower, upper, ignore, what)}: the values
+        an integer argument (token ids, class targets) must lie in because
+        an op indexes with it unchanged (through reshapes, copies and
+        conversions; not slices, which may index with only part of it):
+        an embedding's rows, index_select's and gather's dim, x[idx]
+        (negative from the end), nll_loss's classes (or its ignore_index).
+        The runtime checks them before the step runs: an id out of range
+        is an error there, as in PyTorch, not a silently clamped read."""
+        passthrough = {"aten._to_copy.default", "aten.view.default", "aten._unsafe_view.default",
+                       "aten._reshape_alias.default", "aten.reshape.default",
+                       "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.default",
+                       "aten.clone.default", "aten.expand.default", "aten.permute.default",
+                       "aten.transpose.int", "aten.t.default", "aten.alias.default",
+                       "aten.detach.default", "aten.lift_fresh_copy.default"}
+        placeholder_arg = dict(zip(self.fw_placeholders, self.placeholder_args))
+        first_data = len(self.args) - self.n_data
+
+        def source(node):
+            while node.op == "call_function" and str(node.target) in passthrough:
+                node = node.args[0]
+            arg = placeholder_arg.get(node)
+            return arg if arg is not None and arg >= first_data else None
+
+        def size(node, dim):
+            return node.meta["tensor_meta"].shape[dim]
+
+        names = dict(zip(self.fw_placeholders, self.arg_names[:len(self.params)]))
+
+        def indexed(node, dim):
+            """What an index along `dim` of `node` picks from."""
+            n = size(node, dim)
+            if names.get(node) and dim == 0:
+                return f"the {n} rows of {names[node]}"
+            return f"a dim of size {n} ('{node.name}')"
+
+        ranges = {}
+
+        def bound(index_node, lower, upper, what, ignore=None):
+            arg = source(index_node) if isinstance(index_node, torch.fx.Node) else None
+            if arg is None:
+                return
+            lo, hi, ign, uses = ranges.get(arg, (lower, upper, ignore, []))
+            ranges[arg] = (max(lo, lower), min(hi, upper),
+                           ign if ign == ignore else None, uses + [what])
+
+        for n in self.forward.graph.nodes:
+            if n.op != "call_function":
+                continue
+            key, a = str(n.target), n.args
+            if key == "aten.embedding.default":
+                bound(a[1], 0, size(a[0], 0), indexed(a[0], 0))
+            elif key in ("aten.index_select.default", "aten.gather.default"):
+                dim = a[1] % len(a[0].meta["tensor_meta"].shape)
+                bound(a[2], 0, size(a[0], dim), indexed(a[0], dim))
+            elif key == "aten.index.Tensor":
+                for k, i in enumerate(a[1]):
+                    if i is not None and i.meta["tensor_meta"].dtype != torch.bool:
+                        bound(i, -size(a[0], k), size(a[0], k), indexed(a[0], k))
+            elif key in ("aten.nll_loss_forward.default", "aten.nll_loss2d_forward.default"):
+                shape = a[0].meta["tensor_meta"].shape
+                classes = shape[1] if len(shape) > 1 else shape[0]
+                bound(a[1], 0, classes, f"the loss's {classes} classes",
+                      ignore=a[4] if len(a) > 4 else -100)
+        return ranges
 
     def without_gradient(self):
         """Indices of the parameters the loss does not read (eager autograd
@@ -1238,6 +1305,21 @@ class Exporter:
                 value = replay.env[chain[1][-1]] if chain[1] else value
             low.env[ph] = value
 
+    def _index_range_attrs(self):
+        """`act.index_range` argument attributes (Traced.index_ranges): the
+        runtime refuses data outside them before the step runs."""
+        attrs = {}
+        for arg, (lower, upper, ignore, uses) in self.t.index_ranges().items():
+            fields = [f"lower = {lower} : i64", f"upper = {upper} : i64"]
+            if ignore is not None:
+                fields.append(f"ignore = {ignore} : i64")
+            if self.t.args[arg].dtype in WIDENED:
+                fields.append("unsigned")
+            what = "; ".join(uses).replace("\\", "\\\\").replace('"', '\\"')
+            fields.append(f'use = "{self.t.arg_names[arg]} indexes {what}"')
+            attrs[arg] = f"act.index_range = {{{', '.join(fields)}}}"
+        return attrs
+
     def _saved_roots(self, fw_env):
         """(backward placeholder, forward root node) for saved views whose
         storage the backward addresses (as_strided with absolute offsets,
@@ -1286,7 +1368,8 @@ class Exporter:
         bw.run(self.t.backward.graph.nodes)
         results = ([fw.env[self.t.loss_node]] + self._gradients(bw) + [v for _, v in self.updated]
                    + self._records(fw))
-        return func(f"{self.name}_step", args, results, g.lines, result_attrs={0: "act.loss"})
+        return func(f"{self.name}_step", args, results, g.lines, result_attrs={0: "act.loss"},
+                    arg_attrs=self._index_range_attrs())
 
     def split(self):
         g, args, fw = self._forward()
@@ -1308,7 +1391,7 @@ class Exporter:
                    [fw.env[self.t.loss_node]] + updated + self._records(fw) + saved,
                    g.lines,
                    attrs=f"act.backward = @{self.name}_backward, act.num_saved = {len(saved)} : i64",
-                   result_attrs={0: "act.loss"})
+                   result_attrs={0: "act.loss"}, arg_attrs=self._index_range_attrs())
         g = Graph()
         bargs = [V(g.fresh(f"saved{i}"), v.shape, v.dtype) for i, v in enumerate(saved)]
         tangent = V(g.fresh("tangent"), (), "f32")

@@ -651,3 +651,28 @@ def test_autocast_is_ignored_with_a_warning(tmp_path):
             inside = float(step(x, y))
     assert inside == float(step(x, y))
     assert abs(inside - float(F.cross_entropy(model(x), y))) <= 1e-6
+
+
+def test_indices_out_of_range_are_an_error(tmp_path):
+    """Token ids past the embedding's rows and class targets past the
+    logits': PyTorch raises IndexError; the step read outside the table
+    (a segmentation fault) or returned a wrong loss, silently. The
+    exporter bounds such data (`act.index_range` on the argument) and the
+    step engine refuses it before running; in-range data still runs, and
+    ignore_index stays allowed."""
+    from act.capi import ActError
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(10, 4), nn.Flatten(), nn.Linear(8, 3))
+    step = act.compile(model, lambda o, y: F.cross_entropy(o, y, ignore_index=-1),
+                       work_dir=str(tmp_path))
+    ids, targets = torch.tensor([[1, 2], [3, 4]]), torch.tensor([0, 2])
+    first = float(step(ids, targets))
+    with pytest.raises(ActError, match=r"holds 400000000 at element 3, outside \[0, 10\): "
+                                       r"inputs indexes the 10 rows of 0.weight"):
+        step(torch.tensor([[1, 2], [3, 400000000]]), targets)
+    with pytest.raises(ActError, match=r"holds 3 at element 1, outside \[0, 3\) \(or -1\): "
+                                       r"targets indexes the loss's 3 classes"):
+        step(ids, torch.tensor([0, 3]))
+    assert float(step(ids, torch.tensor([0, -1]))) == pytest.approx(
+        float(F.cross_entropy(model(ids), torch.tensor([0, -1]), ignore_index=-1)), rel=1e-5)
+    assert float(step(ids, targets)) == pytest.approx(first, rel=1e-6)

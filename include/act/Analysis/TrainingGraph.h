@@ -32,6 +32,13 @@ inline constexpr llvm::StringLiteral kNumSavedAttrName = "act.num_saved";
 /// id) that stochastic encodings draw from; act-run and the runtime fill it.
 inline constexpr llvm::StringLiteral kSeedsAttrName = "act.seeds";
 
+/// An argument attribute on integer data (token ids, class targets) that an
+/// op indexes with: {lower, upper : i64, [ignore : i64], [unsigned], use :
+/// string}. Every element must lie in [lower, upper) (or equal `ignore`);
+/// the step engine refuses other data before the step runs, naming `use`.
+/// `unsigned`: the argument's i8 elements are uint8 data.
+inline constexpr llvm::StringLiteral kIndexRangeAttrName = "act.index_range";
+
 enum class GraphForm { Joint, Split };
 
 /// Why a saved value is (not) encoded, as far as the graph alone decides.

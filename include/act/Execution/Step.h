@@ -77,7 +77,11 @@ public:
   }
 
   /// Runs one step on `args` (read in place, never copied on the CPU).
+  /// Integer data outside an argument's act.index_range is an error before
+  /// anything runs.
   llvm::Expected<StepOutputs> run(llvm::ArrayRef<HostTensor> args);
+  /// The act.index_range check of run().
+  llvm::Error checkIndexRanges(llvm::ArrayRef<HostTensor> args) const;
 
   /// Tensor `id`'s seed for mini-batch (or run) `batch`: batch 0 is the
   /// documented splitmix64(stepSeed + id); `redraw` gives a second,
@@ -101,6 +105,15 @@ private:
   std::vector<StochasticTensor> stochastic;
   /// Groups of (argument, dimension) whose dynamic sizes must agree.
   std::vector<std::vector<std::pair<unsigned, unsigned>>> equalDims;
+  /// The act.index_range attributes of the forward's arguments.
+  struct IndexRange {
+    unsigned argument;
+    int64_t lower, upper;
+    std::optional<int64_t> ignore;
+    bool isUnsigned;
+    std::string use;
+  };
+  std::vector<IndexRange> indexRanges;
 };
 
 /// How random arguments are drawn.

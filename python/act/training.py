@@ -306,7 +306,7 @@ class Step:
                 self._autocast_warned = True
             with torch.autocast("cpu", enabled=False), torch.autocast("cuda", enabled=False):
                 return self(inputs, targets)
-        inputs, targets = _contiguous(inputs), _contiguous(targets)
+        inputs, targets = _contiguous(inputs), _contiguous(targets, "targets")
         shapes = self._shapes(inputs, targets)
         if self.adapt_interval:
             recent = self._recent.setdefault(
@@ -357,8 +357,14 @@ class Step:
         return torch.tensor(float(results[step.loss_index]))
 
 
-def _contiguous(value):
-    return rebuilt(value, [t.contiguous() for t in tensors_of(value)])
+def _contiguous(value, what="inputs"):
+    parts = tensors_of(value)
+    if not parts or not all(isinstance(t, torch.Tensor) for t in parts):
+        raise TypeError(f"act.compile's step: {what} must be a tensor or a tuple of tensors, got "
+                        f"{type(value).__name__}" + (
+                            f" of {', '.join(type(t).__name__ for t in parts)}"
+                            if isinstance(value, (tuple, list)) else ""))
+    return rebuilt(value, [t.contiguous() for t in parts])
 
 
 def _cloned(value):

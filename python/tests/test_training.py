@@ -676,3 +676,14 @@ def test_indices_out_of_range_are_an_error(tmp_path):
     assert float(step(ids, torch.tensor([0, -1]))) == pytest.approx(
         float(F.cross_entropy(model(ids), torch.tensor([0, -1]), ignore_index=-1)), rel=1e-5)
     assert float(step(ids, targets)) == pytest.approx(first, rel=1e-6)
+
+
+def test_a_batch_that_is_not_tensors_is_a_clear_error(tmp_path):
+    """A list of numbers as the batch was an AttributeError from inside
+    act ('int' object has no attribute 'contiguous')."""
+    step = act.compile(nn.Linear(4, 3), F.cross_entropy, work_dir=str(tmp_path))
+    with pytest.raises(TypeError, match="inputs must be a tensor or a tuple of tensors, got "
+                                        "list of int, int"):
+        step([1, 2], torch.tensor([0]))
+    with pytest.raises(TypeError, match="targets must be a tensor or a tuple of tensors, got int"):
+        step(torch.randn(2, 4), 3)

@@ -495,6 +495,147 @@ def traced_loss(loss_fn):
     return loss_fn
 
 
+class _MaskedSequence(torch.nn.utils.rnn.PackedSequence):
+    """What pack_padded_sequence gives while tracing: the padded batch
+    (time-major) and its lengths, in the caller's order, in place of the
+    packed data and batch sizes (which PyTorch computes by reading the
+    lengths: a data-dependent shape its trace refuses)."""
+
+
+def _pack_padded_traceable(input, lengths, batch_first=False, enforce_sorted=True):
+    lengths = torch.as_tensor(lengths, dtype=torch.int64)
+    padded = input.transpose(0, 1) if batch_first else input
+    return _MaskedSequence(padded, lengths, None, None)
+
+
+def _pad_packed_traceable(sequence, batch_first=False, padding_value=0.0, total_length=None,
+                          _original=torch.nn.utils.rnn.pad_packed_sequence):
+    """The outputs of a masked run, padding_value past each length; as long
+    as the input's padded length (or total_length), where PyTorch's is the
+    longest length of the batch."""
+    if not isinstance(sequence, _MaskedSequence):
+        return _original(sequence, batch_first, padding_value, total_length)
+    data, lengths = sequence.data, sequence.batch_sizes
+    steps = data.shape[0]
+    if total_length is not None and total_length > steps:
+        data = torch.nn.functional.pad(data, [0, 0, 0, 0, 0, total_length - steps])
+    inside = (torch.arange(data.shape[0]).unsqueeze(1) < lengths.unsqueeze(0)).unsqueeze(2)
+    data = torch.where(inside, data, torch.full_like(data, padding_value))
+    return (data.transpose(0, 1) if batch_first else data), lengths
+
+
+def _masked_rnn(module, sequence, hx):
+    """nn.LSTM/GRU/RNN over a _MaskedSequence: every layer and direction
+    steps through the padded length and keeps its state where the step is
+    past a sequence's length (so the reverse direction starts at each
+    sequence's own end, and h_n is each sequence's last state), as the
+    packed run computes; outputs there are 0 (pad_packed_sequence's
+    padding)."""
+    if getattr(module, "proj_size", 0):
+        raise ExportError("a packed sequence through an LSTM with proj_size is not supported")
+    x, lengths = sequence.data, sequence.batch_sizes
+    steps, batch = x.shape[0], x.shape[1]
+    lstm = isinstance(module, torch.nn.LSTM)
+    dirs = 2 if module.bidirectional else 1
+    size = module.hidden_size
+    if hx is None:
+        zeros = x.new_zeros(module.num_layers * dirs, batch, size)
+        hx = (zeros, zeros) if lstm else zeros
+    h0, c0 = hx if lstm else (hx, None)
+    live = torch.arange(steps).unsqueeze(1) < lengths.unsqueeze(0)  # (T, N)
+    hs, cs = [], []
+    for layer in range(module.num_layers):
+        outs = []
+        for d in range(dirs):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            w_ih, w_hh = getattr(module, "weight_ih" + sfx), getattr(module, "weight_hh" + sfx)
+            b_ih = getattr(module, "bias_ih" + sfx) if module.bias else None
+            b_hh = getattr(module, "bias_hh" + sfx) if module.bias else None
+            k = layer * dirs + d
+            h, c = h0[k], (c0[k] if lstm else None)
+            out = [None] * steps
+            for t in (range(steps - 1, -1, -1) if d else range(steps)):
+                gi = torch.nn.functional.linear(x[t], w_ih, b_ih)
+                gh = torch.nn.functional.linear(h, w_hh, b_hh)
+                if lstm:
+                    i, f, g, o = (gi + gh).chunk(4, 1)
+                    c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+                    h_new = torch.sigmoid(o) * torch.tanh(c_new)
+                elif isinstance(module, torch.nn.GRU):
+                    ir, iz, in_ = gi.chunk(3, 1)
+                    hr, hz, hn = gh.chunk(3, 1)
+                    r, z = torch.sigmoid(ir + hr), torch.sigmoid(iz + hz)
+                    h_new = (1 - z) * torch.tanh(in_ + r * hn) + z * h
+                else:
+                    h_new = torch.tanh(gi + gh) if module.nonlinearity == "tanh" \
+                        else torch.relu(gi + gh)
+                on = live[t].unsqueeze(1)
+                h = torch.where(on, h_new, h)
+                if lstm:
+                    c = torch.where(on, c_new, c)
+                out[t] = torch.where(on, h_new, torch.zeros_like(h_new))
+            outs.append(torch.stack(out))
+            hs.append(h)
+            cs.append(c)
+        x = torch.cat(outs, 2) if dirs == 2 else outs[0]
+        if module.dropout and module.training and layer < module.num_layers - 1:
+            x = torch.nn.functional.dropout(x, module.dropout, True)
+    h_n = torch.stack(hs)
+    result = _MaskedSequence(x, lengths, None, None)
+    return result, ((h_n, torch.stack(cs)) if lstm else h_n)
+
+
+@contextlib.contextmanager
+def packed_sequences(module):
+    """While tracing `module`: pack_padded_sequence, nn.LSTM/GRU/RNN on what it
+    gives and pad_packed_sequence, with the lengths as data (masks) instead
+    of shapes (_masked_rnn). The float64 reference and the check against
+    eager autograd run PyTorch's own packed implementation."""
+    import torch.nn.utils.rnn as rnn_utils
+    patched = [(rnn_utils, "pack_padded_sequence", _pack_padded_traceable),
+               (rnn_utils, "pad_packed_sequence", _pad_packed_traceable)]
+    for cls in (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN):
+        def forward(self, input, hx=None, _original=cls.forward):
+            if isinstance(input, _MaskedSequence):
+                return _masked_rnn(self, input, hx)
+            return _original(self, input, hx)
+        patched.append((cls, "forward", forward))
+    # Models that imported the functions by name (`from torch.nn.utils.rnn
+    # import pack_padded_sequence`) call them through their own globals:
+    # those of the module classes' forward methods.
+    originals = {id(rnn_utils.pack_padded_sequence): _pack_padded_traceable,
+                 id(rnn_utils.pad_packed_sequence): _pad_packed_traceable}
+    scopes = {id(g): g for m in module.modules()
+              for g in [getattr(type(m).forward, "__globals__", None)] if isinstance(g, dict)}
+    replaced = [(scope, name, value, originals[id(value)]) for scope in scopes.values()
+                for name, value in list(scope.items()) if id(value) in originals]
+    # (or as free variables of a forward defined inside a function)
+    cells = {id(c): c for m in module.modules()
+             for c in getattr(type(m).forward, "__closure__", None) or ()}
+    def contents(cell):
+        try:
+            return cell.cell_contents
+        except ValueError:  # an empty cell
+            return None
+    enclosed = [(c, contents(c)) for c in cells.values() if id(contents(c)) in originals]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patched]
+    for owner, name, fn in patched:
+        setattr(owner, name, fn)
+    for scope, name, _, fn in replaced:
+        scope[name] = fn
+    for cell, value in enclosed:
+        cell.cell_contents = originals[id(value)]
+    try:
+        yield
+    finally:
+        for owner, name, fn in reversed(saved):
+            setattr(owner, name, fn)
+        for scope, name, value, _ in replaced:
+            scope[name] = value
+        for cell, value in enclosed:
+            cell.cell_contents = value
+
+
 @contextlib.contextmanager
 def static_losses():
     """While tracing: F.cross_entropy with label smoothing in a form of
@@ -899,7 +1040,7 @@ class Traced:
             primals = [p.detach().requires_grad_(True) for p in self.params]
             # Dropout becomes aten.native_dropout (a Philox mask from the
             # step's dropout seed).
-            with random_ops("trace"), static_losses():
+            with random_ops("trace"), static_losses(), packed_sequences(module):
                 loss = fn(*primals, *[b.clone() for b in self.buffers], *inputs, *targets)
             if self.record_names:
                 loss = loss[0]

@@ -596,6 +596,40 @@ def test_tensor_unfold(tmp_path):
     assert max(errors) <= EXACT_TOL
 
 
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_packed_sequences(tmp_path, kind):
+    """pack_padded_sequence (imported by name, unsorted lengths) through a
+    2-layer bidirectional LSTM / GRU and pad_packed_sequence: PyTorch's
+    trace refused them (the lengths set the packed shapes). Traced with the
+    lengths as masks; the float64 reference runs PyTorch's packed
+    implementation, so h_n (each sequence's last state, the reverse
+    direction from its own end) and the padded outputs are checked."""
+    errors, _ = user_model_errors(tmp_path, "packed", batch=4, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.e = nn.Embedding(12, 4, padding_idx=0)\n"
+        f"        self.r = nn.{kind}(4, 5, num_layers=2, bidirectional=True, batch_first=True)\n"
+        "        self.o = nn.Linear(20, 3)\n"
+        "    def forward(self, ids, lengths):\n"
+        "        packed = pack_padded_sequence(self.e(ids), lengths, batch_first=True,\n"
+        "                                      enforce_sorted=False)\n"
+        "        out, h = self.r(packed)\n"
+        "        h = h[0] if isinstance(h, tuple) else h\n"
+        "        out, lens = pad_packed_sequence(out, batch_first=True, total_length=6)\n"
+        "        mean = out.sum(1) / lens.unsqueeze(1).float()\n"
+        "        return self.o(torch.cat([mean, h[-2], h[-1]], 1))\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(0)\n"
+        "    lengths = torch.tensor([6, 2, 4, 1])[:batch]\n"
+        "    ids = torch.randint(1, 12, (batch, 6), generator=g)\n"
+        "    ids = ids * (torch.arange(6)[None, :] < lengths[:, None])\n"
+        "    return M(), (ids, lengths), torch.randint(0, 3, (batch,), generator=g)\n"))
+    assert max(errors) <= EXACT_TOL
+
+
 def test_uint8_data(tmp_path):
     """uint8 images and masks, as users feed them: an HWC frame permuted,
     compared (`x > 200`), converted with `.to(torch.float32)` and scaled

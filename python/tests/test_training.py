@@ -687,3 +687,39 @@ def test_a_batch_that_is_not_tensors_is_a_clear_error(tmp_path):
         step([1, 2], torch.tensor([0]))
     with pytest.raises(TypeError, match="targets must be a tensor or a tuple of tensors, got int"):
         step(torch.randn(2, 4), 3)
+
+
+def test_packed_sequences_follow_eager(tmp_path):
+    """A packed LSTM classifier through act.compile: every batch has other
+    lengths (data, not shapes: one compiled step), and loss and gradients
+    follow PyTorch's packed implementation."""
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.e, self.r, self.o = nn.Embedding(10, 4), nn.LSTM(4, 5, batch_first=True), \
+                nn.Linear(5, 3)
+
+        def forward(self, ids, lengths):
+            _, (h, _) = self.r(pack_padded_sequence(self.e(ids), lengths, batch_first=True,
+                                                    enforce_sorted=False))
+            return self.o(h[-1])
+
+    torch.manual_seed(0)
+    model = Tagger()
+    eager = copy.deepcopy(model)
+    step = act.compile(model, F.cross_entropy, work_dir=str(tmp_path))
+    for lengths in ([5, 2, 4], [1, 3, 3], [2, 5, 1]):
+        lengths = torch.tensor(lengths)
+        ids = torch.randint(0, 10, (3, 5))
+        y = torch.randint(0, 3, (3,))
+        model.zero_grad(set_to_none=True)
+        eager.zero_grad(set_to_none=True)
+        loss = step((ids, lengths), y)
+        expected = F.cross_entropy(eager(ids, lengths), y)
+        expected.backward()
+        assert abs(float(loss) - float(expected)) <= 1e-5
+        for p, q in zip(model.parameters(), eager.parameters()):
+            assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-6)
+    assert len(step.compiled) == 1

@@ -1050,7 +1050,19 @@ class Traced:
                 raise ExportError(f"the loss of '{workload.name}' {what}; a scalar tensor is "
                                   f"expected (return one tensor from the model, or give a "
                                   f"loss_fn that reduces its outputs to a scalar)")
-            loss.backward()
+            try:
+                loss.backward()
+            except RuntimeError as e:
+                if "modified by an inplace operation" not in str(e):
+                    raise
+                # torch 1.13's AOTAutograd writes the buffers the forward
+                # updates back into its inputs, which its backward saved.
+                raise ExportError(
+                    "PyTorch's trace of the step (AOTAutograd) cannot run a forward that "
+                    "updates a buffer in place which the backward also reads (spectral "
+                    "normalization's power iteration, nn.utils.spectral_norm and "
+                    "nn.utils.parametrizations.spectral_norm, does): normalize the weight "
+                    "between steps instead, or drop it") from None
         self.forward, self.backward = graphs["forward"], graphs["backward"]
         self._check_against_eager(step, primals)
         # Constant tensors the trace captured: small ones are arith.constants

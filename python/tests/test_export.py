@@ -195,6 +195,12 @@ BAD_MODELS = {
                   "    return m, torch.randn(batch, 4), torch.randn(batch, 3), loss\n",
                   "indexing with a boolean mask, x[mask] (the result's shape depends on the data; "
                   "write the masked computation with the mask as a factor"),
+    "spectralnorm": ("def make(batch):\n"
+                     "    m = nn.Sequential(nn.utils.parametrizations.spectral_norm(nn.Linear(4, 6)),"
+                     " nn.ReLU(), nn.Linear(6, 3))\n"
+                     "    return m, torch.randn(batch, 4), torch.randint(0, 3, (batch,))\n",
+                     "cannot run a forward that updates a buffer in place which the backward "
+                     "also reads"),
     "badtarget": ("def make(batch):\n    return nn.Linear(4, 3), torch.randn(batch, 4), "
                   "torch.full((batch,), 7)\n",
                   "targets must be class indices in [0, 3) for the model's 3 outputs; "

@@ -31,6 +31,7 @@ import math
 import operator
 import os
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -605,13 +606,19 @@ def packed_sequences(module):
     # those of the module classes' forward methods.
     originals = {id(rnn_utils.pack_padded_sequence): _pack_padded_traceable,
                  id(rnn_utils.pad_packed_sequence): _pad_packed_traceable}
-    scopes = {id(g): g for m in module.modules()
-              for g in [getattr(type(m).forward, "__globals__", None)] if isinstance(g, dict)}
+    forwards = []
+    for m in module.modules():
+        try:
+            fn = type(m).__dict__.get("forward") or type(m).forward
+        except Exception:  # noqa: BLE001 (a scripted module's forward)
+            continue
+        if isinstance(fn, types.FunctionType):
+            forwards.append(fn)
+    scopes = {id(fn.__globals__): fn.__globals__ for fn in forwards}
     replaced = [(scope, name, value, originals[id(value)]) for scope in scopes.values()
                 for name, value in list(scope.items()) if id(value) in originals]
     # (or as free variables of a forward defined inside a function)
-    cells = {id(c): c for m in module.modules()
-             for c in getattr(type(m).forward, "__closure__", None) or ()}
+    cells = {id(c): c for fn in forwards for c in fn.__closure__ or ()}
     def contents(cell):
         try:
             return cell.cell_contents

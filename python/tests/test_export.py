@@ -636,6 +636,29 @@ def test_packed_sequences(tmp_path, kind):
     assert max(errors) <= EXACT_TOL
 
 
+def test_scripted_parts(tmp_path):
+    """A torch.jit.script'ed function and submodule inside an eager model:
+    the packed-sequence patching looked up `forward` on every module's
+    class, which a scripted module's raises on (an AttributeError out of
+    the exporter)."""
+    errors, _ = user_model_errors(tmp_path, "scripted", batch=3, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "@torch.jit.script\n"
+        "def gelu(x):\n"
+        "    return x * 0.5 * (1.0 + torch.erf(x / 1.41421))\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.a, self.b = nn.Linear(6, 8), nn.Linear(8, 3)\n"
+        "        self.s = torch.jit.script(nn.Sequential(nn.Linear(8, 8), nn.Tanh()))\n"
+        "    def forward(self, x):\n"
+        "        return self.b(self.s(gelu(self.a(x))))\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(0)\n"
+        "    return M(), torch.randn(batch, 6, generator=g), torch.randint(0, 3, (batch,))\n"))
+    assert max(errors) <= EXACT_TOL
+
+
 def test_uint8_data(tmp_path):
     """uint8 images and masks, as users feed them: an HWC frame permuted,
     compared (`x > 200`), converted with `.to(torch.float32)` and scaled

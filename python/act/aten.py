@@ -1576,6 +1576,27 @@ def unfold_backward(g, node, grad, input_sizes, dim, size, step):
                      out_exprs=dims(r), init=g.fill(shape, 0.0), hint=node.name)
 
 
+@lowering("aten.diag_embed.default")
+def diag_embed(g, node, x, offset=0, dim1=-2, dim2=-1):
+    """x's last dim on the diagonal `offset` of two new dims (dim1, dim2)
+    of the result, zeros elsewhere."""
+    shape = meta_shape(node)
+    r = len(shape)
+    dim1, dim2 = dim1 % r, dim2 % r
+    rest = [k for k in range(r) if k not in (dim1, dim2)]
+
+    def body(b, o):
+        i, j = b.index(dim1), b.index(dim2)
+        # the diagonal: j - i == offset; its position k = min(i, j)
+        on = b.cmpi("eq", b.op("arith.subi", j, i, ty="index"), b.c(offset, "index"), "index")
+        k = b.op("arith.minsi", i, j, ty="index")
+        k = b.select(on, k, b.c(0, "index"), ty="index")
+        ivs = [b.index(d) for d in rest] + [k]
+        v = b.line("t", f"tensor.extract {x.name}[{', '.join(ivs)}] : {x.type}")
+        return b.select(on, v, b.c(0, x.dtype), ty=x.dtype)
+    return g.generic(shape, [], body, out_dtype=x.dtype, hint=node.name)
+
+
 @lowering("aten.eye.default", "aten.eye.m")
 def eye(g, node, *args, **kwargs):
     """torch.eye(n[, m]): ones where the row and column are equal."""
@@ -2023,6 +2044,30 @@ def amax(g, node, x, axes=(), keepdim=False):
     return g.reduce(x, axes, keepdim, kind="max", hint=node.name)
 
 
+def _truth_reduction(kind):
+    def lower(g, node, x, dim=None, keepdim=False):
+        """any / all: an or (and) over i1 of x != 0 (the result is bool)."""
+        axes = list(range(x.rank)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+        axes = axes or list(range(x.rank))
+        truth = x if x.dtype == "i1" else g.ew(
+            [x], lambda b, u: compare(b, "ne", u, b.c(0.0 if x.dtype in FLOAT_TYPES else 0,
+                                                      x.dtype), x.dtype), out_dtype="i1")
+        keep = [i for i in range(x.rank) if i not in [a % x.rank for a in axes]]
+        shape = tuple(x.shape[i] for i in keep)
+        its = ["parallel" if i in keep else "reduction" for i in range(x.rank)]
+        op = "arith.ori" if kind == "any" else "arith.andi"
+        r = g.generic(shape, [(truth, dims(x.rank))], lambda b, u, o: b.op(op, u, o, ty="i1"),
+                      out_dtype="i1", iterators=its, out_exprs=[f"d{i}" for i in keep],
+                      init=g.fill(shape, kind == "all", "i1"), hint=node.name)
+        return g.reshape(r, meta_shape(node)) if keepdim else r
+    return lower
+
+
+for _kind in ("any", "all"):
+    for _overload in ("default", "dim"):
+        LOWERINGS[f"aten.{_kind}.{_overload}"] = _truth_reduction(_kind)
+
+
 @lowering("aten.amin.default")
 def amin(g, node, x, axes=(), keepdim=False):
     neg = g.ew([x], lambda b, u: b.neg(u))
@@ -2445,7 +2490,13 @@ def prelu(g, node, x, w):
 @lowering("aten.linalg_vector_norm.default")
 def linalg_vector_norm(g, node, x, ord=2, dim=None, keepdim=False, dtype=None):
     axes = list(range(x.rank)) if dim is None or len(dim) == 0 else list(dim)
-    require(ord not in (math.inf, -math.inf, 0), node, f"ord={ord}")
+    require(ord != 0, node, f"ord={ord}")
+    if ord in (math.inf, -math.inf):
+        # The largest (smallest) magnitude: a max of |x| (of -|x|, negated).
+        sign = 1.0 if ord > 0 else -1.0
+        mags = g.ew([x], lambda b, u: b.mul(b.c(sign), b.op("math.absf", u)))
+        top = g.reduce(mags, axes, keepdim, kind="max", hint=node.name)
+        return top if sign > 0 else g.ew([top], lambda b, u: b.neg(u), hint=node.name)
     p = float(ord)
     powed = g.ew([x], lambda b, u: b.mul(u, u) if p == 2 else b.op(
         "math.powf", b.op("math.absf", u), b.c(p)))

@@ -377,6 +377,57 @@ def ctc_loss_static(log_probs, targets, input_lengths, target_lengths, blank=0,
     return loss.sum() if reduction == "sum" else loss
 
 
+def pdist_static(input, p=2.0, _original=F.pdist):
+    """F.pdist (ATen's _pdist_forward has no decomposition): the norms of
+    the differences of the row pairs i < j, in pdist's order."""
+    if input.dim() != 2:
+        return _original(input, p)
+    i, j = (torch.from_numpy(v) for v in np.triu_indices(input.shape[0], 1))
+    return torch.linalg.vector_norm(input[i] - input[j], p, dim=1)
+
+
+def quantile_static(input, q, dim=None, keepdim=False, *, interpolation="linear",
+                    _original=torch.quantile):
+    """torch.quantile (Tensor.quantile) without its checks that read the
+    data (q in [0, 1]: checked here on q itself, a Python number or a
+    constant): the sorted values at q (n - 1), interpolated as ATen does;
+    NaN where the row holds one, as ATen."""
+    qs = torch.as_tensor(q, dtype=input.dtype)
+    if qs.dim() > 1 or interpolation not in ("linear", "lower", "higher", "nearest",
+                                             "midpoint"):
+        return _original(input, q, dim, keepdim, interpolation=interpolation)
+    if not isinstance(q, torch.Tensor) and not all(0 <= float(v) <= 1 for v in qs.reshape(-1)):
+        raise ValueError("quantile() q values must be in the range [0, 1]")
+    x = input.reshape(-1) if dim is None else input.movedim(dim, -1)
+    n = x.shape[-1]
+    ordered = x.sort(-1)[0]
+    pos = qs.reshape(-1) * (n - 1)
+    lo = pos.floor().long()
+    hi = (lo + 1).clamp(max=n - 1)
+    a, b = ordered[..., lo], ordered[..., hi]
+    frac = pos - lo.to(pos.dtype)
+    if interpolation == "lower":
+        out = a
+    elif interpolation == "higher":
+        out = torch.where(frac > 0, b, a)
+    elif interpolation == "nearest":  # ATen rounds half to even
+        out = ordered[..., pos.round().long()]
+    elif interpolation == "midpoint":
+        out = torch.where(frac > 0, (a + b) / 2, a)
+    else:
+        out = a + (b - a) * frac
+    out = torch.where(torch.isnan(x).any(-1, keepdim=True), torch.full_like(out, math.nan), out)
+    out = out.movedim(-1, 0)  # the quantiles first, as ATen
+    if qs.dim() == 0:
+        out = out[0]
+    if keepdim:
+        if dim is None:
+            out = out.reshape(out.shape[:1 if qs.dim() else 0] + (1,) * input.dim())
+        else:
+            out = out.unsqueeze(dim % input.dim() + (1 if qs.dim() else 0))
+    return out
+
+
 def local_response_norm_static(input, size, alpha=1e-4, beta=0.75, k=1.0,
                                _original=F.local_response_norm):
     """F.local_response_norm (nn.LocalResponseNorm) with its sum over a
@@ -476,6 +527,7 @@ def _replacements():
             "gaussian_nll_loss": gaussian_nll_static,
             "affine_grid": affine_grid_traceable, "grid_sample": grid_sample_traceable,
             "multi_margin_loss": multi_margin_static, "ctc_loss": ctc_loss_static,
+            "pdist": pdist_static,
             "local_response_norm": local_response_norm_static,
             "interpolate": interpolate_traceable}
 
@@ -661,6 +713,8 @@ def static_losses():
     validate = torch.distributions.Distribution._validate_args
     for name, fn in replacements.items():
         setattr(F, name, fn)
+    quantile = (torch.quantile, torch.Tensor.quantile)
+    torch.quantile = torch.Tensor.quantile = quantile_static
     # torch.distributions checks arguments and samples by reading their
     # values (constraint.check(...).all()): not while tracing.
     torch.distributions.Distribution.set_default_validate_args(False)
@@ -669,6 +723,7 @@ def static_losses():
     finally:
         for name, fn in originals.items():
             setattr(F, name, fn)
+        torch.quantile, torch.Tensor.quantile = quantile
         torch.distributions.Distribution.set_default_validate_args(validate)
 
 

@@ -659,6 +659,33 @@ def test_scripted_parts(tmp_path):
     assert max(errors) <= EXACT_TOL
 
 
+def test_norms_quantiles_and_diagonals(tmp_path):
+    """Ops that were unsupported: the infinity norms, F.pdist, torch.quantile
+    (its checks read the data), torch.diag_embed at three offsets, any/all
+    over a dim."""
+    errors, _ = user_model_errors(tmp_path, "stats", batch=4, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.l = nn.Linear(6, 6)\n"
+        "    def forward(self, x):\n"
+        "        h = self.l(x)\n"
+        "        n = torch.linalg.vector_norm(h, float('inf'), dim=1, keepdim=True) \\\n"
+        "            - torch.linalg.vector_norm(h, float('-inf'), dim=1, keepdim=True)\n"
+        "        q = torch.quantile(h, 0.3, dim=1, keepdim=True) \\\n"
+        "            + h.quantile(torch.tensor([0.5, 0.75]), dim=1).t().sum(1, keepdim=True) \\\n"
+        "            + torch.quantile(h, 0.5, dim=1, keepdim=True, interpolation='nearest')\n"
+        "        d = sum(torch.diag_embed(h[:, :3], k).sum((1, 2)) for k in (-1, 0, 2))\n"
+        "        flags = (h > 0).any(1, keepdim=True).float() + (h > -1).all(1, keepdim=True).float()\n"
+        "        return h * n + q + d.unsqueeze(1) + F.pdist(h).sum() * flags\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(0)\n"
+        "    return M(), torch.randn(batch, 6, generator=g), torch.randn(batch, 6, generator=g), \\\n"
+        "        lambda o, y: F.mse_loss(o, y)\n"))
+    assert max(errors) <= EXACT_TOL
+
+
 def test_uint8_data(tmp_path):
     """uint8 images and masks, as users feed them: an HWC frame permuted,
     compared (`x > 200`), converted with `.to(torch.float32)` and scaled

@@ -839,6 +839,23 @@ def random_ops(mode, seed=0, counts=None):
         patched.append((torch.Tensor, name, getattr(torch.Tensor, name)))
         setattr(torch.Tensor, name, fn)
 
+    # A stacked nn.LSTM/GRU/RNN with dropout between its layers draws its
+    # masks inside ATen (aten.bernoulli_): run it layer by layer
+    # (_masked_rnn) with F.dropout's masks, the same in the trace and the
+    # reference.
+    for cls in (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN):
+        def rnn_forward(self, input, hx=None, _original=cls.forward):
+            if (self.training and self.dropout and self.num_layers > 1
+                    and isinstance(input, torch.Tensor) and input.dim() == 3):
+                x = input.transpose(0, 1) if self.batch_first else input
+                full = torch.full((x.shape[1],), x.shape[0], dtype=torch.int64)
+                out, state = _masked_rnn(self, _MaskedSequence(x, full, None, None), hx)
+                out = out.data
+                return (out.transpose(0, 1) if self.batch_first else out), state
+            return _original(self, input, hx)
+        patched.append((cls, "forward", cls.forward))
+        cls.forward = rnn_forward
+
     def arguments(args, kwargs, p_index, training_index):
         p = kwargs.get("p", args[p_index - 1] if len(args) >= p_index else 0.5)
         training = kwargs.get("training", args[training_index - 1]

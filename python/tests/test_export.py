@@ -686,6 +686,32 @@ def test_norms_quantiles_and_diagonals(tmp_path):
     assert max(errors) <= EXACT_TOL
 
 
+def test_stacked_rnn_dropout(tmp_path):
+    """nn.LSTM / nn.GRU with dropout between stacked layers (DeepAR-style
+    forecasters) drew their masks inside ATen (aten.bernoulli_,
+    unsupported, and unlike the reference's); they run layer by layer
+    with F.dropout's Philox masks now, the same in the float64 reference."""
+    errors, manifest = user_model_errors(tmp_path, "deepar", batch=3, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.r = nn.LSTM(2, 6, 2, batch_first=True, dropout=0.3)\n"
+        "        self.g = nn.GRU(6, 4, 3, dropout=0.5, bidirectional=True)\n"
+        "        self.o = nn.Linear(8, 2)\n"
+        "    def forward(self, x):\n"
+        "        h, _ = self.r(x)\n"
+        "        h, _ = self.g(h.transpose(0, 1))\n"
+        "        mu, sig = self.o(h).unbind(-1)\n"
+        "        return mu.t(), F.softplus(sig.t()) + 1e-3\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(0)\n"
+        "    x, y = torch.randn(batch, 5, 2, generator=g), torch.randn(batch, 5, generator=g)\n"
+        "    return M(), x, y, lambda o, y: -torch.distributions.Normal(*o).log_prob(y).mean()\n"))
+    assert "dropout_seed" in [a["name"] for a in manifest["arguments"]]
+    assert max(errors) <= EXACT_TOL
+
+
 def test_uint8_data(tmp_path):
     """uint8 images and masks, as users feed them: an HWC frame permuted,
     compared (`x > 200`), converted with `.to(torch.float32)` and scaled

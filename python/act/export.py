@@ -1263,8 +1263,12 @@ class Traced:
             arg = placeholder_arg.get(node)
             return arg if arg is not None and arg >= first_data else None
 
+        def shape(node):
+            tm = node.meta.get("tensor_meta") if isinstance(node, torch.fx.Node) else None
+            return tuple(tm.shape) if hasattr(tm, "shape") else None
+
         def size(node, dim):
-            return node.meta["tensor_meta"].shape[dim]
+            return shape(node)[dim]
 
         names = dict(zip(self.fw_placeholders, self.arg_names[:len(self.params)]))
 
@@ -1289,18 +1293,21 @@ class Traced:
             if n.op != "call_function":
                 continue
             key, a = str(n.target), n.args
+            if not a or shape(a[0]) is None:  # no layout metadata: not bounded
+                continue
             if key == "aten.embedding.default":
                 bound(a[1], 0, size(a[0], 0), indexed(a[0], 0))
             elif key in ("aten.index_select.default", "aten.gather.default"):
-                dim = a[1] % len(a[0].meta["tensor_meta"].shape)
+                dim = a[1] % len(shape(a[0]))
                 bound(a[2], 0, size(a[0], dim), indexed(a[0], dim))
             elif key == "aten.index.Tensor":
                 for k, i in enumerate(a[1]):
-                    if i is not None and i.meta["tensor_meta"].dtype != torch.bool:
+                    tm = i.meta.get("tensor_meta") if isinstance(i, torch.fx.Node) else None
+                    if tm is not None and getattr(tm, "dtype", None) != torch.bool:
                         bound(i, -size(a[0], k), size(a[0], k), indexed(a[0], k))
             elif key in ("aten.nll_loss_forward.default", "aten.nll_loss2d_forward.default"):
-                shape = a[0].meta["tensor_meta"].shape
-                classes = shape[1] if len(shape) > 1 else shape[0]
+                logits = shape(a[0])
+                classes = logits[1] if len(logits) > 1 else logits[0]
                 bound(a[1], 0, classes, f"the loss's {classes} classes",
                       ignore=a[4] if len(a) > 4 else -100)
         return ranges

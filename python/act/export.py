@@ -772,7 +772,9 @@ def random_ops(mode, seed=0, counts=None):
     (aten.RANDOM_STREAM), and in "reference" mode returns that noise;
     torch.rand, randn, randn_like (Box-Muller from two uniforms), normal and
     bernoulli are written with it, and so are the in-place draws
-    Tensor.exponential_ (F.gumbel_softmax), uniform_ and normal_.
+    Tensor.exponential_ (F.gumbel_softmax), uniform_ and normal_. A stacked
+    nn.LSTM/GRU/RNN with dropout between layers runs layer by layer
+    (_masked_rnn) with F.dropout's masks.
     counts: {"dropout": n, "rand": r}, per eager step."""
     import torch.nn.functional as F
     from .aten import RANDOM_STREAM

@@ -1049,10 +1049,76 @@ def _data_names(kind, value):
     return [kind]
 
 
+def _modules_referenced(fn, seen=None):
+    """nn.Modules a function reaches by name: its closure cells, the globals
+    its code (and the code it nests) names, and the same for functions it
+    holds (a loss calling a helper)."""
+    seen = seen if seen is not None else set()
+    if id(fn) in seen:
+        return []
+    seen.add(id(fn))
+    if isinstance(fn, torch.nn.Module):
+        return [fn]
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    values = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    names, stack = set(), [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    scope = getattr(fn, "__globals__", {})
+    values += [scope[n] for n in names if n in scope]
+    found = []
+    for v in values:
+        if isinstance(v, torch.nn.Module):
+            found.append(v)
+        elif isinstance(v, types.FunctionType):
+            found += _modules_referenced(v, seen)
+    return found
+
+
+@contextlib.contextmanager
+def external_buffers_kept(workload):
+    """Buffers of the modules the loss or the model's forward code reaches
+    by name (not the workload's module, whose buffers tracing substitutes)
+    restored after the block: running them to trace and check the step
+    must not move another model's BatchNorm statistics."""
+    own = {id(t) for t in workload.module.buffers()}
+    functions = [workload.loss_fn] + [type(m).__dict__.get("forward")
+                                      for m in workload.module.modules()]
+    buffers = {}
+    for fn in functions:
+        for m in _modules_referenced(fn):
+            for b in m.buffers():
+                if id(b) not in own:
+                    buffers.setdefault(id(b), (b, b.detach().clone()))
+    try:
+        yield {k: b for k, (b, _) in buffers.items()}
+    finally:
+        with torch.no_grad():
+            for b, value in buffers.values():
+                b.copy_(value)
+
+
 class Traced:
     """The aten graphs of a workload and the values around them."""
 
     def __init__(self, workload, seed=0):
+        # Tracing and the checks run the model and the loss several times:
+        # other modules they call (a GAN's discriminator in the loss) keep
+        # their buffers (BatchNorm's running statistics) as they were.
+        with external_buffers_kept(workload) as kept:
+            self._external_buffers = kept
+            self._trace(workload, seed)
+
+    def _trace(self, workload, seed):
         self.workload = workload
         self.seed = seed
         module = workload.module
@@ -1163,12 +1229,13 @@ class Traced:
                                           f"{getattr(value, 'dtype', type(value).__name__)} "
                                           f"constant act does not support")
                     self.constants.setdefault(n.target, value.detach().clone())
-                    if isinstance(value, torch.nn.Parameter):
+                    if isinstance(value, torch.nn.Parameter) or id(value) in self._external_buffers:
                         self.external.setdefault(n.target, value)
-        # Parameters of other modules the model or the loss reads (a GAN's
-        # discriminator in the generator's loss): arguments of the step
-        # whatever their size, so that act.compile reads their current
-        # values at every call (their optimizer moves them in place).
+        # Parameters and buffers of other modules the model or the loss
+        # reads (a GAN's discriminator in the generator's loss): arguments
+        # of the step whatever their size, so that act.compile reads their
+        # current values at every call (their optimizer moves them in place,
+        # their own steps update their running statistics).
         self.large_constants = [k for k, v in self.constants.items()
                                 if v.numel() > MAX_INLINE_CONSTANT or k in self.external]
         # A step with dropout or rand_like takes its seed (an i64 scalar)
@@ -1335,6 +1402,10 @@ class Traced:
         """The loss and parameter gradients by eager autograd in float64 (the
         exact answer act's float32 step is compared with), and the relative
         error of eager autograd in float32 against it, per gradient."""
+        with external_buffers_kept(self.workload):
+            return self._reference()
+
+    def _reference(self):
         w = self.workload
 
         def run(dtype):

@@ -133,11 +133,12 @@ class Step:
         if traced.external and not self._exports:
             sizes = sorted({tuple(p.shape) for p in traced.external.values()})
             warnings.warn(
-                f"act.compile: the step reads {len(traced.external)} parameters that are not the "
-                f"module's (shapes {', '.join(map(str, sizes[:4]))}{', ...' if len(sizes) > 4 else ''}"
-                f"; e.g. a discriminator in the loss): their current values are read at every "
-                f"call, but their gradients are not computed (eager autograd would add to their "
-                f".grad)", stacklevel=3)
+                f"act.compile: the step reads {len(traced.external)} parameters or buffers that "
+                f"are not the module's (shapes {', '.join(map(str, sizes[:4]))}"
+                f"{', ...' if len(sizes) > 4 else ''}; e.g. a discriminator in the loss): their "
+                f"current values are read at every call, but their gradients are not computed "
+                f"(eager autograd would add to their .grad) and their running statistics are "
+                f"not updated by this step", stacklevel=3)
         ex = Exporter(traced)
         src = os.path.join(self.work_dir, f"{name}.mlir")
         with open(src, "w") as f:

@@ -607,11 +607,15 @@ def test_parameters_of_another_module_are_read_at_every_call(tmp_path):
     optimizer moves its parameters in place between generator steps. They
     were constants of the trace (the first call's discriminator, silently:
     loss 0.793 against eager's 0.803 at the second step); they are
-    arguments now, read at every call, with a warning that their gradients
-    are not computed."""
+    arguments now, read at every call, and so are its BatchNorm's running
+    statistics (read in eval mode), with a warning that their gradients
+    are not computed. Tracing ran the loss four times on the real
+    discriminator, whose training-mode BatchNorm then counted four batches
+    it never saw; its buffers are kept now."""
     torch.manual_seed(0)
     gen = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 6))
-    disc = nn.Sequential(nn.Linear(6, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+    disc = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.LeakyReLU(0.2),
+                         nn.Linear(16, 1)).eval()
     eager = copy.deepcopy(gen)
 
     def loss_fn(fake, y):
@@ -623,10 +627,12 @@ def test_parameters_of_another_module_are_read_at_every_call(tmp_path):
         with torch.no_grad():  # the discriminator's update between steps
             for p in disc.parameters():
                 p.add_(0.1 * torch.randn_like(p))
+            disc[1].running_mean.add_(0.1)  # and its statistics (read in eval mode)
         gen.zero_grad(set_to_none=True)
         eager.zero_grad(set_to_none=True)
         if i == 0:
-            with pytest.warns(UserWarning, match="4 parameters that are not the module's"):
+            with pytest.warns(UserWarning, match="8 parameters or buffers that are not the "
+                                                 "module's"):
                 loss = step(z, ones)
         else:
             loss = step(z, ones)
@@ -635,6 +641,12 @@ def test_parameters_of_another_module_are_read_at_every_call(tmp_path):
         assert abs(float(loss) - float(expected)) <= 1e-6
         for p, q in zip(gen.parameters(), eager.parameters()):
             assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-7)
+    disc.train()
+    before = {k: v.clone() for k, v in disc.state_dict().items()}
+    with pytest.warns(UserWarning, match="not the module's"):
+        act.compile(gen, loss_fn, work_dir=str(tmp_path / "train"))(z, ones)
+    for k, v in disc.state_dict().items():
+        assert torch.equal(v, before[k]), k
 
 
 def test_autocast_is_ignored_with_a_warning(tmp_path):

@@ -1049,6 +1049,41 @@ def _data_names(kind, value):
     return [kind]
 
 
+@contextlib.contextmanager
+def _in_precision(modules, dtype, kinds):
+    """`modules`' floating tensors in `dtype` during the block (in place: the
+    code that calls them holds these objects), then back to their dtypes
+    (`kinds`: id -> dtype, per module)."""
+    for m in modules:
+        m.to(dtype)
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for m, kind in zip(modules, kinds):
+                for t in list(m.parameters()) + list(m.buffers()):
+                    if t.dtype != kind.get(id(t), t.dtype):
+                        t.data = t.data.to(kind[id(t)])
+
+
+def external_modules(workload):
+    """(prefix, module) of the modules other than the workload's module and
+    its submodules that its loss or its model's code reach by name: the
+    loss itself when it is a module ("loss"), then "external0", ...."""
+    own = {id(m) for m in workload.module.modules()}
+    found, out = set(), []
+    functions = [workload.loss_fn] + [type(m).__dict__.get("forward")
+                                      for m in workload.module.modules()]
+    for fn in functions:
+        for m in _modules_referenced(fn):
+            if id(m) in own or id(m) in found:
+                continue
+            found.add(id(m))
+            prefix = "loss" if m is workload.loss_fn else f"external{len(out)}"
+            out.append((prefix, m))
+    return out
+
+
 def _modules_referenced(fn, seen=None):
     """nn.Modules a function reaches by name: its closure cells, the globals
     its code (and the code it nests) names, and the same for functions it
@@ -1125,6 +1160,22 @@ class Traced:
         self.param_names = [n for n, p in module.named_parameters() if p.requires_grad]
         params = dict(module.named_parameters())
         self.params = [params[n] for n in self.param_names]
+        # Trainable parameters of other modules the loss or the model reach
+        # by name (a criterion with weights, ArcFace's class centres; a
+        # head kept outside the model; a GAN's discriminator in the
+        # generator's loss) are parameters of the step too, named
+        # `loss.<name>` (the loss module itself) or `external<i>.<name>`,
+        # with gradients as eager autograd gives them.
+        seen = {id(p) for p in module.parameters()}
+        routes = [(module, n) for n in self.param_names]  # where each is substituted
+        self.external_modules = external_modules(workload)
+        for prefix, m in self.external_modules:
+            for n, p in m.named_parameters():
+                if p.requires_grad and id(p) not in seen:
+                    seen.add(id(p))
+                    self.param_names.append(f"{prefix}.{n}")
+                    self.params.append(p)
+                    routes.append((m, n))
         # Buffers (BatchNorm's running statistics, masks, positional tables)
         # are arguments of the step; running statistics come back updated.
         # So are frozen parameters (requires_grad False), without gradients:
@@ -1139,6 +1190,7 @@ class Traced:
             if b.dtype not in DTYPES:
                 raise ExportError(f"buffer '{n}' has dtype {b.dtype}, which act does not support")
         names = self.param_names + self.buffer_names
+        routes += [(module, n) for n in self.buffer_names]
         graphs = {}
         # The model's inputs and the loss's targets, flattened into the
         # step's arguments (module(*inputs); a tuple of targets given to the
@@ -1154,7 +1206,12 @@ class Traced:
             try:
                 # (The loss too may read the module's parameters and buffers:
                 # a penalty term, DFQ's beta.)
-                with substituted(module, dict(zip(names, args[:len(names)]))):
+                with contextlib.ExitStack() as stack:
+                    by_owner = {}
+                    for (owner, name), value in zip(routes, args[:len(names)]):
+                        by_owner.setdefault(id(owner), (owner, {}))[1][name] = value
+                    for owner, tensors in by_owner.values():
+                        stack.enter_context(substituted(owner, tensors))
                     data = args[len(names):]
                     out = module(*data[:n_inputs])
                     targets = rebuilt(workload.targets, data[n_inputs:])
@@ -1420,11 +1477,24 @@ class Traced:
             # precision as the model.
             loss_fn = (copy_module(w.loss_fn).to(dtype)
                        if isinstance(w.loss_fn, torch.nn.Module) else w.loss_fn)
-            with random_ops("reference", self.seed,
-                            self.random_counts if dtype == torch.float32 else None), \
+            # Other modules the loss or the model reach (external_modules)
+            # run in this precision too, in place, and are restored.
+            others = [m for prefix, m in self.external_modules if prefix != "loss"]
+            kinds = [{id(t): t.dtype for t in list(m.parameters()) + list(m.buffers())}
+                     for m in others]
+            params = dict(module.named_parameters())
+            if isinstance(loss_fn, torch.nn.Module):
+                params.update((f"loss.{n}", p) for n, p in loss_fn.named_parameters())
+            for prefix, m in self.external_modules:
+                if prefix != "loss":
+                    params.update((f"{prefix}.{n}", p) for n, p in m.named_parameters())
+            # (_in_precision outermost: reference_precision turns .to(float32)
+            # into float64 while it lasts.)
+            with _in_precision(others, dtype, kinds), \
+                    random_ops("reference", self.seed,
+                               self.random_counts if dtype == torch.float32 else None), \
                     reference_precision(dtype):
                 loss = loss_fn(module(*x), y)
-                params = dict(module.named_parameters())
                 wrt = [params[n] for n in self.param_names]
                 # A parameter the loss does not read has a zero gradient.
                 grads = torch.autograd.grad(loss, wrt, allow_unused=True)
@@ -1442,7 +1512,7 @@ class Traced:
         saved_tensors_hooks: each storage once, parameters excluded."""
         w = self.workload
         module = copy_module(w.module)
-        param_ptrs = {p.storage().data_ptr() for p in module.parameters()}
+        param_ptrs = {p.storage().data_ptr() for p in list(module.parameters()) + self.params}
         seen = {}
 
         def pack(t):

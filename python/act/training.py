@@ -133,12 +133,11 @@ class Step:
         if traced.external and not self._exports:
             sizes = sorted({tuple(p.shape) for p in traced.external.values()})
             warnings.warn(
-                f"act.compile: the step reads {len(traced.external)} parameters or buffers that "
-                f"are not the module's (shapes {', '.join(map(str, sizes[:4]))}"
-                f"{', ...' if len(sizes) > 4 else ''}; e.g. a discriminator in the loss): their "
-                f"current values are read at every call, but their gradients are not computed "
-                f"(eager autograd would add to their .grad) and their running statistics are "
-                f"not updated by this step", stacklevel=3)
+                f"act.compile: the step reads {len(traced.external)} buffers or frozen "
+                f"parameters of other modules (shapes {', '.join(map(str, sizes[:4]))}"
+                f"{', ...' if len(sizes) > 4 else ''}; e.g. a discriminator's BatchNorm in the "
+                f"loss): their current values are read at every call, but this step does not "
+                f"update them (a training-mode BatchNorm's running statistics)", stacklevel=3)
         ex = Exporter(traced)
         src = os.path.join(self.work_dir, f"{name}.mlir")
         with open(src, "w") as f:

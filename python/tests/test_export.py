@@ -712,6 +712,35 @@ def test_stacked_rnn_dropout(tmp_path):
     assert max(errors) <= EXACT_TOL
 
 
+def test_parameters_outside_the_model(tmp_path):
+    """A loss module with weights (class centres) and a projection head the
+    loss reaches through a closure: their parameters are parameters of the
+    step (`loss.centres`, `external1.weight`, ...), and the float64
+    reference gives their gradients too (the head runs in float64 in place
+    for it, and comes back as it was)."""
+    errors, manifest = user_model_errors(tmp_path, "outside", batch=4, source=(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "class Centres(nn.Module):\n"
+        "    def __init__(self, head):\n"
+        "        super().__init__()\n"
+        "        self.centres, self.head = nn.Parameter(torch.randn(3, 5)), [head]\n"
+        "    def forward(self, emb, y):\n"
+        "        z = self.head[0](emb)\n"
+        "        return F.cross_entropy(8 * F.normalize(z) @ F.normalize(self.centres).t(), y)\n"
+        "def make(batch):\n"
+        "    g = torch.Generator().manual_seed(0)\n"
+        "    torch.manual_seed(0)\n"
+        "    head = nn.Linear(6, 5)\n"
+        "    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh())\n"
+        "    crit = Centres(head)\n"
+        "    def loss(out, y):\n"
+        "        return crit(out, y) + 0.01 * head.weight.pow(2).sum()\n"
+        "    return model, torch.randn(batch, 4, generator=g), torch.randint(0, 3, (batch,), generator=g), loss\n"))
+    names = [a["name"] for a in manifest["arguments"][:manifest["parameters"]]]
+    assert names[:2] == ["0.weight", "0.bias"] and len(names) == 5, names
+    assert max(errors) <= EXACT_TOL
+
+
 def test_uint8_data(tmp_path):
     """uint8 images and masks, as users feed them: an HWC frame permuted,
     compared (`x > 200`), converted with `.to(torch.float32)` and scaled

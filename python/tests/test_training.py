@@ -607,43 +607,51 @@ def test_parameters_of_another_module_are_read_at_every_call(tmp_path):
     optimizer moves its parameters in place between generator steps. They
     were constants of the trace (the first call's discriminator, silently:
     loss 0.793 against eager's 0.803 at the second step); they are
-    arguments now, read at every call, and so are its BatchNorm's running
-    statistics (read in eval mode), with a warning that their gradients
-    are not computed. Tracing ran the loss four times on the real
+    parameters of the step now (their gradients added to their .grad, as
+    eager autograd does), and its BatchNorm's running statistics (read in
+    eval mode) are arguments read at every call. Tracing ran the loss four
+    times on the real
     discriminator, whose training-mode BatchNorm then counted four batches
     it never saw; its buffers are kept now."""
     torch.manual_seed(0)
     gen = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 6))
     disc = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.LeakyReLU(0.2),
                          nn.Linear(16, 1)).eval()
-    eager = copy.deepcopy(gen)
+    eager, eager_disc = copy.deepcopy(gen), copy.deepcopy(disc)
 
     def loss_fn(fake, y):
         return F.binary_cross_entropy_with_logits(disc(fake), y)
+
+    def eager_loss(fake, y):
+        return F.binary_cross_entropy_with_logits(eager_disc(fake), y)
 
     step = act.compile(gen, loss_fn, work_dir=str(tmp_path))
     z, ones = torch.randn(8, 4), torch.ones(8, 1)
     for i in range(3):
         with torch.no_grad():  # the discriminator's update between steps
-            for p in disc.parameters():
+            for p, q in zip(disc.parameters(), eager_disc.parameters()):
                 p.add_(0.1 * torch.randn_like(p))
+                q.copy_(p)
             disc[1].running_mean.add_(0.1)  # and its statistics (read in eval mode)
-        gen.zero_grad(set_to_none=True)
-        eager.zero_grad(set_to_none=True)
+            eager_disc[1].running_mean.copy_(disc[1].running_mean)
+        for m in (gen, eager, disc, eager_disc):
+            m.zero_grad(set_to_none=True)
         if i == 0:
-            with pytest.warns(UserWarning, match="8 parameters or buffers that are not the "
-                                                 "module's"):
+            with pytest.warns(UserWarning, match="reads 2 buffers or frozen parameters of "
+                                                 "other modules"):
                 loss = step(z, ones)
         else:
             loss = step(z, ones)
-        expected = loss_fn(eager(z), ones)
+        expected = eager_loss(eager(z), ones)
         expected.backward()
         assert abs(float(loss) - float(expected)) <= 1e-6
-        for p, q in zip(gen.parameters(), eager.parameters()):
+        # The discriminator's gradients too, as eager autograd adds them.
+        for p, q in zip(list(gen.parameters()) + list(disc.parameters()),
+                        list(eager.parameters()) + list(eager_disc.parameters())):
             assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-7)
     disc.train()
     before = {k: v.clone() for k, v in disc.state_dict().items()}
-    with pytest.warns(UserWarning, match="not the module's"):
+    with pytest.warns(UserWarning, match="of other modules"):
         act.compile(gen, loss_fn, work_dir=str(tmp_path / "train"))(z, ones)
     for k, v in disc.state_dict().items():
         assert torch.equal(v, before[k]), k
@@ -688,6 +696,31 @@ def test_indices_out_of_range_are_an_error(tmp_path):
     assert float(step(ids, torch.tensor([0, -1]))) == pytest.approx(
         float(F.cross_entropy(model(ids), torch.tensor([0, -1]), ignore_index=-1)), rel=1e-5)
     assert float(step(ids, targets)) == pytest.approx(first, rel=1e-6)
+
+
+def test_a_loss_module_with_parameters_trains(tmp_path):
+    """A criterion with weights (ArcFace's class centres), given as the
+    loss: its parameters got no gradient (constants of the trace), so they
+    never trained. They are parameters of the step now."""
+    class ArcLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.centres = nn.Parameter(torch.randn(4, 8))
+
+        def forward(self, emb, y):
+            return F.cross_entropy(16 * F.normalize(emb) @ F.normalize(self.centres).t(), y)
+
+    torch.manual_seed(0)
+    model, criterion = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 8)), ArcLoss()
+    eager, eager_criterion = copy.deepcopy(model), copy.deepcopy(criterion)
+    step = act.compile(model, criterion, work_dir=str(tmp_path))
+    x, y = torch.randn(5, 6), torch.randint(0, 4, (5,))
+    loss = step(x, y)
+    expected = eager_criterion(eager(x), y)
+    expected.backward()
+    assert abs(float(loss) - float(expected)) <= 1e-5
+    assert torch.allclose(criterion.centres.grad, eager_criterion.centres.grad,
+                          rtol=1e-4, atol=1e-7)
 
 
 def test_a_batch_that_is_not_tensors_is_a_clear_error(tmp_path):

@@ -26,6 +26,7 @@ as eager PyTorch would hold the argument itself.
 import argparse
 import contextlib
 import copy
+import dis
 import json
 import math
 import operator
@@ -1104,9 +1105,10 @@ def _modules_referenced(fn, seen=None):
         except ValueError:  # an empty cell
             pass
     names, stack = set(), [code]
-    while stack:
+    while stack:  # the globals the code loads (co_names also holds attributes)
         c = stack.pop()
-        names.update(c.co_names)
+        names.update(i.argval for i in dis.get_instructions(c)
+                     if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     scope = getattr(fn, "__globals__", {})
     values += [scope[n] for n in names if n in scope]

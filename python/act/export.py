@@ -1188,11 +1188,24 @@ class Traced:
         self.buffer_names = [n for n, _ in module.named_buffers()] + [n for n, _ in frozen]
         buffers = {**dict(module.named_buffers()), **dict(frozen)}
         self.buffers = [buffers[n] for n in self.buffer_names]
+        routes += [(module, n) for n in self.buffer_names]
+        # The other modules' buffers and frozen parameters too: read at
+        # every call, and a BatchNorm among them (a discriminator's in the
+        # generator's loss) comes back updated, as in eager.
+        seen.update(id(b) for b in self.buffers)
+        for prefix, m in self.external_modules:
+            tensors = list(m.named_buffers()) + [(n, p) for n, p in m.named_parameters()
+                                                 if not p.requires_grad]
+            for n, b in tensors:
+                if id(b) not in seen:
+                    seen.add(id(b))
+                    self.buffer_names.append(f"{prefix}.{n}")
+                    self.buffers.append(b)
+                    routes.append((m, n))
         for n, b in zip(self.buffer_names, self.buffers):
             if b.dtype not in DTYPES:
                 raise ExportError(f"buffer '{n}' has dtype {b.dtype}, which act does not support")
         names = self.param_names + self.buffer_names
-        routes += [(module, n) for n in self.buffer_names]
         graphs = {}
         # The model's inputs and the loss's targets, flattened into the
         # step's arguments (module(*inputs); a tuple of targets given to the

@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from . import capi, driver
-from .export import Exporter, Traced, header
+from .export import Exporter, Traced, external_modules, header
 from .models import Workload, rebuilt, tensors_of
 from .tune import allocate, measuring_step
 
@@ -102,7 +102,12 @@ class Step:
         # variant, and summed over calls (PFQ and partial batches change them).
         self.saved_bytes = None
         self.saved_sum = [0, 0]
-        self.batch_norms = [m for m in module.modules()
+        # Modules outside `module` that the loss or the model reach by name
+        # (a criterion with weights, a GAN's discriminator): their
+        # parameters and buffers are the step's too (Traced), and their
+        # training flags part of the cache key.
+        self.externals = [m for _, m in external_modules(Workload("", module, None, None, loss_fn))]
+        self.batch_norms = [m for top in [module] + self.externals for m in top.modules()
                             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
                             and m.num_batches_tracked is not None]
 
@@ -119,8 +124,10 @@ class Step:
         return tuple((isinstance(v, (tuple, list)),
                       tuple((tuple(t.shape), str(t.dtype)) for t in tensors_of(v)))
                      for v in (inputs, targets)) + (
-                         tuple(m.training for m in self.module.modules()),
-                         tuple((id(p), p.requires_grad) for p in self.module.parameters()))
+                         tuple(m.training for top in [self.module] + self.externals
+                               for m in top.modules()),
+                         tuple((id(p), p.requires_grad) for top in [self.module] + self.externals
+                               for p in top.parameters()))
 
     def _export(self, inputs, targets):
         """The step's joint graph for this batch shape (exported once)."""
@@ -133,11 +140,12 @@ class Step:
         if traced.external and not self._exports:
             sizes = sorted({tuple(p.shape) for p in traced.external.values()})
             warnings.warn(
-                f"act.compile: the step reads {len(traced.external)} buffers or frozen "
-                f"parameters of other modules (shapes {', '.join(map(str, sizes[:4]))}"
-                f"{', ...' if len(sizes) > 4 else ''}; e.g. a discriminator's BatchNorm in the "
-                f"loss): their current values are read at every call, but this step does not "
-                f"update them (a training-mode BatchNorm's running statistics)", stacklevel=3)
+                f"act.compile: the step reads {len(traced.external)} parameters or buffers of "
+                f"modules it does not reach by name (shapes {', '.join(map(str, sizes[:4]))}"
+                f"{', ...' if len(sizes) > 4 else ''}; held by an object that is not a module): "
+                f"their current values are read at every call, but their gradients are not "
+                f"computed and their running statistics not updated; name the module in the "
+                f"loss or the model's code (a global or a closure variable)", stacklevel=3)
         ex = Exporter(traced)
         src = os.path.join(self.work_dir, f"{name}.mlir")
         with open(src, "w") as f:

@@ -224,12 +224,14 @@ def copy_module(module):
 
 def one_hot_static(tensor, num_classes=-1):
     """F.one_hot without ATen's data-dependent range check (its min() and
-    max() read the values, which tracing cannot): `tensor == arange`, i64.
+    max() read the values, which tracing cannot): the rows of an i64
+    identity, read as an embedding, so that the range check moves to the
+    step (Traced.index_ranges bounds the class indices like token ids).
     num_classes must be given (otherwise it is the data's maximum + 1)."""
     if num_classes < 0:
         raise ValueError("F.one_hot(x) without num_classes depends on the data (its maximum); "
                          "pass num_classes")
-    return (tensor.unsqueeze(-1) == torch.arange(num_classes)).to(torch.int64)
+    return F.embedding(tensor, torch.eye(num_classes, dtype=torch.int64))
 
 
 def gaussian_nll_static(input, target, var, full=False, eps=1e-6, reduction="mean"):
@@ -1418,6 +1420,8 @@ class Traced:
             n = size(node, dim)
             if names.get(node) and dim == 0:
                 return f"the {n} rows of {names[node]}"
+            if str(getattr(node, "target", "")).startswith("aten.eye"):
+                return f"the {n} classes of a one-hot (F.one_hot)"
             return f"a dim of size {n} ('{node.name}')"
 
         ranges = {}

@@ -694,6 +694,13 @@ def test_indices_out_of_range_are_an_error(tmp_path):
     assert float(step(ids, torch.tensor([0, -1]))) == pytest.approx(
         float(F.cross_entropy(model(ids), torch.tensor([0, -1]), ignore_index=-1)), rel=1e-5)
     assert float(step(ids, targets)) == pytest.approx(first, rel=1e-6)
+    # F.one_hot of the targets in a loss: zero rows before, silently.
+    squared = act.compile(model, lambda o, y: ((torch.softmax(o, 1) - F.one_hot(y, 3)) ** 2).sum(),
+                          work_dir=str(tmp_path / "one_hot"))
+    squared(ids, targets)
+    with pytest.raises(ActError, match=r"holds 5 at element 0, outside \[0, 3\): targets "
+                                       r"indexes the 3 classes of a one-hot"):
+        squared(ids, torch.tensor([5, 0]))
 
 
 def test_a_loss_module_with_parameters_trains(tmp_path):

@@ -34,6 +34,17 @@ def tensors_of(value):
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
+def not_tensors(what, value):
+    """None if `value` is a tensor or a tuple/list of tensors; otherwise
+    what is wrong with it, as a message about `what` (inputs, targets)."""
+    parts = tensors_of(value)
+    if parts and all(isinstance(t, torch.Tensor) for t in parts):
+        return None
+    return (f"{what} must be a tensor or a tuple of tensors, got {type(value).__name__}"
+            + (f" of {', '.join(type(t).__name__ for t in parts)}"
+               if isinstance(value, (tuple, list)) else ""))
+
+
 def rebuilt(like, tensors):
     """`tensors` in the structure of `like` (one tensor, or a tuple)."""
     return tuple(tensors) if isinstance(like, (tuple, list)) else tensors[0]
@@ -139,12 +150,9 @@ def load(spec, batch, seed):
         raise ValueError(f"'{spec}' must give (module, inputs, targets[, loss_fn])")
     module, inputs, targets = made[:3]
     for what, value in (("inputs", inputs), ("targets", targets)):
-        parts = tensors_of(value)
-        if not parts or not all(isinstance(t, torch.Tensor) for t in parts):
-            raise ValueError(f"'{spec}': {what} must be a tensor or a tuple of tensors, got "
-                             f"{type(value).__name__}" + (
-                                 f" of {', '.join(type(t).__name__ for t in parts)}"
-                                 if isinstance(value, (tuple, list)) else ""))
+        wrong = not_tensors(what, value)
+        if wrong:
+            raise ValueError(f"'{spec}': {wrong}")
     if isinstance(inputs, list) or isinstance(targets, list):
         made = (module, rebuilt(inputs, tensors_of(inputs)),
                 rebuilt(targets, tensors_of(targets))) + tuple(made[3:])

@@ -45,7 +45,7 @@ import torch.nn.functional as F
 
 from . import capi, driver
 from .export import Exporter, Traced, external_modules, header
-from .models import Workload, rebuilt, tensors_of
+from .models import Workload, not_tensors, rebuilt, tensors_of
 from .tune import allocate, measuring_step
 
 
@@ -366,13 +366,10 @@ class Step:
 
 
 def _contiguous(value, what="inputs"):
-    parts = tensors_of(value)
-    if not parts or not all(isinstance(t, torch.Tensor) for t in parts):
-        raise TypeError(f"act.compile's step: {what} must be a tensor or a tuple of tensors, got "
-                        f"{type(value).__name__}" + (
-                            f" of {', '.join(type(t).__name__ for t in parts)}"
-                            if isinstance(value, (tuple, list)) else ""))
-    return rebuilt(value, [t.contiguous() for t in parts])
+    wrong = not_tensors(what, value)
+    if wrong:
+        raise TypeError(f"act.compile's step: {wrong}")
+    return rebuilt(value, [t.contiguous() for t in tensors_of(value)])
 
 
 def _cloned(value):

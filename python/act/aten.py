@@ -2360,6 +2360,18 @@ def _nearest_scales(args):
     return [None, None]
 
 
+def _nearest_plan(h, w, oh, ow, scales):
+    """(source rows, source columns, integer factors or None) of a nearest
+    resize from h x w to oh x ow: the factors when every output reads
+    input i // factor (a plain affine map serves), else tables."""
+    src_h, src_w = _nearest_sources(h, oh, scales[0]), _nearest_sources(w, ow, scales[1])
+    factors = None
+    if oh % h == 0 and ow % w == 0 and (src_h == np.arange(oh) // (oh // h)).all() and (
+            src_w == np.arange(ow) // (ow // w)).all():
+        factors = (oh // h, ow // w)
+    return src_h, src_w, factors
+
+
 def _index_table(g, values, hint):
     """A small i64 constant tensor of `values` (per-position tables)."""
     from .export import dense_constant
@@ -2372,11 +2384,9 @@ def upsample_nearest2d(g, node, x, *args):
     (h, w), (oh, ow) = x.shape[-2:], shape[-2:]
     r = x.rank
     lead = [f"d{k}" for k in range(r - 2)]
-    sh, sw = _nearest_scales(args)
-    src_h, src_w = _nearest_sources(h, oh, sh), _nearest_sources(w, ow, sw)
-    if oh % h == 0 and ow % w == 0 and (src_h == np.arange(oh) // (oh // h)).all() and (
-            src_w == np.arange(ow) // (ow // w)).all():
-        f0, f1 = oh // h, ow // w
+    src_h, src_w, factors = _nearest_plan(h, w, oh, ow, _nearest_scales(args))
+    if factors:
+        f0, f1 = factors
         return g.generic(shape, [(x, lead + [f"d{r - 2} floordiv {f0}", f"d{r - 1} floordiv {f1}"])],
                          lambda b, u, o: u, out_dtype=x.dtype, hint=node.name)
     # Other sizes: the source of each row and column from a table.
@@ -2395,12 +2405,10 @@ def upsample_nearest2d_backward(g, node, grad, output_size, input_size, *args):
     (h, w), (oh, ow) = shape[-2:], grad.shape[-2:]
     r = len(shape)
     lead = [f"d{k}" for k in range(r - 2)]
-    scales = list(args[0]) if args and isinstance(args[0], (list, tuple)) else (
-        list(args[:2]) + [None, None])[:2]
-    src_h, src_w = _nearest_sources(h, oh, scales[0]), _nearest_sources(w, ow, scales[1])
-    if oh % h == 0 and ow % w == 0 and (src_h == np.arange(oh) // (oh // h)).all() and (
-            src_w == np.arange(ow) // (ow // w)).all():
-        f0, f1 = oh // h, ow // w
+    # (its scales after input_size, as the forward's after output_size)
+    src_h, src_w, factors = _nearest_plan(h, w, oh, ow, _nearest_scales((None,) + tuple(args)))
+    if factors:
+        f0, f1 = factors
         block = g.empty((f0, f1))
         return g.generic(shape, [(grad, lead + [f"d{r - 2} * {f0} + d{r}", f"d{r - 1} * {f1} + d{r + 1}"]),
                                  (block, [f"d{r}", f"d{r + 1}"])],
@@ -2696,6 +2704,9 @@ def rot90(g, node, x, k=1, dims_=(0, 1)):
 
 
 def _scan(op, identity):
+    """`combine(b, accumulated, value, type)`, or an `arith` op's name."""
+    combine = op if callable(op) else (lambda b, o, v, acc: arith(b, op, o, v, acc))
+
     def lower(g, node, x, dim, dtype=None):
         """out[.., i, ..] = x[.., 0, ..] op .. op x[.., i, ..], accumulated in
         f64 for floats as ATen's CPU kernels do (i64 for integers): a
@@ -2710,7 +2721,7 @@ def _scan(op, identity):
         def body(b, u, o):
             v = convert(b, u, x.dtype, acc)
             hit = b.cmpi("ule", b.index(n), b.index(dim), "index")
-            return b.select(hit, arith(b, op, o, v, acc), o, ty=acc)
+            return b.select(hit, combine(b, o, v, acc), o, ty=acc)
         total = g.generic(x.shape, [(x, exprs)], body, out_dtype=acc,
                           iterators=["parallel"] * n + ["reduction"], out_exprs=dims(n),
                           init=g.fill(x.shape, identity, acc), hint=node.name + "_acc")
@@ -2752,31 +2763,18 @@ LOWERINGS["aten.cummax.default"] = _cumulative_extreme("oge")
 LOWERINGS["aten.cummin.default"] = _cumulative_extreme("ole")
 
 
-@lowering("aten.logcumsumexp.default")
-def logcumsumexp(g, node, x, dim):
-    """out[.., i, ..] = log(sum over k <= i of exp(x[.., k, ..])), as _scan
-    does cumsum (a masked reduction in f64), each step
-    log(e^o + e^v) = max + log1p(exp(min - max)); -inf while both are."""
-    dim %= max(x.rank, 1)
-    n = x.rank
-    exprs = [f"d{n}" if k == dim else f"d{k}" for k in range(n)]
+def _log_add_exp(b, o, v, acc):
+    """log(e^o + e^v) = max + log1p(exp(min - max)); -inf while both are."""
+    hi = b.op("arith.maximumf", o, v, ty=acc)
+    lo = b.op("arith.minimumf", o, v, ty=acc)
+    added = b.op("arith.addf", hi, b.op("math.log1p", b.op(
+        "math.exp", b.op("arith.subf", lo, hi, ty=acc), ty=acc), ty=acc), ty=acc)
+    empty = b.line("p", f"arith.cmpf oeq, {hi}, {b.c(-math.inf, acc)} : {acc}")
+    return b.select(empty, hi, added, ty=acc)
 
-    def body(b, u, o):
-        v = convert(b, u, x.dtype, "f64")
-        hi = b.op("arith.maximumf", o, v, ty="f64")
-        lo = b.op("arith.minimumf", o, v, ty="f64")
-        diff = b.op("arith.subf", lo, hi, ty="f64")
-        added = b.op("arith.addf", hi, b.op("math.log1p", b.op("math.exp", diff, ty="f64"), ty="f64"),
-                     ty="f64")
-        empty = b.line("p", f"arith.cmpf oeq, {hi}, {b.c(-math.inf, 'f64')} : f64")
-        both = b.select(empty, hi, added, ty="f64")
-        hit = b.cmpi("ule", b.index(n), b.index(dim), "index")
-        return b.select(hit, both, o, ty="f64")
-    total = g.generic(x.shape, [(x, exprs)], body, out_dtype="f64",
-                      iterators=["parallel"] * n + ["reduction"], out_exprs=dims(n),
-                      init=g.fill(x.shape, -math.inf, "f64"), hint=node.name + "_acc")
-    out = node_dtype(node)
-    return typed_ew(g, node, [total], lambda b, u: u, out, out)
+
+# logcumsumexp: log of the running sum of exp, in f64 as cumsum.
+LOWERINGS["aten.logcumsumexp.default"] = _scan(_log_add_exp, -math.inf)
 
 
 @lowering("aten.diagonal.default")

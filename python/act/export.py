@@ -661,25 +661,13 @@ def packed_sequences(module):
     # those of the module classes' forward methods.
     originals = {id(rnn_utils.pack_padded_sequence): _pack_padded_traceable,
                  id(rnn_utils.pad_packed_sequence): _pad_packed_traceable}
-    forwards = []
-    for m in module.modules():
-        try:
-            fn = type(m).__dict__.get("forward") or type(m).forward
-        except Exception:  # noqa: BLE001 (a scripted module's forward)
-            continue
-        if isinstance(fn, types.FunctionType):
-            forwards.append(fn)
+    forwards = _forward_functions(module)
     scopes = {id(fn.__globals__): fn.__globals__ for fn in forwards}
     replaced = [(scope, name, value, originals[id(value)]) for scope in scopes.values()
                 for name, value in list(scope.items()) if id(value) in originals]
     # (or as free variables of a forward defined inside a function)
-    cells = {id(c): c for fn in forwards for c in fn.__closure__ or ()}
-    def contents(cell):
-        try:
-            return cell.cell_contents
-        except ValueError:  # an empty cell
-            return None
-    enclosed = [(c, contents(c)) for c in cells.values() if id(contents(c)) in originals]
+    cells = {id(c): (c, value) for fn in forwards for c, value in _closure_cells(fn)}
+    enclosed = [(c, value) for c, value in cells.values() if id(value) in originals]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patched]
     for owner, name, fn in patched:
         setattr(owner, name, fn)
@@ -1053,20 +1041,45 @@ def _data_names(kind, value):
 
 
 @contextlib.contextmanager
-def _in_precision(modules, dtype, kinds):
+def _in_precision(modules, dtype):
     """`modules`' floating tensors in `dtype` during the block (in place: the
-    code that calls them holds these objects), then back to their dtypes
-    (`kinds`: id -> dtype, per module)."""
+    code that calls them holds these objects), then back to their dtypes."""
+    tensors = [t for m in modules for t in list(m.parameters()) + list(m.buffers())]
+    kinds = [t.dtype for t in tensors]
     for m in modules:
         m.to(dtype)
     try:
         yield
     finally:
         with torch.no_grad():
-            for m, kind in zip(modules, kinds):
-                for t in list(m.parameters()) + list(m.buffers()):
-                    if t.dtype != kind.get(id(t), t.dtype):
-                        t.data = t.data.to(kind[id(t)])
+            for t, kind in zip(tensors, kinds):
+                if t.dtype != kind:
+                    t.data = t.data.to(kind)
+
+
+def _forward_functions(module):
+    """The Python forward functions of `module` and its submodules (their
+    classes' own or inherited; a scripted module's has none)."""
+    found = {}
+    for m in module.modules():
+        try:
+            fn = type(m).forward
+        except Exception:  # noqa: BLE001 (a scripted module's forward)
+            continue
+        if isinstance(fn, types.FunctionType):
+            found.setdefault(id(fn), fn)
+    return list(found.values())
+
+
+def _closure_cells(fn):
+    """(cell, value) of a function's closure cells that hold a value."""
+    out = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            out.append((cell, cell.cell_contents))
+        except ValueError:  # an empty cell
+            pass
+    return out
 
 
 def external_modules(workload):
@@ -1075,9 +1088,7 @@ def external_modules(workload):
     loss itself when it is a module ("loss"), then "external0", ...."""
     own = {id(m) for m in workload.module.modules()}
     found, out = set(), []
-    functions = [workload.loss_fn] + [type(m).__dict__.get("forward")
-                                      for m in workload.module.modules()]
-    for fn in functions:
+    for fn in [workload.loss_fn] + _forward_functions(workload.module):
         for m in _modules_referenced(fn):
             if id(m) in own or id(m) in found:
                 continue
@@ -1100,12 +1111,7 @@ def _modules_referenced(fn, seen=None):
     code = getattr(fn, "__code__", None)
     if code is None:
         return []
-    values = []
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            values.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            pass
+    values = [value for _, value in _closure_cells(fn)]
     names, stack = set(), [code]
     while stack:  # the globals the code loads (co_names also holds attributes)
         c = stack.pop()
@@ -1124,20 +1130,12 @@ def _modules_referenced(fn, seen=None):
 
 
 @contextlib.contextmanager
-def external_buffers_kept(workload):
-    """Buffers of the modules the loss or the model's forward code reaches
-    by name (not the workload's module, whose buffers tracing substitutes)
-    restored after the block: running them to trace and check the step
-    must not move another model's BatchNorm statistics."""
-    own = {id(t) for t in workload.module.buffers()}
-    functions = [workload.loss_fn] + [type(m).__dict__.get("forward")
-                                      for m in workload.module.modules()]
-    buffers = {}
-    for fn in functions:
-        for m in _modules_referenced(fn):
-            for b in m.buffers():
-                if id(b) not in own:
-                    buffers.setdefault(id(b), (b, b.detach().clone()))
+def external_buffers_kept(modules):
+    """Buffers of `modules` (external_modules: the loss's and the model's
+    code reach them by name) restored after the block: running them to
+    trace and check the step must not move another model's BatchNorm
+    statistics."""
+    buffers = {id(b): (b, b.detach().clone()) for _, m in modules for b in m.buffers()}
     try:
         yield {k: b for k, (b, _) in buffers.items()}
     finally:
@@ -1153,7 +1151,8 @@ class Traced:
         # Tracing and the checks run the model and the loss several times:
         # other modules they call (a GAN's discriminator in the loss) keep
         # their buffers (BatchNorm's running statistics) as they were.
-        with external_buffers_kept(workload) as kept:
+        self.external_modules = external_modules(workload)
+        with external_buffers_kept(self.external_modules) as kept:
             self._external_buffers = kept
             self._trace(workload, seed)
 
@@ -1172,7 +1171,6 @@ class Traced:
         # with gradients as eager autograd gives them.
         seen = {id(p) for p in module.parameters()}
         routes = [(module, n) for n in self.param_names]  # where each is substituted
-        self.external_modules = external_modules(workload)
         for prefix, m in self.external_modules:
             for n, p in m.named_parameters():
                 if p.requires_grad and id(p) not in seen:
@@ -1478,7 +1476,7 @@ class Traced:
         """The loss and parameter gradients by eager autograd in float64 (the
         exact answer act's float32 step is compared with), and the relative
         error of eager autograd in float32 against it, per gradient."""
-        with external_buffers_kept(self.workload):
+        with external_buffers_kept(self.external_modules):
             return self._reference()
 
     def _reference(self):
@@ -1499,8 +1497,6 @@ class Traced:
             # Other modules the loss or the model reach (external_modules)
             # run in this precision too, in place, and are restored.
             others = [m for prefix, m in self.external_modules if prefix != "loss"]
-            kinds = [{id(t): t.dtype for t in list(m.parameters()) + list(m.buffers())}
-                     for m in others]
             params = dict(module.named_parameters())
             if isinstance(loss_fn, torch.nn.Module):
                 params.update((f"loss.{n}", p) for n, p in loss_fn.named_parameters())
@@ -1509,7 +1505,7 @@ class Traced:
                     params.update((f"{prefix}.{n}", p) for n, p in m.named_parameters())
             # (_in_precision outermost: reference_precision turns .to(float32)
             # into float64 while it lasts.)
-            with _in_precision(others, dtype, kinds), \
+            with _in_precision(others, dtype), \
                     random_ops("reference", self.seed,
                                self.random_counts if dtype == torch.float32 else None), \
                     reference_precision(dtype):

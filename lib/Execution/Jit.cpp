@@ -252,6 +252,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     options.decodeIntoConsumers = target.decodeIntoConsumers;
     options.outlineMinLoops = target.outlineMinLoops;
     options.fuseMaxOperands = target.fuseMaxOperands;
+    options.chunkPasses = target.chunkPasses;
     options.threads =
         target.threads
             ? int64_t(target.threads)

@@ -92,6 +92,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-in-place",
                                           "act-tile-decoded-convolutions",
                                           "act-chunk-batch",
+                                          "act-chunk-in-passes",
                                           "act-hoist-encodes",
                                           "act-sink-to-users",
                                           "act-transpose-views",

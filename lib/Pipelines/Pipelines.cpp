@@ -38,13 +38,12 @@ using namespace mlir;
 
 /// act ops to linalg, bufferized, deallocated after last use: what both the
 /// CPU and the GPU pipeline start from.
-static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
-                                 act::LoweringTarget target,
-                                 int64_t gpuBlockSize = 256,
-                                 bool recordStorage = false,
-                                 bool decodeIntoConsumers = false,
-                                 int64_t threads = 1,
-                                 int64_t fuseMaxOperands = 16) {
+static void
+buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
+                     act::LoweringTarget target, int64_t gpuBlockSize = 256,
+                     bool recordStorage = false,
+                     bool decodeIntoConsumers = false, int64_t threads = 1,
+                     int64_t fuseMaxOperands = 16, int64_t chunkPasses = 3) {
   bool vectorize = target == act::LoweringTarget::CPU;
   act::ConvertActToLinalgPassOptions lowering;
   lowering.target = target;
@@ -64,12 +63,20 @@ static void buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   act::ActFuseElementwisePassOptions fuse;
   fuse.maxOperands = fuseMaxOperands;
   pm.addNestedPass<func::FuncOp>(act::createActFuseElementwisePass(fuse));
-  // A weight gradient's per-element decoded input, one chunk of the batch
-  // at a time.
-  pm.addNestedPass<func::FuncOp>(act::createActTileDecodedConvolutionsPass());
   // Batch-parallel regions (the attention backward) one chunk of the batch
   // at a time: their attention-sized temporaries never exist whole.
   pm.addNestedPass<func::FuncOp>(act::createActChunkBatchPass());
+  // A backward stage (from a max pool's or a linear layer's input gradient
+  // to the next waist) one chunk of the batch at a time, in one loop per
+  // level of batch reductions: its full-size gradients never exist whole.
+  if (vectorize && chunkPasses > 0) {
+    act::ActChunkInPassesPassOptions chunking;
+    chunking.maxPasses = chunkPasses;
+    pm.addNestedPass<func::FuncOp>(act::createActChunkInPassesPass(chunking));
+  }
+  // A weight gradient's per-element decoded input, one chunk of the batch
+  // at a time.
+  pm.addNestedPass<func::FuncOp>(act::createActTileDecodedConvolutionsPass());
   // Results computed early (a linear layer's input gradient) wait for
   // their first user instead of being live beside a decoded activation.
   pm.addNestedPass<func::FuncOp>(act::createActSinkToUsersPass());
@@ -165,7 +172,7 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
       options.emulateGpuKernels ? act::LoweringTarget::GPUEmulated
                                 : act::LoweringTarget::CPU,
       /*gpuBlockSize=*/256, options.recordStorage, options.decodeIntoConsumers,
-      options.threads, options.fuseMaxOperands);
+      options.threads, options.fuseMaxOperands, options.chunkPasses);
 
   // Contractions and convolutions call the runtime's kernels; the rest
   // (elementwise chains, reductions, the encodings) become loops.

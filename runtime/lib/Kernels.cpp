@@ -242,59 +242,82 @@ void convPerPosition(const ConvShape &s, const float *in, const float *wt,
 /// to out. For large kernels over few channels: a weight gradient computed
 /// as a convolution (its kernel is the output gradient's image, its channels
 /// the batch), the way im2col GEMMs compute weight gradients.
+///
+/// When out holds T's layout (a weight gradient written into its transposed
+/// place: f outer, then n, then the positions), the GEMMs add into out
+/// itself, the threads taking bands of F: no F x N P scratch, which was as
+/// large as the weight (act-chunk-in-passes sums a weight gradient over
+/// chunks of the batch, one call per chunk, with the stage's other
+/// tensors live). Each output element then sums the channels in order, on
+/// any thread count.
 void convPerChannel(const ConvShape &s, const float *in, const float *wt,
                     float *out) {
   int64_t p = s.oh * s.ow, kk = s.kh * s.kw, np = s.n * p;
   int64_t band = std::clamp<int64_t>(kWindowFloats / (p * kk), 1, s.n);
-  int threads = threadsFor(s.c);
-  Scratch windows(size_t(threads) * band * p * kk);
-  Scratch sums(size_t(threads) * s.f * np);
   bool windowsRowMajor =
       (s.kw == 1 || s.weightStride[4] == 1) &&
       (s.kh == 1 || s.weightStride[3] == s.kw * s.weightStride[4]);
+  const int64_t *os = s.outStride;
+  bool direct = os[2] == np && os[0] == p;
+  int64_t fBands = direct ? std::min<int64_t>(s.f, getThreads()) : 1;
+  int64_t fBand = (s.f + fBands - 1) / fBands;
+  int threads = direct ? threadsFor(fBands) : threadsFor(s.c);
+  Scratch windows(size_t(threads) * band * p * kk);
+  Scratch sums(direct ? 0 : size_t(threads) * s.f * np);
   Scratch weights(windowsRowMajor ? 0 : size_t(threads) * s.f * kk);
   const int64_t *st = s.inStride;
+  // T[f0:f1] += weight[g, f0:f1, c] * windows(c)^T into `t` (row stride np).
+  auto channel = [&](int64_t g, int64_t c, int64_t f0, int64_t f1, int thread,
+                     float *t) {
+    // weight[g, :, c] as an F x KK matrix: in place when its windows are
+    // row-major, else gathered.
+    const int64_t *ws = s.weightStride;
+    const float *w = wt + g * ws[0] + c * ws[2] + f0 * ws[1];
+    int64_t lda = ws[1];
+    if (!windowsRowMajor) {
+      float *dst = weights.data + thread * s.f * kk;
+      for (int64_t f = f0; f < f1; ++f)
+        for (int64_t u = 0; u < s.kh; ++u)
+          for (int64_t v = 0; v < s.kw; ++v)
+            dst[((f - f0) * s.kh + u) * s.kw + v] =
+                w[(f - f0) * ws[1] + u * ws[3] + v * ws[4]];
+      w = dst, lda = kk;
+    }
+    // windows[(n, i, j), (u, v)] = in[n, g, c, i s0 + u d0, j s1 + v d1],
+    // a band of images at a time.
+    float *a = windows.data + thread * band * p * kk;
+    for (int64_t n0 = 0; n0 < s.n; n0 += band) {
+      int64_t n1 = std::min(n0 + band, s.n);
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t i = 0; i < s.oh; ++i)
+          for (int64_t j = 0; j < s.ow; ++j) {
+            gatherWindow(s, in + n * st[0] + g * st[1] + c * st[2],
+                         i * s.stride[0] - s.pad[0], j * s.stride[1] - s.pad[1],
+                         a + (((n - n0) * s.oh + i) * s.ow + j) * kk);
+          }
+      sgemm(false, true, f1 - f0, (n1 - n0) * p, kk, w, lda, a, kk, 1.0f,
+            t + n0 * p, np);
+    }
+  };
   for (int64_t g = 0; g < s.g; ++g) {
+    if (direct) {
+      forEach(fBands, [&](int64_t b, int thread) {
+        int64_t f0 = b * fBand, f1 = std::min(f0 + fBand, s.f);
+        for (int64_t c = 0; c < s.c && f0 < f1; ++c)
+          channel(g, c, f0, f1, thread, out + g * os[1] + f0 * os[2]);
+      });
+      continue;
+    }
     std::fill_n(sums.data, size_t(threads) * s.f * np, 0.0f);
     forEach(s.c, [&](int64_t c, int thread) {
-      // weight[g, :, c] as an F x KK matrix: in place when its windows are
-      // row-major, else gathered.
-      const int64_t *ws = s.weightStride;
-      const float *w = wt + g * ws[0] + c * ws[2];
-      int64_t lda = ws[1];
-      if (!windowsRowMajor) {
-        float *dst = weights.data + thread * s.f * kk;
-        for (int64_t f = 0; f < s.f; ++f)
-          for (int64_t u = 0; u < s.kh; ++u)
-            for (int64_t v = 0; v < s.kw; ++v)
-              dst[(f * s.kh + u) * s.kw + v] =
-                  w[f * ws[1] + u * ws[3] + v * ws[4]];
-        w = dst, lda = kk;
-      }
-      // windows[(n, i, j), (u, v)] = in[n, g, c, i s0 + u d0, j s1 + v d1],
-      // a band of images at a time.
-      float *a = windows.data + thread * band * p * kk;
-      for (int64_t n0 = 0; n0 < s.n; n0 += band) {
-        int64_t n1 = std::min(n0 + band, s.n);
-        for (int64_t n = n0; n < n1; ++n)
-          for (int64_t i = 0; i < s.oh; ++i)
-            for (int64_t j = 0; j < s.ow; ++j) {
-              gatherWindow(s, in + n * st[0] + g * st[1] + c * st[2],
-                           i * s.stride[0] - s.pad[0],
-                           j * s.stride[1] - s.pad[1],
-                           a + (((n - n0) * s.oh + i) * s.ow + j) * kk);
-            }
-        sgemm(false, true, s.f, (n1 - n0) * p, kk, w, lda, a, kk, 1.0f,
-              sums.data + thread * s.f * np + n0 * p, np);
-      }
+      channel(g, c, 0, s.f, thread, sums.data + thread * s.f * np);
     });
     for (int t = 1; t < threads; ++t)
       for (int64_t e = 0; e < s.f * np; ++e)
         sums.data[e] += sums.data[t * s.f * np + e];
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t f = 0; f < s.f; ++f) {
-        float *o =
-            out + n * s.outStride[0] + g * s.outStride[1] + f * s.outStride[2];
+        float *o = out + n * os[0] + g * os[1] + f * os[2];
         const float *t = sums.data + f * np + n * p;
         for (int64_t e = 0; e < p; ++e)
           o[e] += t[e];

@@ -126,6 +126,14 @@ static cl::opt<int64_t> fuseMaxOperands(
              "timesteps, and compiles slowly); 0: no limit"),
     cl::cat(runCategory));
 
+static cl::opt<int64_t> chunkPasses(
+    "chunk-passes", cl::init(3),
+    cl::desc("--device=cpu: a backward stage (from a max pool's input "
+             "gradient to the next stage's) is computed one chunk of the "
+             "batch at a time, in up to this many loops "
+             "(act-cpu-pipeline{chunk-passes}); 0: whole"),
+    cl::cat(runCategory));
+
 static cl::opt<int64_t> outlineMinLoops(
     "outline-min-loops", cl::init(16),
     cl::desc("--device=cpu: each top-level loop nest of a step with at least "
@@ -452,6 +460,10 @@ int main(int argc, char **argv) {
     return fail("--fuse-max-operands must not be negative, got " +
                 std::to_string(fuseMaxOperands));
   target.fuseMaxOperands = fuseMaxOperands;
+  if (chunkPasses < 0)
+    return fail("--chunk-passes must not be negative, got " +
+                std::to_string(chunkPasses));
+  target.chunkPasses = chunkPasses;
   target.threads = unsigned(encodeThreads);
   if (storage && target.gpu)
     return fail("--storage is not available with --device=gpu (use "

@@ -83,6 +83,9 @@ struct JitTarget {
   /// CPU only: the most operands of a fused elementwise generic
   /// (act-cpu-pipeline{fuse-max-operands}); 0: no limit.
   int64_t fuseMaxOperands = 16;
+  /// CPU only: the most loops over the batch one backward stage takes
+  /// (act-cpu-pipeline{chunk-passes}); 0: stages are computed whole.
+  int64_t chunkPasses = 3;
   /// CPU only: workers the encodes' and decodes' chunks run on
   /// (act-cpu-pipeline{threads}, MLIR's async runtime); 0: every core, 1:
   /// the calling thread. The bits are the same on any count. 1 by default:

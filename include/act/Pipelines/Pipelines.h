@@ -44,6 +44,13 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "decoded tensor is materialized only for the other "
                      "readers"),
       llvm::cl::init(true)};
+  Option<int64_t> chunkPasses{
+      *this, "chunk-passes",
+      llvm::cl::desc("act-chunk-in-passes{max-passes}: a backward stage is "
+                     "computed one chunk of the batch at a time in up to "
+                     "this many loops (one per level of batch reductions, "
+                     "recomputing what they need); 0: not at all"),
+      llvm::cl::init(3)};
   Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("encode and decode chunks run as tasks of MLIR's async "

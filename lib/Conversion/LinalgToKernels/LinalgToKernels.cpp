@@ -293,14 +293,17 @@ struct ZeroFilledRegion {
 };
 
 /// `padded` as a ZeroFilledRegion read by `consumer` (and `view`, a view of
-/// it the consumer reads, if any), all in one block.
+/// it the consumer reads, if any), in one block (the buffer may be allocated
+/// in a block around it).
 FailureOr<ZeroFilledRegion> matchZeroFilledRegion(Value padded,
                                                   Operation *consumer,
                                                   Operation *view,
                                                   bool allowInPlace) {
   ZeroFilledRegion m;
   m.alloc = padded.getDefiningOp<memref::AllocOp>();
-  if (!m.alloc || m.alloc->getBlock() != consumer->getBlock() ||
+  // The buffer may be allocated around a loop the rest is in
+  // (buffer-loop-hoisting).
+  if (!m.alloc || !m.alloc->getBlock()->findAncestorOpInBlock(*consumer) ||
       !m.alloc.getType().getLayout().isIdentity() ||
       !m.alloc.getType().hasStaticShape())
     return failure();
@@ -310,7 +313,8 @@ FailureOr<ZeroFilledRegion> matchZeroFilledRegion(Value padded,
       continue;
     if (isa<memref::DeallocOp>(user))
       m.deallocs.push_back(user);
-    else if (!m.filler && fillsWithZero(user, padded))
+    else if (!m.filler && user->getBlock() == consumer->getBlock() &&
+             fillsWithZero(user, padded))
       m.filler = user;
     else if (auto sv = dyn_cast<memref::SubViewOp>(user))
       subviews.push_back(sv);
@@ -357,6 +361,34 @@ FailureOr<ZeroFilledRegion> matchZeroFilledRegion(Value padded,
 /// The deallocations of `value`'s buffer strictly between `from` and `to`
 /// (which move after the call that replaces `to`), or failure if an op in
 /// between may write it: the call reads it later than the IR did.
+/// Whether `op` holds no write of `buffer` but by calls this pass made: a
+/// kernel writes only its last operand (its output), not `buffer` (a loop
+/// over chunks of the batch whose input gradients became kernel calls,
+/// between a flipped weight and the next loop's convolution).
+bool writesKernelOutputOnly(Operation *op, Value buffer,
+                            BufferOriginAnalysis &origin) {
+  bool calls = false;
+  WalkResult walk = op->walk([&](Operation *nested) {
+    auto call = dyn_cast<func::CallOp>(nested);
+    if (call) {
+      calls = true;
+      Value out = call.getOperands().empty()
+                      ? Value()
+                      : act::getBufferRoot(call.getOperands().back());
+      if (!call.getCallee().starts_with("act_kernel_") || !out ||
+          origin.isSameAllocation(out, buffer) != false)
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    }
+    // Anything else: as act::mayWriteBuffer sees it.
+    if (nested != op && !isa<LoopLikeOpInterface>(nested) &&
+        act::mayWriteBuffer(nested, buffer, origin))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return calls && !walk.wasInterrupted();
+}
+
 FailureOr<SmallVector<Operation *>>
 getFreesIfUnwritten(Value value, Operation *from, Operation *to) {
   Value root = act::getBufferRoot(value);
@@ -369,6 +401,8 @@ getFreesIfUnwritten(Value value, Operation *from, Operation *to) {
       frees.push_back(dealloc);
       continue;
     }
+    if (writesKernelOutputOnly(between, root, origin))
+      continue;
     if (act::mayWriteBuffer(between, root, origin))
       return failure();
   }
@@ -494,16 +528,17 @@ LogicalResult convBackwardDataOnSpreadCopy(IRRewriter &rewriter,
   if (failed(copy) || copy->offsets[0] != 0 || copy->offsets[1] != 0 ||
       copy->strides[0] != 1 || copy->strides[1] != 1)
     return failure();
-  // The filter: a buffer the flip writes and only the convolution reads.
+  // The filter: a buffer the flip writes and only convolutions read (one
+  // per loop over the batch when act-chunk-in-passes computed the input
+  // gradient chunk by chunk, the flip before the loops).
   Value filter = op.getInputs()[1];
   auto filterAlloc = filter.getDefiningOp<memref::AllocOp>();
-  if (!filterAlloc || filterAlloc->getBlock() != op->getBlock())
+  if (!filterAlloc)
     return failure();
   linalg::GenericOp flip;
   SmallVector<Operation *> filterFrees;
-  for (Operation *user : filter.getUsers()) {
-    if (user == op.getOperation())
-      continue;
+  for (OpOperand &use : filter.getUses()) {
+    Operation *user = use.getOwner();
     if (isa<memref::DeallocOp>(user))
       filterFrees.push_back(user);
     else if (auto generic = dyn_cast<linalg::GenericOp>(user);
@@ -511,11 +546,13 @@ LogicalResult convBackwardDataOnSpreadCopy(IRRewriter &rewriter,
              generic.getNumDpsInits() == 1 &&
              generic.getDpsInits()[0] == filter)
       flip = generic;
-    else
+    else if (!isa<linalg::Conv2DNchwFchwOp>(user) ||
+             use.getOperandNumber() != 1)
       return failure();
   }
-  if (!flip || flip->getBlock() != op->getBlock() ||
-      !flip->isBeforeInBlock(op) || flip.getNumReductionLoops() != 0)
+  // The flip comes first, in the convolution's block or one around it.
+  Operation *at = flip ? flip->getBlock()->findAncestorOpInBlock(*op) : nullptr;
+  if (!at || !flip->isBeforeInBlock(at) || flip.getNumReductionLoops() != 0)
     return failure();
   auto yield = cast<linalg::YieldOp>(flip.getBody()->getTerminator());
   if (flip.getBody()->getOperations().size() != 1 ||
@@ -542,8 +579,9 @@ LogicalResult convBackwardDataOnSpreadCopy(IRRewriter &rewriter,
       copy->copy ? getFreesIfUnwritten(copy->source, copy->copy, op)
                  : SmallVector<Operation *>();
   FailureOr<SmallVector<Operation *>> weightFrees =
-      getFreesIfUnwritten(weight, flip, op);
-  if (failed(gradFrees) || failed(weightFrees))
+      getFreesIfUnwritten(weight, flip, at);
+  if (failed(gradFrees) || failed(weightFrees) ||
+      (at != op && !weightFrees->empty()))
     return failure();
   rewriter.setInsertionPoint(op);
   func::CallOp call =
@@ -555,6 +593,11 @@ LogicalResult convBackwardDataOnSpreadCopy(IRRewriter &rewriter,
     free->moveAfter(call);
   if (copy->copy)
     copy->erase(rewriter);
+  // The flipped weight goes with its last convolution.
+  if (llvm::any_of(filter.getUsers(), [](Operation *user) {
+        return isa<linalg::Conv2DNchwFchwOp>(user);
+      }))
+    return success();
   rewriter.eraseOp(flip);
   for (Operation *free : filterFrees)
     rewriter.eraseOp(free);

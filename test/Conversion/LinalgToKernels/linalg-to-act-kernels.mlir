@@ -229,3 +229,69 @@ func.func @not_reversed(%g: memref<2x16x8x8xf32>, %w: memref<16x8x3x3xf32>, %dx:
   memref.dealloc %p : memref<2x16x10x10xf32>
   return
 }
+
+// -----
+
+// Input gradients computed a chunk of the batch at a time
+// (act-chunk-in-passes), in two loops: each loop's spread buffer is
+// allocated around it (buffer-loop-hoisting) and filled and copied into
+// inside it, and both read one flipped weight made before the loops. Each
+// convolution becomes the kernel's input gradient on its chunk and the
+// weight; the flip and its buffer go with the last of them.
+// CHECK-LABEL: func.func @backward_data_in_loops
+// CHECK:       memref.alloc() : memref<4x8x8x8xf32>
+// CHECK:       memref.alloc() : memref<4x8x8x8xf32>
+// CHECK-NOT:   memref.alloc() : memref<8x16x3x3xf32>
+// CHECK-NOT:   memref.alloc() : memref<2x16x10x10xf32>
+// CHECK:       scf.for
+// CHECK:         call @act_kernel_conv_2d_nchw_fchw_backward_data_f32
+// CHECK:       scf.for
+// CHECK:         call @act_kernel_conv_2d_nchw_fchw_backward_data_f32
+// CHECK-NOT:   linalg.generic
+// CHECK:       return
+#flip = affine_map<(d0, d1, d2, d3) -> (d1, d0, -d2 + 2, -d3 + 2)>
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @backward_data_in_loops(%g: memref<4x16x8x8xf32>, %w: memref<16x8x3x3xf32>,
+                                  %res: memref<4x8x8x8xf32>, %res2: memref<4x8x8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  // Fresh buffers: a function argument might be the weight itself.
+  %dx = memref.alloc() : memref<4x8x8x8xf32>
+  %dx2 = memref.alloc() : memref<4x8x8x8xf32>
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %f = memref.alloc() : memref<8x16x3x3xf32>
+  linalg.generic {indexing_maps = [#flip, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%w : memref<16x8x3x3xf32>) outs(%f : memref<8x16x3x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  %p = memref.alloc() : memref<2x16x10x10xf32>
+  scf.for %i = %c0 to %c4 step %c2 {
+    linalg.fill ins(%zero : f32) outs(%p : memref<2x16x10x10xf32>)
+    %gi = memref.subview %g[%i, 0, 0, 0] [2, 16, 8, 8] [1, 1, 1, 1] : memref<4x16x8x8xf32> to memref<2x16x8x8xf32, strided<[1024, 64, 8, 1], offset: ?>>
+    %s = memref.subview %p[0, 0, 1, 1] [2, 16, 8, 8] [1, 1, 1, 1] : memref<2x16x10x10xf32> to memref<2x16x8x8xf32, strided<[1600, 100, 10, 1], offset: 11>>
+    memref.copy %gi, %s : memref<2x16x8x8xf32, strided<[1024, 64, 8, 1], offset: ?>> to memref<2x16x8x8xf32, strided<[1600, 100, 10, 1], offset: 11>>
+    %o1 = memref.subview %dx[%i, 0, 0, 0] [2, 8, 8, 8] [1, 1, 1, 1] : memref<4x8x8x8xf32> to memref<2x8x8x8xf32, strided<[512, 64, 8, 1], offset: ?>>
+    linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%p, %f : memref<2x16x10x10xf32>, memref<8x16x3x3xf32>) outs(%o1 : memref<2x8x8x8xf32, strided<[512, 64, 8, 1], offset: ?>>)
+  }
+  memref.dealloc %p : memref<2x16x10x10xf32>
+  %q = memref.alloc() : memref<2x16x10x10xf32>
+  scf.for %i = %c0 to %c4 step %c2 {
+    linalg.fill ins(%zero : f32) outs(%q : memref<2x16x10x10xf32>)
+    %gi = memref.subview %g[%i, 0, 0, 0] [2, 16, 8, 8] [1, 1, 1, 1] : memref<4x16x8x8xf32> to memref<2x16x8x8xf32, strided<[1024, 64, 8, 1], offset: ?>>
+    %s = memref.subview %q[0, 0, 1, 1] [2, 16, 8, 8] [1, 1, 1, 1] : memref<2x16x10x10xf32> to memref<2x16x8x8xf32, strided<[1600, 100, 10, 1], offset: 11>>
+    memref.copy %gi, %s : memref<2x16x8x8xf32, strided<[1024, 64, 8, 1], offset: ?>> to memref<2x16x8x8xf32, strided<[1600, 100, 10, 1], offset: 11>>
+    %o = memref.subview %dx2[%i, 0, 0, 0] [2, 8, 8, 8] [1, 1, 1, 1] : memref<4x8x8x8xf32> to memref<2x8x8x8xf32, strided<[512, 64, 8, 1], offset: ?>>
+    linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%q, %f : memref<2x16x10x10xf32>, memref<8x16x3x3xf32>) outs(%o : memref<2x8x8x8xf32, strided<[512, 64, 8, 1], offset: ?>>)
+  }
+  memref.dealloc %q : memref<2x16x10x10xf32>
+  memref.dealloc %f : memref<8x16x3x3xf32>
+  memref.copy %dx, %res : memref<4x8x8x8xf32> to memref<4x8x8x8xf32>
+  memref.copy %dx2, %res2 : memref<4x8x8x8xf32> to memref<4x8x8x8xf32>
+  memref.dealloc %dx : memref<4x8x8x8xf32>
+  memref.dealloc %dx2 : memref<4x8x8x8xf32>
+  return
+}

@@ -147,6 +147,39 @@ func.func @result_in_transposed_place(%x: memref<3x2x6x6xf32>, %g: memref<5x2x4x
 
 // -----
 
+// The weight gradient summed chunk by chunk of the batch in a loop before
+// the transpose (act-chunk-in-passes): the kernel in the loop writes it in
+// place too.
+// CHECK-LABEL: func.func @result_summed_in_a_loop
+// CHECK-NOT:   linalg.transpose
+// CHECK:       %[[W:.*]] = memref.alloc() : memref<5x3x3x3xf32>
+// CHECK-NEXT:  %[[V:.*]] = memref.reinterpret_cast %[[W]] to offset: [0], sizes: [3, 5, 3, 3], strides: [9, 27, 3, 1]
+// CHECK-NEXT:  linalg.fill {{.*}} outs(%[[V]] :
+// CHECK:       scf.for
+// CHECK:         linalg.conv_2d_nchw_fchw {{.*}} outs(%[[V]] :
+// CHECK-NOT:   linalg.transpose
+// CHECK:       return %[[W]]
+func.func @result_summed_in_a_loop(%x: memref<3x4x6x6xf32>, %g: memref<5x4x4x4xf32>)
+    -> memref<5x3x3x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %r = memref.alloc() : memref<3x5x3x3xf32>
+  linalg.fill ins(%zero : f32) outs(%r : memref<3x5x3x3xf32>)
+  scf.for %i = %c0 to %c4 step %c2 {
+    %xi = memref.subview %x[0, %i, 0, 0] [3, 2, 6, 6] [1, 1, 1, 1] : memref<3x4x6x6xf32> to memref<3x2x6x6xf32, strided<[144, 36, 6, 1], offset: ?>>
+    %gi = memref.subview %g[0, %i, 0, 0] [5, 2, 4, 4] [1, 1, 1, 1] : memref<5x4x4x4xf32> to memref<5x2x4x4xf32, strided<[64, 16, 4, 1], offset: ?>>
+    linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%xi, %gi : memref<3x2x6x6xf32, strided<[144, 36, 6, 1], offset: ?>>, memref<5x2x4x4xf32, strided<[64, 16, 4, 1], offset: ?>>) outs(%r : memref<3x5x3x3xf32>)
+  }
+  %w = memref.alloc() : memref<5x3x3x3xf32>
+  linalg.transpose ins(%r : memref<3x5x3x3xf32>) outs(%w : memref<5x3x3x3xf32>) permutation = [1, 0, 2, 3]
+  return %w : memref<5x3x3x3xf32>
+}
+
+// -----
+
 // Kept: the result is also read by another op (it would read the view), or
 // its target is used before the transpose.
 // CHECK-LABEL: func.func @result_kept

@@ -72,8 +72,11 @@ LogicalResult writeInTransposedPlace(linalg::TransposeOp op, Round &round) {
     Operation *user = use.getOwner();
     if (user == op.getOperation())
       continue;
+    // A kernel in a loop before the transpose (a weight gradient summed
+    // chunk by chunk, act-chunk-in-passes) writes it too.
+    Operation *at = block->findAncestorOpInBlock(*user);
     auto linalgOp = dyn_cast<linalg::LinalgOp>(user);
-    if (!linalgOp || user->getBlock() != block || op->isBeforeInBlock(user) ||
+    if (!linalgOp || !at || op->isBeforeInBlock(at) ||
         !linalgOp.isDpsInit(&use) ||
         !(isKernelOp(user) || isa<linalg::FillOp>(user)))
       return failure();

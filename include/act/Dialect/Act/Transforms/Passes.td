@@ -379,9 +379,11 @@ def ActInPlacePass : Pass<"act-in-place", "::mlir::func::FuncOp"> {
     which copies on a conflict, so the rewrite cannot change a result.
   }];
   let options = [
-    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"262144",
+    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"131072",
            "Largest input chunk of a convolution computed in place (the "
-           "batch is split into the largest divisor whose images fit)">,
+           "batch is split into the largest divisor whose images fit; "
+           "its padded copy and its kernel's blocked copies are live "
+           "beside the step's tensors)">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",
@@ -452,6 +454,72 @@ def ActChunkBatchPass : Pass<"act-chunk-batch", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def ActChunkInPassesPass
+    : Pass<"act-chunk-in-passes", "::mlir::func::FuncOp"> {
+  let summary = "Compute a backward stage one chunk of the batch at a time, "
+                "in one loop per level of batch reductions";
+  let description = [{
+    A backward stage starts where an op spreads a small batch tensor into
+    one at least twice as large: a max pool's backward (the pooled
+    gradient into the block's), an upsampling's, a linear layer's input
+    gradient. The ops after it that compute along the same batch join its
+    region, in block order: elementwise ops and reductions over the other
+    dimensions, convolutions, matmuls and transposes that keep the batch
+    (any dimension of it, as long as one loop runs over it and reads each
+    operand's batch plainly), zero paddings, reshapes keeping it as a
+    dimension of its own, and reductions over the batch (BatchNorm's sums,
+    a weight gradient: a convolution whose reduction channel is the batch).
+    The region stops at a waist, a batch value at most half its largest
+    (the previous stage's input gradient), and at ops that read its values
+    otherwise.
+
+    Only the widest regions are chunked (their largest tensor as large as
+    the largest of any region in the function; `all-regions`: every one):
+    the backward's peak is where its gradients are largest, and chunking a
+    narrower stage costs its recomputation without lowering the step's
+    peak (measured on the VGG-style CNN: its other two stages chunked too,
+    the step 30 % slower and its peak higher; docs/benchmarks.md).
+
+    The region is then computed after its last op by loops over chunks of
+    the batch (`scf.for`, chunks of the largest divisor of the batch whose
+    share of the largest tensor the region keeps to itself fits
+    `chunk-bytes`). A batch reduction sums chunk by chunk into its loop's
+    carried value; an op that reads a reduction's result (BatchNorm's
+    input gradient reads both sums) is computed by the next loop, which
+    recomputes the batch-parallel ops it needs from the stage's input:
+    one loop per level, at most `max-passes` (an op that would need more
+    is left outside, and the values it reads are assembled whole). Only
+    the values read outside the region are assembled whole, chunk by
+    chunk; ops outside it that read its sums move after the loop that
+    completes them. Producers of the region's inputs that nothing else
+    reads and that only compute element by element (a per-element decode,
+    the padding and transpose of a weight gradient's input) run inside the
+    loops too, so a decoded activation exists a chunk at a time.
+
+    The VGG-style CNN's first block: its 2 MiB gradients (the max pool's,
+    the ReLUs', BatchNorm's, the convolution's input gradient) exist a
+    chunk at a time; the price is the second convolution's input gradient
+    and the decodes computed again in the later loops (three loops: the
+    second BatchNorm's sums, then its input gradient, the weight gradient
+    and the first BatchNorm's sums, then the first's input gradient and
+    weight gradient). Sums over the batch are taken chunk by chunk
+    (float32 reassociation); steps with and without lossless encodings
+    chunk alike, so they stay bitwise identical.
+  }];
+  let options = [
+    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"262144",
+           "Largest share of a region's internal tensor one chunk may hold">,
+    Option<"maxPasses", "max-passes", "int64_t", /*default=*/"3",
+           "Most loops over the batch (levels of batch reductions) one "
+           "region takes">,
+    Option<"allRegions", "all-regions", "bool", /*default=*/"false",
+           "Chunk every region, not only those whose largest tensor is as "
+           "large as the widest region's">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
 def ActTileDecodedConvolutionsPass
     : Pass<"act-tile-decoded-convolutions", "::mlir::func::FuncOp"> {
   let summary = "Decode a weight gradient's input one chunk of the batch at "

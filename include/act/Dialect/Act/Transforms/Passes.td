@@ -503,8 +503,13 @@ def ActChunkInPassesPass
     second BatchNorm's sums, then its input gradient, the weight gradient
     and the first BatchNorm's sums, then the first's input gradient and
     weight gradient). Sums over the batch are taken chunk by chunk
-    (float32 reassociation); steps with and without lossless encodings
-    chunk alike, so they stay bitwise identical.
+    (float32 reassociation), so a region is chunked only where it decodes
+    a lossy encoding element by element (a generic without inputs, as
+    convert-act-to-linalg{decode-into-consumers} builds): steps without
+    encodings or with lossless ones stay bitwise as they were. Nor is one
+    chunked when the values it reads from outside and that die inside it
+    (held until its loops) outweigh the largest tensor it keeps from
+    existing whole.
   }];
   let options = [
     Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"262144",

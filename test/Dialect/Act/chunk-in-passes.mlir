@@ -4,6 +4,7 @@
 // each loop recomputing the batch-parallel ops it needs.
 // RUN: act-opt %s -act-chunk-in-passes="chunk-bytes=1600" | FileCheck %s
 // RUN: act-opt %s -act-chunk-in-passes="chunk-bytes=1600 max-passes=2" | FileCheck %s --check-prefix=TWO
+// RUN: act-opt %s -act-chunk-in-passes="chunk-bytes=800" | FileCheck %s --check-prefix=SQUARE
 // RUN: act-opt %s -act-chunk-in-passes="chunk-bytes=1600" -canonicalize -act-chunk-in-passes="chunk-bytes=1600" | FileCheck %s --check-prefix=AGAIN
 // The same results but for float32 reassociation of the sums over the
 // batch (act-run's own pipeline leaves these small tensors whole).
@@ -140,6 +141,98 @@ func.func @stage(%dp: tensor<4x2x4x4xf32>, %xq: tensor<512xf32>,
   %we = tensor.empty() : tensor<2x2x3x3xf32>
   %wz = linalg.fill ins(%zero : f32) outs(%we : tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xf32>
   %dw = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%xt, %ot : tensor<2x4x10x10xf32>, tensor<2x4x8x8xf32>) outs(%wz : tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xf32>
+  return %s1, %s2, %dw : tensor<2xf32>, tensor<2xf32>, tensor<2x2x3x3xf32>
+}
+
+// A batch of 2 with 2 channels: the weight gradient's transposed input
+// (channels, batch) is pulled in along its batch, not its channels.
+// SQUARE-LABEL: func.func @square
+// SQUARE-COUNT-3: scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}} step %c1
+// SQUARE:       linalg.transpose ins(%{{.*}} : tensor<1x2x10x10xf32>) outs(%{{.*}} : tensor<2x1x10x10xf32>)
+// SQUARE:       linalg.conv_2d_nchw_fchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x1x10x10xf32>, tensor<2x1x8x8xf32>)
+func.func @square(%dp: tensor<2x2x4x4xf32>, %xq: tensor<256xf32>,
+                 %w: tensor<2x2x3x3xf32>)
+    -> (tensor<2xf32>, tensor<2xf32>, tensor<2x2x3x3xf32>) {
+  %zero = arith.constant 0.0 : f32
+  // A saved activation decoded element by element (a lossy encoding's
+  // decode-into-consumers form: a generic without inputs reading its
+  // storage by index); each loop decodes its chunk.
+  %ex = tensor.empty() : tensor<2x2x8x8xf32>
+  %x = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%ex : tensor<2x2x8x8xf32>) {
+  ^bb0(%out: f32):
+    %n = linalg.index 0 : index
+    %c = linalg.index 1 : index
+    %h = linalg.index 2 : index
+    %v = linalg.index 3 : index
+    %at = affine.apply affine_map<(a, b, c, d) -> (a * 128 + b * 64 + c * 8 + d)>(%n, %c, %h, %v)
+    %q = tensor.extract %xq[%at] : tensor<256xf32>
+    %half = arith.constant 0.5 : f32
+    %r = arith.mulf %q, %half : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x8xf32>
+  %e = tensor.empty() : tensor<2x2x8x8xf32>
+  // The spread: each pooled gradient to its 2x2 window, scaled by the
+  // image's index (so that a chunk reading the wrong index shows).
+  %g = linalg.generic {indexing_maps = [#spread, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dp : tensor<2x2x4x4xf32>) outs(%e : tensor<2x2x8x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = linalg.index 0 : index
+    %i = arith.index_cast %n : index to i32
+    %f = arith.sitofp %i : i32 to f32
+    %one = arith.constant 1.0 : f32
+    %s = arith.addf %f, %one : f32
+    %r = arith.mulf %in, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x8xf32>
+  %c0 = tensor.empty() : tensor<2xf32>
+  %z1 = linalg.fill ins(%zero : f32) outs(%c0 : tensor<2xf32>) -> tensor<2xf32>
+  %s1 = linalg.generic {indexing_maps = [#id, #id, #chan], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%g, %x : tensor<2x2x8x8xf32>, tensor<2x2x8x8xf32>) outs(%z1 : tensor<2xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2xf32>
+  %s1e = tensor.expand_shape %s1 [[0, 1, 2]] output_shape [2, 1, 1] : tensor<2xf32> into tensor<2x1x1xf32>
+  %e2 = tensor.empty() : tensor<2x2x8x8xf32>
+  %g2 = linalg.generic {indexing_maps = [#id, #id, #chan3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g, %x, %s1e : tensor<2x2x8x8xf32>, tensor<2x2x8x8xf32>, tensor<2x1x1xf32>) outs(%e2 : tensor<2x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %s: f32, %out: f32):
+    %m = arith.mulf %s, %b : f32
+    %r = arith.subf %a, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x8xf32>
+  // The input gradient: %g2 zero-padded, convolved.
+  %pe = tensor.empty() : tensor<2x2x10x10xf32>
+  %pz = linalg.fill ins(%zero : f32) outs(%pe : tensor<2x2x10x10xf32>) -> tensor<2x2x10x10xf32>
+  %padded = tensor.insert_slice %g2 into %pz[0, 0, 1, 1] [2, 2, 8, 8] [1, 1, 1, 1] : tensor<2x2x8x8xf32> into tensor<2x2x10x10xf32>
+  %de = tensor.empty() : tensor<2x2x8x8xf32>
+  %dz = linalg.fill ins(%zero : f32) outs(%de : tensor<2x2x8x8xf32>) -> tensor<2x2x8x8xf32>
+  %d = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%padded, %w : tensor<2x2x10x10xf32>, tensor<2x2x3x3xf32>) outs(%dz : tensor<2x2x8x8xf32>) -> tensor<2x2x8x8xf32>
+  %c1 = tensor.empty() : tensor<2xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%c1 : tensor<2xf32>) -> tensor<2xf32>
+  %s2 = linalg.generic {indexing_maps = [#id, #chan], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%d : tensor<2x2x8x8xf32>) outs(%z2 : tensor<2xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2xf32>
+  %s2e = tensor.expand_shape %s2 [[0, 1, 2]] output_shape [2, 1, 1] : tensor<2xf32> into tensor<2x1x1xf32>
+  %e3 = tensor.empty() : tensor<2x2x8x8xf32>
+  %o = linalg.generic {indexing_maps = [#id, #chan3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%d, %s2e : tensor<2x2x8x8xf32>, tensor<2x1x1xf32>) outs(%e3 : tensor<2x2x8x8xf32>) {
+  ^bb0(%a: f32, %s: f32, %out: f32):
+    %r = arith.subf %a, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x8xf32>
+  // The weight gradient, as the exported backward writes it: batch and
+  // channels swapped, the batch the convolution's reduction channel.
+  %xp = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %dd: index):
+    tensor.yield %zero : f32
+  } : tensor<2x2x8x8xf32> to tensor<2x2x10x10xf32>
+  %te = tensor.empty() : tensor<2x2x10x10xf32>
+  %xt = linalg.transpose ins(%xp : tensor<2x2x10x10xf32>) outs(%te : tensor<2x2x10x10xf32>) permutation = [1, 0, 2, 3]
+  %oe = tensor.empty() : tensor<2x2x8x8xf32>
+  %ot = linalg.transpose ins(%o : tensor<2x2x8x8xf32>) outs(%oe : tensor<2x2x8x8xf32>) permutation = [1, 0, 2, 3]
+  %we = tensor.empty() : tensor<2x2x3x3xf32>
+  %wz = linalg.fill ins(%zero : f32) outs(%we : tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xf32>
+  %dw = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%xt, %ot : tensor<2x2x10x10xf32>, tensor<2x2x8x8xf32>) outs(%wz : tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xf32>
   return %s1, %s2, %dw : tensor<2xf32>, tensor<2xf32>, tensor<2x2x3x3xf32>
 }
 

@@ -59,7 +59,8 @@ std::optional<int64_t> staticDim(Value value, int64_t dim) {
 /// tensor operand has d_l as one plain result of its indexing map and no
 /// other result depends on d_l (its batch dimension), or none at all.
 std::optional<Tiling> classifyLinalg(linalg::LinalgOp op, int64_t batch,
-                                     DimOf dimOf) {
+                                     DimOf dimOf,
+                                     std::optional<int64_t> wantResult) {
   if (!op.hasPureTensorSemantics())
     return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -99,6 +100,9 @@ std::optional<Tiling> classifyLinalg(linalg::LinalgOp op, int64_t batch,
       if (init)
         tiling.resultDims.push_back(dim);
     }
+    if (wantResult &&
+        (tiling.resultDims.empty() || tiling.resultDims[0] != *wantResult))
+      continue;
     if (ok && (batched || !tiling.reduction) &&
         llvm::any_of(tiling.operandDims, [](int64_t d) { return d >= 0; }))
       return tiling;
@@ -107,24 +111,32 @@ std::optional<Tiling> classifyLinalg(linalg::LinalgOp op, int64_t batch,
 }
 
 /// The batch dimension of `source` for an op that keeps it: the one its
-/// region value has, else the first of size `batch` that `keeps`.
+/// region value has, else the first of size `batch` that `keeps` (and
+/// whose dimension in the result, `resultOf`, is `wantResult` if given:
+/// a tensor whose batch and channels have the same size).
 std::optional<int64_t> keptDim(Value source, int64_t batch, DimOf dimOf,
-                               function_ref<bool(int64_t)> keeps) {
+                               function_ref<bool(int64_t)> keeps,
+                               function_ref<int64_t(int64_t)> resultOf,
+                               std::optional<int64_t> wantResult) {
+  auto wanted = [&](int64_t d) {
+    return keeps(d) && (!wantResult || resultOf(d) == *wantResult);
+  };
   if (std::optional<int64_t> known = dimOf(source)) {
-    if (*known < 0 || !keeps(*known))
+    if (*known < 0 || !wanted(*known))
       return std::nullopt;
     return known;
   }
   auto type = cast<RankedTensorType>(source.getType());
   for (int64_t d = 0; d < type.getRank(); ++d)
-    if (staticDim(source, d) == batch && keeps(d))
+    if (staticDim(source, d) == batch && wanted(d))
       return d;
   return std::nullopt;
 }
 
 /// How `op` computes along a batch of `batch`, or std::nullopt when it does
 /// not treat one of its tensors' dimensions as that batch.
-std::optional<Tiling> classify(Operation *op, int64_t batch, DimOf dimOf) {
+std::optional<Tiling> classify(Operation *op, int64_t batch, DimOf dimOf,
+                               std::optional<int64_t> wantResult = {}) {
   if (!llvm::all_of(op->getResultTypes(), [](Type type) {
         auto ranked = dyn_cast<RankedTensorType>(type);
         return ranked && ranked.hasStaticShape();
@@ -141,7 +153,8 @@ std::optional<Tiling> classify(Operation *op, int64_t batch, DimOf dimOf) {
       return std::nullopt;
   }
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-    return classifyLinalg(linalgOp, batch, dimOf);
+    return classifyLinalg(linalgOp, batch, dimOf, wantResult);
+  auto same = [](int64_t d) { return d; };
   auto plain = [](int64_t d, int64_t operands) {
     Tiling tiling;
     tiling.operandDims.assign(operands, d);
@@ -153,10 +166,12 @@ std::optional<Tiling> classify(Operation *op, int64_t batch, DimOf dimOf) {
     if (!pad.getConstantPaddingValue() || !pad.getLow().empty() ||
         !pad.getHigh().empty())
       return std::nullopt;
-    std::optional<int64_t> d =
-        keptDim(pad.getSource(), batch, dimOf, [&](int64_t d) {
+    std::optional<int64_t> d = keptDim(
+        pad.getSource(), batch, dimOf,
+        [&](int64_t d) {
           return pad.getStaticLow()[d] == 0 && pad.getStaticHigh()[d] == 0;
-        });
+        },
+        same, wantResult);
     if (!d)
       return std::nullopt;
     return plain(*d, 1);
@@ -167,13 +182,15 @@ std::optional<Tiling> classify(Operation *op, int64_t batch, DimOf dimOf) {
     if (insert.getSourceType().getRank() != insert.getDestType().getRank() ||
         !insert.hasUnitStride())
       return std::nullopt;
-    std::optional<int64_t> d =
-        keptDim(insert.getSource(), batch, dimOf, [&](int64_t d) {
+    std::optional<int64_t> d = keptDim(
+        insert.getSource(), batch, dimOf,
+        [&](int64_t d) {
           return insert.getStaticOffsets()[d] == 0 &&
                  insert.getStaticSizes()[d] == batch &&
                  staticDim(insert.getDest(), d) == batch &&
                  (!dimOf(insert.getDest()) || *dimOf(insert.getDest()) == d);
-        });
+        },
+        same, wantResult);
     if (!d)
       return std::nullopt;
     return plain(*d, 2);
@@ -181,9 +198,10 @@ std::optional<Tiling> classify(Operation *op, int64_t batch, DimOf dimOf) {
   // Reshapes that keep the batch as a dimension of its own.
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
     SmallVector<ReassociationIndices> groups = expand.getReassociationIndices();
-    std::optional<int64_t> d =
-        keptDim(expand.getSrc(), batch, dimOf,
-                [&](int64_t d) { return groups[d].size() == 1; });
+    std::optional<int64_t> d = keptDim(
+        expand.getSrc(), batch, dimOf,
+        [&](int64_t d) { return groups[d].size() == 1; },
+        [&](int64_t d) { return groups[d][0]; }, wantResult);
     if (!d)
       return std::nullopt;
     Tiling tiling = plain(*d, 1);
@@ -199,9 +217,10 @@ std::optional<Tiling> classify(Operation *op, int64_t batch, DimOf dimOf) {
           return g;
       return std::nullopt;
     };
-    std::optional<int64_t> d =
-        keptDim(collapse.getSrc(), batch, dimOf,
-                [&](int64_t d) { return groupOf(d).has_value(); });
+    std::optional<int64_t> d = keptDim(
+        collapse.getSrc(), batch, dimOf,
+        [&](int64_t d) { return groupOf(d).has_value(); },
+        [&](int64_t d) { return groupOf(d).value_or(-1); }, wantResult);
     if (!d)
       return std::nullopt;
     Tiling tiling = plain(*d, 1);
@@ -328,7 +347,7 @@ struct ChunkInPassesPass
       if (ShapedType::isDynamic(range) || range < 2)
         continue;
       // Its batch is dimension 0 of its result.
-      std::optional<Tiling> tiling = classify(seed, range, none);
+      std::optional<Tiling> tiling = classify(seed, range, none, 0);
       if (!tiling || tiling->reduction || tiling->resultDims[0] != 0)
         continue;
       int64_t in = 0;
@@ -439,9 +458,10 @@ struct ChunkInPassesPass
           });
           if (!onlyRegion || !isMemoryEffectFree(def))
             continue;
-          // The dimension its reader expects.
+          // The dimension its reader expects (the batch and the channels
+          // of a weight gradient's transposed input may be the same size).
           std::optional<Tiling> pulled = classify(
-              def, region.batch, [&](Value v) { return region.dimOf(v); });
+              def, region.batch, [&](Value v) { return region.dimOf(v); }, dim);
           if (!pulled || pulled->reduction || pulled->resultDims[0] != dim)
             continue;
           auto linalgDef = dyn_cast<linalg::LinalgOp>(def);

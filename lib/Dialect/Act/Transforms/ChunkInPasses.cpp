@@ -304,38 +304,36 @@ struct ChunkInPassesPass
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     for (Block &block : getOperation().getBody()) {
+      // The regions worth chunking, by seed, with their largest tensor.
+      SmallVector<std::pair<Operation *, int64_t>> seeds;
+      int64_t widest = 0;
+      for (Operation &op : block)
+        if (std::optional<Region> region = grow(&op);
+            region && worthIt(*region)) {
+          seeds.push_back({&op, largestInternal(*region)});
+          widest = std::max(widest, seeds.back().second);
+        }
       // The widest region's tensor: where the backward's peak is. Narrower
       // stages are left whole unless all-regions: chunking them costs
       // recomputation without lowering the step's peak (it raised it on the
       // VGG-style CNN: a chunked stage holds its inputs and sums longer).
-      int64_t widest = 0;
-      if (!allRegions)
-        for (Operation &op : block)
-          if (std::optional<Region> region = grow(&op);
-              region && worthIt(*region))
-            widest = std::max(widest, largestInternal(*region));
-      // Seeds in block order; a transformed region's ops are gone from the
-      // block, so the scan restarts after each.
-      DenseSet<Operation *> tried;
-      bool changed = true;
-      while (changed) {
-        changed = false;
-        for (Operation &op : block) {
-          if (!tried.insert(&op).second)
-            continue;
-          std::optional<Region> region = grow(&op);
-          if (!region || !worthIt(*region) || largestInternal(*region) < widest)
-            continue;
-          transform(rewriter, *region);
-          changed = true;
-          break;
-        }
+      // Each region is grown again before it is chunked (an earlier one
+      // moved ops), unless an earlier one took its seed.
+      DenseSet<Operation *> erased;
+      for (auto [seed, largest] : seeds) {
+        if ((!allRegions && largest < widest) || erased.contains(seed))
+          continue;
+        std::optional<Region> region = grow(seed);
+        if (!region || !worthIt(*region))
+          continue;
+        erased.insert(region->ops.begin(), region->ops.end());
+        transform(rewriter, *region);
       }
     }
   }
 
   /// The region seeded at `seed`, when it spreads an outside batch value
-  /// into a result at least twice as large.
+  /// into a result at least twice as large and larger than a chunk.
   std::optional<Region> grow(Operation *seed) {
     auto none = [](Value) -> std::optional<int64_t> { return std::nullopt; };
     auto linalgOp = dyn_cast<linalg::LinalgOp>(seed);
@@ -355,7 +353,9 @@ struct ChunkInPassesPass
            llvm::zip(linalgOp.getDpsInputs(), tiling->operandDims))
         if (dim >= 0)
           in = std::max(in, bytesOf(operand));
-      if (in == 0 || bytesOf(seed->getResult(0)) < 2 * in)
+      // (A spread no larger than a chunk starts no stage worth chunking.)
+      int64_t out = bytesOf(seed->getResult(0));
+      if (in == 0 || out < 2 * in || out <= chunkBytes)
         continue;
       region.batch = range;
       add(region, seed, *tiling);
@@ -370,7 +370,20 @@ struct ChunkInPassesPass
     // (the next stage's input gradient): the region stops there.
     DenseSet<Value> &closed = region.closed;
     int64_t largest = bytesOf(seed->getResult(0));
-    for (Operation *op = seed->getNextNode(); op; op = op->getNextNode()) {
+    // The ops of the block still to read a value of the region or of its
+    // dependents: the walk ends with the last of them.
+    DenseSet<Operation *> pending;
+    auto await = [&](Operation *op) {
+      for (Value result : op->getResults())
+        for (Operation *user : result.getUsers())
+          if (Operation *at = seed->getBlock()->findAncestorOpInBlock(*user))
+            pending.insert(at);
+    };
+    await(seed);
+    for (Operation *op = seed->getNextNode(); op && !pending.empty();
+         op = op->getNextNode()) {
+      if (!pending.erase(op))
+        continue;
       bool reads = false, readsRegion = false, readsInside = false;
       for (Value operand : op->getOperands()) {
         readsRegion |= region.availOf(operand).has_value();
@@ -395,6 +408,7 @@ struct ChunkInPassesPass
       if (tiling) {
         if (region.levelOf(op) < maxPasses) {
           add(region, op, *tiling);
+          await(op);
           for (Value result : op->getResults()) {
             int64_t bytes = bytesOf(result);
             if (region.dims.count(result) && 2 * bytes <= largest)
@@ -412,6 +426,7 @@ struct ChunkInPassesPass
       if (!isMemoryEffectFree(op) || op->hasTrait<OpTrait::IsTerminator>())
         break;
       region.dependents.insert(op);
+      await(op);
       region.avail[op] = insideAvail;
       for (Value operand : op->getOperands())
         if (std::optional<int64_t> at = region.availOf(operand))

@@ -69,6 +69,9 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // A backward stage (from a max pool's or a linear layer's input gradient
   // to the next waist) one chunk of the batch at a time, in one loop per
   // level of batch reductions: its full-size gradients never exist whole.
+  // CPU only, as the vector code: the GPU pipeline maps ops to kernels, and
+  // its emulation (whose decodes are not per-element generics) runs the
+  // stage whole, as the GPU does.
   if (vectorize && chunkPasses > 0) {
     act::ActChunkInPassesPassOptions chunking;
     chunking.maxPasses = chunkPasses;

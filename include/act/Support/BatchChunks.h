@@ -46,25 +46,30 @@ inline LogicalResult checkChunkBytes(MLIRContext *context, StringRef pass,
          << pass << ": chunk-bytes must be positive, got " << chunkBytes;
 }
 
-/// `type` (a ranked tensor) with dimension 0 set to `size`.
-inline RankedTensorType withBatch(Type type, int64_t size) {
+/// `type` (a ranked tensor) with dimension `dim` (the batch's, 0 unless a
+/// transpose moved it) set to `size`.
+inline RankedTensorType withBatch(Type type, int64_t size, int64_t dim = 0) {
   auto ranked = cast<RankedTensorType>(type);
   SmallVector<int64_t> shape(ranked.getShape());
-  shape[0] = size;
+  shape[dim] = size;
   return ranked.clone(shape);
 }
 
 /// The offsets, sizes and strides of elements [first, first + size) of
-/// dimension 0 of a tensor of `type`.
+/// dimension `dim` of a tensor of `type` (`first` static, or a loop's
+/// induction variable).
 struct BatchSlice {
-  BatchSlice(OpBuilder &b, Type type, int64_t first, int64_t size) {
+  BatchSlice(OpBuilder &b, Type type, OpFoldResult first, int64_t size,
+             int64_t dim = 0) {
     auto ranked = cast<RankedTensorType>(type);
     for (int64_t d = 0; d < ranked.getRank(); ++d) {
-      offsets.push_back(b.getIndexAttr(d ? 0 : first));
-      sizes.push_back(b.getIndexAttr(d ? ranked.getDimSize(d) : size));
+      offsets.push_back(d == dim ? first : b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(d == dim ? size : ranked.getDimSize(d)));
       strides.push_back(b.getIndexAttr(1));
     }
   }
+  BatchSlice(OpBuilder &b, Type type, int64_t first, int64_t size)
+      : BatchSlice(b, type, b.getIndexAttr(first), size) {}
   SmallVector<OpFoldResult> offsets, sizes, strides;
 };
 

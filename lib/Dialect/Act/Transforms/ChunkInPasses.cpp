@@ -308,11 +308,11 @@ struct ChunkInPassesPass
       SmallVector<std::pair<Operation *, int64_t>> seeds;
       int64_t widest = 0;
       for (Operation &op : block)
-        if (std::optional<Region> region = grow(&op);
-            region && worthIt(*region)) {
-          seeds.push_back({&op, largestInternal(*region)});
-          widest = std::max(widest, seeds.back().second);
-        }
+        if (std::optional<Region> region = grow(&op))
+          if (std::optional<int64_t> saved = savedBytes(*region)) {
+            seeds.push_back({&op, *saved});
+            widest = std::max(widest, *saved);
+          }
       // The widest region's tensor: where the backward's peak is. Narrower
       // stages are left whole unless all-regions: chunking them costs
       // recomputation without lowering the step's peak (it raised it on the
@@ -324,10 +324,12 @@ struct ChunkInPassesPass
         if ((!allRegions && largest < widest) || erased.contains(seed))
           continue;
         std::optional<Region> region = grow(seed);
-        if (!region || !worthIt(*region))
+        std::optional<int64_t> saved =
+            region ? savedBytes(*region) : std::nullopt;
+        if (!saved)
           continue;
         erased.insert(region->ops.begin(), region->ops.end());
-        transform(rewriter, *region);
+        transform(rewriter, *region, *saved);
       }
     }
   }
@@ -346,7 +348,7 @@ struct ChunkInPassesPass
         continue;
       // Its batch is dimension 0 of its result.
       std::optional<Tiling> tiling = classify(seed, range, none, 0);
-      if (!tiling || tiling->reduction || tiling->resultDims[0] != 0)
+      if (!tiling || tiling->reduction)
         continue;
       int64_t in = 0;
       for (auto [operand, dim] :
@@ -477,7 +479,7 @@ struct ChunkInPassesPass
           // of a weight gradient's transposed input may be the same size).
           std::optional<Tiling> pulled = classify(
               def, region.batch, [&](Value v) { return region.dimOf(v); }, dim);
-          if (!pulled || pulled->reduction || pulled->resultDims[0] != dim)
+          if (!pulled || pulled->reduction)
             continue;
           auto linalgDef = dyn_cast<linalg::LinalgOp>(def);
           if (linalgDef && linalgDef.getNumReductionLoops() != 0)
@@ -523,17 +525,17 @@ struct ChunkInPassesPass
   int64_t largestInternal(const Region &region) {
     int64_t largest = 0;
     for (auto [value, dim] : region.dims)
-      if (value.getDefiningOp() && region.ops.contains(value.getDefiningOp()) &&
-          !escapes(region, value))
+      if (!escapes(region, value))
         largest = std::max(largest, bytesOf(value));
     return largest;
   }
 
-  /// Whether the region decodes a lossy encoding, keeps a tensor larger
-  /// than a chunk from existing whole, and every batch value read outside
-  /// it is a waist (a region that must assemble a large value whole, a
-  /// forward block whose activations are saved, gains nothing).
-  bool worthIt(const Region &region) {
+  /// The largest tensor chunking the region keeps from existing whole, when
+  /// it is worth it: the region decodes a lossy encoding, that tensor is
+  /// larger than a chunk, and every batch value read outside it is a waist
+  /// (a region that must assemble a large value whole, a forward block
+  /// whose activations are saved, gains nothing).
+  std::optional<int64_t> savedBytes(const Region &region) {
     // Only where it decodes a lossy encoding element by element (a generic
     // without inputs, as convert-act-to-linalg{decode-into-consumers}
     // builds): its sums over the batch are then taken chunk by chunk, a
@@ -544,15 +546,14 @@ struct ChunkInPassesPass
           return generic && generic.getNumDpsInputs() == 0 &&
                  generic.getNumReductionLoops() == 0;
         }))
-      return false;
+      return std::nullopt;
     for (auto [value, dim] : region.dims)
-      if (region.ops.contains(value.getDefiningOp()) &&
-          !region.closed.count(value) && escapes(region, value))
-        return false;
+      if (!region.closed.count(value) && escapes(region, value))
+        return std::nullopt;
     int64_t computing = llvm::count_if(
         region.ops, [](Operation *op) { return !isa<linalg::FillOp>(op); });
     if (computing < 2)
-      return false;
+      return std::nullopt;
     int64_t largest = largestInternal(region);
     // What it costs: the batch values it reads from outside live until the
     // loops, where they may have died earlier (the saved activations of a
@@ -575,26 +576,26 @@ struct ChunkInPassesPass
         if (!readLater)
           held += bytesOf(operand);
       }
-    return largest > chunkBytes && largest > held &&
-           act::getChunkSize(region.batch, largest / region.batch,
-                             chunkBytes) != 0;
+    if (largest <= chunkBytes || largest <= held ||
+        !act::getChunkSize(region.batch, largest / region.batch, chunkBytes))
+      return std::nullopt;
+    return largest;
   }
 
   /// The region's ops, as loops over chunks of the batch after its last
   /// op: loop k computes the level-k reductions and the batch values of
   /// level k read outside, recomputing the batch-parallel ops they need.
-  void transform(IRRewriter &rewriter, Region &region) {
-    int64_t largest = largestInternal(region);
+  /// Chunks take at most chunk-bytes of `largest` (savedBytes).
+  void transform(IRRewriter &rewriter, Region &region, int64_t largest) {
     int64_t size =
         act::getChunkSize(region.batch, largest / region.batch, chunkBytes);
     int64_t passes = 0;
     for (Operation *op : region.ops)
       passes = std::max(passes, region.levels[op] + 1);
 
+    // The loops go after the region's last op; each dependent moves after
+    // the loop that completes what it reads.
     Operation *last = region.ops.back();
-    // Dependents already in place before their loop need not move; the
-    // loops go after the region's last op (and after every dependent the
-    // first loop needs nothing from).
     Location loc = last->getLoc();
     rewriter.setInsertionPointAfter(last);
     Value lower = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -658,27 +659,17 @@ struct ChunkInPassesPass
           Value &slice = slices[{source, dim}];
           if (slice)
             return slice;
-          auto type = cast<RankedTensorType>(source.getType());
-          RankedTensorType chunkType = type.clone([&] {
-            SmallVector<int64_t> shape(type.getShape());
-            shape[dim] = size;
-            return shape;
-          }());
-          if (auto empty = source.getDefiningOp<tensor::EmptyOp>()) {
+          RankedTensorType chunkType =
+              act::withBatch(source.getType(), size, dim);
+          if (source.getDefiningOp<tensor::EmptyOp>()) {
             slice = tensor::EmptyOp::create(rewriter, loc, chunkType.getShape(),
                                             chunkType.getElementType());
             return slice;
           }
-          SmallVector<OpFoldResult> offsets, sizes, strides;
-          for (int64_t d = 0; d < type.getRank(); ++d) {
-            offsets.push_back(d == dim ? OpFoldResult(first)
-                                       : rewriter.getIndexAttr(0));
-            sizes.push_back(
-                rewriter.getIndexAttr(d == dim ? size : type.getDimSize(d)));
-            strides.push_back(rewriter.getIndexAttr(1));
-          }
-          slice = tensor::ExtractSliceOp::create(
-              rewriter, loc, chunkType, source, offsets, sizes, strides);
+          act::BatchSlice chunk(rewriter, source.getType(), first, size, dim);
+          slice = tensor::ExtractSliceOp::create(rewriter, loc, chunkType,
+                                                 source, chunk.offsets,
+                                                 chunk.sizes, chunk.strides);
           return slice;
         };
         DenseMap<Value, Value> accumulators;
@@ -719,18 +710,10 @@ struct ChunkInPassesPass
             results.push_back(value);
             continue;
           }
-          auto type = cast<RankedTensorType>(v.getType());
-          SmallVector<OpFoldResult> offsets, sizes, strides;
-          for (int64_t d = 0; d < type.getRank(); ++d) {
-            offsets.push_back(d == it->second ? OpFoldResult(first)
-                                              : rewriter.getIndexAttr(0));
-            sizes.push_back(rewriter.getIndexAttr(
-                d == it->second ? size : type.getDimSize(d)));
-            strides.push_back(rewriter.getIndexAttr(1));
-          }
+          act::BatchSlice chunk(rewriter, v.getType(), first, size, it->second);
           results.push_back(tensor::InsertSliceOp::create(
-              rewriter, loc, value, accumulators.lookup(v), offsets, sizes,
-              strides));
+              rewriter, loc, value, accumulators.lookup(v), chunk.offsets,
+              chunk.sizes, chunk.strides));
         }
         scf::YieldOp::create(rewriter, loc, results);
       }
@@ -756,12 +739,7 @@ struct ChunkInPassesPass
                         const Tiling &tiling, IRMapping &map, Value first,
                         int64_t size) {
     auto chunkType = [&](Type type, int64_t dim) -> Type {
-      if (dim < 0)
-        return type;
-      auto ranked = cast<RankedTensorType>(type);
-      SmallVector<int64_t> shape(ranked.getShape());
-      shape[dim] = size;
-      return ranked.clone(shape);
+      return dim < 0 ? type : act::withBatch(type, size, dim);
     };
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
       SmallVector<OpFoldResult> sizes = insert.getMixedSizes();

@@ -330,6 +330,8 @@ __attribute__((constructor(101))) static void requireCuda() {
 }
 
 int main() {
+  // Line by line, so that a fault leaves the lines before it.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   // Whatever the lowered host code still allocates goes through the
   // runtime's hooks: managed memory, which host and kernels both reach.
   act::rt::setBacking(act::rt::getManagedBacking());
@@ -350,6 +352,11 @@ int main() {
                             6e-8f,    448.0f,    57344.0f, 3.0e-5f};
   for (int64_t i = 0, k = 0; i < n1; i += 97, ++k)
     special[i] = specials[k % (sizeof(specials) / sizeof(float))];
+  // NaNs with payloads (negative quiet, signaling): an f16 code keeps the
+  // sign and the payload's top bits, made quiet, on every target.
+  const uint32_t nans[] = {0xFFA12345u, 0x7F800001u};
+  for (int64_t i = 48, k = 0; i < n1; i += 1009, ++k)
+    std::memcpy(&special[i], &nans[k % 2], 4);
   std::printf("check: %lld elements (whole tiles and a tail), GPU == CPU "
               "reference bit for bit\n",
               (long long)n1);

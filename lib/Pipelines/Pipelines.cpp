@@ -350,6 +350,13 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
       std::make_unique<CheckGPUTargetPass>(options.chip, options.features));
   buildBufferizedLoops(pm, options.resultsToOutParams, act::LoweringTarget::GPU,
                        options.blockSize);
+  // Every copy as linalg.copy, hence a kernel: a copy left on the host
+  // would read the device buffers the caller passes (managed memory only
+  // hides that, at a page migration per call).
+  act::ActStridedCopiesToLoopsPassOptions copies;
+  copies.all = true;
+  pm.addNestedPass<func::FuncOp>(
+      act::createActStridedCopiesToLoopsPass(copies));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   // Tiles of `block-size` iterations: the tile loop maps to blocks, the
   // iterations in a tile to threads (consecutive threads, consecutive
@@ -391,6 +398,8 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  // The kernels' vectors of i1 (a mask's decode) stored a byte per element.
+  pm.addPass(act::createActByteI1VectorsPass());
 
   // Host allocations through the runtime's hooks (act::rt allocation
   // accounting; in GPU mode they return managed memory the kernels can

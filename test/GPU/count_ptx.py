@@ -16,3 +16,4 @@ print("shfl.sync.bfly.b32", shuffles,
       ("offsets " + " ".join(map(str, offsets))) if shuffles else "")
 print("st.global.v4.b32", count("st.global.v4.b32"))
 print("st.global.b32", count("st.global.b32"))
+print("st.global.b8", count("st.global.b8"))

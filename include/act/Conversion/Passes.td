@@ -172,7 +172,16 @@ def ActStridedCopiesToLoopsPass
     // becomes
     linalg.copy ins(%chunk : ...) outs(%interior : ...)
     ```
+
+    With `all`, contiguous copies become `linalg.copy` too: act-gpu-pipeline
+    runs it so that every copy becomes a kernel, since host code cannot
+    read the device buffers a caller passes (the tail of an encode, copied
+    into a padded tile, was read on the host and faulted on an H100).
   }];
+  let options = [
+    Option<"all", "all", "bool", /*default=*/"false",
+           "Rewrite contiguous copies too (every copy becomes linalg.copy)">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 

@@ -311,8 +311,11 @@ static Value elementwise(OpBuilder &b, Location loc, Value in, Type elementType,
 }
 
 /// `fn` element-wise from flat `in` into a new flat tensor of `type`
-/// elements: on the GPU a kernel over whole 16-byte pieces of the narrower
-/// side and a generic for the rest, else one generic.
+/// elements: on the GPU a kernel whose threads each store one 16-byte piece
+/// (a warp's store is then 512 contiguous bytes) and a generic for the
+/// rest, else one generic. (Pieces of 16 input bytes, which made an fp8
+/// decode store 64 bytes per thread, measured 0.54 of a device copy on an
+/// H100.)
 static Value
 byteElementwise(OpBuilder &b, Location loc, Value in, Type type,
                 const LoweringOptions &options,
@@ -320,8 +323,7 @@ byteElementwise(OpBuilder &b, Location loc, Value in, Type type,
   if (!isGpu(options))
     return elementwise(b, loc, in, type, fn);
   IndexMath ix{b, loc};
-  Type inType = cast<RankedTensorType>(in.getType()).getElementType();
-  int64_t perThread = 16 / std::min(elementBytes(inType), elementBytes(type));
+  int64_t perThread = 16 / elementBytes(type);
   Value n = b.createOrFold<tensor::DimOp>(loc, in, 0);
   Value count = ix.mul(ix.div(n, perThread), perThread);
   if (staticOr(count) == 0)

@@ -560,11 +560,16 @@ struct ActUnitStrideGathersPass
 namespace {
 struct ActStridedCopiesToLoopsPass
     : act::impl::ActStridedCopiesToLoopsPassBase<ActStridedCopiesToLoopsPass> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp copy) {
       auto source = dyn_cast<MemRefType>(copy.getSource().getType());
       auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
+      if (source && target && all) {
+        copies.push_back(copy);
+        return;
+      }
       if (source && target &&
           !(source.getLayout().isIdentity() &&
             target.getLayout().isIdentity()) &&

@@ -1,5 +1,6 @@
 // RUN: act-opt %s -act-strided-copies-to-loops | FileCheck %s
 // RUN: act-opt %s -act-cpu-pipeline | FileCheck %s --check-prefix=LLVM
+// RUN: act-opt %s "-act-strided-copies-to-loops=all=true" | FileCheck %s --check-prefix=ALL
 
 // A chunk copied into the interior of its zero-padded buffer (act-in-place's
 // chunked convolutions, after bufferization): a linalg.copy, whose loops
@@ -15,7 +16,14 @@ func.func @into_padded(%chunk: memref<2x4x8x8xf32>, %padded: memref<2x4x10x10xf3
   return
 }
 
-// Contiguous copies stay memref.copy (one llvm.memcpy).
+// Contiguous copies stay memref.copy (one llvm.memcpy). With all=true
+// (act-gpu-pipeline: every copy a kernel, none on the host) they become
+// linalg.copy too.
+// ALL-LABEL: func.func @into_padded
+// ALL: linalg.copy
+// ALL-LABEL: func.func @contiguous
+// ALL: linalg.copy ins(%{{.*}} : memref<1x4x10x10xf32, strided<[400, 100, 10, 1], offset: 400>>) outs(%{{.*}} : memref<1x4x10x10xf32>)
+// ALL-NOT: memref.copy
 // CHECK-LABEL: func.func @contiguous
 // CHECK: memref.copy
 // CHECK-NOT: linalg.copy

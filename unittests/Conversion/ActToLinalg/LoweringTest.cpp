@@ -116,6 +116,12 @@ protected:
                    3e-39f,  65504.0f, 65520.0f, 1e6f,      -448.0f, 464.0f,
                    0x1p-9f, 0x1p-24f, 0x1p-16f, 57344.0f};
       std::copy(std::begin(s), std::end(s), x.begin());
+      // NaNs with payloads: negative quiet, and signaling (an f16 code
+      // keeps the sign and the payload's top bits, made quiet).
+      if (n > 18) {
+        uint32_t nans[] = {0xFFA12345u, 0x7F800001u};
+        std::memcpy(&x[16], nans, sizeof(nans));
+      }
     }
     return x;
   }

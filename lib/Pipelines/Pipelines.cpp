@@ -358,6 +358,10 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(
       act::createActStridedCopiesToLoopsPass(copies));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  // One dimension per loop nest, so that every block is full. (No
+  // canonicalization here: it would inline a loop of one iteration, a tail
+  // group's statistics, into host code that cannot reach device memory.)
+  pm.addNestedPass<func::FuncOp>(act::createActCollapseParallelLoopsPass());
   // Tiles of `block-size` iterations: the tile loop maps to blocks, the
   // iterations in a tile to threads (consecutive threads, consecutive
   // elements: coalesced). Constant tile bounds with an in-bounds check

@@ -29,15 +29,26 @@
 
 #include "LoweringSupport.h"
 
+#include "act/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <numeric>
+
 using namespace mlir;
+
+namespace mlir::act {
+#define GEN_PASS_DEF_ACTCOLLAPSEPARALLELLOOPSPASS
+#include "act/Conversion/Passes.h.inc"
+} // namespace mlir::act
 using namespace mlir::act;
 using namespace mlir::act::detail;
 
@@ -517,3 +528,24 @@ Value mlir::act::detail::buildGpuElementwise(
               {inBuffer, out}, body);
   return asTensor(b, loc, out);
 }
+
+namespace {
+struct ActCollapseParallelLoopsPass
+    : act::impl::ActCollapseParallelLoopsPassBase<
+          ActCollapseParallelLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<scf::ParallelOp> loops;
+    getOperation().walk([&](scf::ParallelOp loop) {
+      if (loop.getNumLoops() > 1 && !loop->getParentOfType<scf::ParallelOp>())
+        loops.push_back(loop);
+    });
+    IRRewriter rewriter(&getContext());
+    for (scf::ParallelOp loop : loops) {
+      std::vector<unsigned> all(loop.getNumLoops());
+      std::iota(all.begin(), all.end(), 0u);
+      rewriter.setInsertionPoint(loop);
+      collapseParallelLoops(rewriter, loop, {all});
+    }
+  }
+};
+} // namespace

@@ -105,6 +105,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-byte-i1-vectors",
                                           "act-unit-stride-gathers",
                                           "act-strided-copies-to-loops",
+                                          "act-collapse-parallel-loops",
                                           "act-outline-loops",
                                           "convert-linalg-to-act-kernels",
                                           "act-cpu-pipeline",

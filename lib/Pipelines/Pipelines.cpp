@@ -402,7 +402,8 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
-  // The kernels' vectors of i1 (a mask's decode) stored a byte per element.
+  // The kernels' vectors of i1 (a mask's decode) are stored a byte per
+  // element, as the buffers of i1 hold them.
   pm.addPass(act::createActByteI1VectorsPass());
 
   // Host allocations through the runtime's hooks (act::rt allocation

@@ -21,18 +21,23 @@
 // gpu.subgroup_reduce, butterfly shuffles); a group of 16 or 32 tiles is one
 // warp whose threads own 2 or 4 quarters each.
 //
+// A decode into byte-sized elements (a mask's i1) takes one thread per tile
+// and lane instead, which stores its lane's 16 elements at once.
+//
 // LoweringTarget::GPUEmulated builds the same kernels for the CPU (launches
 // become loops in convert-act-to-linalg; a thread recomputes its cluster's
 // parts instead of shuffling), so the CPU tests check them bit for bit.
+//
+// act-collapse-parallel-loops, at the end, prepares the step's other loop
+// nests for act-gpu-pipeline's mapping to launches.
 //
 //===----------------------------------------------------------------------===//
 
 #include "LoweringSupport.h"
 
 #include "act/Conversion/Passes.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"

@@ -22,11 +22,16 @@ Driver &driver() {
   static Driver d;
   static std::once_flag once;
   std::call_once(once, [] {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    // ACT_CUDA_DRIVER names another driver library (a path): a driver
+    // outside the loader's path, or the tests' stand-in.
+    const char *name = std::getenv("ACT_CUDA_DRIVER");
+    if (!name || !*name)
+      name = "libcuda.so.1";
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char *why = dlerror();
-      d.error = std::string("cannot load the CUDA driver (libcuda.so.1): ") +
-                (why ? why : "unknown error");
+      d.error = std::string("cannot load the CUDA driver (") + name +
+                "): " + (why ? why : "unknown error");
       return;
     }
 #define ACT_CUDA_SYMBOL(name, ret, params)                                     \

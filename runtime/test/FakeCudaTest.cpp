@@ -1,0 +1,59 @@
+//===- FakeCudaTest.cpp - the CUDA layer over a stand-in driver -----------===//
+//
+// The runtime's mgpu* entry points over FakeCuda.cpp's driver (host memory),
+// loaded through ACT_CUDA_DRIVER: what they pass to the driver and how they
+// handle its errors, without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/runtime/Cuda.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+using namespace act::rt;
+
+TEST(FakeCuda, TheDriverNamedByTheEnvironmentLoads) {
+  std::string error;
+  EXPECT_TRUE(loadCuda(error)) << error;
+}
+
+TEST(FakeCuda, MemoryEntryPointsPassSizesAndCounts) {
+  void *stream = mgpuStreamCreate();
+  auto *device = static_cast<uint32_t *>(mgpuMemAlloc(64, stream, false));
+  ASSERT_NE(device, nullptr);
+  EXPECT_EQ(mgpuMemAlloc(0, stream, false), nullptr);
+  mgpuMemset32(device, 0xdeadbeefu, 16, stream);
+  std::vector<uint32_t> host(16);
+  mgpuMemcpy(host.data(), device, 64, stream);
+  mgpuStreamSynchronize(stream);
+  for (uint32_t word : host)
+    EXPECT_EQ(word, 0xdeadbeefu);
+  mgpuMemFree(device, stream);
+  mgpuStreamDestroy(stream);
+}
+
+// A module's destructor can run after the driver shut down at process exit
+// (an H100 answered CUDA_ERROR_DEINITIALIZED): that is not an error.
+TEST(FakeCuda, UnloadAfterTheDriverShutDownIsQuiet) {
+  setenv("ACT_FAKE_CUDA_UNLOAD_ERROR", "4", 1);
+  mgpuModuleUnload(mgpuModuleLoad(nullptr, 0));
+  unsetenv("ACT_FAKE_CUDA_UNLOAD_ERROR");
+}
+
+TEST(FakeCudaDeathTest, OtherUnloadErrorsAbortWithTheirMessage) {
+  setenv("ACT_FAKE_CUDA_UNLOAD_ERROR", "700", 1);
+  EXPECT_DEATH(mgpuModuleUnload(mgpuModuleLoad(nullptr, 0)),
+               "act runtime: cuModuleUnload failed: fake error \\(700\\)");
+  unsetenv("ACT_FAKE_CUDA_UNLOAD_ERROR");
+}
+
+int main(int argc, char **argv) {
+  // Before the runtime's first call, which loads the driver once.
+  setenv("ACT_CUDA_DRIVER", ACT_FAKE_CUDA_PATH, 1);
+  testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,22 +1,68 @@
 //===- FakeCuda.cpp - a CUDA driver stand-in for the runtime's tests ------===//
 //
-// Every entry point of CudaSymbols.def, over host memory: allocations are
-// malloc'ed, copies and fills run at once, streams, events, modules and
-// functions are dummies. FakeCudaTest loads it through ACT_CUDA_DRIVER, so
-// the runtime's CUDA layer (the argument passing, the error paths) is
-// tested without a GPU. ACT_FAKE_CUDA_UNLOAD_ERROR sets what
-// cuModuleUnload returns (4, CUDA_ERROR_DEINITIALIZED, is what a driver
-// that has shut down at process exit returns).
+// Every entry point of CudaSymbols.def, over host memory: copies and fills
+// run at once; streams, events, modules and functions are dummies, and a
+// launch runs nothing. Managed memory is malloc'ed. Device memory is mapped
+// without access, so host code that touches a device buffer faults here as
+// on a GPU (the copies and fills open it for their own access only).
+//
+// FakeCudaTest loads it through ACT_CUDA_DRIVER, so the runtime's CUDA
+// layer (the argument passing, the error paths) is tested without a GPU;
+// test/GPU/gpu-check.test runs gpu_check over it, whose host code must not
+// read or write the device buffers it is given. ACT_FAKE_CUDA_UNLOAD_ERROR
+// sets what cuModuleUnload returns (4, CUDA_ERROR_DEINITIALIZED, is what a
+// driver that has shut down at process exit returns).
 //
 //===----------------------------------------------------------------------===//
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <sys/mman.h>
+#include <vector>
 
 namespace {
 int dummy;
 void *handle() { return &dummy; }
+
+/// Device allocations: start -> mapped bytes.
+std::map<uint64_t, size_t> &deviceRegions() {
+  static std::map<uint64_t, size_t> regions;
+  return regions;
+}
+std::mutex regionsMutex;
+
+/// The device region holding `address`, or {0, 0}.
+std::pair<uint64_t, size_t> regionOf(uint64_t address) {
+  std::lock_guard<std::mutex> lock(regionsMutex);
+  auto &regions = deviceRegions();
+  auto it = regions.upper_bound(address);
+  if (it == regions.begin())
+    return {0, 0};
+  --it;
+  if (address >= it->first + it->second)
+    return {0, 0};
+  return *it;
+}
+
+/// Opens the device regions behind `addresses` for the host while it lives.
+struct HostAccess {
+  explicit HostAccess(std::initializer_list<uint64_t> addresses) {
+    for (uint64_t a : addresses)
+      if (auto region = regionOf(a); region.second) {
+        mprotect(reinterpret_cast<void *>(region.first), region.second,
+                 PROT_READ | PROT_WRITE);
+        opened.push_back(region);
+      }
+  }
+  ~HostAccess() {
+    for (auto [start, bytes] : opened)
+      mprotect(reinterpret_cast<void *>(start), bytes, PROT_NONE);
+  }
+  std::vector<std::pair<uint64_t, size_t>> opened;
+};
 } // namespace
 
 extern "C" {
@@ -49,22 +95,36 @@ int cuEventDestroy_v2(void *) { return 0; }
 int cuEventRecord(void *, void *) { return 0; }
 int cuEventSynchronize(void *) { return 0; }
 int cuMemAlloc_v2(uint64_t *ptr, size_t bytes) {
-  *ptr = reinterpret_cast<uint64_t>(std::malloc(bytes));
-  return *ptr ? 0 : 2; // CUDA_ERROR_OUT_OF_MEMORY
+  void *p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
+  *ptr = reinterpret_cast<uint64_t>(p);
+  std::lock_guard<std::mutex> lock(regionsMutex);
+  deviceRegions()[*ptr] = bytes;
+  return 0;
 }
 int cuMemAllocManaged(uint64_t *ptr, size_t bytes, unsigned) {
-  return cuMemAlloc_v2(ptr, bytes);
+  *ptr = reinterpret_cast<uint64_t>(std::malloc(bytes));
+  return *ptr ? 0 : 2;
 }
 int cuMemFree_v2(uint64_t ptr) {
+  if (auto region = regionOf(ptr); region.second) {
+    munmap(reinterpret_cast<void *>(region.first), region.second);
+    std::lock_guard<std::mutex> lock(regionsMutex);
+    deviceRegions().erase(region.first);
+    return 0;
+  }
   std::free(reinterpret_cast<void *>(ptr));
   return 0;
 }
 int cuMemcpyAsync(uint64_t dst, uint64_t src, size_t bytes, void *) {
+  HostAccess access{dst, src};
   std::memcpy(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src),
               bytes);
   return 0;
 }
 int cuMemsetD32Async(uint64_t dst, unsigned value, size_t count, void *) {
+  HostAccess access{dst};
   auto *words = reinterpret_cast<uint32_t *>(dst);
   for (size_t i = 0; i < count; ++i)
     words[i] = value;

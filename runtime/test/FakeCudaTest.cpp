@@ -21,6 +21,18 @@ TEST(FakeCuda, TheDriverNamedByTheEnvironmentLoads) {
   EXPECT_TRUE(loadCuda(error)) << error;
 }
 
+// Device memory is not the host's (as on a GPU): a host access faults.
+TEST(FakeCudaDeathTest, TheHostCannotTouchDeviceMemory) {
+  auto *device =
+      static_cast<volatile float *>(mgpuMemAlloc(64, nullptr, false));
+  EXPECT_DEATH(device[3] = 1.0f, "");
+  auto *managed = static_cast<float *>(mgpuMemAlloc(64, nullptr, true));
+  managed[3] = 1.0f;
+  EXPECT_EQ(managed[3], 1.0f);
+  mgpuMemFree(const_cast<float *>(device), nullptr);
+  mgpuMemFree(managed, nullptr);
+}
+
 TEST(FakeCuda, MemoryEntryPointsPassSizesAndCounts) {
   void *stream = mgpuStreamCreate();
   auto *device = static_cast<uint32_t *>(mgpuMemAlloc(64, stream, false));

@@ -430,6 +430,27 @@ Value mlir::act::detail::buildGpuPackedDecode(
   int64_t columns =
       meta ? cast<RankedTensorType>(meta.getType()).getDimSize(1) : 0;
   Value out = allocRows(b, loc, n, {}, elementType);
+  // Group `g`'s metadata row.
+  auto loadRow = [&](OpBuilder &b, Location loc, Value g) {
+    IndexMath ix{b, loc};
+    SmallVector<Value> row;
+    for (int64_t column = 0; column < columns; ++column)
+      row.push_back(memref::LoadOp::create(b, loc, metaBuffer,
+                                           ValueRange{g, ix.c(column)}));
+    return row;
+  };
+  // The elements of one lane of `w`'s words: the codes at bit `shift` (an
+  // i32; none: bit 0), decoded with `row`.
+  auto decodeLane = [&](OpBuilder &b, Location loc, ArrayRef<Value> w,
+                        Value shift, ArrayRef<Value> row) {
+    SmallVector<Value> values;
+    for (Value word : w) {
+      Value c = shift ? arith::ShRUIOp::create(b, loc, word, shift) : word;
+      c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, mask));
+      values.push_back(value(b, loc, c, row));
+    }
+    return values;
+  };
 
   // Byte-sized elements (a mask's i1): one thread per tile and lane, which
   // reads the tile's 16 words and stores the lane's 16 consecutive
@@ -445,20 +466,11 @@ Value mlir::act::detail::buildGpuPackedDecode(
           loadRun(b, loc, words, ix.mul(t, 16), 16, vectorized);
       Value first = ix.add(ix.mul(t, tile), ix.mul(l, 16));
       SmallVector<Value> row;
-      if (meta) {
-        Value g = ix.div(first, group);
-        for (int64_t column = 0; column < columns; ++column)
-          row.push_back(memref::LoadOp::create(b, loc, metaBuffer,
-                                               ValueRange{g, ix.c(column)}));
-      }
+      if (meta)
+        row = loadRow(b, loc, ix.div(first, group));
       Value shift = arith::IndexCastOp::create(b, loc, b.getI32Type(),
                                                ix.mul(l, int64_t(f.bits)));
-      SmallVector<Value> values;
-      for (Value word : w) {
-        Value c = arith::ShRUIOp::create(b, loc, word, shift);
-        c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, mask));
-        values.push_back(value(b, loc, c, row));
-      }
+      SmallVector<Value> values = decodeLane(b, loc, w, shift, row);
       buildIf(b, loc, valid, [&](OpBuilder &b, Location loc) {
         storeRun(b, loc, values, out, first, vectorized);
       });
@@ -485,19 +497,11 @@ Value mlir::act::detail::buildGpuPackedDecode(
                   : tile % group == 0
                       ? ix.add(ix.mul(t, tile / group), ix.c(16 * l / group))
                       : ix.div(ix.add(ix.mul(t, tile), ix.c(16 * l)), group);
-        for (int64_t column = 0; column < columns; ++column)
-          row.push_back(memref::LoadOp::create(b, loc, metaBuffer,
-                                               ValueRange{g, ix.c(column)}));
+        row = loadRow(b, loc, g);
       }
-      auto &values = lanes.emplace_back();
-      for (Value word : w) {
-        Value c = word;
-        if (l != 0)
-          c = arith::ShRUIOp::create(b, loc, c,
-                                     i32Const(b, loc, l * int64_t(f.bits)));
-        c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, mask));
-        values.push_back(value(b, loc, c, row));
-      }
+      lanes.push_back(decodeLane(
+          b, loc, w, l == 0 ? Value() : i32Const(b, loc, l * int64_t(f.bits)),
+          row));
     }
     buildIf(b, loc, valid, [&](OpBuilder &b, Location loc) {
       IndexMath ix{b, loc};

@@ -568,12 +568,15 @@ SmallVector<Value> EncodingModel<FloatEncodingAttr>::buildEncode(
     v = arith::SelectOp::create(
         nb, nl, above, limit,
         arith::SelectOp::create(nb, nl, below, negLimit, v));
+    // Both formats build a NaN's code from the bits.
+    Type i32 = nb.getI32Type();
+    auto ci = [&](int64_t c) {
+      return arith::ConstantIntOp::create(nb, nl, i32, c);
+    };
+    Value u = arith::BitcastOp::create(nb, nl, i32, v);
+    Value isNan =
+        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UNO, v, v);
     if (format == FloatFormat::BF16) {
-      Type i32 = nb.getI32Type();
-      auto ci = [&](int64_t c) {
-        return arith::ConstantIntOp::create(nb, nl, i32, c);
-      };
-      Value u = arith::BitcastOp::create(nb, nl, i32, v);
       Value lsb = arith::AndIOp::create(
           nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(16)), ci(1));
       Value rounded = arith::ShRUIOp::create(
@@ -583,22 +586,15 @@ SmallVector<Value> EncodingModel<FloatEncodingAttr>::buildEncode(
           ci(16));
       Value quiet = arith::OrIOp::create(
           nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(16)), ci(0x40));
-      Value isNan =
-          arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UNO, v, v);
       return arith::SelectOp::create(nb, nl, isNan, quiet, rounded);
     }
     Value h = arith::TruncFOp::create(nb, nl, half, v);
     Value i16 = arith::BitcastOp::create(nb, nl, nb.getI16Type(), h);
-    Value code = arith::ExtUIOp::create(nb, nl, nb.getI32Type(), i16);
+    Value code = arith::ExtUIOp::create(nb, nl, i32, i16);
     // A NaN keeps its sign and its payload's top 10 bits, made quiet
     // (x86's and Arm's conversion): NVPTX's cvt.rn.f16.f32 returns the
     // canonical NaN 0x7fff instead, which made an f16 tensor's encoding
     // lossy for NaNs and the GPU's payload differ from the CPU's.
-    Type i32 = nb.getI32Type();
-    auto ci = [&](int64_t c) {
-      return arith::ConstantIntOp::create(nb, nl, i32, c);
-    };
-    Value u = arith::BitcastOp::create(nb, nl, i32, v);
     Value nan = arith::OrIOp::create(
         nb, nl,
         arith::AndIOp::create(nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(16)),
@@ -607,8 +603,6 @@ SmallVector<Value> EncodingModel<FloatEncodingAttr>::buildEncode(
             nb, nl, ci(0x7E00),
             arith::AndIOp::create(
                 nb, nl, arith::ShRUIOp::create(nb, nl, u, ci(13)), ci(0x3FF))));
-    Value isNan =
-        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UNO, v, v);
     return arith::SelectOp::create(nb, nl, isNan, nan, code);
   };
   if (encoding.isByteArray())

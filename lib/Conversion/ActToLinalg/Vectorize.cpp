@@ -566,15 +566,12 @@ struct ActStridedCopiesToLoopsPass
     getOperation().walk([&](memref::CopyOp copy) {
       auto source = dyn_cast<MemRefType>(copy.getSource().getType());
       auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
-      if (source && target && all) {
-        copies.push_back(copy);
+      if (!source || !target)
         return;
-      }
-      if (source && target &&
-          !(source.getLayout().isIdentity() &&
-            target.getLayout().isIdentity()) &&
-          !(memref::isStaticShapeAndContiguousRowMajor(source) &&
-            memref::isStaticShapeAndContiguousRowMajor(target)))
+      if (all || (!(source.getLayout().isIdentity() &&
+                    target.getLayout().isIdentity()) &&
+                  !(memref::isStaticShapeAndContiguousRowMajor(source) &&
+                    memref::isStaticShapeAndContiguousRowMajor(target))))
         copies.push_back(copy);
     });
     IRRewriter rewriter(&getContext());

@@ -42,13 +42,17 @@ for bits in 4 2; do
 done
 $opt "$s/encoder.mlir" "-act-insert-encode-decode=encoding=#act.quant<bits=4>" -o "$s/encoder_q4.mlir"
 cd "$out"
-for step in mlp_f16 mlp_q4 vgg vgg_q4 vgg_q2 encoder encoder_q4; do
-  args=()
+# Each step's act-run arguments (its data), one per line in steps/STEP.args,
+# which run.sh reads too; steps/list names the steps in order.
+printf '%s\n' mlp_f16 mlp_q4 vgg vgg_q4 vgg_q2 encoder encoder_q4 > steps/list
+while read -r step; do
   case $step in
-    mlp_f16) args=(--init=int) ;;
-    vgg*) args=(--inputs="$(cat steps/vgg.inputs)") ;;
-    encoder*) args=(--inputs="$(cat steps/encoder.inputs)") ;;
-  esac
+    mlp_f16) echo --init=int ;;
+    mlp_q4) ;;
+    vgg*) echo "--inputs=$(cat steps/vgg.inputs)" ;;
+    encoder*) echo "--inputs=$(cat steps/encoder.inputs)" ;;
+  esac > "steps/$step.args"
+  mapfile -t args < "steps/$step.args"
   "$run" "steps/$step.mlir" "${args[@]}" --chunk-passes=0 --output-dir="cpu/$step" >/dev/null
-done
+done < steps/list
 echo "gpu_steps: $out ($(du -sh "$out" | cut -f1)); on the GPU machine: bash run.sh"

@@ -2,7 +2,8 @@
 # On a GPU machine, in the folder bench/gpu_steps/prepare.sh made: act's GPU
 # kernels against the CPU reference (gpu_check: bit for bit, and bandwidth
 # as a ratio of a device copy), then every prepared step with
-# `act-run --device=gpu` (median of 10 steps), its results against the CPU's
+# `act-run --device=gpu` (median of 10 steps, with the arguments
+# prepare.sh wrote in steps/STEP.args), its results against the CPU's
 # (compare.py), and PyTorch eager on the same GPU, models and batches when
 # python3 has torch with CUDA (torch_steps.py). Writes everything to stdout.
 set -uo pipefail
@@ -14,19 +15,15 @@ echo "== gpu_check"
 ./gpu_check
 status=$?
 echo "== steps (act-run --device=gpu)"
-for step in mlp_f16 mlp_q4 vgg vgg_q4 vgg_q2 encoder encoder_q4; do
-  args=()
-  case $step in
-    mlp_f16) args=(--init=int) ;;
-    vgg*) args=(--inputs="$(cat steps/vgg.inputs)" --repeat=10) ;;
-    encoder*) args=(--inputs="$(cat steps/encoder.inputs)" --repeat=10) ;;
-  esac
+while read -r step; do
+  mapfile -t args < "steps/$step.args"
   echo "-- $step"
   # (act-run looks for MLIR's CPU runner library, which the GPU mode does
   # not use: its message is dropped.)
-  bin/act-run "steps/$step.mlir" "${args[@]}" --device=gpu --output-dir="gpu/$step" 2>&1 |
+  bin/act-run "steps/$step.mlir" "${args[@]}" --repeat=10 --device=gpu \
+    --output-dir="gpu/$step" 2>&1 |
     grep -E "^(loss|time|memory|act-run)" | grep -v "MemoryBuffer" || status=1
-done
+done < steps/list
 echo "== GPU results against the CPU's"
 python3 compare.py cpu gpu || status=1
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then

@@ -1,5 +1,5 @@
 """PyTorch eager forward + backward on the GPU, the same models and batches."""
-import importlib.util, statistics, sys, time
+import importlib.util, statistics, time
 import torch
 spec = importlib.util.spec_from_file_location("models", "models.py")
 models = importlib.util.module_from_spec(spec); spec.loader.exec_module(models)

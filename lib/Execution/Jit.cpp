@@ -253,6 +253,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     options.outlineMinLoops = target.outlineMinLoops;
     options.fuseMaxOperands = target.fuseMaxOperands;
     options.chunkPasses = target.chunkPasses;
+    options.poolInPlace = target.poolInPlace;
     options.threads =
         target.threads
             ? int64_t(target.threads)

@@ -97,6 +97,8 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-sink-to-users",
                                           "act-transpose-views",
                                           "act-early-dealloc",
+                                          "act-pool-in-place",
+                                          "act-shrink-reallocs",
                                           "act-chunk-buffers-to-stack",
                                           "act-hoist-stack-buffers",
                                           "act-buffer-peak",

@@ -43,7 +43,8 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
                      act::LoweringTarget target, int64_t gpuBlockSize = 256,
                      bool recordStorage = false,
                      bool decodeIntoConsumers = false, int64_t threads = 1,
-                     int64_t fuseMaxOperands = 16, int64_t chunkPasses = 3) {
+                     int64_t fuseMaxOperands = 16, int64_t chunkPasses = 3,
+                     bool poolInPlace = false) {
   bool vectorize = target == act::LoweringTarget::CPU;
   act::ConvertActToLinalgPassOptions lowering;
   lowering.target = target;
@@ -146,6 +147,11 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Free activations after their last use, not at the end of the step.
   pm.addNestedPass<func::FuncOp>(act::createActEarlyDeallocPass());
+  // A max pool whose input dies there writes into the input's buffer,
+  // which then gives back its tail (memref.realloc): only worth it where
+  // the realloc really shrinks (act-shrink-reallocs, act's allocator).
+  if (poolInPlace)
+    pm.addNestedPass<func::FuncOp>(act::createActPoolInPlacePass());
   if (parallel) {
     // The chunks as tasks of MLIR's async runtime: blocks of at least 512
     // chunks (131,072 elements of a 4-bit quant encode; a smaller tensor
@@ -175,7 +181,8 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
       options.emulateGpuKernels ? act::LoweringTarget::GPUEmulated
                                 : act::LoweringTarget::CPU,
       /*gpuBlockSize=*/256, options.recordStorage, options.decodeIntoConsumers,
-      options.threads, options.fuseMaxOperands, options.chunkPasses);
+      options.threads, options.fuseMaxOperands, options.chunkPasses,
+      /*poolInPlace=*/options.countAllocations && options.poolInPlace);
 
   // Contractions and convolutions call the runtime's kernels; the rest
   // (elementwise chains, reductions, the encodings) become loops.
@@ -207,6 +214,11 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   }
   // A gather from a strided view (a column, a diagonal) reads its storage.
   pm.addNestedPass<func::FuncOp>(act::createActUnitStrideGathersPass());
+  // A shrinking realloc gives its tail back through act's allocator; any
+  // other (none today) becomes alloc + copy.
+  if (options.countAllocations)
+    pm.addPass(act::createActShrinkReallocsPass());
+  pm.addPass(memref::createExpandReallocPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

@@ -9,6 +9,7 @@
 #include "act/runtime/Memory.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -24,7 +25,19 @@ void *mallocAllocate(size_t bytes) {
   return std::malloc(bytes);
 }
 void mallocRelease(void *base) { std::free(base); }
-act::rt::Backing backing{mallocAllocate, mallocRelease};
+/// glibc shrinks a heap block where it is: the tail becomes a free chunk
+/// (keepFreedMemory leaves no block to mmap). A block that moved anyway
+/// would leave the caller's pointer dangling: that is fatal.
+bool mallocShrink(void *base, size_t bytes) {
+  void *same = std::realloc(base, bytes);
+  if (same != base) {
+    std::fprintf(stderr, "act runtime: realloc moved a block it was asked "
+                         "to shrink in place\n");
+    std::abort();
+  }
+  return true;
+}
+act::rt::Backing backing{mallocAllocate, mallocRelease, mallocShrink};
 
 struct Header {
   void *base;
@@ -91,6 +104,17 @@ extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
   backing.release(header->base);
 }
 
+extern "C" void act_shrink_buffer(int64_t ptr, int64_t bytes) {
+  auto *header = reinterpret_cast<Header *>(ptr) - 1;
+  if (bytes < 0 || size_t(bytes) >= header->size || !backing.shrink)
+    return;
+  size_t offset = size_t(ptr) - reinterpret_cast<uintptr_t>(header->base);
+  if (!backing.shrink(header->base, offset + size_t(bytes)))
+    return;
+  account(int64_t(bytes) - int64_t(header->size));
+  header->size = size_t(bytes);
+}
+
 namespace {
 std::mutex storageMutex;
 /// slot -> (id, bytes).
@@ -117,6 +141,10 @@ void act::rt::clearStorageRecords() {
 
 void act::rt::setBacking(Backing b) { backing = b; }
 
+act::rt::Backing act::rt::getMallocBacking() {
+  return {mallocAllocate, mallocRelease, mallocShrink};
+}
+
 act::rt::MemoryStats act::rt::getMemoryStats() {
   return {liveBytes.load(), peakBytes.load(), allocations.load()};
 }
@@ -132,6 +160,7 @@ const act::rt::HookSymbol *act::rt::getAllocationHooks(size_t &count) {
       {"_mlir_memref_to_llvm_free",
        reinterpret_cast<void *>(&_mlir_memref_to_llvm_free)},
       {"act_record_storage", reinterpret_cast<void *>(&act_record_storage)},
+      {"act_shrink_buffer", reinterpret_cast<void *>(&act_shrink_buffer)},
   };
   count = sizeof(hooks) / sizeof(hooks[0]);
   return hooks;

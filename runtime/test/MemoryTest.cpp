@@ -37,11 +37,50 @@ TEST(Memory, CountsLiveAndPeak) {
 TEST(Memory, HooksAreListed) {
   size_t count = 0;
   const HookSymbol *hooks = getAllocationHooks(count);
-  ASSERT_EQ(count, 4u);
+  ASSERT_EQ(count, 5u);
   EXPECT_STREQ(hooks[0].name, "_mlir_memref_to_llvm_alloc");
   EXPECT_EQ(hooks[2].address,
             reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
   EXPECT_STREQ(hooks[3].name, "act_record_storage");
+  EXPECT_STREQ(hooks[4].name, "act_shrink_buffer");
+}
+
+// A shrunk block keeps its address and its first bytes; the counters drop
+// by the tail; the tail is reused by the allocator; sizes at or above the
+// block's, and backings that cannot shrink, change nothing.
+TEST(Memory, ShrinkKeepsTheHeadInPlace) {
+  MemoryStats before = getMemoryStats();
+  resetPeak();
+  const size_t big = size_t(4) << 20;
+  auto *a =
+      static_cast<unsigned char *>(_mlir_memref_to_llvm_aligned_alloc(64, big));
+  ASSERT_NE(a, nullptr);
+  for (size_t i = 0; i < big; ++i)
+    a[i] = static_cast<unsigned char>(i * 7);
+  act_shrink_buffer(int64_t(reinterpret_cast<uintptr_t>(a)), int64_t(big));
+  EXPECT_EQ(getMemoryStats().liveBytes - before.liveBytes, int64_t(big));
+  act_shrink_buffer(int64_t(reinterpret_cast<uintptr_t>(a)), 1 << 20);
+  EXPECT_EQ(getMemoryStats().liveBytes - before.liveBytes, 1 << 20);
+  EXPECT_EQ(getMemoryStats().peakBytes - before.liveBytes, int64_t(big));
+  bool same = true;
+  for (size_t i = 0; i < (size_t(1) << 20); ++i)
+    same &= a[i] == static_cast<unsigned char>(i * 7);
+  EXPECT_TRUE(same);
+  // The freed tail serves the next block: it lies inside the old block.
+  void *b = _mlir_memref_to_llvm_aligned_alloc(64, size_t(2) << 20);
+  EXPECT_GT(reinterpret_cast<uintptr_t>(b), reinterpret_cast<uintptr_t>(a));
+  EXPECT_LT(reinterpret_cast<uintptr_t>(b),
+            reinterpret_cast<uintptr_t>(a) + big);
+  _mlir_memref_to_llvm_free(b);
+  _mlir_memref_to_llvm_free(a);
+  EXPECT_EQ(getMemoryStats().liveBytes, before.liveBytes);
+
+  setBacking({std::malloc, std::free});
+  void *c = _mlir_memref_to_llvm_alloc(1000);
+  act_shrink_buffer(int64_t(reinterpret_cast<uintptr_t>(c)), 10);
+  EXPECT_EQ(getMemoryStats().liveBytes - before.liveBytes, 1000);
+  _mlir_memref_to_llvm_free(c);
+  setBacking(getMallocBacking());
 }
 
 // Encodes report their storage by slot; a value stored twice (mask and
@@ -84,7 +123,7 @@ TEST(Memory, HooksTakeMemoryFromTheBacking) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
   EXPECT_EQ(getMemoryStats().liveBytes - before.liveBytes, 1000);
   _mlir_memref_to_llvm_free(a);
-  setBacking({std::malloc, std::free});
+  setBacking(getMallocBacking());
   EXPECT_EQ(backingAllocations, 1);
   EXPECT_EQ(backingReleases, 1);
   EXPECT_EQ(getMemoryStats().liveBytes, before.liveBytes);

@@ -134,6 +134,13 @@ static cl::opt<int64_t> chunkPasses(
              "(act-cpu-pipeline{chunk-passes}); 0: whole"),
     cl::cat(runCategory));
 
+static cl::opt<bool> poolInPlace(
+    "pool-in-place", cl::init(true),
+    cl::desc("--device=cpu: a max pool whose input dies there writes into "
+             "the input's buffer, which then gives back its tail "
+             "(act-cpu-pipeline{pool-in-place})"),
+    cl::cat(runCategory));
+
 static cl::opt<int64_t> outlineMinLoops(
     "outline-min-loops", cl::init(16),
     cl::desc("--device=cpu: each top-level loop nest of a step with at least "
@@ -464,6 +471,7 @@ int main(int argc, char **argv) {
     return fail("--chunk-passes must not be negative, got " +
                 std::to_string(chunkPasses));
   target.chunkPasses = chunkPasses;
+  target.poolInPlace = poolInPlace;
   target.threads = unsigned(encodeThreads);
   if (storage && target.gpu)
     return fail("--storage is not available with --device=gpu (use "

@@ -86,6 +86,9 @@ struct JitTarget {
   /// CPU only: the most loops over the batch one backward stage takes
   /// (act-cpu-pipeline{chunk-passes}); 0: stages are computed whole.
   int64_t chunkPasses = 3;
+  /// CPU only: a max pool whose input dies there writes into the input's
+  /// buffer, which gives back its tail (act-cpu-pipeline{pool-in-place}).
+  bool poolInPlace = true;
   /// CPU only: workers the encodes' and decodes' chunks run on
   /// (act-cpu-pipeline{threads}, MLIR's async runtime); 0: every core, 1:
   /// the calling thread. The bits are the same on any count. 1 by default:

@@ -51,6 +51,13 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "this many loops (one per level of batch reductions, "
                      "recomputing what they need); 0: not at all"),
       llvm::cl::init(3)};
+  Option<bool> poolInPlace{
+      *this, "pool-in-place",
+      llvm::cl::desc("with count-allocations: a max pool whose input dies "
+                     "there writes into the input's buffer, which then "
+                     "gives back its tail (act-pool-in-place, "
+                     "act-shrink-reallocs)"),
+      llvm::cl::init(true)};
   Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("encode and decode chunks run as tasks of MLIR's async "

@@ -31,8 +31,7 @@ struct Peak {
   std::vector<int64_t> timeline;
 };
 
-int64_t getBytes(memref::AllocOp alloc, int64_t &dynamicBuffers) {
-  MemRefType type = alloc.getType();
+int64_t getBytes(MemRefType type, int64_t &dynamicBuffers) {
   if (!type.hasStaticShape()) {
     ++dynamicBuffers;
     return 0;
@@ -47,8 +46,21 @@ Peak findPeak(func::FuncOp func) {
   int64_t current = 0;
   for (Operation &op : func.getBody().front()) {
     if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-      int64_t bytes = getBytes(alloc, peak.dynamicBuffers);
+      int64_t bytes = getBytes(alloc.getType(), peak.dynamicBuffers);
       live[alloc] = bytes;
+      current += bytes;
+    } else if (auto realloc = dyn_cast<memref::ReallocOp>(op)) {
+      // The source's buffer (through its views) becomes the result's.
+      Value source = realloc.getSource();
+      while (auto view = source.getDefiningOp<ViewLikeOpInterface>())
+        source = view.getViewSource();
+      auto it = live.find(source.getDefiningOp());
+      if (it != live.end()) {
+        current -= it->second;
+        live.erase(it);
+      }
+      int64_t bytes = getBytes(realloc.getType(), peak.dynamicBuffers);
+      live[realloc] = bytes;
       current += bytes;
     } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
       auto it = live.find(dealloc.getMemref().getDefiningOp());
@@ -64,7 +76,7 @@ Peak findPeak(func::FuncOp func) {
     int64_t nested = 0;
     for (Region &region : op.getRegions())
       region.walk([&](memref::AllocOp alloc) {
-        nested += getBytes(alloc, peak.dynamicBuffers);
+        nested += getBytes(alloc.getType(), peak.dynamicBuffers);
       });
     peak.timeline.push_back(current + nested);
     if (current + nested <= peak.bytes)

@@ -24,6 +24,11 @@ void _mlir_memref_to_llvm_free(void *ptr);
 /// encodings really took). A tensor stored twice (a sign mask and the
 /// value) reports from two slots.
 void act_record_storage(int64_t id, int64_t slot, int64_t bytes);
+/// Called where a memref.realloc shrinks a buffer (act-shrink-reallocs):
+/// the block of `ptr` (an aligned pointer the hooks returned) keeps its
+/// first `bytes` bytes, in place, and gives back the rest where the
+/// backing can; the counters follow. Otherwise nothing changes.
+void act_shrink_buffer(int64_t ptr, int64_t bytes);
 }
 
 namespace act::rt {
@@ -47,8 +52,13 @@ MemoryStats getMemoryStats();
 struct Backing {
   void *(*allocate)(size_t bytes);
   void (*release)(void *base);
+  /// Gives back all of the block at `base` beyond its first `bytes`, in
+  /// place (the block must not move); false if it cannot. Null: never.
+  bool (*shrink)(void *base, size_t bytes) = nullptr;
 };
 void setBacking(Backing backing);
+/// The default backing: malloc/free, and shrinking in place by realloc.
+Backing getMallocBacking();
 /// Freed memory stays in the process for reuse (glibc: no mmap, no
 /// trimming), as PyTorch's caching allocators do: large buffers freed and
 /// allocated again are not page-faulted and zeroed afresh. The default
@@ -66,8 +76,8 @@ struct StorageRecord {
 std::vector<StorageRecord> getStorageRecords();
 void clearStorageRecords();
 
-/// The allocation hooks (and act_record_storage) by name, for a JIT's
-/// symbol table.
+/// The allocation hooks (and act_record_storage, act_shrink_buffer) by name,
+/// for a JIT's symbol table.
 struct HookSymbol {
   const char *name;
   void *address;

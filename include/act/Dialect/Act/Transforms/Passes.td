@@ -389,6 +389,82 @@ def ActInPlacePass : Pass<"act-in-place", "::mlir::func::FuncOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
 }
+def ActPoolInPlacePass : Pass<"act-pool-in-place", "::mlir::func::FuncOp"> {
+  let summary = "A max pool whose input dies there writes into the input's "
+                "buffer, which then gives back its tail";
+  let description = [{
+    Gist's in-place idea for the one op it cannot reach through
+    bufferization: a window reduction (the exporter's 2-d max pool) whose
+    windows tile its input exactly (stride = window, no padding) reads a
+    4 x larger input than it writes, and that input usually dies there (the
+    VGG's first pool reads the 4 MiB BatchNorm/ReLU output at batch 32 and
+    writes 1 MiB: with the encodings live, that moment was the step's
+    peak).
+
+    After bufferization (memrefs, after `act-early-dealloc`), such a
+    `linalg.generic` (loops `[parallel x 4, reduction x 2]`, input read
+    through `(d0, d1, d2 * k0 + d4, d3 * k1 + d5)` with a `k0 x k1` window,
+    outputs through `(d0, d1, d2, d3)`, each output a fresh buffer whose
+    only earlier use is a `linalg.fill` of its initial value) whose input
+    is a buffer of the block with no use after it but its `memref.dealloc`
+    becomes a loop nest over the outputs in row-major order that reduces
+    each window in registers (the payload as it was, from the fills'
+    values) and stores the first output (of the input's element type) at
+    its row-major place in the input's buffer. That place is never after
+    an element a later window still reads, so the loops read every input
+    element before it is overwritten. Then `memref.realloc` shrinks the
+    buffer to the output's size and the output is that buffer:
+
+    ```mlir
+    linalg.fill ins(%ninf : f32) outs(%out : memref<32x32x16x16xf32>)
+    linalg.generic {...} ins(%x, %window : memref<32x32x32x32xf32>, ...)
+        outs(%out, %idx : memref<32x32x16x16xf32>, memref<32x32x16x16xi8>)
+    memref.dealloc %x : memref<32x32x32x32xf32>
+    // becomes
+    scf.for %n ... scf.for %ow ... { (2 x 2 loop with the payload); stores }
+    %flat = memref.collapse_shape %x [[0, 1, 2, 3]] : ... into memref<1048576xf32>
+    %small = memref.realloc %flat : memref<1048576xf32> to memref<262144xf32>
+    %out = memref.expand_shape %small [[0, 1, 2, 3]] output_shape [32, 32, 16, 16] : ...
+    ```
+
+    The results are those of the generic, bit for bit (the same payload
+    over the window in the same order). Whether the tail really goes back
+    to the allocator is `act-shrink-reallocs`'s lowering: the CPU pipeline
+    runs this pass only where it allocates through act's runtime
+    (`count-allocations`).
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def ActShrinkReallocsPass : Pass<"act-shrink-reallocs", "::mlir::ModuleOp"> {
+  let summary = "memref.realloc to a smaller static size as a call of act's "
+                "runtime, which gives the tail back in place";
+  let description = [{
+    Upstream's `expand-realloc` lowers a `memref.realloc` that shrinks to
+    a cast of the same buffer: its memory stays allocated. A buffer of act's
+    allocation hooks (`_mlir_memref_to_llvm_aligned_alloc`) can do better:
+    this pass replaces each `memref.realloc` of a static 1-d buffer with
+    identity layout to a smaller static size by a call
+    `act_shrink_buffer(aligned pointer, bytes)` (act's runtime shrinks the
+    block where it is, glibc's `realloc` of a heap block, and counts the
+    tail as freed) and a `memref.reinterpret_cast` of the source, so the
+    buffer keeps its address. Other reallocs are left to `expand-realloc`.
+
+    ```mlir
+    %small = memref.realloc %flat : memref<1048576xf32> to memref<262144xf32>
+    // becomes
+    %p = memref.extract_aligned_pointer_as_index %flat : memref<1048576xf32> -> index
+    func.call @act_shrink_buffer(%p64, %c1048576_i64) : (i64, i64) -> ()
+    %small = memref.reinterpret_cast %flat to offset: [0], sizes: [262144], strides: [1]
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def ActFuseElementwisePass
     : Pass<"act-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Compute an elementwise op read by one other op inside it";

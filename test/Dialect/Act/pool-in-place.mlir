@@ -146,3 +146,20 @@ func.func @kept(%arg: memref<1x1x4x4xf32>, %res: memref<1x1x2x2xf32>, %res1: mem
   memref.dealloc %w : memref<2x2xf32>
   return
 }
+
+// -----
+
+// act-shrink-reallocs leaves a realloc of the caller's buffer (not a block
+// of act's allocation hooks) and a growing one to expand-realloc.
+// CHECK-LABEL: func.func @foreign
+// SHRINK-LABEL: func.func @foreign
+// SHRINK-NOT:   call @act_shrink_buffer
+// SHRINK:       memref.realloc %{{.*}} : memref<96xf32> to memref<24xf32>
+// SHRINK:       memref.realloc %{{.*}} : memref<24xf32> to memref<48xf32>
+// SHRINK-NOT:   call @act_shrink_buffer
+func.func @foreign(%arg: memref<96xf32>) -> (memref<24xf32>, memref<48xf32>) {
+  %small = memref.realloc %arg : memref<96xf32> to memref<24xf32>
+  %a = memref.alloc() : memref<24xf32>
+  %big = memref.realloc %a : memref<24xf32> to memref<48xf32>
+  return %small, %big : memref<24xf32>, memref<48xf32>
+}

@@ -266,7 +266,14 @@ struct ShrinkReallocsPass
     module.walk([&](memref::ReallocOp op) {
       MemRefType source = plainBuffer(op.getSource());
       MemRefType result = op.getType();
+      // Only blocks of the allocation hooks carry the runtime's header: the
+      // source must be (a view of) a memref.alloc or realloc.
+      Value root = op.getSource();
+      while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
+        root = view.getViewSource();
       if (source && result.hasStaticShape() &&
+          isa_and_nonnull<memref::AllocOp, memref::ReallocOp>(
+              root.getDefiningOp()) &&
           result.getLayout().isIdentity() &&
           result.getNumElements() < source.getNumElements())
         shrinks.push_back(op);

@@ -18,7 +18,7 @@ ACT_BUILD_DIR=$build bash "$here/bench/gpu_kernels/build.sh"
 rm -rf "$out"
 mkdir -p "$out/steps" "$out/cpu"
 cp "$build/gpu_check" "${ACT_PORTABLE_DIR:-$here/build-portable}/act-portable.tar.xz" "$out/"
-cp "$here"/bench/gpu_steps/{run.sh,compare.py,torch_steps.py} "$here/bench/step_speed/models.py" "$out/"
+cp "$here"/bench/gpu_steps/{run.sh,compare.py,profile.py,torch_steps.py} "$here/bench/step_speed/models.py" "$out/"
 opt=$build/bin/act-opt
 run=$build/bin/act-run
 # Debian's python3, with the packages setup.sh installs (numpy, torch).

@@ -4,8 +4,10 @@
 # as a ratio of a device copy), then every prepared step with
 # `act-run --device=gpu` (median of 10 steps, with the arguments
 # prepare.sh wrote in steps/STEP.args), its results against the CPU's
-# (compare.py), and PyTorch eager on the same GPU, models and batches when
-# python3 has torch with CUDA (torch_steps.py). Writes everything to stdout.
+# (compare.py), the 2-bit VGG step's kernel time by launch shape where
+# Nsight Compute is installed (profile.py), and PyTorch eager on the same
+# GPU, models and batches when python3 has torch with CUDA
+# (torch_steps.py). Writes everything to stdout.
 set -uo pipefail
 cd "$(dirname "$0")"
 tar -xJf act-portable.tar.xz
@@ -26,6 +28,17 @@ while read -r step; do
 done < steps/list
 echo "== GPU results against the CPU's"
 python3 compare.py cpu gpu || status=1
+# Kernel time by launch shape of the 2-bit VGG step (one step), where
+# Nsight Compute is installed.
+ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+if [ -n "$ncu" ] && grep -qx vgg_q2 steps/list; then
+  echo "== ncu: vgg_q2, kernel time by launch shape"
+  mapfile -t args < steps/vgg_q2.args
+  "$ncu" --metrics gpu__time_duration.sum --csv bin/act-run steps/vgg_q2.mlir \
+    "${args[@]}" --repeat=1 --device=gpu --output-dir=gpu/profile \
+    > profile.csv 2> /dev/null
+  python3 profile.py profile.csv 15 || status=1
+fi
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo "== PyTorch eager, the same models and batches"
   python3 torch_steps.py

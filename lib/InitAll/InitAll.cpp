@@ -108,6 +108,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-unit-stride-gathers",
                                           "act-strided-copies-to-loops",
                                           "act-collapse-parallel-loops",
+                                          "act-split-reductions",
                                           "act-outline-loops",
                                           "convert-linalg-to-act-kernels",
                                           "act-cpu-pipeline",

@@ -85,6 +85,11 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // their first user instead of being live beside a decoded activation.
   pm.addNestedPass<func::FuncOp>(act::createActSinkToUsersPass());
   pm.addNestedPass<func::FuncOp>(act::createActInPlacePass());
+  // GPU: a reduction with few outputs (BatchNorm's sums, a weight
+  // gradient) sums partial results of its outer reduction loops in
+  // parallel first, instead of one thread per output looping over all.
+  if (target == act::LoweringTarget::GPU)
+    pm.addNestedPass<func::FuncOp>(act::createActSplitReductionsPass());
   if (target != act::LoweringTarget::GPU) {
     // The lowering's per-chunk kernels and the graph's elementwise ops and
     // reductions as vector code (16 lanes: an AVX-512 register of f32, two

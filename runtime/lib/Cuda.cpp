@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <map>
 #include <mutex>
+#include <unordered_map>
+#include <vector>
 
 namespace {
 
@@ -80,6 +83,16 @@ void check(int result, const char *what) {
   std::abort();
 }
 
+/// Streams mgpuStreamDestroy kept for the next mgpuStreamCreate.
+std::vector<void *> &streamPool() {
+  static auto *pool = new std::vector<void *>;
+  return *pool;
+}
+std::mutex &streamPoolMutex() {
+  static auto *mutex = new std::mutex;
+  return *mutex;
+}
+
 } // namespace
 
 bool act::rt::loadCuda(std::string &error) {
@@ -100,13 +113,26 @@ const char *const *act::rt::getCudaSymbolNames(size_t &count) {
 
 extern "C" {
 
+// The lowered step creates a stream for each run of launches between two
+// host synchronizations and destroys it there (gpu-async-region): 370 per
+// VGG step. Destroyed streams are kept for the next create instead (work
+// still queued on one stays ordered before what comes after).
 void *mgpuStreamCreate() {
+  {
+    std::lock_guard<std::mutex> lock(streamPoolMutex());
+    if (!streamPool().empty()) {
+      void *stream = streamPool().back();
+      streamPool().pop_back();
+      return stream;
+    }
+  }
   void *stream = nullptr;
   check(require().cuStreamCreate(&stream, 0), "cuStreamCreate");
   return stream;
 }
 void mgpuStreamDestroy(void *stream) {
-  check(require().cuStreamDestroy_v2(stream), "cuStreamDestroy");
+  std::lock_guard<std::mutex> lock(streamPoolMutex());
+  streamPool().push_back(stream);
 }
 void mgpuStreamSynchronize(void *stream) {
   check(require().cuStreamSynchronize(stream), "cuStreamSynchronize");
@@ -198,10 +224,49 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 
 } // extern "C"
 
-static void *allocateManaged(size_t bytes) {
-  return mgpuMemAlloc(bytes, nullptr, /*isHostShared=*/true);
+namespace {
+/// Freed managed blocks by size, for the next allocations (as PyTorch's
+/// caching allocator): cuMemFree synchronizes the whole device, and a fresh
+/// managed block's pages fault on the GPU at their first touch. A step
+/// frees and allocates the same sizes every time. Never given back before
+/// the process ends (leaked: the driver may be gone by then).
+struct ManagedCache {
+  std::mutex mutex;
+  std::multimap<size_t, void *> free;
+  std::unordered_map<void *, size_t> sizes;
+};
+ManagedCache &managedCache() {
+  static auto *cache = new ManagedCache;
+  return *cache;
 }
-static void releaseManaged(void *base) { mgpuMemFree(base, nullptr); }
+} // namespace
+
+static void *allocateManaged(size_t bytes) {
+  // 512-byte steps, then whole MiB above 1 MiB; a cached block serves a
+  // request of at least half its size.
+  size_t mib = size_t(1) << 20;
+  size_t size =
+      bytes <= mib ? (bytes + 511) / 512 * 512 : (bytes + mib - 1) / mib * mib;
+  ManagedCache &cache = managedCache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.free.lower_bound(size);
+    if (it != cache.free.end() && it->first / 2 <= size) {
+      void *block = it->second;
+      cache.free.erase(it);
+      return block;
+    }
+  }
+  void *block = mgpuMemAlloc(size, nullptr, /*isHostShared=*/true);
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.sizes[block] = size;
+  return block;
+}
+static void releaseManaged(void *base) {
+  ManagedCache &cache = managedCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.free.emplace(cache.sizes.at(base), base);
+}
 
 act::rt::Backing act::rt::getManagedBacking() {
   return {allocateManaged, releaseManaged};

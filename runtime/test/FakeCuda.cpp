@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -81,7 +82,10 @@ int cuGetErrorString(int error, const char **message) {
   return 0;
 }
 int cuStreamCreate(void **stream, unsigned) {
-  *stream = handle();
+  // Each stream its own handle (the runtime keeps destroyed ones).
+  static char streams[256];
+  static std::atomic<unsigned> next{0};
+  *stream = &streams[next++ % 256];
   return 0;
 }
 int cuStreamDestroy_v2(void *) { return 0; }

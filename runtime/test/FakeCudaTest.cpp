@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "act/runtime/Cuda.h"
+#include "act/runtime/Memory.h"
 
 #include "gtest/gtest.h"
 
@@ -46,6 +47,40 @@ TEST(FakeCuda, MemoryEntryPointsPassSizesAndCounts) {
     EXPECT_EQ(word, 0xdeadbeefu);
   mgpuMemFree(device, stream);
   mgpuStreamDestroy(stream);
+}
+
+// A destroyed stream serves the next create (the lowered step creates and
+// destroys one per run of launches).
+TEST(FakeCuda, StreamsAreReused) {
+  void *stream = mgpuStreamCreate();
+  mgpuStreamDestroy(stream);
+  void *again = mgpuStreamCreate();
+  EXPECT_EQ(again, stream);
+  void *other = mgpuStreamCreate();
+  EXPECT_NE(other, stream);
+  mgpuStreamDestroy(other);
+  mgpuStreamDestroy(again);
+}
+
+// The managed backing keeps freed blocks for requests that fit them (at
+// least half their size) instead of freeing them (cuMemFree synchronizes
+// the device).
+TEST(FakeCuda, ManagedBlocksAreReused) {
+  Backing managed = getManagedBacking();
+  void *a = managed.allocate(100000);
+  managed.release(a);
+  void *b = managed.allocate(60000);
+  EXPECT_EQ(b, a);
+  void *c = managed.allocate(100000);
+  EXPECT_NE(c, a);
+  managed.release(c);
+  void *d = managed.allocate(20000); // under half of the cached 100,352
+  EXPECT_NE(d, c);
+  managed.release(d);
+  managed.release(b);
+  void *e = managed.allocate(100000);
+  EXPECT_TRUE(e == a || e == c);
+  managed.release(e);
 }
 
 // A module's destructor can run after the driver shut down at process exit

@@ -1,0 +1,195 @@
+//===- SplitReductions.cpp - reductions with too few outputs, in two steps ===//
+//
+// act-split-reductions: act-gpu-pipeline maps the parallel loops of a linalg
+// op to threads and runs its reduction loops inside each thread. A
+// reduction with few outputs (BatchNorm's sums over batch and image, a
+// convolution's weight gradient, summed over the batch) then ran on a block
+// or two, each thread looping over thousands of elements. This pass makes
+// the outermost reduction loops parallel, into partial results, and sums
+// those in a second op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "act/Conversion/Passes.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::act {
+#define GEN_PASS_DEF_ACTSPLITREDUCTIONSPASS
+#include "act/Conversion/Passes.h.inc"
+} // namespace mlir::act
+
+using namespace mlir;
+
+namespace {
+
+/// The op each output of `op` is combined by (`out = combiner(x, out)`),
+/// with a neutral element, or nothing.
+std::optional<SmallVector<Operation *>> getCombiners(linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  SmallVector<BlockArgument> outs(
+      body->getArguments().drop_front(op.getNumDpsInputs()));
+  SmallVector<Operation *> combiners;
+  for (unsigned i = 0; i < outs.size(); ++i) {
+    SmallVector<Operation *> ops;
+    if (!matchReduction(outs, i, ops) || ops.size() != 1 ||
+        ops[0]->getNumOperands() != 2 || ops[0]->getNumResults() != 1 ||
+        !arith::getNeutralElement(ops[0]))
+      return std::nullopt;
+    combiners.push_back(ops[0]);
+  }
+  return combiners;
+}
+
+/// The reduction loops of `op` to run in parallel (outermost first, until
+/// `minThreads` iterations are parallel, leaving at least `minWork`
+/// iterations of reduction per thread); empty if none should be.
+SmallVector<unsigned> chooseLoops(linalg::LinalgOp op, int64_t minThreads,
+                                  int64_t minWork) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return {};
+  int64_t parallel = 1, reduction = 1;
+  SmallVector<unsigned> reductionLoops;
+  for (auto [i, type] : llvm::enumerate(op.getIteratorTypesArray())) {
+    if (type == utils::IteratorType::parallel) {
+      parallel *= ranges[i];
+    } else {
+      reduction *= ranges[i];
+      reductionLoops.push_back(i);
+    }
+  }
+  SmallVector<unsigned> chosen;
+  for (unsigned loop : reductionLoops) {
+    if (parallel >= minThreads || reduction / ranges[loop] < minWork)
+      break;
+    chosen.push_back(loop);
+    parallel *= ranges[loop];
+    reduction /= ranges[loop];
+  }
+  return chosen;
+}
+
+/// `op` as partial results over the `chosen` reduction loops, combined
+/// into its outputs by a second op per output.
+LogicalResult split(RewriterBase &rewriter, linalg::GenericOp op,
+                    ArrayRef<unsigned> chosen,
+                    ArrayRef<Operation *> combiners) {
+  Location loc = op.getLoc();
+  MLIRContext *context = op.getContext();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  rewriter.setInsertionPoint(op);
+
+  // Partial results: the chosen loops' extents, then the output's shape,
+  // filled with the combiner's neutral element.
+  SmallVector<Value> partials;
+  SmallVector<AffineMap> maps(op.getIndexingMapsArray());
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (unsigned loop : chosen)
+    iterators[loop] = utils::IteratorType::parallel;
+  for (auto [i, init] : llvm::enumerate(op.getDpsInits())) {
+    auto type = cast<RankedTensorType>(init.getType());
+    SmallVector<int64_t> shape;
+    for (unsigned loop : chosen)
+      shape.push_back(ranges[loop]);
+    llvm::append_range(shape, type.getShape());
+    Value empty =
+        tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
+    TypedAttr neutral = *arith::getNeutralElement(combiners[i]);
+    Value value = arith::ConstantOp::create(rewriter, loc, neutral);
+    partials.push_back(
+        linalg::FillOp::create(rewriter, loc, value, empty).getResult(0));
+    AffineMap &map = maps[op.getNumDpsInputs() + i];
+    SmallVector<AffineExpr> results;
+    for (unsigned loop : chosen)
+      results.push_back(getAffineDimExpr(loop, context));
+    llvm::append_range(results, map.getResults());
+    map = AffineMap::get(map.getNumDims(), 0, results, context);
+  }
+  auto partialOp =
+      linalg::GenericOp::create(rewriter, loc, ValueRange(partials).getTypes(),
+                                op.getDpsInputs(), partials, maps, iterators);
+  rewriter.inlineRegionBefore(op.getRegion(), partialOp.getRegion(),
+                              partialOp.getRegion().end());
+
+  // Each output combined with its partials: loops over the chosen extents
+  // (reduction) and the output (parallel).
+  SmallVector<Value> results;
+  for (auto [i, init] : llvm::enumerate(op.getDpsInits())) {
+    auto type = cast<RankedTensorType>(init.getType());
+    unsigned k = chosen.size(), rank = type.getRank();
+    SmallVector<utils::IteratorType> combineIterators(
+        k, utils::IteratorType::reduction);
+    combineIterators.append(rank, utils::IteratorType::parallel);
+    SmallVector<AffineMap> combineMaps = {
+        AffineMap::getMultiDimIdentityMap(k + rank, context),
+        AffineMap::get(k + rank, 0,
+                       llvm::map_to_vector(llvm::seq(k, k + rank),
+                                           [&](unsigned d) {
+                                             return getAffineDimExpr(d,
+                                                                     context);
+                                           }),
+                       context)};
+    Operation *combiner = combiners[i];
+    // The combiner's operand that is the output's block argument.
+    Value outArg = partialOp.getBlock()->getArgument(op.getNumDpsInputs() + i);
+    auto combine = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, partialOp.getResult(i),
+        ValueRange{init}, combineMaps, combineIterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          // The combiner with the partial for its other operand.
+          IRMapping mapping;
+          for (Value operand : combiner->getOperands())
+            mapping.map(operand, operand == outArg ? args[1] : args[0]);
+          Operation *combined = b.clone(*combiner, mapping);
+          linalg::YieldOp::create(b, l, combined->getResults());
+        });
+    results.push_back(combine.getResult(0));
+  }
+  rewriter.replaceOp(op, results);
+  return success();
+}
+
+struct SplitReductionsPass
+    : act::impl::ActSplitReductionsPassBase<SplitReductionsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<linalg::LinalgOp> ops;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (op.hasPureTensorSemantics() && op.getNumReductionLoops() > 0 &&
+          !isa<linalg::FillOp, linalg::CopyOp>(op))
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::LinalgOp op : ops) {
+      SmallVector<unsigned> chosen = chooseLoops(op, minThreads, minWork);
+      if (chosen.empty())
+        continue;
+      std::optional<SmallVector<Operation *>> combiners = getCombiners(op);
+      if (!combiners)
+        continue;
+      linalg::GenericOp generic = dyn_cast<linalg::GenericOp>(*op);
+      if (!generic) {
+        rewriter.setInsertionPoint(op);
+        FailureOr<linalg::GenericOp> generalized =
+            linalg::generalizeNamedOp(rewriter, op);
+        if (failed(generalized))
+          continue;
+        generic = *generalized;
+        combiners = getCombiners(generic);
+        if (!combiners)
+          continue;
+      }
+      (void)split(rewriter, generic, chosen, *combiners);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,77 @@
+// act-split-reductions: reductions with few outputs (a BatchNorm-like sum
+// and max over batch and image into 32 channels, a weight gradient's
+// convolution summed over the batch) write partial results over their
+// outer reduction loops, which a second op combines. The same results:
+// the max bit for bit, the f64 sum of f32 values bit for bit, the f32
+// convolution within float32 reassociation.
+// RUN: act-opt %s -act-split-reductions | FileCheck %s
+// RUN: act-opt %s -act-split-reductions="min-threads=64" | FileCheck %s --check-prefix=FEW
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: act-opt %s -act-split-reductions -o %t/split.mlir
+// RUN: act-run %s --entry=stats --output-dir=%t/whole > /dev/null
+// RUN: act-run %t/split.mlir --entry=stats --output-dir=%t/split > /dev/null
+// RUN: %python -c "import sys, numpy as np; d = sys.argv[1]; r = [(np.load(d + '/whole/result_%%d.npy' %% i), np.load(d + '/split/result_%%d.npy' %% i)) for i in range(3)]; assert (r[0][0] == r[0][1]).all() and (r[1][0] == r[1][1]).all(); np.testing.assert_allclose(r[2][1], r[2][0], rtol=1e-5, atol=1e-4 * np.abs(r[2][0]).max()); print('same results')" %t | FileCheck %s --check-prefix=SAME
+// SAME: same results
+
+// The sum: n and h become parallel (32 x 16 x 32 = 16,384 threads), w stays
+// a reduction of 32 per thread; then 32 threads each combine 512 partials.
+// CHECK-LABEL: func.func @stats
+// CHECK:       %[[Z:.*]] = linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<32xf64>)
+// CHECK:       %[[P0:.*]] = linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<16x32x32xf64>)
+// CHECK:       %[[S:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}} : tensor<16x32x32x32xf32>) outs(%[[P0]] : tensor<16x32x32xf64>)
+// CHECK:         arith.extf
+// CHECK:         arith.addf
+// CHECK:       linalg.generic {{{.*}}iterator_types = ["reduction", "reduction", "parallel"]} ins(%[[S]] : tensor<16x32x32xf64>) outs(%[[Z]] : tensor<32xf64>)
+// CHECK-NEXT:  ^bb0(%[[IN:.*]]: f64, %[[OUT:.*]]: f64):
+// CHECK-NEXT:    %[[T:.*]] = arith.addf %[[IN]], %[[OUT]] : f64
+// CHECK-NEXT:    linalg.yield %[[T]]
+// The max: partials start at -inf, the combiner keeps its operand order.
+// CHECK:       arith.constant 0xFF800000 : f32
+// CHECK:       linalg.generic {{{.*}}iterator_types = ["reduction", "reduction", "parallel"]} ins(%{{.*}} : tensor<16x32x32xf32>) outs(%{{.*}} : tensor<32xf32>)
+// CHECK-NEXT:  ^bb0(%[[IN2:.*]]: f32, %[[OUT2:.*]]: f32):
+// CHECK-NEXT:    arith.maximumf %[[OUT2]], %[[IN2]] : f32
+// The convolution, generalized: its summed batch (16) and first image
+// loop (32) in parallel beside its 288 outputs.
+// CHECK-NOT:   linalg.conv_2d_nchw_fchw
+// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} {{.*}} outs(%{{.*}} : tensor<16x32x4x8x3x3xf32>)
+// CHECK:       linalg.generic {{{.*}}iterator_types = ["reduction", "reduction", "parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}} : tensor<16x32x4x8x3x3xf32>) outs(%{{.*}} : tensor<4x8x3x3xf32>)
+
+// With min-threads=64 only the batch loop goes parallel (32 x 16 = 512).
+// FEW-LABEL: func.func @stats
+// FEW:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<16x32x32x32xf32>) outs(%{{.*}} : tensor<16x32xf64>)
+
+// Left alone: enough outputs already (the transposes have no reduction).
+// CHECK:       linalg.transpose
+#x = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#c = affine_map<(d0, d1, d2, d3) -> (d1)>
+func.func @stats(%x: tensor<16x32x32x32xf32>, %dy: tensor<16x8x32x32xf32>, %xin: tensor<16x4x34x34xf32>) -> (tensor<32xf64>, tensor<32xf32>, tensor<8x4x3x3xf32>) {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<32xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<32xf64>) -> tensor<32xf64>
+  %s = linalg.generic {indexing_maps = [#x, #c], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%x : tensor<16x32x32x32xf32>) outs(%f : tensor<32xf64>) {
+  ^bb0(%in: f32, %acc: f64):
+    %w = arith.extf %in : f32 to f64
+    %t = arith.addf %w, %acc : f64
+    linalg.yield %t : f64
+  } -> tensor<32xf64>
+  %ninf = arith.constant 0xFF800000 : f32
+  %e2 = tensor.empty() : tensor<32xf32>
+  %f2 = linalg.fill ins(%ninf : f32) outs(%e2 : tensor<32xf32>) -> tensor<32xf32>
+  %m = linalg.generic {indexing_maps = [#x, #c], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%x : tensor<16x32x32x32xf32>) outs(%f2 : tensor<32xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %t = arith.maximumf %acc, %in : f32
+    linalg.yield %t : f32
+  } -> tensor<32xf32>
+  // A weight gradient: batch and channels swapped, the batch summed.
+  %z32 = arith.constant 0.0 : f32
+  %xt = tensor.empty() : tensor<4x16x34x34xf32>
+  %xT = linalg.transpose ins(%xin : tensor<16x4x34x34xf32>) outs(%xt : tensor<4x16x34x34xf32>) permutation = [1, 0, 2, 3]
+  %dt = tensor.empty() : tensor<8x16x32x32xf32>
+  %dT = linalg.transpose ins(%dy : tensor<16x8x32x32xf32>) outs(%dt : tensor<8x16x32x32xf32>) permutation = [1, 0, 2, 3]
+  %ge = tensor.empty() : tensor<4x8x3x3xf32>
+  %gz = linalg.fill ins(%z32 : f32) outs(%ge : tensor<4x8x3x3xf32>) -> tensor<4x8x3x3xf32>
+  %g = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%xT, %dT : tensor<4x16x34x34xf32>, tensor<8x16x32x32xf32>) outs(%gz : tensor<4x8x3x3xf32>) -> tensor<4x8x3x3xf32>
+  %gwe = tensor.empty() : tensor<8x4x3x3xf32>
+  %gw = linalg.transpose ins(%g : tensor<4x8x3x3xf32>) outs(%gwe : tensor<8x4x3x3xf32>) permutation = [1, 0, 2, 3]
+  return %s, %m, %gw : tensor<32xf64>, tensor<32xf32>, tensor<8x4x3x3xf32>
+}

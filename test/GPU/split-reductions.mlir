@@ -14,34 +14,49 @@
 // SAME: same results
 
 // The sum: n and h become parallel (32 x 16 x 32 = 16,384 threads), w stays
-// a reduction of 32 per thread; then 32 threads each combine 512 partials.
+// a reduction of 32 per thread; then 32 threads each combine 512 partials
+// (the output's loop outermost, so that it maps to threads).
+// CHECK-DAG:   #[[$PMAP:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
+// CHECK-DAG:   #[[$OMAP:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d0)>
+// CHECK-DAG:   #[[$RIN:map[0-9]*]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-DAG:   #[[$ROUT:map[0-9]*]] = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func.func @stats
 // CHECK:       %[[Z:.*]] = linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<32xf64>)
 // CHECK:       %[[P0:.*]] = linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<16x32x32xf64>)
 // CHECK:       %[[S:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}} : tensor<16x32x32x32xf32>) outs(%[[P0]] : tensor<16x32x32xf64>)
 // CHECK:         arith.extf
 // CHECK:         arith.addf
-// CHECK:       linalg.generic {{{.*}}iterator_types = ["reduction", "reduction", "parallel"]} ins(%[[S]] : tensor<16x32x32xf64>) outs(%[[Z]] : tensor<32xf64>)
+// CHECK:       linalg.generic {indexing_maps = [#[[$PMAP]], #[[$OMAP]]], iterator_types = ["parallel", "reduction", "reduction"]} ins(%[[S]] : tensor<16x32x32xf64>) outs(%[[Z]] : tensor<32xf64>)
 // CHECK-NEXT:  ^bb0(%[[IN:.*]]: f64, %[[OUT:.*]]: f64):
 // CHECK-NEXT:    %[[T:.*]] = arith.addf %[[IN]], %[[OUT]] : f64
 // CHECK-NEXT:    linalg.yield %[[T]]
 // The max: partials start at -inf, the combiner keeps its operand order.
 // CHECK:       arith.constant 0xFF800000 : f32
-// CHECK:       linalg.generic {{{.*}}iterator_types = ["reduction", "reduction", "parallel"]} ins(%{{.*}} : tensor<16x32x32xf32>) outs(%{{.*}} : tensor<32xf32>)
+// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<16x32x32xf32>) outs(%{{.*}} : tensor<32xf32>)
 // CHECK-NEXT:  ^bb0(%[[IN2:.*]]: f32, %[[OUT2:.*]]: f32):
 // CHECK-NEXT:    arith.maximumf %[[OUT2]], %[[IN2]] : f32
 // The convolution, generalized: its summed batch (16) and first image
 // loop (32) in parallel beside its 288 outputs.
 // CHECK-NOT:   linalg.conv_2d_nchw_fchw
 // CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} {{.*}} outs(%{{.*}} : tensor<16x32x4x8x3x3xf32>)
-// CHECK:       linalg.generic {{{.*}}iterator_types = ["reduction", "reduction", "parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}} : tensor<16x32x4x8x3x3xf32>) outs(%{{.*}} : tensor<4x8x3x3xf32>)
+// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<16x32x4x8x3x3xf32>) outs(%{{.*}} : tensor<4x8x3x3xf32>)
+
+// Left alone: enough outputs already (the transposes have no reduction).
+// CHECK:       linalg.transpose
 
 // With min-threads=64 only the batch loop goes parallel (32 x 16 = 512).
 // FEW-LABEL: func.func @stats
 // FEW:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<16x32x32x32xf32>) outs(%{{.*}} : tensor<16x32xf64>)
 
-// Left alone: enough outputs already (the transposes have no reduction).
-// CHECK:       linalg.transpose
+// A reduction loop before a parallel one, with enough outputs not to be
+// split, is interchanged so that the parallel loop comes first (and maps
+// to threads); the reduction keeps its order.
+// CHECK-LABEL: func.func @rows
+// CHECK:       linalg.generic {indexing_maps = [#[[$RIN]], #[[$ROUT]]], iterator_types = ["parallel", "reduction"]}
+// CHECK:         linalg.index 0
+// CHECK:         linalg.index 1
+// FEW-LABEL: func.func @rows
+
 #x = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #c = affine_map<(d0, d1, d2, d3) -> (d1)>
 func.func @stats(%x: tensor<16x32x32x32xf32>, %dy: tensor<16x8x32x32xf32>, %xin: tensor<16x4x34x34xf32>) -> (tensor<32xf64>, tensor<32xf32>, tensor<8x4x3x3xf32>) {
@@ -74,4 +89,19 @@ func.func @stats(%x: tensor<16x32x32x32xf32>, %dy: tensor<16x8x32x32xf32>, %xin:
   %gwe = tensor.empty() : tensor<8x4x3x3xf32>
   %gw = linalg.transpose ins(%g : tensor<4x8x3x3xf32>) outs(%gwe : tensor<8x4x3x3xf32>) permutation = [1, 0, 2, 3]
   return %s, %m, %gw : tensor<32xf64>, tensor<32xf32>, tensor<8x4x3x3xf32>
+}
+
+// A sum over rows (reduction loop first) with 65,536 outputs: not split.
+func.func @rows(%x: tensor<4x65536xf32>) -> tensor<65536xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<65536xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<65536xf32>) -> tensor<65536xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%x : tensor<4x65536xf32>) outs(%f : tensor<65536xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %i = linalg.index 1 : index
+    %r = linalg.index 0 : index
+    %t = arith.addf %in, %acc : f32
+    linalg.yield %t : f32
+  } -> tensor<65536xf32>
+  return %s : tensor<65536xf32>
 }

@@ -125,18 +125,20 @@ LogicalResult split(RewriterBase &rewriter, linalg::GenericOp op,
   for (auto [i, init] : llvm::enumerate(op.getDpsInits())) {
     auto type = cast<RankedTensorType>(init.getType());
     unsigned k = chosen.size(), rank = type.getRank();
+    // The output's loops first (parallel, so that they map to threads),
+    // then the chosen extents (reduction).
     SmallVector<utils::IteratorType> combineIterators(
-        k, utils::IteratorType::reduction);
-    combineIterators.append(rank, utils::IteratorType::parallel);
+        rank, utils::IteratorType::parallel);
+    combineIterators.append(k, utils::IteratorType::reduction);
+    SmallVector<AffineExpr> partialResults;
+    for (unsigned d = 0; d < k; ++d)
+      partialResults.push_back(getAffineDimExpr(rank + d, context));
+    for (unsigned d = 0; d < rank; ++d)
+      partialResults.push_back(getAffineDimExpr(d, context));
     SmallVector<AffineMap> combineMaps = {
-        AffineMap::getMultiDimIdentityMap(k + rank, context),
-        AffineMap::get(k + rank, 0,
-                       llvm::map_to_vector(llvm::seq(k, k + rank),
-                                           [&](unsigned d) {
-                                             return getAffineDimExpr(d,
-                                                                     context);
-                                           }),
-                       context)};
+        AffineMap::get(k + rank, 0, partialResults, context),
+        AffineMap::getMultiDimIdentityMap(k + rank, context)
+            .getMajorSubMap(rank)};
     Operation *combiner = combiners[i];
     // The combiner's operand that is the output's block argument.
     Value outArg = partialOp.getBlock()->getArgument(op.getNumDpsInputs() + i);
@@ -188,6 +190,27 @@ struct SplitReductionsPass
           continue;
       }
       (void)split(rewriter, generic, chosen, *combiners);
+    }
+    // Parallel loops before reduction loops: upstream's parallel-loop
+    // lowering makes an scf.parallel of the outermost parallel loops only,
+    // so a reduction loop outside one became a host loop of launches (the
+    // same order of each output's sum: reduction loops keep theirs).
+    SmallVector<linalg::GenericOp> generics;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (op.hasPureTensorSemantics())
+        generics.push_back(op);
+    });
+    for (linalg::GenericOp op : generics) {
+      SmallVector<utils::IteratorType> types = op.getIteratorTypesArray();
+      SmallVector<unsigned> order;
+      for (unsigned pass = 0; pass < 2; ++pass)
+        for (auto [i, type] : llvm::enumerate(types))
+          if ((type == utils::IteratorType::parallel) == (pass == 0))
+            order.push_back(i);
+      if (llvm::equal(order, llvm::seq(0u, unsigned(types.size()))))
+        continue;
+      rewriter.setInsertionPoint(op);
+      (void)linalg::interchangeGenericOp(rewriter, op, order);
     }
   }
 };

@@ -14,32 +14,35 @@
 // SAME: same results
 
 // The sum: n and h become parallel (32 x 16 x 32 = 16,384 threads), w stays
-// a reduction of 32 per thread; then 32 threads each combine 512 partials
-// (the output's loop outermost, so that it maps to threads).
-// CHECK-DAG:   #[[$PMAP:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
-// CHECK-DAG:   #[[$OMAP:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d0)>
-// CHECK-DAG:   #[[$RIN:map[0-9]*]] = affine_map<(d0, d1) -> (d1, d0)>
-// CHECK-DAG:   #[[$ROUT:map[0-9]*]] = affine_map<(d0, d1) -> (d0)>
+// a reduction of 32 per thread; the 512 partials of each channel are split
+// in turn (512 threads of 32, then 32 threads of 16), each combining op
+// with the output's loops outermost, so that they map to threads.
+// CHECK-DAG:   #[[$SWAP:map[0-9]*]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-DAG:   #[[$FIRST:map[0-9]*]] = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func.func @stats
 // CHECK:       %[[Z:.*]] = linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<32xf64>)
 // CHECK:       %[[P0:.*]] = linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<16x32x32xf64>)
 // CHECK:       %[[S:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}} : tensor<16x32x32x32xf32>) outs(%[[P0]] : tensor<16x32x32xf64>)
 // CHECK:         arith.extf
 // CHECK:         arith.addf
-// CHECK:       linalg.generic {indexing_maps = [#[[$PMAP]], #[[$OMAP]]], iterator_types = ["parallel", "reduction", "reduction"]} ins(%[[S]] : tensor<16x32x32xf64>) outs(%[[Z]] : tensor<32xf64>)
+// CHECK:       %[[S2:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[S]] : tensor<16x32x32xf64>) outs(%{{.*}} : tensor<16x32xf64>)
+// CHECK:       linalg.generic {indexing_maps = [#[[$SWAP]], #[[$FIRST]]], iterator_types = ["parallel", "reduction"]} ins(%[[S2]] : tensor<16x32xf64>) outs(%[[Z]] : tensor<32xf64>)
 // CHECK-NEXT:  ^bb0(%[[IN:.*]]: f64, %[[OUT:.*]]: f64):
 // CHECK-NEXT:    %[[T:.*]] = arith.addf %[[IN]], %[[OUT]] : f64
 // CHECK-NEXT:    linalg.yield %[[T]]
 // The max: partials start at -inf, the combiner keeps its operand order.
 // CHECK:       arith.constant 0xFF800000 : f32
-// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<16x32x32xf32>) outs(%{{.*}} : tensor<32xf32>)
+// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.*}} : tensor<16x32x32xf32>) outs(%{{.*}} : tensor<16x32xf32>)
+// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<16x32xf32>) outs(%{{.*}} : tensor<32xf32>)
 // CHECK-NEXT:  ^bb0(%[[IN2:.*]]: f32, %[[OUT2:.*]]: f32):
 // CHECK-NEXT:    arith.maximumf %[[OUT2]], %[[IN2]] : f32
 // The convolution, generalized: its summed batch (16) and first image
-// loop (32) in parallel beside its 288 outputs.
+// loop (32) in parallel beside its 288 outputs; the 512 partials of each
+// output in two steps.
 // CHECK-NOT:   linalg.conv_2d_nchw_fchw
 // CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} {{.*}} outs(%{{.*}} : tensor<16x32x4x8x3x3xf32>)
-// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<16x32x4x8x3x3xf32>) outs(%{{.*}} : tensor<4x8x3x3xf32>)
+// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}} : tensor<16x32x4x8x3x3xf32>) outs(%{{.*}} : tensor<16x4x8x3x3xf32>)
+// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}} : tensor<16x4x8x3x3xf32>) outs(%{{.*}} : tensor<4x8x3x3xf32>)
 
 // Left alone: enough outputs already (the transposes have no reduction).
 // CHECK:       linalg.transpose
@@ -52,7 +55,7 @@
 // split, is interchanged so that the parallel loop comes first (and maps
 // to threads); the reduction keeps its order.
 // CHECK-LABEL: func.func @rows
-// CHECK:       linalg.generic {indexing_maps = [#[[$RIN]], #[[$ROUT]]], iterator_types = ["parallel", "reduction"]}
+// CHECK:       linalg.generic {indexing_maps = [#[[$SWAP]], #[[$FIRST]]], iterator_types = ["parallel", "reduction"]}
 // CHECK:         linalg.index 0
 // CHECK:         linalg.index 1
 // FEW-LABEL: func.func @rows

@@ -261,7 +261,10 @@ def ActSplitReductionsPass
     `min-work` iterations: the op then writes partial results (the chosen
     loops' extents before the output's shape, filled with the neutral
     element), and a second op per output combines them into the output's
-    initial value with the same combiner.
+    initial value with the same combiner, its output's loops outermost. A
+    combining op that again has few outputs and many partials is split in
+    turn (BatchNorm's 32 sums of 512 partials: 512 threads of 32, then 32
+    threads of 16).
 
     ```mlir
     // sum over n, h, w of a 16x32x32x32 tensor into 32 channels
@@ -277,6 +280,13 @@ def ActSplitReductionsPass
     The sums are reassociated (float rounding differs from the loop's
     order, as between any two GPUs' reductions); sums of exactly
     representable values are unchanged.
+
+    Then every `linalg.generic` with a reduction loop outside a parallel
+    one is interchanged so that its parallel loops come first (each
+    output's reduction keeps its order): upstream's parallel-loop lowering
+    makes an `scf.parallel` of the outermost parallel loops only, so an
+    outer reduction loop stayed on the host as a loop of launches (9,510
+    one-block launches per VGG step on an H200).
   }];
   let options = [
     Option<"minThreads", "min-threads", "int64_t", /*default=*/"32768",

@@ -78,10 +78,11 @@ SmallVector<unsigned> chooseLoops(linalg::LinalgOp op, int64_t minThreads,
 }
 
 /// `op` as partial results over the `chosen` reduction loops, combined
-/// into its outputs by a second op per output.
-LogicalResult split(RewriterBase &rewriter, linalg::GenericOp op,
-                    ArrayRef<unsigned> chosen,
-                    ArrayRef<Operation *> combiners) {
+/// into its outputs by a second op per output (returned).
+SmallVector<linalg::GenericOp> split(RewriterBase &rewriter,
+                                     linalg::GenericOp op,
+                                     ArrayRef<unsigned> chosen,
+                                     ArrayRef<Operation *> combiners) {
   Location loc = op.getLoc();
   MLIRContext *context = op.getContext();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -122,6 +123,7 @@ LogicalResult split(RewriterBase &rewriter, linalg::GenericOp op,
   // Each output combined with its partials: loops over the chosen extents
   // (reduction) and the output (parallel).
   SmallVector<Value> results;
+  SmallVector<linalg::GenericOp> combines;
   for (auto [i, init] : llvm::enumerate(op.getDpsInits())) {
     auto type = cast<RankedTensorType>(init.getType());
     unsigned k = chosen.size(), rank = type.getRank();
@@ -154,9 +156,10 @@ LogicalResult split(RewriterBase &rewriter, linalg::GenericOp op,
           linalg::YieldOp::create(b, l, combined->getResults());
         });
     results.push_back(combine.getResult(0));
+    combines.push_back(combine);
   }
   rewriter.replaceOp(op, results);
-  return success();
+  return combines;
 }
 
 struct SplitReductionsPass
@@ -170,7 +173,11 @@ struct SplitReductionsPass
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
-    for (linalg::LinalgOp op : ops) {
+    // A combining op with few outputs and many partials is split in turn
+    // (BatchNorm's 32 sums of 512 partials: 32 threads had each loaded 512
+    // values, one after the other).
+    while (!ops.empty()) {
+      linalg::LinalgOp op = ops.pop_back_val();
       SmallVector<unsigned> chosen = chooseLoops(op, minThreads, minWork);
       if (chosen.empty())
         continue;
@@ -189,7 +196,9 @@ struct SplitReductionsPass
         if (!combiners)
           continue;
       }
-      (void)split(rewriter, generic, chosen, *combiners);
+      for (linalg::GenericOp combine :
+           split(rewriter, generic, chosen, *combiners))
+        ops.push_back(combine);
     }
     // Parallel loops before reduction loops: upstream's parallel-loop
     // lowering makes an scf.parallel of the outermost parallel loops only,

@@ -269,7 +269,9 @@ static void releaseManaged(void *base) {
 }
 
 act::rt::Backing act::rt::getManagedBacking() {
-  return {allocateManaged, releaseManaged};
+  act::rt::Backing managed{allocateManaged, releaseManaged};
+  managed.headersApart = true;
+  return managed;
 }
 
 const act::rt::HookSymbol *act::rt::getCudaHooks(size_t &count) {

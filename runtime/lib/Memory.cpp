@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 #include <malloc.h>
 
@@ -52,21 +53,50 @@ void account(int64_t delta) {
   }
 }
 
+/// Headers of the blocks of a backing with headersApart, by block.
+std::mutex apartMutex;
+std::unordered_map<uintptr_t, Header> apart;
+std::atomic<size_t> apartCount{0};
+
 void *allocate(size_t alignment, size_t size) {
   if (alignment < alignof(Header))
     alignment = alignof(Header);
-  char *base =
-      static_cast<char *>(backing.allocate(size + sizeof(Header) + alignment));
+  size_t extra = backing.headersApart ? 0 : sizeof(Header);
+  char *base = static_cast<char *>(backing.allocate(size + extra + alignment));
   if (!base)
     return nullptr;
-  uintptr_t start = reinterpret_cast<uintptr_t>(base) + sizeof(Header);
+  uintptr_t start = reinterpret_cast<uintptr_t>(base) + extra;
   uintptr_t aligned = (start + alignment - 1) / alignment * alignment;
-  auto *header = reinterpret_cast<Header *>(aligned) - 1;
-  header->base = base;
-  header->size = size;
+  if (backing.headersApart) {
+    std::lock_guard<std::mutex> lock(apartMutex);
+    apart[aligned] = {base, size};
+    apartCount.store(apart.size());
+  } else {
+    auto *header = reinterpret_cast<Header *>(aligned) - 1;
+    header->base = base;
+    header->size = size;
+  }
   allocations.fetch_add(1);
   account(int64_t(size));
   return reinterpret_cast<void *>(aligned);
+}
+
+/// The header of the block at `ptr` (an aligned pointer allocate returned),
+/// where it is kept; `take` removes a header kept apart.
+Header getHeader(void *ptr, bool take) {
+  if (apartCount.load()) {
+    std::lock_guard<std::mutex> lock(apartMutex);
+    auto it = apart.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it != apart.end()) {
+      Header header = it->second;
+      if (take) {
+        apart.erase(it);
+        apartCount.store(apart.size());
+      }
+      return header;
+    }
+  }
+  return *(static_cast<Header *>(ptr) - 1);
 }
 
 } // namespace
@@ -99,14 +129,18 @@ extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
 extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
   if (!ptr)
     return;
-  auto *header = static_cast<Header *>(ptr) - 1;
-  account(-int64_t(header->size));
-  backing.release(header->base);
+  Header header = getHeader(ptr, /*take=*/true);
+  account(-int64_t(header.size));
+  backing.release(header.base);
 }
 
 extern "C" void act_shrink_buffer(int64_t ptr, int64_t bytes) {
+  // (A backing that keeps headers apart is device memory: it cannot
+  // shrink.)
+  if (backing.headersApart || !backing.shrink)
+    return;
   auto *header = reinterpret_cast<Header *>(ptr) - 1;
-  if (bytes < 0 || size_t(bytes) >= header->size || !backing.shrink)
+  if (bytes < 0 || size_t(bytes) >= header->size)
     return;
   size_t offset = size_t(ptr) - reinterpret_cast<uintptr_t>(header->base);
   if (!backing.shrink(header->base, offset + size_t(bytes)))

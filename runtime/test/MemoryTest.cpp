@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 using namespace act::rt;
 
@@ -73,6 +74,34 @@ TEST(Memory, ShrinkKeepsTheHeadInPlace) {
             reinterpret_cast<uintptr_t>(a) + big);
   _mlir_memref_to_llvm_free(b);
   _mlir_memref_to_llvm_free(a);
+  EXPECT_EQ(getMemoryStats().liveBytes, before.liveBytes);
+
+  // A backing that keeps headers apart: nothing is written around the
+  // block (managed memory stays where the GPU last touched it), and the
+  // hooks still count and free it.
+  static std::vector<std::pair<unsigned char *, size_t>> blocks;
+  Backing apart{[](size_t bytes) -> void * {
+                  auto *block =
+                      static_cast<unsigned char *>(std::malloc(bytes));
+                  std::memset(block, 0xab, bytes);
+                  blocks.push_back({block, bytes});
+                  return block;
+                },
+                std::free};
+  apart.headersApart = true;
+  setBacking(apart);
+  auto *p = static_cast<unsigned char *>(
+      _mlir_memref_to_llvm_aligned_alloc(64, 4096));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  EXPECT_EQ(getMemoryStats().liveBytes - before.liveBytes, 4096);
+  ASSERT_EQ(blocks.size(), 1u);
+  bool untouched = true;
+  for (size_t i = 0; i < blocks[0].second; ++i)
+    untouched &= blocks[0].first[i] == 0xab;
+  EXPECT_TRUE(untouched);
+  act_shrink_buffer(int64_t(reinterpret_cast<uintptr_t>(p)), 10);
+  EXPECT_EQ(getMemoryStats().liveBytes - before.liveBytes, 4096);
+  _mlir_memref_to_llvm_free(p);
   EXPECT_EQ(getMemoryStats().liveBytes, before.liveBytes);
 
   setBacking({std::malloc, std::free});

@@ -55,6 +55,11 @@ struct Backing {
   /// Gives back all of the block at `base` beyond its first `bytes`, in
   /// place (the block must not move); false if it cannot. Null: never.
   bool (*shrink)(void *base, size_t bytes) = nullptr;
+  /// The hooks keep a block's base and size beside the block (host
+  /// memory) instead of in a header before it: a header written by the
+  /// host would pull the block's first page of managed memory to the host
+  /// at every allocation, and the GPU's first touch would fault it back.
+  bool headersApart = false;
 };
 void setBacking(Backing backing);
 /// The default backing: malloc/free, and shrinking in place by realloc.

@@ -6,6 +6,7 @@
 // convolution within float32 reassociation.
 // RUN: act-opt %s -act-split-reductions | FileCheck %s
 // RUN: act-opt %s -act-split-reductions="min-threads=64" | FileCheck %s --check-prefix=FEW
+// RUN: act-opt %s -act-split-reductions="max-partial-bytes=8192" | FileCheck %s --check-prefix=FEW
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: act-opt %s -act-split-reductions -o %t/split.mlir
 // RUN: act-run %s --entry=stats --output-dir=%t/whole > /dev/null
@@ -36,18 +37,20 @@
 // CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<16x32xf32>) outs(%{{.*}} : tensor<32xf32>)
 // CHECK-NEXT:  ^bb0(%[[IN2:.*]]: f32, %[[OUT2:.*]]: f32):
 // CHECK-NEXT:    arith.maximumf %[[OUT2]], %[[IN2]] : f32
-// The convolution, generalized: its summed batch (16) and first image
-// loop (32) in parallel beside its 288 outputs; the 512 partials of each
-// output in two steps.
+// The convolution, generalized: its summed batch (16) in parallel beside
+// its 288 outputs (4,608 threads; its first image loop too would take 576
+// KiB of partials, over max-partial-bytes), the 16 partials of each output
+// combined.
 // CHECK-NOT:   linalg.conv_2d_nchw_fchw
-// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} {{.*}} outs(%{{.*}} : tensor<16x32x4x8x3x3xf32>)
-// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}} : tensor<16x32x4x8x3x3xf32>) outs(%{{.*}} : tensor<16x4x8x3x3xf32>)
+// CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} {{.*}} outs(%{{.*}} : tensor<16x4x8x3x3xf32>)
 // CHECK:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}} : tensor<16x4x8x3x3xf32>) outs(%{{.*}} : tensor<4x8x3x3xf32>)
 
 // Left alone: enough outputs already (the transposes have no reduction).
 // CHECK:       linalg.transpose
 
-// With min-threads=64 only the batch loop goes parallel (32 x 16 = 512).
+// With min-threads=64 only the batch loop goes parallel (32 x 16 = 512);
+// so too with max-partial-bytes=8192 (512 f64 partials take 4 KiB, 16,384
+// would take 128 KiB).
 // FEW-LABEL: func.func @stats
 // FEW:       linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<16x32x32x32xf32>) outs(%{{.*}} : tensor<16x32xf64>)
 

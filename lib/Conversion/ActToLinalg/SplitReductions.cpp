@@ -50,9 +50,10 @@ std::optional<SmallVector<Operation *>> getCombiners(linalg::LinalgOp op) {
 
 /// The reduction loops of `op` to run in parallel (outermost first, until
 /// `minThreads` iterations are parallel, leaving at least `minWork`
-/// iterations of reduction per thread); empty if none should be.
+/// iterations of reduction per thread, and the partial results within
+/// `maxPartialBytes`); empty if none should be.
 SmallVector<unsigned> chooseLoops(linalg::LinalgOp op, int64_t minThreads,
-                                  int64_t minWork) {
+                                  int64_t minWork, int64_t maxPartialBytes) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (llvm::any_of(ranges, ShapedType::isDynamic))
     return {};
@@ -66,9 +67,15 @@ SmallVector<unsigned> chooseLoops(linalg::LinalgOp op, int64_t minThreads,
       reductionLoops.push_back(i);
     }
   }
+  // Bytes of one partial result of every output.
+  int64_t elementBytes = 0;
+  for (Value init : op.getDpsInits())
+    elementBytes +=
+        (getElementTypeOrSelf(init.getType()).getIntOrFloatBitWidth() + 7) / 8;
   SmallVector<unsigned> chosen;
   for (unsigned loop : reductionLoops) {
-    if (parallel >= minThreads || reduction / ranges[loop] < minWork)
+    if (parallel >= minThreads || reduction / ranges[loop] < minWork ||
+        parallel * ranges[loop] * elementBytes > maxPartialBytes)
       break;
     chosen.push_back(loop);
     parallel *= ranges[loop];
@@ -178,7 +185,8 @@ struct SplitReductionsPass
     // values, one after the other).
     while (!ops.empty()) {
       linalg::LinalgOp op = ops.pop_back_val();
-      SmallVector<unsigned> chosen = chooseLoops(op, minThreads, minWork);
+      SmallVector<unsigned> chosen =
+          chooseLoops(op, minThreads, minWork, maxPartialBytes);
       if (chosen.empty())
         continue;
       std::optional<SmallVector<Operation *>> combiners = getCombiners(op);

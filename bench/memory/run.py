@@ -28,7 +28,9 @@ from act.export import export  # noqa: E402
 
 MODELS = os.path.join(ROOT, "bench", "step_speed", "models.py")
 WORKLOADS = {  # label -> (exporter spec, default batches)
-    "vgg": (MODELS + ":vgg", [16]),
+    # Batch 32 too: the goals hold there, not at 16 (docs/benchmarks.md,
+    # "The first max pool in its input's buffer").
+    "vgg": (MODELS + ":vgg", [16, 32]),
     "encoder": (MODELS + ":encoder", [8]),
 }
 

@@ -439,6 +439,8 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // A diagnostic names its location, not the whole op in generic form.
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   auto parsed = parseModule(inputFile, context, sourceMgr);

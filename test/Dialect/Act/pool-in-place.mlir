@@ -163,3 +163,40 @@ func.func @foreign(%arg: memref<96xf32>) -> (memref<24xf32>, memref<48xf32>) {
   %big = memref.realloc %a : memref<24xf32> to memref<48xf32>
   return %small, %big : memref<24xf32>, memref<48xf32>
 }
+
+// -----
+
+// The output filled again after the pool (a later reuse of its buffer):
+// that fill writes the shrunk buffer, as every later use does.
+#in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+#win = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @refilled
+// SHRINK-LABEL: func.func @refilled
+// CHECK:       %[[SMALL:.*]] = memref.realloc
+// CHECK:       %[[OUT:.*]] = memref.expand_shape %[[SMALL]]
+// CHECK:       memref.copy %[[OUT]], %{{.*}}
+// CHECK:       linalg.fill ins(%{{.*}} : f32) outs(%[[OUT]] : memref<1x1x2x2xf32>)
+// CHECK:       memref.copy %[[OUT]], %{{.*}}
+// CHECK:       memref.dealloc %[[SMALL]]
+func.func @refilled(%arg: memref<1x1x4x4xf32>, %res: memref<1x1x2x2xf32>, %res2: memref<1x1x2x2xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %x = memref.alloc() : memref<1x1x4x4xf32>
+  memref.copy %arg, %x : memref<1x1x4x4xf32> to memref<1x1x4x4xf32>
+  %w = memref.alloc() : memref<2x2xf32>
+  %o = memref.alloc() : memref<1x1x2x2xf32>
+  linalg.fill ins(%ninf : f32) outs(%o : memref<1x1x2x2xf32>)
+  linalg.generic {indexing_maps = [#in, #win, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %w : memref<1x1x4x4xf32>, memref<2x2xf32>) outs(%o : memref<1x1x2x2xf32>) {
+  ^bb0(%in: f32, %unused: f32, %acc: f32):
+    %v = arith.maximumf %in, %acc : f32
+    linalg.yield %v : f32
+  }
+  memref.dealloc %x : memref<1x1x4x4xf32>
+  memref.dealloc %w : memref<2x2xf32>
+  memref.copy %o, %res : memref<1x1x2x2xf32> to memref<1x1x2x2xf32>
+  linalg.fill ins(%ninf : f32) outs(%o : memref<1x1x2x2xf32>)
+  memref.copy %o, %res2 : memref<1x1x2x2xf32> to memref<1x1x2x2xf32>
+  memref.dealloc %o : memref<1x1x2x2xf32>
+  return
+}

@@ -232,13 +232,12 @@ LogicalResult rewritePool(linalg::GenericOp op, int64_t k0, int64_t k1,
     memref::DeallocOp::create(at, outDealloc.getLoc(), small);
     outDealloc.erase();
   }
-  out.replaceUsesWithIf(result, [&](OpOperand &use) {
-    return use.getOwner() != op && !isa<linalg::FillOp>(use.getOwner());
-  });
   inputDealloc.erase();
   for (linalg::FillOp fill : fills)
     fill.erase();
   op.erase();
+  // What is left of the output's uses comes after the pool.
+  out.replaceAllUsesWith(result);
   out.getDefiningOp()->erase();
   return success();
 }

@@ -38,7 +38,9 @@ bool mallocShrink(void *base, size_t bytes) {
   }
   return true;
 }
-act::rt::Backing backing{mallocAllocate, mallocRelease, mallocShrink};
+constexpr act::rt::Backing mallocBacking{mallocAllocate, mallocRelease,
+                                         mallocShrink};
+act::rt::Backing backing = mallocBacking;
 
 struct Header {
   void *base;
@@ -175,9 +177,7 @@ void act::rt::clearStorageRecords() {
 
 void act::rt::setBacking(Backing b) { backing = b; }
 
-act::rt::Backing act::rt::getMallocBacking() {
-  return {mallocAllocate, mallocRelease, mallocShrink};
-}
+act::rt::Backing act::rt::getMallocBacking() { return mallocBacking; }
 
 act::rt::MemoryStats act::rt::getMemoryStats() {
   return {liveBytes.load(), peakBytes.load(), allocations.load()};

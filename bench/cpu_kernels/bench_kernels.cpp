@@ -55,6 +55,10 @@ static cl::opt<unsigned>
                      "(act-cpu-pipeline{threads}; libLLVM has a --threads of "
                      "its own); memcpy "
                      "stays on one core"));
+static cl::opt<int64_t> prefetchDistance(
+    "prefetch-ahead", cl::init(4096),
+    cl::desc("act-cpu-pipeline{prefetch-distance}: bytes the encodes' and "
+             "decodes' loops prefetch ahead; 0: none"));
 
 namespace {
 
@@ -269,6 +273,7 @@ int main(int argc, char **argv) {
     // returned; static storage is the caller's.
     options.resultsToOutParams = !dataDependent;
     options.threads = std::max(1u, unsigned(threads));
+    options.prefetchDistance = prefetchDistance;
     mlir::act::buildCPUPipeline(pm, options);
     if (failed(pm.run(*module))) {
       llvm::errs() << "lowering failed for " << enc << "\n";

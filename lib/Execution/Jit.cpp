@@ -254,6 +254,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     options.fuseMaxOperands = target.fuseMaxOperands;
     options.chunkPasses = target.chunkPasses;
     options.poolInPlace = target.poolInPlace;
+    options.prefetchDistance = target.prefetchDistance;
     options.threads =
         target.threads
             ? int64_t(target.threads)

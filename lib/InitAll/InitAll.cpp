@@ -107,6 +107,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-byte-i1-vectors",
                                           "act-unit-stride-gathers",
                                           "act-strided-copies-to-loops",
+                                          "act-prefetch-streams",
                                           "act-collapse-parallel-loops",
                                           "act-split-reductions",
                                           "act-outline-loops",

@@ -141,6 +141,13 @@ static cl::opt<bool> poolInPlace(
              "(act-cpu-pipeline{pool-in-place})"),
     cl::cat(runCategory));
 
+static cl::opt<int64_t> prefetchAhead(
+    "prefetch-ahead", cl::init(4096),
+    cl::desc("--device=cpu: loops that stream through a buffer (an encode's "
+             "chunks) prefetch this many bytes ahead "
+             "(act-cpu-pipeline{prefetch-distance}); 0: none"),
+    cl::cat(runCategory));
+
 static cl::opt<int64_t> outlineMinLoops(
     "outline-min-loops", cl::init(16),
     cl::desc("--device=cpu: each top-level loop nest of a step with at least "
@@ -474,6 +481,7 @@ int main(int argc, char **argv) {
                 std::to_string(chunkPasses));
   target.chunkPasses = chunkPasses;
   target.poolInPlace = poolInPlace;
+  target.prefetchDistance = prefetchAhead;
   target.threads = unsigned(encodeThreads);
   if (storage && target.gpu)
     return fail("--storage is not available with --device=gpu (use "

@@ -185,6 +185,59 @@ def ActStridedCopiesToLoopsPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def ActPrefetchStreamsPass
+    : Pass<"act-prefetch-streams", "::mlir::func::FuncOp"> {
+  let summary = "Software prefetch for loops that stream through a buffer";
+  let description = [{
+    A loop whose iterations read consecutive blocks of a 1-D buffer (an
+    encode's chunks: iteration `i` reads `%x[i * S : (i + 1) * S]`) is a
+    stream. On one core, the hardware prefetchers alone do not keep such a
+    loop fed once its iterations carry real compute: a stochastic 2-bit
+    encode took 0.43 ns per element from memory against 0.31 in cache.
+    This pass adds, at the top of each such iteration, a `memref.prefetch`
+    of every cache line of the block `distance` bytes ahead (clamped to
+    the buffer), so the loads of later iterations are in flight while this
+    one computes.
+
+    It takes a `memref.subview` in a loop's body (`scf.for`, `scf.forall`
+    or `scf.parallel` with one induction variable) when:
+    - its source is a 1-D unit-stride buffer defined outside the loop, of
+      at least `min-bytes` bytes (or of dynamic size);
+    - it is 1-D with a static size `S` and unit stride, and its offset is
+      the induction variable times a constant `a` with `a * step = S`
+      (consecutive iterations, consecutive blocks);
+    - the block is at least `min-block-bytes` and nothing writes through
+      it. A loop that reads a line or so per iteration needs no help: the
+      out-of-order core overlaps its iterations' loads by itself. One
+      whose iteration reads many lines and then computes on them for
+      hundreds of instructions (an encode's chunk: statistics, Philox,
+      codes) fills the core's window before the next chunk's loads issue.
+
+    At most 64 lines are prefetched per iteration.
+
+    ```mlir
+    scf.for %i = %c0 to %c64 step %c1 {
+      %o = arith.muli %i, %c256 : index
+      %x = memref.subview %in[%o] [256] [1] : memref<16384xf32> to memref<256xf32, strided<[1], offset: ?>>
+      ...
+    // gets, before the subview, for k in 0 .. 15:
+      %p = arith.addi %o, %c(1024 + 16 * k) : index
+      %q = arith.minui %p, %c16383 : index
+      memref.prefetch %in[%q], read, locality<3>, data : memref<16384xf32>
+    ```
+  }];
+  let options = [
+    Option<"distance", "distance", "int64_t", /*default=*/"4096",
+           "How far ahead to prefetch, in bytes">,
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"65536",
+           "Buffers of a static size below this many bytes are left alone">,
+    Option<"minBlockBytes", "min-block-bytes", "int64_t", /*default=*/"512",
+           "Loops reading fewer bytes per iteration are left alone">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def ActUnitStrideGathersPass
     : Pass<"act-unit-stride-gathers", "::mlir::func::FuncOp"> {
   let summary = "Gathers from a strided memref as gathers from its storage";

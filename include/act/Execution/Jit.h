@@ -89,6 +89,9 @@ struct JitTarget {
   /// CPU only: a max pool whose input dies there writes into the input's
   /// buffer, which gives back its tail (act-cpu-pipeline{pool-in-place}).
   bool poolInPlace = true;
+  /// CPU only: bytes that loops streaming through a buffer prefetch ahead
+  /// (act-cpu-pipeline{prefetch-distance}); 0: none.
+  int64_t prefetchDistance = 4096;
   /// CPU only: workers the encodes' and decodes' chunks run on
   /// (act-cpu-pipeline{threads}, MLIR's async runtime); 0: every core, 1:
   /// the calling thread. The bits are the same on any count. 1 by default:

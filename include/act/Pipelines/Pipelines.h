@@ -58,6 +58,12 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "gives back its tail (act-pool-in-place, "
                      "act-shrink-reallocs)"),
       llvm::cl::init(true)};
+  Option<int64_t> prefetchDistance{
+      *this, "prefetch-distance",
+      llvm::cl::desc("act-prefetch-streams{distance}: loops that stream "
+                     "through a buffer (an encode's chunks) prefetch this "
+                     "many bytes ahead; 0: no software prefetch"),
+      llvm::cl::init(4096)};
   Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("encode and decode chunks run as tasks of MLIR's async "

@@ -175,16 +175,24 @@ struct ActPrefetchStreamsPass
     int64_t ahead = llvm::divideCeil(int64_t(distance), elementBytes);
     int64_t lines =
         std::min<int64_t>(llvm::divideCeil(size, lineElements), kMaxLines);
-    // The last element: an address past the buffer would be out of bounds
-    // for the memref (the prefetch itself could not fault).
-    Value last =
-        arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, source, 0),
-                              arith::ConstantIndexOp::create(b, loc, 1));
+    // The first line's element, clamped so that every line's is in the
+    // buffer (an address past it would be out of bounds for the memref;
+    // the prefetch itself could not fault). One clamp per iteration: the
+    // lines' constant offsets fold into the prefetches' addresses.
+    Value first = arith::AddIOp::create(
+        b, loc, offset, arith::ConstantIndexOp::create(b, loc, ahead));
+    Value limit = arith::SubIOp::create(
+        b, loc, memref::DimOp::create(b, loc, source, 0),
+        arith::ConstantIndexOp::create(b, loc,
+                                       1 + (lines - 1) * lineElements));
+    first = arith::MinSIOp::create(b, loc, first, limit);
     for (int64_t k = 0; k < lines; ++k) {
-      Value index = arith::AddIOp::create(
-          b, loc, offset,
-          arith::ConstantIndexOp::create(b, loc, ahead + k * lineElements));
-      index = arith::MinUIOp::create(b, loc, index, last);
+      Value index = k ? arith::AddIOp::create(
+                            b, loc, first,
+                            arith::ConstantIndexOp::create(
+                                b, loc, k * lineElements))
+                            .getResult()
+                      : first;
       memref::PrefetchOp::create(b, loc, source, ValueRange{index},
                                  /*isWrite=*/false, /*localityHint=*/3,
                                  /*isDataCache=*/true);

@@ -3,18 +3,19 @@
 
 // An encode's chunk loop: iteration i reads elements [256 i, 256 i + 256)
 // (1 KiB, 16 lines) and prefetches the 16 lines 4 KiB (1024 elements)
-// ahead, each index clamped to the last element.
+// ahead. The first line's index is clamped once, so that the last line's
+// (15 lines, 240 elements on) is the buffer's last element at most.
 // CHECK-LABEL: func.func @chunks
 // CHECK: scf.for %[[I:.*]] =
 // CHECK:   %[[O:.*]] = arith.muli %[[I]], %c256
-// CHECK:   %[[N:.*]] = memref.dim %[[X:.*]], %c0
-// CHECK:   %[[LAST:.*]] = arith.subi %[[N]], %c1
 // CHECK:   %[[P0:.*]] = arith.addi %[[O]], %c1024
-// CHECK:   %[[Q0:.*]] = arith.minui %[[P0]], %[[LAST]]
+// CHECK:   %[[N:.*]] = memref.dim %[[X:.*]], %c0
+// CHECK:   %[[LIMIT:.*]] = arith.subi %[[N]], %c241
+// CHECK:   %[[Q0:.*]] = arith.minsi %[[P0]], %[[LIMIT]]
 // CHECK:   memref.prefetch %[[X]][%[[Q0]]], read, locality<3>, data : memref<65536xf32>
-// CHECK:   %[[P1:.*]] = arith.addi %[[O]], %c1040
-// CHECK:   arith.minui %[[P1]], %[[LAST]]
-// CHECK-COUNT-15: memref.prefetch
+// CHECK:   %[[Q1:.*]] = arith.addi %[[Q0]], %c16
+// CHECK:   memref.prefetch %[[X]][%[[Q1]]]
+// CHECK-COUNT-14: memref.prefetch
 // CHECK-NOT: memref.prefetch
 // CHECK:   memref.subview %[[X]][%[[O]]] [256] [1]
 // With blocks of at least 2 KiB only, this loop is left alone.

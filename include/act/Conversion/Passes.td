@@ -213,7 +213,10 @@ def ActPrefetchStreamsPass
       hundreds of instructions (an encode's chunk: statistics, Philox,
       codes) fills the core's window before the next chunk's loads issue.
 
-    At most 64 lines are prefetched per iteration.
+    At most 64 lines are prefetched per iteration, at most 16 in a row:
+    the groups are spread evenly over the iteration's ops (32 prefetches
+    in a row, more than the core's outstanding misses, stalled a 1-bit
+    encode).
 
     ```mlir
     scf.for %i = %c0 to %c64 step %c1 {

@@ -40,12 +40,18 @@ func.func @chunks(%x: memref<65536xf32>, %out: memref<256xf32>) {
 
 // The step is the block (offset = the induction variable), in an
 // scf.forall, through a view of the block, and a second view at the same
-// offset gets no second set of prefetches. The distance option: 8 KiB
-// ahead is 2048 elements.
+// offset gets no second set of prefetches. The block's 32 lines are
+// prefetched 16 in a row at most, the groups spread over the iteration
+// (before the block's view, and halfway through the ops after it). The
+// distance option: 8 KiB ahead is 2048 elements.
 // CHECK-LABEL: func.func @forall
 // CHECK: scf.forall (%[[I:.*]]) =
 // CHECK:   arith.addi %[[I]], %c1024
-// CHECK-COUNT-32: memref.prefetch
+// CHECK-COUNT-16: memref.prefetch
+// CHECK-NOT: memref.prefetch
+// CHECK:   memref.subview %{{.*}}[%[[I]]] [512] [1]
+// CHECK:   vector.transfer_read
+// CHECK-COUNT-16: memref.prefetch
 // CHECK-NOT: memref.prefetch
 // OPTS-LABEL: func.func @forall
 // OPTS: arith.addi %{{.*}}, %c2048

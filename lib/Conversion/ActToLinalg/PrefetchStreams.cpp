@@ -88,6 +88,22 @@ static bool isWrittenThrough(Value view) {
   return false;
 }
 
+/// The ops an execution of `op` runs: itself, and its regions' ops times
+/// their trip counts where those are static (an scf.for with constant
+/// bounds), once otherwise.
+static int64_t countWork(Operation *op) {
+  int64_t work = 1;
+  int64_t trips = 1;
+  if (auto loop = dyn_cast<LoopLikeOpInterface>(op))
+    if (std::optional<APInt> count = loop.getStaticTripCount())
+      trips = count->getSExtValue();
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      for (Operation &inner : block)
+        work += trips * countWork(&inner);
+  return work;
+}
+
 /// Whether `value` is defined outside `loop`.
 static bool isDefinedOutside(Value value, Operation *loop) {
   return !loop->isAncestor(value.getParentRegion()->getParentOp()) &&
@@ -112,6 +128,12 @@ struct ActPrefetchStreamsPass
       if (!step || *step <= 0)
         return;
       Value iv = (*ivs)[0];
+      // The ops of one iteration.
+      int64_t work = 0;
+      for (Region &region : loop->getRegions())
+        for (Block &block : region)
+          for (Operation &op : block)
+            work += countWork(&op);
       // One prefetch per source and offset (an encode reads its chunk
       // through several views).
       llvm::DenseSet<std::pair<Value, Value>> seen;
@@ -121,6 +143,9 @@ struct ActPrefetchStreamsPass
             std::optional<int64_t> lineElements =
                 match(subview, iv, *step, loop);
             if (!lineElements)
+              continue;
+            int64_t size = *getConstantIntValue(subview.getMixedSizes()[0]);
+            if (work < minOpsPerLine * (size / *lineElements))
               continue;
             if (!seen.insert({subview.getSource(), subview.getOffsets()[0]})
                      .second)

@@ -1,5 +1,6 @@
-// RUN: act-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(act-prefetch-streams))' | FileCheck %s
-// RUN: act-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(act-prefetch-streams{distance=8192 min-block-bytes=2048}))' | FileCheck %s --check-prefix=OPTS
+// RUN: act-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(act-prefetch-streams{min-ops-per-line=0}))' | FileCheck %s
+// RUN: act-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(act-prefetch-streams{distance=8192 min-block-bytes=2048 min-ops-per-line=0}))' | FileCheck %s --check-prefix=OPTS
+// RUN: act-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(act-prefetch-streams))' | FileCheck %s --check-prefix=DEFAULT
 
 // An encode's chunk loop: iteration i reads elements [256 i, 256 i + 256)
 // (1 KiB, 16 lines) and prefetches the 16 lines 4 KiB (1024 elements)
@@ -137,6 +138,61 @@ func.func @not_streams(%x: memref<65536xf32>, %small: memref<4096xf32>, %out: me
     %r = vector.transfer_read %s[%c0], %cst {in_bounds = [true]} : memref<256xf32, strided<[1], offset: ?>>, vector<256xf32>
     vector.transfer_write %r, %out[%o] {in_bounds = [true]} : vector<256xf32>, memref<65536xf32>
     memref.dealloc %inner : memref<65536xf32>
+  }
+  return
+}
+
+// -----
+
+// The default min-ops-per-line (16): the loops above run a handful of ops
+// per line and are left alone. A loop that reads 8 lines per iteration
+// and runs 64 x 3 ops in a nested loop of static trip count (work 196 >=
+// 16 x 8) is prefetched; the same with 8 x 3 (work 28) is not.
+// DEFAULT-LABEL: func.func @chunks
+// DEFAULT-NOT: memref.prefetch
+// DEFAULT-LABEL: func.func @heavy
+// DEFAULT-COUNT-8: memref.prefetch
+// DEFAULT-NOT: memref.prefetch
+// DEFAULT: return
+// DEFAULT-LABEL: func.func @light
+// DEFAULT-NOT: memref.prefetch
+// DEFAULT: return
+func.func @heavy(%x: memref<65536xf32>, %out: memref<65536xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %cst = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c64 step %c1 {
+    %o = arith.muli %i, %c128 : index
+    %s = memref.subview %x[%o] [128] [1] : memref<65536xf32> to memref<128xf32, strided<[1], offset: ?>>
+    %v = vector.transfer_read %s[%c0], %cst {in_bounds = [true]} : memref<128xf32, strided<[1], offset: ?>>, vector<128xf32>
+    %r = scf.for %k = %c0 to %c64 step %c1 iter_args(%acc = %v) -> (vector<128xf32>) {
+      %m = arith.mulf %acc, %acc : vector<128xf32>
+      %a = arith.addf %m, %v : vector<128xf32>
+      scf.yield %a : vector<128xf32>
+    }
+    vector.transfer_write %r, %out[%o] {in_bounds = [true]} : vector<128xf32>, memref<65536xf32>
+  }
+  return
+}
+func.func @light(%x: memref<65536xf32>, %out: memref<65536xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %cst = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c64 step %c1 {
+    %o = arith.muli %i, %c128 : index
+    %s = memref.subview %x[%o] [128] [1] : memref<65536xf32> to memref<128xf32, strided<[1], offset: ?>>
+    %v = vector.transfer_read %s[%c0], %cst {in_bounds = [true]} : memref<128xf32, strided<[1], offset: ?>>, vector<128xf32>
+    %r = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %v) -> (vector<128xf32>) {
+      %m = arith.mulf %acc, %acc : vector<128xf32>
+      %a = arith.addf %m, %v : vector<128xf32>
+      scf.yield %a : vector<128xf32>
+    }
+    vector.transfer_write %r, %out[%o] {in_bounds = [true]} : vector<128xf32>, memref<65536xf32>
   }
   return
 }

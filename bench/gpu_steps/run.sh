@@ -34,10 +34,13 @@ ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 if [ -n "$ncu" ] && grep -qx vgg_q2 steps/list; then
   echo "== ncu: vgg_q2, kernel time by launch shape"
   mapfile -t args < steps/vgg_q2.args
-  "$ncu" --metrics gpu__time_duration.sum --csv bin/act-run steps/vgg_q2.mlir \
+  "$ncu" --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed \
+    --csv bin/act-run steps/vgg_q2.mlir \
     "${args[@]}" --repeat=1 --device=gpu --output-dir=gpu/profile \
     > profile.csv 2> /dev/null
   python3 profile.py profile.csv 15 || status=1
+  # The CSV itself, where the caller collects files (the device tool's $OUT).
+  [ -n "${OUT:-}" ] && cp profile.csv "$OUT/"
 fi
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo "== PyTorch eager, the same models and batches"

@@ -242,6 +242,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     GPUPipelineOptions options;
     options.chip = target.chip;
     options.features = target.features;
+    options.maxPartialBytes = target.maxPartialBytes;
     buildGPUPipeline(pm, options);
   } else {
     CPUPipelineOptions options;

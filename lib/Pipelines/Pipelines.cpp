@@ -44,7 +44,8 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
                      bool recordStorage = false,
                      bool decodeIntoConsumers = false, int64_t threads = 1,
                      int64_t fuseMaxOperands = 16, int64_t chunkPasses = 3,
-                     bool poolInPlace = false, int64_t prefetchDistance = 0) {
+                     bool poolInPlace = false, int64_t prefetchDistance = 0,
+                     int64_t maxPartialBytes = 262144) {
   bool vectorize = target == act::LoweringTarget::CPU;
   act::ConvertActToLinalgPassOptions lowering;
   lowering.target = target;
@@ -88,8 +89,11 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // GPU: a reduction with few outputs (BatchNorm's sums, a weight
   // gradient) sums partial results of its outer reduction loops in
   // parallel first, instead of one thread per output looping over all.
-  if (target == act::LoweringTarget::GPU)
-    pm.addNestedPass<func::FuncOp>(act::createActSplitReductionsPass());
+  if (target == act::LoweringTarget::GPU) {
+    act::ActSplitReductionsPassOptions split;
+    split.maxPartialBytes = maxPartialBytes;
+    pm.addNestedPass<func::FuncOp>(act::createActSplitReductionsPass(split));
+  }
   if (target != act::LoweringTarget::GPU) {
     // The lowering's per-chunk kernels and the graph's elementwise ops and
     // reductions as vector code (16 lanes: an AVX-512 register of f32, two
@@ -375,7 +379,11 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
   pm.addPass(
       std::make_unique<CheckGPUTargetPass>(options.chip, options.features));
   buildBufferizedLoops(pm, options.resultsToOutParams, act::LoweringTarget::GPU,
-                       options.blockSize);
+                       options.blockSize, /*recordStorage=*/false,
+                       /*decodeIntoConsumers=*/false, /*threads=*/1,
+                       /*fuseMaxOperands=*/16, /*chunkPasses=*/3,
+                       /*poolInPlace=*/false, /*prefetchDistance=*/0,
+                       options.maxPartialBytes);
   // Every copy as linalg.copy, hence a kernel: a copy left on the host
   // would read the device buffers the caller passes (managed memory only
   // hides that, at a page migration per call).

@@ -95,6 +95,11 @@ static cl::opt<std::string> gpuChip("gpu-chip", cl::init("sm_90"),
                                     cl::desc("--device=gpu: the NVIDIA "
                                              "architecture"),
                                     cl::cat(runCategory));
+static cl::opt<int64_t> gpuMaxPartialBytes(
+    "gpu-max-partial-bytes", cl::init(262144),
+    cl::desc("--device=gpu: act-gpu-pipeline{max-partial-bytes}, the most "
+             "bytes of partial results a split reduction keeps"),
+    cl::cat(runCategory));
 static cl::opt<std::string> gpuFeatures("gpu-features", cl::init("+ptx80"),
                                         cl::desc("--device=gpu: PTX features"),
                                         cl::cat(runCategory));
@@ -487,6 +492,7 @@ int main(int argc, char **argv) {
     return fail("--storage is not available with --device=gpu (use "
                 "--device=cpu or gpu-emulated: the same storage)");
   target.chip = gpuChip;
+  target.maxPartialBytes = gpuMaxPartialBytes;
   target.features = gpuFeatures;
   // --fewbit-sensitivity compiles variants of the graph as it is now.
   OwningOpRef<ModuleOp> graph;

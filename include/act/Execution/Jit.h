@@ -59,6 +59,8 @@ struct JitTarget {
   bool gpu = false;
   /// act-gpu-pipeline's chip and PTX features.
   std::string chip = "sm_90", features = "+ptx80";
+  /// act-gpu-pipeline{max-partial-bytes}.
+  int64_t maxPartialBytes = 262144;
   /// CPU only: the encodings lowered to the GPU kernels, run as loops
   /// (act-cpu-pipeline{emulate-gpu-kernels}).
   bool emulateGpuKernels = false;

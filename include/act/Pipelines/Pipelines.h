@@ -123,6 +123,13 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
                      "tiled (tiles map to blocks, their iterations to "
                      "threads)"),
       llvm::cl::init(256)};
+  Option<int64_t> maxPartialBytes{
+      *this, "max-partial-bytes",
+      llvm::cl::desc("act-split-reductions{max-partial-bytes}: the most "
+                     "bytes of partial results a split reduction keeps "
+                     "(more: more parallel weight gradients, a higher "
+                     "peak)"),
+      llvm::cl::init(262144)};
   Option<bool> resultsToOutParams{
       *this, "results-to-out-params",
       llvm::cl::desc("return tensors through caller-allocated buffers (the "

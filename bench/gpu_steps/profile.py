@@ -1,9 +1,9 @@
 """Kernel time of one act-run GPU step by launch shape, from Nsight Compute's
 CSV (`ncu --metrics gpu__time_duration.sum[,dram__throughput...,sm__throughput...]
 --csv ...`): total kernel time, then the shapes (grid x block) that take the
-most, with their launch counts, then the kernels (by name) that take the
-most, with their DRAM and SM throughput as a percentage of peak where the
-CSV has them (a kernel far below both is bound by latency or launches).
+most, with their launch counts, then the costliest launches, with their
+DRAM and SM throughput as a percentage of peak where the CSV has them (a
+kernel far below both is bound by latency, or has too few threads).
 Usage: profile.py NCU.csv [TOP]"""
 import csv
 import sys
@@ -47,20 +47,16 @@ def main():
     print(f"{launches} launches, {total:.2f} ms of kernel time")
     for key, (count, ms) in sorted(shapes.items(), key=lambda kv: -kv[1][1])[:top]:
         print(f"  {ms:8.2f} ms  {count:4d} launches  {key}")
-    kernels = defaultdict(lambda: {"ms": 0.0, "n": 0, "dram": 0.0, "sm": 0.0, "shape": ""})
-    for launch in per_launch.values():
-        if "ms" not in launch:
-            continue
-        k = kernels[launch["name"]]
-        k["ms"] += launch["ms"]
-        k["n"] += 1
-        k["shape"] = launch["shape"]
-        k["dram"] += launch.get("dram__throughput.avg.pct_of_peak_sustained_elapsed", float("nan"))
-        k["sm"] += launch.get("sm__throughput.avg.pct_of_peak_sustained_elapsed", float("nan"))
-    print(f"kernels by time ({len(kernels)} distinct; DRAM and SM: % of peak, mean over launches)")
-    for name, k in sorted(kernels.items(), key=lambda kv: -kv[1]["ms"])[:top]:
-        print(f"  {k['ms']:8.2f} ms  {k['n']:4d} x  DRAM {k['dram'] / k['n']:5.1f}  "
-              f"SM {k['sm'] / k['n']:5.1f}  {k['shape']}  {name}")
+    # MLIR names every outlined kernel after its function, each in a module
+    # of its own: launches are told apart by their order (ncu's ID), which
+    # follows the lowered step's gpu.launch_func ops.
+    timed = [(int(i), l) for i, l in per_launch.items() if "ms" in l]
+    print("costliest launches (ID = launch order; DRAM, SM: % of peak)")
+    for i, l in sorted(timed, key=lambda kv: -kv[1]["ms"])[:top]:
+        dram = l.get("dram__throughput.avg.pct_of_peak_sustained_elapsed", float("nan"))
+        sm = l.get("sm__throughput.avg.pct_of_peak_sustained_elapsed", float("nan"))
+        print(f"  {l['ms']:8.3f} ms  ID {i:4d}  DRAM {dram:5.1f}  SM {sm:5.1f}  "
+              f"{l['shape']}  {l['name']}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTPREFETCHSTREAMSPASS
@@ -91,16 +92,18 @@ static bool isWrittenThrough(Value view) {
 /// The ops an execution of `op` runs: itself, and its regions' ops times
 /// their trip counts where those are static (an scf.for with constant
 /// bounds), once otherwise.
-static int64_t countWork(Operation *op) {
-  int64_t work = 1;
-  int64_t trips = 1;
+static uint64_t countWork(Operation *op) {
+  uint64_t work = 1;
+  uint64_t trips = 1;
   if (auto loop = dyn_cast<LoopLikeOpInterface>(op))
     if (std::optional<APInt> count = loop.getStaticTripCount())
-      trips = count->getSExtValue();
+      trips = count->getZExtValue();
+  // (Saturating: nested loops' trip counts multiply.)
   for (Region &region : op->getRegions())
     for (Block &block : region)
       for (Operation &inner : block)
-        work += trips * countWork(&inner);
+        work = llvm::SaturatingAdd(
+            work, llvm::SaturatingMultiply(trips, countWork(&inner)));
   return work;
 }
 
@@ -129,11 +132,11 @@ struct ActPrefetchStreamsPass
         return;
       Value iv = (*ivs)[0];
       // The ops of one iteration.
-      int64_t work = 0;
+      uint64_t work = 0;
       for (Region &region : loop->getRegions())
         for (Block &block : region)
           for (Operation &op : block)
-            work += countWork(&op);
+            work = llvm::SaturatingAdd(work, countWork(&op));
       // One prefetch per source and offset (an encode reads its chunk
       // through several views).
       llvm::DenseSet<std::pair<Value, Value>> seen;
@@ -145,7 +148,8 @@ struct ActPrefetchStreamsPass
             if (!lineElements)
               continue;
             int64_t size = *getConstantIntValue(subview.getMixedSizes()[0]);
-            if (work < minOpsPerLine * (size / *lineElements))
+            if (work < uint64_t(std::max<int64_t>(minOpsPerLine, 0)) *
+                           uint64_t(size / *lineElements))
               continue;
             if (!seen.insert({subview.getSource(), subview.getOffsets()[0]})
                      .second)
@@ -164,8 +168,10 @@ struct ActPrefetchStreamsPass
     auto source = dyn_cast<MemRefType>(subview.getSource().getType());
     if (!source || source.getRank() != 1 || subview.getType().getRank() != 1)
       return std::nullopt;
+    if (!source.getElementType().isIntOrFloat())
+      return std::nullopt;
     int64_t bits = source.getElementTypeBitWidth();
-    if (!source.getElementType().isIntOrFloat() || bits % 8 != 0)
+    if (bits % 8 != 0)
       return std::nullopt;
     int64_t elementBytes = bits / 8;
     if (!source.isLastDimUnitStride() ||

@@ -196,3 +196,22 @@ func.func @light(%x: memref<65536xf32>, %out: memref<65536xf32>) {
   }
   return
 }
+
+// -----
+
+// A buffer of index elements (no byte width) is left alone.
+// CHECK-LABEL: func.func @index_elements
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func @index_elements(%x: memref<65536xindex>, %out: memref<256xindex>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  scf.for %i = %c0 to %c256 step %c1 {
+    %o = arith.muli %i, %c256 : index
+    %s = memref.subview %x[%o] [256] [1] : memref<65536xindex> to memref<256xindex, strided<[1], offset: ?>>
+    %v = memref.load %s[%c0] : memref<256xindex, strided<[1], offset: ?>>
+    memref.store %v, %out[%i] : memref<256xindex>
+  }
+  return
+}

@@ -7,8 +7,9 @@
 // RUN: act-opt %s -act-split-reductions | FileCheck %s
 // RUN: act-opt %s -act-split-reductions="min-threads=64" | FileCheck %s --check-prefix=FEW
 // RUN: act-opt %s -act-split-reductions="max-partial-bytes=8192" | FileCheck %s --check-prefix=FEW
-// The pipeline's option reaches the pass (act-run --gpu-max-partial-bytes).
-// RUN: act-opt %s "-act-gpu-pipeline=max-partial-bytes=8192" -mlir-print-ir-after=act-split-reductions -o /dev/null 2>&1 | FileCheck %s --check-prefix=FEW
+// The pipeline's option reaches the pass (act-run --gpu-max-partial-bytes;
+// one thread, so that the functions print in order).
+// RUN: act-opt %s "-act-gpu-pipeline=max-partial-bytes=8192" -mlir-disable-threading -mlir-print-ir-after=act-split-reductions -o /dev/null 2>&1 | FileCheck %s --check-prefix=FEW
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: act-opt %s -act-split-reductions -o %t/split.mlir
 // RUN: act-run %s --entry=stats --output-dir=%t/whole > /dev/null

@@ -164,7 +164,7 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // Loops that stream through a buffer (an encode's chunks) prefetch the
   // blocks of later iterations: one core's hardware prefetchers alone left
   // an encode waiting on memory for a third of its time.
-  if (prefetchDistance > 0) {
+  if (prefetchDistance != 0) {
     act::ActPrefetchStreamsPassOptions prefetch;
     prefetch.distance = prefetchDistance;
     pm.addNestedPass<func::FuncOp>(act::createActPrefetchStreamsPass(prefetch));

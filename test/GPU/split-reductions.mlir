@@ -10,6 +10,11 @@
 // The pipeline's option reaches the pass (act-run --gpu-max-partial-bytes;
 // one thread, so that the functions print in order).
 // RUN: act-opt %s "-act-gpu-pipeline=max-partial-bytes=8192" -mlir-disable-threading -mlir-print-ir-after=act-split-reductions -o /dev/null 2>&1 | FileCheck %s --check-prefix=FEW
+// Negative options are errors at the option.
+// RUN: not act-opt %s -act-split-reductions="max-partial-bytes=-1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not act-run %s --entry=stats --gpu-max-partial-bytes=-2 2>&1 | FileCheck %s --check-prefix=NEGEXEC
+// BAD: act-split-reductions option 'max-partial-bytes':0:0: error: act-split-reductions: max-partial-bytes must be 0 or positive, got -1
+// NEGEXEC: act-run: error: --gpu-max-partial-bytes must be 0 or positive, not -2
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: act-opt %s -act-split-reductions -o %t/split.mlir
 // RUN: act-run %s --entry=stats --output-dir=%t/whole > /dev/null

@@ -9,6 +9,11 @@
 // RUN: act-run %s --entry=roundtrip --output-dir=%t/on | FileCheck %s --check-prefix=EXEC
 // RUN: act-run %s --entry=roundtrip --prefetch-ahead=0 --output-dir=%t/off
 // RUN: cmp %t/on/result_0.npy %t/off/result_0.npy
+// Negative distances are errors, not silently off.
+// RUN: not act-run %s --entry=roundtrip --prefetch-ahead=-1 2>&1 | FileCheck %s --check-prefix=NEGEXEC
+// RUN: not act-opt %s "-act-cpu-pipeline=prefetch-distance=-3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADPIPE
+// NEGEXEC: act-run: error: --prefetch-ahead must be 0 (no prefetch) or positive, not -1
+// BADPIPE: act-prefetch-streams option 'distance':0:0: error: act-prefetch-streams: distance must be 0 or positive, got -3
 // CHECK-LABEL: llvm.func @roundtrip
 // CHECK-COUNT-16: "llvm.intr.prefetch"
 // CHECK-NOT: "llvm.intr.prefetch"

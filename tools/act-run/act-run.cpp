@@ -446,6 +446,12 @@ int main(int argc, char **argv) {
     return fail("--threads must be 0 (every core) or positive, not " +
                 llvm::Twine(int(threads)));
   rt::setThreads(threads);
+  if (prefetchAhead < 0)
+    return fail("--prefetch-ahead must be 0 (no prefetch) or positive, not " +
+                llvm::Twine(int64_t(prefetchAhead)));
+  if (gpuMaxPartialBytes < 0)
+    return fail("--gpu-max-partial-bytes must be 0 or positive, not " +
+                llvm::Twine(int64_t(gpuMaxPartialBytes)));
 
   DialectRegistry registry;
   registerAllDialects(registry);

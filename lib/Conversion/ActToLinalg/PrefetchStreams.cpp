@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "act/Conversion/Passes.h"
+#include "act/Support/OptionLoc.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -118,8 +119,22 @@ struct ActPrefetchStreamsPass
     : act::impl::ActPrefetchStreamsPassBase<ActPrefetchStreamsPass> {
   using Base::Base;
 
+  LogicalResult initialize(MLIRContext *context) override {
+    for (auto [name, value] :
+         {std::pair<StringRef, int64_t>("distance", distance),
+          {"min-bytes", minBytes},
+          {"min-block-bytes", minBlockBytes},
+          {"min-ops-per-line", minOpsPerLine}})
+      if (value < 0)
+        return emitError(
+                   act::getOptionLoc(context, "act-prefetch-streams", name))
+               << "act-prefetch-streams: " << name
+               << " must be 0 or positive, got " << value;
+    return success();
+  }
+
   void runOnOperation() override {
-    if (distance <= 0)
+    if (distance == 0)
       return;
     SmallVector<std::pair<memref::SubViewOp, int64_t>> streams;
     getOperation().walk([&](LoopLikeOpInterface loop) {
@@ -148,7 +163,7 @@ struct ActPrefetchStreamsPass
             if (!lineElements)
               continue;
             int64_t size = *getConstantIntValue(subview.getMixedSizes()[0]);
-            if (work < uint64_t(std::max<int64_t>(minOpsPerLine, 0)) *
+            if (work < uint64_t(int64_t(minOpsPerLine)) *
                            uint64_t(size / *lineElements))
               continue;
             if (!seen.insert({subview.getSource(), subview.getOffsets()[0]})

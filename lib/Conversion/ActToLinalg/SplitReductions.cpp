@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "act/Conversion/Passes.h"
+#include "act/Support/OptionLoc.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -172,6 +173,18 @@ SmallVector<linalg::GenericOp> split(RewriterBase &rewriter,
 struct SplitReductionsPass
     : act::impl::ActSplitReductionsPassBase<SplitReductionsPass> {
   using Base::Base;
+  LogicalResult initialize(MLIRContext *context) override {
+    for (auto [name, value] :
+         {std::pair<StringRef, int64_t>("min-threads", minThreads),
+          {"min-work", minWork},
+          {"max-partial-bytes", maxPartialBytes}})
+      if (value < 0)
+        return emitError(
+                   act::getOptionLoc(context, "act-split-reductions", name))
+               << "act-split-reductions: " << name
+               << " must be 0 or positive, got " << value;
+    return success();
+  }
   void runOnOperation() override {
     SmallVector<linalg::LinalgOp> ops;
     getOperation().walk([&](linalg::LinalgOp op) {

@@ -1,6 +1,8 @@
 // RUN: act-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(act-prefetch-streams{min-ops-per-line=0}))' | FileCheck %s
 // RUN: act-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(act-prefetch-streams{distance=8192 min-block-bytes=2048 min-ops-per-line=0}))' | FileCheck %s --check-prefix=OPTS
 // RUN: act-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(act-prefetch-streams))' | FileCheck %s --check-prefix=DEFAULT
+// RUN: not act-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(act-prefetch-streams{min-ops-per-line=-2}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: act-prefetch-streams option 'min-ops-per-line':0:0: error: act-prefetch-streams: min-ops-per-line must be 0 or positive, got -2
 
 // An encode's chunk loop: iteration i reads elements [256 i, 256 i + 256)
 // (1 KiB, 16 lines) and prefetches the 16 lines 4 KiB (1024 elements)

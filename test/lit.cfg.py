@@ -29,7 +29,7 @@ llvm_config.use_default_substitutions()
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [os.path.join(config.act_obj_root, "bin"), config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["act-opt", "act-run", "act-fewbit-table", "llvm-readelf"], tool_dirs)
+llvm_config.add_tool_substitutions(["act-opt", "act-run", "act-fewbit-table", "act-bench-kernels", "llvm-readelf"], tool_dirs)
 
 # scripts/test.sh --sanitize: act is built with ASan, so its plugin cannot
 # load into the stock (uninstrumented) mlir-opt.

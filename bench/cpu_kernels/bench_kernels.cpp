@@ -7,7 +7,10 @@
 // buffers), runs them on one core, and prints GB/s counting bytes read plus
 // written, next to memcpy of the same tensor measured in the same run.
 //
-//   act-bench-kernels [--mib=256] [--runs=5] [--workers=1] [--only=TEXT]
+//   act-bench-kernels [--mib=256 | --kib=N [--calls=K]] [--runs=5]
+//                     [--workers=1] [--prefetch-ahead=4096] [--only=TEXT]
+//
+// --kib with --calls measures the kernels in cache (their compute).
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +48,14 @@ namespace cl = llvm::cl;
 
 static cl::opt<unsigned> mib("mib", cl::init(256),
                              cl::desc("tensor size in MiB of f32"));
+static cl::opt<unsigned>
+    kib("kib", cl::init(0),
+        cl::desc("tensor size in KiB of f32, instead of --mib (with "
+                 "--calls: the kernels' speed in cache)"));
+static cl::opt<unsigned>
+    calls("calls", cl::init(1),
+          cl::desc("calls per timed run (each kernel and each memcpy), the "
+                   "time divided by them"));
 static cl::opt<unsigned> runs("runs", cl::init(5),
                               cl::desc("timed runs per kernel (median)"));
 static cl::opt<std::string>
@@ -98,11 +109,21 @@ double median(std::vector<double> t) {
   return t[t.size() / 2];
 }
 
+/// Seconds per call of `fn`, timed over --calls calls.
+template <typename Fn> double secondsPerCall(Fn fn) {
+  unsigned count = std::max(1u, unsigned(calls));
+  return seconds([&] {
+           for (unsigned c = 0; c < count; ++c)
+             fn();
+         }) /
+         count;
+}
+
 template <typename Fn> double medianSeconds(Fn fn) {
   fn(); // warm up
   std::vector<double> t;
   for (unsigned r = 0; r < runs; ++r)
-    t.push_back(seconds(fn));
+    t.push_back(secondsPerCall(fn));
   return median(t);
 }
 
@@ -116,8 +137,8 @@ std::pair<double, double> pairedWithCopy(Fn fn, void *to, const void *from,
   fn(); // warm up
   std::vector<double> t, copyOverFn;
   for (unsigned r = 0; r < runs; ++r) {
-    double copy = seconds([&] { std::memcpy(to, from, bytes); });
-    t.push_back(seconds(fn));
+    double copy = secondsPerCall([&] { std::memcpy(to, from, bytes); });
+    t.push_back(secondsPerCall(fn));
     copyOverFn.push_back(copy / t.back());
   }
   return {median(t), median(copyOverFn)};
@@ -142,7 +163,12 @@ int main(int argc, char **argv) {
   // once freed, as in every step act runs (act-run, the training engine):
   // a 128 MiB buffer freed and allocated again is not page-faulted afresh.
   ::act::rt::keepFreedMemory();
-  int64_t n = int64_t(mib) * 1024 * 1024 / 4;
+  int64_t n = kib ? int64_t(kib) * 1024 / 4 : int64_t(mib) * 1024 * 1024 / 4;
+  if (n < 4096 || n % 4096) {
+    llvm::errs() << "act-bench-kernels: the tensor must be a positive "
+                    "multiple of 16 KiB\n";
+    return 1;
+  }
   size_t bytes = size_t(n) * 4;
   float *x = static_cast<float *>(allocTouched(bytes));
   float *y = static_cast<float *>(allocTouched(bytes));
@@ -157,11 +183,12 @@ int main(int argc, char **argv) {
   double copy = medianSeconds([&] { std::memcpy(y, x, bytes); });
   double copyRate = 2.0 * double(bytes) / copy / 1e9;
   llvm::outs() << llvm::formatv(
-      "tensor: {0} f32 ({1} MiB); encodes and decodes on {3} worker(s), "
-      "memcpy on one core; median of {2} runs; GB/s count bytes read + "
-      "written; /memcpy: the median over runs of the rate relative to a "
-      "memcpy timed just before it\n",
-      n, mib, unsigned(runs), std::max(1u, unsigned(threads)));
+      "tensor: {0} f32 ({1} KiB); encodes and decodes on {3} worker(s), "
+      "memcpy on one core; median of {2} runs of {4} call(s); GB/s count "
+      "bytes read + written; /memcpy: the median over runs of the rate "
+      "relative to a memcpy timed just before it\n",
+      n, n / 256, unsigned(runs), std::max(1u, unsigned(threads)),
+      std::max(1u, unsigned(calls)));
   llvm::outs() << llvm::formatv("memcpy: {0:f2} GB/s\n\n", copyRate);
   llvm::outs() << llvm::formatv("{0,-44} {1,9} {2,8} {3,9} {4,8}\n", "encoding",
                                 "encode", "/memcpy", "decode", "/memcpy");
@@ -216,8 +243,11 @@ int main(int argc, char **argv) {
     MLIRContext context(registry);
     context.loadAllAvailableDialects();
     std::vector<int64_t> shape = {n};
+    // (Below 256 KiB, one image of fewer channels.)
     if (item.spatial)
-      shape = {n / (64 * 32 * 32), 64, 32, 32};
+      shape = n % (64 * 32 * 32)
+                  ? std::vector<int64_t>{1, n / 1024, 32, 32}
+                  : std::vector<int64_t>{n / (64 * 32 * 32), 64, 32, 32};
     std::string dims;
     for (int64_t d : shape)
       dims += std::to_string(d) + "x";

@@ -13,9 +13,14 @@
 #define ACT_SUPPORT_OPTIONLOC_H
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Twine.h"
+
+#include <utility>
 
 namespace mlir::act {
 
@@ -25,6 +30,18 @@ inline Location getOptionLoc(MLIRContext *context, llvm::StringRef pass,
   return FileLineColLoc::get(
       StringAttr::get(context, llvm::Twine(pass) + " option '" + option + "'"),
       0, 0);
+}
+
+/// Options (name, value) of pass `pass` that may be 0 but not negative:
+/// success, or an error at the first negative one.
+inline LogicalResult checkNonNegativeOptions(
+    MLIRContext *context, llvm::StringRef pass,
+    llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> options) {
+  for (auto [name, value] : options)
+    if (value < 0)
+      return emitError(getOptionLoc(context, pass, name))
+             << pass << ": " << name << " must be 0 or positive, got " << value;
+  return success();
 }
 
 } // namespace mlir::act

@@ -120,17 +120,11 @@ struct ActPrefetchStreamsPass
   using Base::Base;
 
   LogicalResult initialize(MLIRContext *context) override {
-    for (auto [name, value] :
-         {std::pair<StringRef, int64_t>("distance", distance),
-          {"min-bytes", minBytes},
-          {"min-block-bytes", minBlockBytes},
-          {"min-ops-per-line", minOpsPerLine}})
-      if (value < 0)
-        return emitError(
-                   act::getOptionLoc(context, "act-prefetch-streams", name))
-               << "act-prefetch-streams: " << name
-               << " must be 0 or positive, got " << value;
-    return success();
+    return act::checkNonNegativeOptions(context, "act-prefetch-streams",
+                                        {{"distance", distance},
+                                         {"min-bytes", minBytes},
+                                         {"min-block-bytes", minBlockBytes},
+                                         {"min-ops-per-line", minOpsPerLine}});
   }
 
   void runOnOperation() override {

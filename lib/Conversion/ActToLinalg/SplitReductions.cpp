@@ -174,16 +174,11 @@ struct SplitReductionsPass
     : act::impl::ActSplitReductionsPassBase<SplitReductionsPass> {
   using Base::Base;
   LogicalResult initialize(MLIRContext *context) override {
-    for (auto [name, value] :
-         {std::pair<StringRef, int64_t>("min-threads", minThreads),
-          {"min-work", minWork},
-          {"max-partial-bytes", maxPartialBytes}})
-      if (value < 0)
-        return emitError(
-                   act::getOptionLoc(context, "act-split-reductions", name))
-               << "act-split-reductions: " << name
-               << " must be 0 or positive, got " << value;
-    return success();
+    return act::checkNonNegativeOptions(
+        context, "act-split-reductions",
+        {{"min-threads", minThreads},
+         {"min-work", minWork},
+         {"max-partial-bytes", maxPartialBytes}});
   }
   void runOnOperation() override {
     SmallVector<linalg::LinalgOp> ops;

@@ -90,22 +90,29 @@ static bool isWrittenThrough(Value view) {
   return false;
 }
 
+static uint64_t countWork(Operation *op);
+
+/// The ops one iteration of `op`'s regions runs (saturating: nested loops'
+/// trip counts multiply).
+static uint64_t iterationWork(Operation *op) {
+  uint64_t work = 0;
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      for (Operation &inner : block)
+        work = llvm::SaturatingAdd(work, countWork(&inner));
+  return work;
+}
+
 /// The ops an execution of `op` runs: itself, and its regions' ops times
 /// their trip counts where those are static (an scf.for with constant
 /// bounds), once otherwise.
 static uint64_t countWork(Operation *op) {
-  uint64_t work = 1;
   uint64_t trips = 1;
   if (auto loop = dyn_cast<LoopLikeOpInterface>(op))
     if (std::optional<APInt> count = loop.getStaticTripCount())
       trips = count->getZExtValue();
-  // (Saturating: nested loops' trip counts multiply.)
-  for (Region &region : op->getRegions())
-    for (Block &block : region)
-      for (Operation &inner : block)
-        work = llvm::SaturatingAdd(
-            work, llvm::SaturatingMultiply(trips, countWork(&inner)));
-  return work;
+  return llvm::SaturatingAdd(
+      uint64_t(1), llvm::SaturatingMultiply(trips, iterationWork(op)));
 }
 
 /// Whether `value` is defined outside `loop`.
@@ -115,6 +122,13 @@ static bool isDefinedOutside(Value value, Operation *loop) {
 }
 
 namespace {
+/// A block a loop's iteration reads: its view, its elements, and the
+/// elements of a cache line.
+struct Stream {
+  memref::SubViewOp subview;
+  int64_t size, lineElements;
+};
+
 struct ActPrefetchStreamsPass
     : act::impl::ActPrefetchStreamsPassBase<ActPrefetchStreamsPass> {
   using Base::Base;
@@ -130,7 +144,7 @@ struct ActPrefetchStreamsPass
   void runOnOperation() override {
     if (distance == 0)
       return;
-    SmallVector<std::pair<memref::SubViewOp, int64_t>> streams;
+    SmallVector<Stream> streams;
     getOperation().walk([&](LoopLikeOpInterface loop) {
       std::optional<SmallVector<Value>> ivs = loop.getLoopInductionVars();
       std::optional<SmallVector<OpFoldResult>> steps = loop.getLoopSteps();
@@ -140,40 +154,35 @@ struct ActPrefetchStreamsPass
       if (!step || *step <= 0)
         return;
       Value iv = (*ivs)[0];
-      // The ops of one iteration.
-      uint64_t work = 0;
-      for (Region &region : loop->getRegions())
-        for (Block &block : region)
-          for (Operation &op : block)
-            work = llvm::SaturatingAdd(work, countWork(&op));
+      // The ops of one iteration, counted once a block matches.
+      std::optional<uint64_t> work;
       // One prefetch per source and offset (an encode reads its chunk
       // through several views).
       llvm::DenseSet<std::pair<Value, Value>> seen;
       for (Region &region : loop->getRegions())
         for (Block &block : region)
           for (auto subview : block.getOps<memref::SubViewOp>()) {
-            std::optional<int64_t> lineElements =
-                match(subview, iv, *step, loop);
-            if (!lineElements)
+            std::optional<Stream> stream = match(subview, iv, *step, loop);
+            if (!stream)
               continue;
-            int64_t size = *getConstantIntValue(subview.getMixedSizes()[0]);
-            if (work < uint64_t(int64_t(minOpsPerLine)) *
-                           uint64_t(size / *lineElements))
+            if (!work)
+              work = iterationWork(loop);
+            if (*work < uint64_t(int64_t(minOpsPerLine)) *
+                            uint64_t(stream->size / stream->lineElements))
               continue;
             if (!seen.insert({subview.getSource(), subview.getOffsets()[0]})
                      .second)
               continue;
-            streams.push_back({subview, *lineElements});
+            streams.push_back(*stream);
           }
     });
-    for (auto [subview, lineElements] : streams)
-      prefetch(subview, lineElements);
+    for (const Stream &stream : streams)
+      prefetch(stream);
   }
 
-  /// The elements per cache line of `subview`'s stream, if it is one (see
-  /// the pass's description).
-  std::optional<int64_t> match(memref::SubViewOp subview, Value iv,
-                               int64_t step, LoopLikeOpInterface loop) {
+  /// `subview`'s stream, if it is one (see the pass's description).
+  std::optional<Stream> match(memref::SubViewOp subview, Value iv, int64_t step,
+                              LoopLikeOpInterface loop) {
     auto source = dyn_cast<MemRefType>(subview.getSource().getType());
     if (!source || source.getRank() != 1 || subview.getType().getRank() != 1)
       return std::nullopt;
@@ -204,21 +213,22 @@ struct ActPrefetchStreamsPass
       return std::nullopt;
     if (isWrittenThrough(subview.getResult()))
       return std::nullopt;
-    return kLineBytes / elementBytes;
+    return Stream{subview, *size, kLineBytes / elementBytes};
   }
 
-  /// Prefetches the lines of the block `distance` bytes after `subview`'s,
-  /// before `subview`.
-  void prefetch(memref::SubViewOp subview, int64_t lineElements) {
+  /// Prefetches the lines (at most kMaxLines) of the block `distance`
+  /// bytes after the stream's, from its view on.
+  void prefetch(const Stream &stream) {
+    memref::SubViewOp subview = stream.subview;
+    int64_t lineElements = stream.lineElements;
     OpBuilder b(subview);
     Location loc = subview.getLoc();
     Value source = subview.getSource();
     Value offset = subview.getOffsets()[0];
-    int64_t size = *getConstantIntValue(subview.getMixedSizes()[0]);
     int64_t elementBytes = kLineBytes / lineElements;
     int64_t ahead = llvm::divideCeil(int64_t(distance), elementBytes);
-    int64_t lines =
-        std::min<int64_t>(llvm::divideCeil(size, lineElements), kMaxLines);
+    int64_t lines = std::min<int64_t>(
+        llvm::divideCeil(stream.size, lineElements), kMaxLines);
     // The first line's element, clamped so that every line's is in the
     // buffer (an address past it would be out of bounds for the memref;
     // the prefetch itself could not fault). One clamp per iteration: the

@@ -36,22 +36,37 @@ void LLVMInitializeNVPTXTargetMC();
 
 using namespace mlir;
 
+namespace {
+/// What buildBufferizedLoops takes from either pipeline's options; each
+/// pipeline sets the fields that apply to it.
+struct BufferizedLoopsOptions {
+  bool resultsToOutParams = false;
+  act::LoweringTarget target = act::LoweringTarget::CPU;
+  int64_t gpuBlockSize = 256;
+  bool recordStorage = false;
+  bool decodeIntoConsumers = false;
+  int64_t threads = 1;
+  int64_t fuseMaxOperands = 16;
+  /// CPU: act-chunk-in-passes' max-passes (0: off).
+  int64_t chunkPasses = 0;
+  bool poolInPlace = false;
+  /// CPU: act-prefetch-streams' distance (0: off).
+  int64_t prefetchDistance = 0;
+  /// GPU: act-split-reductions' max-partial-bytes.
+  int64_t maxPartialBytes = 0;
+};
+} // namespace
+
 /// act ops to linalg, bufferized, deallocated after last use: what both the
 /// CPU and the GPU pipeline start from.
-static void
-buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
-                     act::LoweringTarget target, int64_t gpuBlockSize = 256,
-                     bool recordStorage = false,
-                     bool decodeIntoConsumers = false, int64_t threads = 1,
-                     int64_t fuseMaxOperands = 16, int64_t chunkPasses = 3,
-                     bool poolInPlace = false, int64_t prefetchDistance = 0,
-                     int64_t maxPartialBytes = 262144) {
-  bool vectorize = target == act::LoweringTarget::CPU;
+static void buildBufferizedLoops(OpPassManager &pm,
+                                 const BufferizedLoopsOptions &options) {
+  bool vectorize = options.target == act::LoweringTarget::CPU;
   act::ConvertActToLinalgPassOptions lowering;
-  lowering.target = target;
-  lowering.gpuBlockSize = gpuBlockSize;
-  lowering.recordStorage = recordStorage;
-  lowering.decodeIntoConsumers = decodeIntoConsumers;
+  lowering.target = options.target;
+  lowering.gpuBlockSize = options.gpuBlockSize;
+  lowering.recordStorage = options.recordStorage;
+  lowering.decodeIntoConsumers = options.decodeIntoConsumers;
   // Saved values are encoded as soon as they are computed, so that their
   // last forward reader may write in place.
   pm.addNestedPass<func::FuncOp>(act::createActHoistEncodesPass());
@@ -63,7 +78,7 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // elementwise ops write into an input that dies there (Gist's in-place):
   // the backward holds fewer full-size temporaries at a time.
   act::ActFuseElementwisePassOptions fuse;
-  fuse.maxOperands = fuseMaxOperands;
+  fuse.maxOperands = options.fuseMaxOperands;
   pm.addNestedPass<func::FuncOp>(act::createActFuseElementwisePass(fuse));
   // Batch-parallel regions (the attention backward) one chunk of the batch
   // at a time: their attention-sized temporaries never exist whole.
@@ -74,9 +89,9 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // CPU only, as the vector code: the GPU pipeline maps ops to kernels, and
   // its emulation (whose decodes are not per-element generics) runs the
   // stage whole, as the GPU does.
-  if (vectorize && chunkPasses > 0) {
+  if (vectorize && options.chunkPasses > 0) {
     act::ActChunkInPassesPassOptions chunking;
-    chunking.maxPasses = chunkPasses;
+    chunking.maxPasses = options.chunkPasses;
     pm.addNestedPass<func::FuncOp>(act::createActChunkInPassesPass(chunking));
   }
   // A weight gradient's per-element decoded input, one chunk of the batch
@@ -89,12 +104,12 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // GPU: a reduction with few outputs (BatchNorm's sums, a weight
   // gradient) sums partial results of its outer reduction loops in
   // parallel first, instead of one thread per output looping over all.
-  if (target == act::LoweringTarget::GPU) {
+  if (options.target == act::LoweringTarget::GPU) {
     act::ActSplitReductionsPassOptions split;
-    split.maxPartialBytes = maxPartialBytes;
+    split.maxPartialBytes = options.maxPartialBytes;
     pm.addNestedPass<func::FuncOp>(act::createActSplitReductionsPass(split));
   }
-  if (target != act::LoweringTarget::GPU) {
+  if (options.target != act::LoweringTarget::GPU) {
     // The lowering's per-chunk kernels and the graph's elementwise ops and
     // reductions as vector code (16 lanes: an AVX-512 register of f32, two
     // of AVX2). The emulated GPU kernels run beside the same vector code,
@@ -125,7 +140,7 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // buffer by the caller's) and no copy is left in the loops.
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
-  bool parallel = vectorize && threads > 1;
+  bool parallel = vectorize && options.threads > 1;
   if (parallel) {
     // CPU, threads: an encode's or decode's chunks (scf.forall) stay
     // parallel; their small temporaries (per-group statistics) go on the
@@ -144,7 +159,7 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   }
   // Matmuls and convolutions read transposed operands through views.
   pm.addNestedPass<func::FuncOp>(act::createActTransposeViewsPass());
-  if (resultsToOutParams) {
+  if (options.resultsToOutParams) {
     bufferization::BufferResultsToOutParamsPassOptions outParams;
     outParams.hoistStaticAllocs = true;
     outParams.modifyPublicFunctions = true;
@@ -159,14 +174,14 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
   // A max pool whose input dies there writes into the input's buffer,
   // which then gives back its tail (memref.realloc): only worth it where
   // the realloc really shrinks (act-shrink-reallocs, act's allocator).
-  if (poolInPlace)
+  if (options.poolInPlace)
     pm.addNestedPass<func::FuncOp>(act::createActPoolInPlacePass());
   // Loops that stream through a buffer (an encode's chunks) prefetch the
   // blocks of later iterations: one core's hardware prefetchers alone left
   // an encode waiting on memory for a third of its time.
-  if (prefetchDistance != 0) {
+  if (options.prefetchDistance != 0) {
     act::ActPrefetchStreamsPassOptions prefetch;
-    prefetch.distance = prefetchDistance;
+    prefetch.distance = options.prefetchDistance;
     pm.addNestedPass<func::FuncOp>(act::createActPrefetchStreamsPass(prefetch));
   }
   if (parallel) {
@@ -181,7 +196,7 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
     pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
     AsyncParallelForPassOptions async;
     async.asyncDispatch = true;
-    async.numWorkerThreads = int32_t(threads);
+    async.numWorkerThreads = int32_t(options.threads);
     async.minTaskSize = 512;
     pm.addPass(createAsyncParallelForPass(async));
     pm.addNestedPass<func::FuncOp>(act::createActHoistStackBuffersPass());
@@ -193,14 +208,19 @@ buildBufferizedLoops(OpPassManager &pm, bool resultsToOutParams,
 
 void mlir::act::buildCPUPipeline(OpPassManager &pm,
                                  const CPUPipelineOptions &options) {
-  buildBufferizedLoops(
-      pm, options.resultsToOutParams,
-      options.emulateGpuKernels ? act::LoweringTarget::GPUEmulated
-                                : act::LoweringTarget::CPU,
-      /*gpuBlockSize=*/256, options.recordStorage, options.decodeIntoConsumers,
-      options.threads, options.fuseMaxOperands, options.chunkPasses,
-      /*poolInPlace=*/options.countAllocations && options.poolInPlace,
-      options.emulateGpuKernels ? 0 : options.prefetchDistance);
+  BufferizedLoopsOptions loops;
+  loops.resultsToOutParams = options.resultsToOutParams;
+  loops.target = options.emulateGpuKernels ? act::LoweringTarget::GPUEmulated
+                                           : act::LoweringTarget::CPU;
+  loops.recordStorage = options.recordStorage;
+  loops.decodeIntoConsumers = options.decodeIntoConsumers;
+  loops.threads = options.threads;
+  loops.fuseMaxOperands = options.fuseMaxOperands;
+  loops.chunkPasses = options.chunkPasses;
+  loops.poolInPlace = options.countAllocations && options.poolInPlace;
+  loops.prefetchDistance =
+      options.emulateGpuKernels ? 0 : int64_t(options.prefetchDistance);
+  buildBufferizedLoops(pm, loops);
 
   // Contractions and convolutions call the runtime's kernels; the rest
   // (elementwise chains, reductions, the encodings) become loops.
@@ -378,12 +398,12 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
                                  const GPUPipelineOptions &options) {
   pm.addPass(
       std::make_unique<CheckGPUTargetPass>(options.chip, options.features));
-  buildBufferizedLoops(pm, options.resultsToOutParams, act::LoweringTarget::GPU,
-                       options.blockSize, /*recordStorage=*/false,
-                       /*decodeIntoConsumers=*/false, /*threads=*/1,
-                       /*fuseMaxOperands=*/16, /*chunkPasses=*/3,
-                       /*poolInPlace=*/false, /*prefetchDistance=*/0,
-                       options.maxPartialBytes);
+  BufferizedLoopsOptions loops;
+  loops.resultsToOutParams = options.resultsToOutParams;
+  loops.target = act::LoweringTarget::GPU;
+  loops.gpuBlockSize = options.blockSize;
+  loops.maxPartialBytes = options.maxPartialBytes;
+  buildBufferizedLoops(pm, loops);
   // Every copy as linalg.copy, hence a kernel: a copy left on the host
   // would read the device buffers the caller passes (managed memory only
   // hides that, at a page migration per call).

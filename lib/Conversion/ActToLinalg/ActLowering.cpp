@@ -1236,6 +1236,51 @@ static LLVM::LLVMFuncOp getCompressIntrinsic(OpBuilder &b, Location loc,
   return LLVM::LLVMFuncOp::create(b, loc, name, fnType);
 }
 
+/// Bitmap words per block of the CPU's sparse encode and decode (512
+/// elements): their loops over blocks are scf.forall, parallel with threads
+/// (a task of MLIR's async runtime takes at least 512 blocks).
+static constexpr int64_t kSparseBlockWords = 16;
+
+/// Block `k` of `words` bitmap words: its first word and its word count.
+static std::pair<Value, Value> sparseBlock(IndexMath &ix, Value k,
+                                           Value words) {
+  Value first = ix.mul(k, kSparseBlockWords);
+  return {first, ix.min(ix.c(kSparseBlockWords), ix.sub(words, first))};
+}
+
+/// `part` (1-D) into `into` at [offset, offset + size) in an scf.forall's
+/// in_parallel terminator (`size` built before it, outside).
+static void parallelInsertSized(OpBuilder &b, Location loc, Value part,
+                                Value into, Value offset, Value size) {
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, part, into, ArrayRef<OpFoldResult>{offset},
+      ArrayRef<OpFoldResult>{getAsOpFoldResult(size)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}
+
+/// Where each block's values start (an exclusive scan of `counts`, i32 per
+/// block, in sequence: a few thousand blocks) and the total, index values.
+static std::pair<Value, Value> blockOffsets(OpBuilder &b, Location loc,
+                                            Value counts, Value blocks) {
+  IndexMath ix{b, loc};
+  auto scan = scf::ForOp::create(
+      b, loc, ix.c(0), blocks, ix.c(1),
+      ValueRange{emptyRows(b, loc, blocks, {}, b.getIndexType()), ix.c(0)},
+      [&](OpBuilder &nb, Location nl, Value k, ValueRange iter) {
+        Value offsets =
+            tensor::InsertOp::create(nb, nl, iter[1], iter[0], ValueRange{k});
+        Value count = arith::IndexCastUIOp::create(
+            nb, nl, nb.getIndexType(),
+            tensor::ExtractOp::create(nb, nl, counts, ValueRange{k}));
+        scf::YieldOp::create(
+            nb, nl,
+            ValueRange{
+                offsets,
+                arith::AddIOp::create(nb, nl, iter[1], count).getResult()});
+      });
+  return {scan.getResult(0), scan.getResult(1)};
+}
+
 std::pair<Value, Value>
 mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
                              const LoweringOptions &options) {
@@ -1251,38 +1296,62 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
   // loop over words whose word is the bits of one vector compare.
   bool vectors = isCpuSparse(options, elementType);
   Value bitmapInit = emptyRows(b, loc, words, {}, i32);
-  Value bitmap;
+  Value bitmap, counts, blocks;
   if (vectors) {
-    bitmap =
-        scf::ForOp::create(
-            b, loc, ix.c(0), words, ix.c(1), ValueRange{bitmapInit},
-            [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
-              Value word;
-              int64_t lanes = sparseLanes(elementType);
-              for (int64_t h = 0; h < 32 / lanes; ++h) {
-                Value set =
-                    isNonzeroBits(nb, nl, readWordChunk(nb, nl, flat, w, h));
-                Value chunk = arith::ExtUIOp::create(
-                    nb, nl, i32,
-                    vector::ExtractOp::create(
-                        nb, nl,
-                        vector::BitCastOp::create(
-                            nb, nl,
-                            VectorType::get({1}, nb.getIntegerType(lanes)),
-                            set),
-                        ArrayRef<int64_t>{0}));
-                if (h)
-                  chunk = arith::ShLIOp::create(nb, nl, chunk,
-                                                i32Const(nb, nl, lanes * h));
-                word = h ? arith::OrIOp::create(nb, nl, word, chunk).getResult()
-                         : chunk;
-              }
-              scf::YieldOp::create(
-                  nb, nl,
-                  tensor::InsertOp::create(nb, nl, word, iter[0], ValueRange{w})
-                      .getResult());
-            })
-            .getResult(0);
+    // By blocks (scf.forall): each block's words and how many bits it
+    // sets.
+    blocks = ix.ceilDiv(words, kSparseBlockWords);
+    auto forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(blocks)},
+        ValueRange{bitmapInit, emptyRows(b, loc, blocks, {}, i32)},
+        std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forall.getTerminator());
+    Value k = forall.getInductionVar(0);
+    auto [first, size] = sparseBlock(ix, k, words);
+    auto loop = scf::ForOp::create(
+        b, loc, ix.c(0), size, ix.c(1),
+        ValueRange{slice(b, loc, forall.getRegionIterArgs()[0], first, size),
+                   i32Const(b, loc, 0)},
+        [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
+          Value w = arith::AddIOp::create(nb, nl, first, i);
+          Value word;
+          int64_t lanes = sparseLanes(elementType);
+          for (int64_t h = 0; h < 32 / lanes; ++h) {
+            Value set =
+                isNonzeroBits(nb, nl, readWordChunk(nb, nl, flat, w, h));
+            Value chunk = arith::ExtUIOp::create(
+                nb, nl, i32,
+                vector::ExtractOp::create(
+                    nb, nl,
+                    vector::BitCastOp::create(
+                        nb, nl, VectorType::get({1}, nb.getIntegerType(lanes)),
+                        set),
+                    ArrayRef<int64_t>{0}));
+            if (h)
+              chunk = arith::ShLIOp::create(nb, nl, chunk,
+                                            i32Const(nb, nl, lanes * h));
+            word = h ? arith::OrIOp::create(nb, nl, word, chunk).getResult()
+                     : chunk;
+          }
+          Value count = arith::AddIOp::create(
+              nb, nl, iter[1], math::CtPopOp::create(nb, nl, word));
+          scf::YieldOp::create(
+              nb, nl,
+              ValueRange{
+                  tensor::InsertOp::create(nb, nl, word, iter[0], ValueRange{i})
+                      .getResult(),
+                  count});
+        });
+    Value count = tensor::FromElementsOp::create(
+        b, loc, RankedTensorType::get({1}, i32), loop.getResult(1));
+    Value one = ix.c(1);
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    parallelInsertSized(b, loc, loop.getResult(0),
+                        forall.getRegionIterArgs()[0], first, size);
+    parallelInsertSized(b, loc, count, forall.getRegionIterArgs()[1], k, one);
+    bitmap = forall.getResult(0);
+    counts = forall.getResult(1);
   } else
     bitmap = generateFlat(
         b, loc, bitmapInit, [&](OpBuilder &nb, Location nl, Value w) -> Value {
@@ -1305,32 +1374,38 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
           return word;
         });
 
-  // The count of set bits: a reduction.
-  Value zero64 = arith::ConstantIntOp::create(b, loc, i64, 0);
-  Value acc =
-      linalg::FillOp::create(
-          b, loc, zero64,
-          tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64).getResult())
-          .getResult(0);
-  MLIRContext *ctx = b.getContext();
-  Value count =
-      linalg::GenericOp::create(
-          b, loc, acc.getType(), ValueRange{bitmap}, ValueRange{acc},
-          ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1),
-                              AffineMap::get(1, 0, {}, ctx)},
-          {utils::IteratorType::reduction},
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            Value pop = arith::ExtUIOp::create(
-                nb, nl, i64,
-                math::CtPopOp::create(nb, nl, args[0]).getResult());
-            linalg::YieldOp::create(
-                nb, nl,
-                arith::AddIOp::create(nb, nl, args[1], pop).getResult());
-          })
-          .getResult(0);
-  Value nonzeros = arith::IndexCastUIOp::create(
-      b, loc, b.getIndexType(),
-      tensor::ExtractOp::create(b, loc, count, ValueRange{}));
+  // How many bits are set: the blocks' counts in sequence (also where
+  // each block's values start), or a reduction.
+  Value nonzeros, offsets;
+  if (vectors) {
+    std::tie(offsets, nonzeros) = blockOffsets(b, loc, counts, blocks);
+  } else {
+    Value zero64 = arith::ConstantIntOp::create(b, loc, i64, 0);
+    Value acc = linalg::FillOp::create(
+                    b, loc, zero64,
+                    tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64)
+                        .getResult())
+                    .getResult(0);
+    MLIRContext *ctx = b.getContext();
+    Value count =
+        linalg::GenericOp::create(
+            b, loc, acc.getType(), ValueRange{bitmap}, ValueRange{acc},
+            ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1),
+                                AffineMap::get(1, 0, {}, ctx)},
+            {utils::IteratorType::reduction},
+            [&](OpBuilder &nb, Location nl, ValueRange args) {
+              Value pop = arith::ExtUIOp::create(
+                  nb, nl, i64,
+                  math::CtPopOp::create(nb, nl, args[0]).getResult());
+              linalg::YieldOp::create(
+                  nb, nl,
+                  arith::AddIOp::create(nb, nl, args[1], pop).getResult());
+            })
+            .getResult(0);
+    nonzeros = arith::IndexCastUIOp::create(
+        b, loc, b.getIndexType(),
+        tensor::ExtractOp::create(b, loc, count, ValueRange{}));
+  }
 
   // Dense fallback when the bitmap costs more than the zeros it saves
   // (isSparseDenseFallback).
@@ -1364,35 +1439,58 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
       auto vectorType = VectorType::get({lanes}, elementType);
       Value poison = ub::PoisonOp::create(b, loc, vectorType);
       LLVM::LLVMFuncOp compress = getCompressIntrinsic(b, loc, vectorType);
-      auto loop = scf::ForOp::create(
-          b, loc, ix.c(0), words, ix.c(1), ValueRange{values, ix.c(0)},
-          [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
-            Value word =
-                tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
-            Value into = iter[0], at = iter[1];
-            for (int64_t h = 0; h < 32 / lanes; ++h) {
-              auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
-              Value packed = LLVM::CallOp::create(
-                                 nb, nl, compress,
-                                 ValueRange{readWordChunk(nb, nl, flat, w, h),
-                                            mask, poison})
-                                 .getResult();
-              Value prefix = vector::CreateMaskOp::create(
-                  nb, nl, VectorType::get({lanes}, nb.getI1Type()),
-                  ValueRange{count});
-              into = vector::TransferWriteOp::create(
-                         nb, nl, packed, into, ValueRange{at},
-                         AffineMapAttr::get(nb.getMultiDimIdentityMap(1)),
-                         prefix, nb.getBoolArrayAttr({false}))
-                         .getResult();
-              at = arith::AddIOp::create(nb, nl, at, count);
-            }
-            scf::YieldOp::create(nb, nl, ValueRange{into, at});
-          });
+      // Block by block (scf.forall), each into its own span of the values.
+      Value blockValues;
+      {
+        OpBuilder::InsertionGuard blockGuard(b);
+        auto forall = scf::ForallOp::create(
+            b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(blocks)},
+            ValueRange{values}, std::nullopt);
+        b.setInsertionPoint(forall.getTerminator());
+        Value k = forall.getInductionVar(0);
+        auto [first, size] = sparseBlock(ix, k, words);
+        Value start = tensor::ExtractOp::create(b, loc, offsets, ValueRange{k});
+        Value count = arith::IndexCastUIOp::create(
+            b, loc, b.getIndexType(),
+            tensor::ExtractOp::create(b, loc, counts, ValueRange{k}));
+        auto loop = scf::ForOp::create(
+            b, loc, ix.c(0), size, ix.c(1),
+            ValueRange{
+                slice(b, loc, forall.getRegionIterArgs()[0], start, count),
+                ix.c(0)},
+            [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
+              Value w = arith::AddIOp::create(nb, nl, first, i);
+              Value word =
+                  tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
+              Value into = iter[0], at = iter[1];
+              for (int64_t h = 0; h < 32 / lanes; ++h) {
+                auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
+                Value packed = LLVM::CallOp::create(
+                                   nb, nl, compress,
+                                   ValueRange{readWordChunk(nb, nl, flat, w, h),
+                                              mask, poison})
+                                   .getResult();
+                Value prefix = vector::CreateMaskOp::create(
+                    nb, nl, VectorType::get({lanes}, nb.getI1Type()),
+                    ValueRange{count});
+                into = vector::TransferWriteOp::create(
+                           nb, nl, packed, into, ValueRange{at},
+                           AffineMapAttr::get(nb.getMultiDimIdentityMap(1)),
+                           prefix, nb.getBoolArrayAttr({false}))
+                           .getResult();
+                at = arith::AddIOp::create(nb, nl, at, count);
+              }
+              scf::YieldOp::create(nb, nl, ValueRange{into, at});
+            });
+        b.setInsertionPointToStart(forall.getTerminator().getBody());
+        parallelInsertSized(b, loc, loop.getResult(0),
+                            forall.getRegionIterArgs()[0], start, count);
+        blockValues = forall.getResult(0);
+      }
       scf::YieldOp::create(
           b, loc,
           ValueRange{tensor::CastOp::create(b, loc, bitmapType, bitmap),
-                     loop.getResult(0)});
+                     blockValues});
       return {ifOp.getResult(0), ifOp.getResult(1)};
     }
     Value values = tensor::EmptyOp::create(b, loc, {ShapedType::kDynamic},
@@ -1471,30 +1569,82 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
     auto vectorType = VectorType::get({lanes}, elementType);
     Value zeros = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(vectorType, b.getZeroAttr(elementType)));
-    auto loop = scf::ForOp::create(
-        b, loc, ix.c(0), stored, ix.c(1),
-        ValueRange{emptyRows(b, loc, n, {}, elementType), ix.c(0)},
-        [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
-          IndexMath nx{nb, nl};
-          Value word = tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
-          Value into = iter[0], at = iter[1];
-          for (int64_t h = 0; h < 32 / lanes; ++h) {
-            auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
-            Value x = vector::ExpandLoadOp::create(nb, nl, vectorType, from,
-                                                   ValueRange{at}, mask, zeros);
-            into = vector::TransferWriteOp::create(
-                       nb, nl, x, into,
-                       ValueRange{nx.add(nx.mul(w, 32), nx.c(lanes * h))},
-                       ArrayRef<bool>{false})
-                       .getResult();
-            at = arith::AddIOp::create(nb, nl, at, count);
-          }
-          scf::YieldOp::create(nb, nl, ValueRange{into, at});
-        });
+    // By blocks (scf.forall) as the encode's: each block's count of set
+    // bits, where its values start, then each block's elements.
+    Value blocks = ix.ceilDiv(stored, kSparseBlockWords);
+    Value counts;
+    {
+      OpBuilder::InsertionGuard blockGuard(b);
+      auto forall = scf::ForallOp::create(
+          b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(blocks)},
+          ValueRange{emptyRows(b, loc, blocks, {}, i32)}, std::nullopt);
+      b.setInsertionPoint(forall.getTerminator());
+      Value k = forall.getInductionVar(0);
+      auto [first, size] = sparseBlock(ix, k, stored);
+      auto loop = scf::ForOp::create(
+          b, loc, ix.c(0), size, ix.c(1), ValueRange{i32Const(b, loc, 0)},
+          [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
+            Value word = tensor::ExtractOp::create(
+                nb, nl, bitmap,
+                ValueRange{arith::AddIOp::create(nb, nl, first, i)});
+            scf::YieldOp::create(
+                nb, nl,
+                arith::AddIOp::create(nb, nl, iter[0],
+                                      math::CtPopOp::create(nb, nl, word))
+                    .getResult());
+          });
+      Value count = tensor::FromElementsOp::create(
+          b, loc, RankedTensorType::get({1}, i32), loop.getResult(0));
+      Value one = ix.c(1);
+      b.setInsertionPointToStart(forall.getTerminator().getBody());
+      parallelInsertSized(b, loc, count, forall.getRegionIterArgs()[0], k, one);
+      counts = forall.getResult(0);
+    }
+    Value offsets = blockOffsets(b, loc, counts, blocks).first;
+    Value decoded;
+    {
+      OpBuilder::InsertionGuard blockGuard(b);
+      auto forall = scf::ForallOp::create(
+          b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(blocks)},
+          ValueRange{emptyRows(b, loc, n, {}, elementType)}, std::nullopt);
+      b.setInsertionPoint(forall.getTerminator());
+      Value k = forall.getInductionVar(0);
+      auto [first, size] = sparseBlock(ix, k, stored);
+      Value start = ix.mul(first, 32);
+      Value extent = ix.min(ix.mul(size, 32), ix.sub(n, start));
+      Value valuesAt =
+          tensor::ExtractOp::create(b, loc, offsets, ValueRange{k});
+      auto loop = scf::ForOp::create(
+          b, loc, ix.c(0), size, ix.c(1),
+          ValueRange{
+              slice(b, loc, forall.getRegionIterArgs()[0], start, extent),
+              valuesAt},
+          [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
+            IndexMath nx{nb, nl};
+            Value word = tensor::ExtractOp::create(
+                nb, nl, bitmap,
+                ValueRange{arith::AddIOp::create(nb, nl, first, i)});
+            Value into = iter[0], at = iter[1];
+            for (int64_t h = 0; h < 32 / lanes; ++h) {
+              auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
+              Value x = vector::ExpandLoadOp::create(
+                  nb, nl, vectorType, from, ValueRange{at}, mask, zeros);
+              into = vector::TransferWriteOp::create(
+                         nb, nl, x, into,
+                         ValueRange{nx.add(nx.mul(i, 32), nx.c(lanes * h))},
+                         ArrayRef<bool>{false})
+                         .getResult();
+              at = arith::AddIOp::create(nb, nl, at, count);
+            }
+            scf::YieldOp::create(nb, nl, ValueRange{into, at});
+          });
+      b.setInsertionPointToStart(forall.getTerminator().getBody());
+      parallelInsertSized(b, loc, loop.getResult(0),
+                          forall.getRegionIterArgs()[0], start, extent);
+      decoded = forall.getResult(0);
+    }
     scf::YieldOp::create(
-        b, loc,
-        tensor::CastOp::create(b, loc, flatType, loop.getResult(0))
-            .getResult());
+        b, loc, tensor::CastOp::create(b, loc, flatType, decoded).getResult());
     b.setInsertionPointAfter(ifOp);
     return unflatten(b, loc, ifOp.getResult(0), type, dynamicSizes);
   }

@@ -1241,22 +1241,47 @@ static LLVM::LLVMFuncOp getCompressIntrinsic(OpBuilder &b, Location loc,
 /// (a task of MLIR's async runtime takes at least 512 blocks).
 static constexpr int64_t kSparseBlockWords = 16;
 
-/// Block `k` of `words` bitmap words: its first word and its word count.
-static std::pair<Value, Value> sparseBlock(IndexMath &ix, Value k,
-                                           Value words) {
-  Value first = ix.mul(k, kSparseBlockWords);
-  return {first, ix.min(ix.c(kSparseBlockWords), ix.sub(words, first))};
-}
+namespace {
+/// One scf.forall over the blocks of a bitmap of `words` words, built by
+/// the constructor with `outs`; `b` is then inside it, before its
+/// terminator, and `k`, `first`, `size` are the block's index, first word
+/// and word count. `finish` inserts each part (1-D) into its shared
+/// output at [offset, offset + size) and leaves `b` after the loop.
+struct SparseBlocks {
+  OpBuilder &b;
+  Location loc;
+  OpBuilder::InsertPoint after;
+  scf::ForallOp forall;
+  Value k, first, size;
 
-/// `part` (1-D) into `into` at [offset, offset + size) in an scf.forall's
-/// in_parallel terminator (`size` built before it, outside).
-static void parallelInsertSized(OpBuilder &b, Location loc, Value part,
-                                Value into, Value offset, Value size) {
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, part, into, ArrayRef<OpFoldResult>{offset},
-      ArrayRef<OpFoldResult>{getAsOpFoldResult(size)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-}
+  SparseBlocks(OpBuilder &b, Location loc, Value words, ValueRange outs)
+      : b(b), loc(loc) {
+    IndexMath ix{b, loc};
+    Value blocks = ix.ceilDiv(words, kSparseBlockWords);
+    forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(blocks)}, outs,
+        std::nullopt);
+    after = b.saveInsertionPoint();
+    b.setInsertionPoint(forall.getTerminator());
+    k = forall.getInductionVar(0);
+    first = ix.mul(k, kSparseBlockWords);
+    size = ix.min(ix.c(kSparseBlockWords), ix.sub(words, first));
+  }
+
+  /// Part `i` goes into shared output `i`: {part, offset, size}.
+  ValueRange finish(ArrayRef<std::array<Value, 3>> parts) {
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    for (auto [i, part] : llvm::enumerate(parts))
+      tensor::ParallelInsertSliceOp::create(
+          b, loc, part[0], forall.getRegionIterArgs()[i],
+          ArrayRef<OpFoldResult>{part[1]},
+          ArrayRef<OpFoldResult>{getAsOpFoldResult(part[2])},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    b.restoreInsertionPoint(after);
+    return forall.getResults();
+  }
+};
+} // namespace
 
 /// Where each block's values start (an exclusive scan of `counts`, i32 per
 /// block, in sequence: a few thousand blocks) and the total, index values.
@@ -1301,18 +1326,14 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
     // By blocks (scf.forall): each block's words and how many bits it
     // sets.
     blocks = ix.ceilDiv(words, kSparseBlockWords);
-    auto forall = scf::ForallOp::create(
-        b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(blocks)},
-        ValueRange{bitmapInit, emptyRows(b, loc, blocks, {}, i32)},
-        std::nullopt);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(forall.getTerminator());
-    Value k = forall.getInductionVar(0);
-    auto [first, size] = sparseBlock(ix, k, words);
-    auto loop = scf::ForOp::create(
-        b, loc, ix.c(0), size, ix.c(1),
-        ValueRange{slice(b, loc, forall.getRegionIterArgs()[0], first, size),
-                   i32Const(b, loc, 0)},
+    SparseBlocks loop(b, loc, words,
+                      {bitmapInit, emptyRows(b, loc, blocks, {}, i32)});
+    Value first = loop.first;
+    auto wordLoop = scf::ForOp::create(
+        b, loc, ix.c(0), loop.size, ix.c(1),
+        ValueRange{
+            slice(b, loc, loop.forall.getRegionIterArgs()[0], first, loop.size),
+            i32Const(b, loc, 0)},
         [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
           Value w = arith::AddIOp::create(nb, nl, first, i);
           Value word;
@@ -1344,14 +1365,11 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
                   count});
         });
     Value count = tensor::FromElementsOp::create(
-        b, loc, RankedTensorType::get({1}, i32), loop.getResult(1));
-    Value one = ix.c(1);
-    b.setInsertionPointToStart(forall.getTerminator().getBody());
-    parallelInsertSized(b, loc, loop.getResult(0),
-                        forall.getRegionIterArgs()[0], first, size);
-    parallelInsertSized(b, loc, count, forall.getRegionIterArgs()[1], k, one);
-    bitmap = forall.getResult(0);
-    counts = forall.getResult(1);
+        b, loc, RankedTensorType::get({1}, i32), wordLoop.getResult(1));
+    ValueRange results = loop.finish(
+        {{wordLoop.getResult(0), first, loop.size}, {count, loop.k, ix.c(1)}});
+    bitmap = results[0];
+    counts = results[1];
   } else
     bitmap = generateFlat(
         b, loc, bitmapInit, [&](OpBuilder &nb, Location nl, Value w) -> Value {
@@ -1440,53 +1458,44 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
       Value poison = ub::PoisonOp::create(b, loc, vectorType);
       LLVM::LLVMFuncOp compress = getCompressIntrinsic(b, loc, vectorType);
       // Block by block (scf.forall), each into its own span of the values.
-      Value blockValues;
-      {
-        OpBuilder::InsertionGuard blockGuard(b);
-        auto forall = scf::ForallOp::create(
-            b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(blocks)},
-            ValueRange{values}, std::nullopt);
-        b.setInsertionPoint(forall.getTerminator());
-        Value k = forall.getInductionVar(0);
-        auto [first, size] = sparseBlock(ix, k, words);
-        Value start = tensor::ExtractOp::create(b, loc, offsets, ValueRange{k});
-        Value count = arith::IndexCastUIOp::create(
-            b, loc, b.getIndexType(),
-            tensor::ExtractOp::create(b, loc, counts, ValueRange{k}));
-        auto loop = scf::ForOp::create(
-            b, loc, ix.c(0), size, ix.c(1),
-            ValueRange{
-                slice(b, loc, forall.getRegionIterArgs()[0], start, count),
-                ix.c(0)},
-            [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
-              Value w = arith::AddIOp::create(nb, nl, first, i);
-              Value word =
-                  tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
-              Value into = iter[0], at = iter[1];
-              for (int64_t h = 0; h < 32 / lanes; ++h) {
-                auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
-                Value packed = LLVM::CallOp::create(
-                                   nb, nl, compress,
-                                   ValueRange{readWordChunk(nb, nl, flat, w, h),
-                                              mask, poison})
-                                   .getResult();
-                Value prefix = vector::CreateMaskOp::create(
-                    nb, nl, VectorType::get({lanes}, nb.getI1Type()),
-                    ValueRange{count});
-                into = vector::TransferWriteOp::create(
-                           nb, nl, packed, into, ValueRange{at},
-                           AffineMapAttr::get(nb.getMultiDimIdentityMap(1)),
-                           prefix, nb.getBoolArrayAttr({false}))
-                           .getResult();
-                at = arith::AddIOp::create(nb, nl, at, count);
-              }
-              scf::YieldOp::create(nb, nl, ValueRange{into, at});
-            });
-        b.setInsertionPointToStart(forall.getTerminator().getBody());
-        parallelInsertSized(b, loc, loop.getResult(0),
-                            forall.getRegionIterArgs()[0], start, count);
-        blockValues = forall.getResult(0);
-      }
+      SparseBlocks loop(b, loc, words, {values});
+      Value first = loop.first;
+      Value start =
+          tensor::ExtractOp::create(b, loc, offsets, ValueRange{loop.k});
+      Value count = arith::IndexCastUIOp::create(
+          b, loc, b.getIndexType(),
+          tensor::ExtractOp::create(b, loc, counts, ValueRange{loop.k}));
+      auto wordLoop = scf::ForOp::create(
+          b, loc, ix.c(0), loop.size, ix.c(1),
+          ValueRange{
+              slice(b, loc, loop.forall.getRegionIterArgs()[0], start, count),
+              ix.c(0)},
+          [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
+            Value w = arith::AddIOp::create(nb, nl, first, i);
+            Value word =
+                tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
+            Value into = iter[0], at = iter[1];
+            for (int64_t h = 0; h < 32 / lanes; ++h) {
+              auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
+              Value packed = LLVM::CallOp::create(
+                                 nb, nl, compress,
+                                 ValueRange{readWordChunk(nb, nl, flat, w, h),
+                                            mask, poison})
+                                 .getResult();
+              Value prefix = vector::CreateMaskOp::create(
+                  nb, nl, VectorType::get({lanes}, nb.getI1Type()),
+                  ValueRange{count});
+              into = vector::TransferWriteOp::create(
+                         nb, nl, packed, into, ValueRange{at},
+                         AffineMapAttr::get(nb.getMultiDimIdentityMap(1)),
+                         prefix, nb.getBoolArrayAttr({false}))
+                         .getResult();
+              at = arith::AddIOp::create(nb, nl, at, count);
+            }
+            scf::YieldOp::create(nb, nl, ValueRange{into, at});
+          });
+      Value blockValues =
+          loop.finish({{wordLoop.getResult(0), start, count}})[0];
       scf::YieldOp::create(
           b, loc,
           ValueRange{tensor::CastOp::create(b, loc, bitmapType, bitmap),
@@ -1572,77 +1581,56 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
     // By blocks (scf.forall) as the encode's: each block's count of set
     // bits, where its values start, then each block's elements.
     Value blocks = ix.ceilDiv(stored, kSparseBlockWords);
-    Value counts;
-    {
-      OpBuilder::InsertionGuard blockGuard(b);
-      auto forall = scf::ForallOp::create(
-          b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(blocks)},
-          ValueRange{emptyRows(b, loc, blocks, {}, i32)}, std::nullopt);
-      b.setInsertionPoint(forall.getTerminator());
-      Value k = forall.getInductionVar(0);
-      auto [first, size] = sparseBlock(ix, k, stored);
-      auto loop = scf::ForOp::create(
-          b, loc, ix.c(0), size, ix.c(1), ValueRange{i32Const(b, loc, 0)},
-          [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
-            Value word = tensor::ExtractOp::create(
-                nb, nl, bitmap,
-                ValueRange{arith::AddIOp::create(nb, nl, first, i)});
-            scf::YieldOp::create(
-                nb, nl,
-                arith::AddIOp::create(nb, nl, iter[0],
-                                      math::CtPopOp::create(nb, nl, word))
-                    .getResult());
-          });
-      Value count = tensor::FromElementsOp::create(
-          b, loc, RankedTensorType::get({1}, i32), loop.getResult(0));
-      Value one = ix.c(1);
-      b.setInsertionPointToStart(forall.getTerminator().getBody());
-      parallelInsertSized(b, loc, count, forall.getRegionIterArgs()[0], k, one);
-      counts = forall.getResult(0);
-    }
+    SparseBlocks counting(b, loc, stored, {emptyRows(b, loc, blocks, {}, i32)});
+    auto countLoop = scf::ForOp::create(
+        b, loc, ix.c(0), counting.size, ix.c(1),
+        ValueRange{i32Const(b, loc, 0)},
+        [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
+          Value word = tensor::ExtractOp::create(
+              nb, nl, bitmap,
+              ValueRange{arith::AddIOp::create(nb, nl, counting.first, i)});
+          scf::YieldOp::create(
+              nb, nl,
+              arith::AddIOp::create(nb, nl, iter[0],
+                                    math::CtPopOp::create(nb, nl, word))
+                  .getResult());
+        });
+    Value count = tensor::FromElementsOp::create(
+        b, loc, RankedTensorType::get({1}, i32), countLoop.getResult(0));
+    Value counts = counting.finish({{count, counting.k, ix.c(1)}})[0];
     Value offsets = blockOffsets(b, loc, counts, blocks).first;
-    Value decoded;
-    {
-      OpBuilder::InsertionGuard blockGuard(b);
-      auto forall = scf::ForallOp::create(
-          b, loc, ArrayRef<OpFoldResult>{getAsOpFoldResult(blocks)},
-          ValueRange{emptyRows(b, loc, n, {}, elementType)}, std::nullopt);
-      b.setInsertionPoint(forall.getTerminator());
-      Value k = forall.getInductionVar(0);
-      auto [first, size] = sparseBlock(ix, k, stored);
-      Value start = ix.mul(first, 32);
-      Value extent = ix.min(ix.mul(size, 32), ix.sub(n, start));
-      Value valuesAt =
-          tensor::ExtractOp::create(b, loc, offsets, ValueRange{k});
-      auto loop = scf::ForOp::create(
-          b, loc, ix.c(0), size, ix.c(1),
-          ValueRange{
-              slice(b, loc, forall.getRegionIterArgs()[0], start, extent),
-              valuesAt},
-          [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
-            IndexMath nx{nb, nl};
-            Value word = tensor::ExtractOp::create(
-                nb, nl, bitmap,
-                ValueRange{arith::AddIOp::create(nb, nl, first, i)});
-            Value into = iter[0], at = iter[1];
-            for (int64_t h = 0; h < 32 / lanes; ++h) {
-              auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
-              Value x = vector::ExpandLoadOp::create(
-                  nb, nl, vectorType, from, ValueRange{at}, mask, zeros);
-              into = vector::TransferWriteOp::create(
-                         nb, nl, x, into,
-                         ValueRange{nx.add(nx.mul(i, 32), nx.c(lanes * h))},
-                         ArrayRef<bool>{false})
-                         .getResult();
-              at = arith::AddIOp::create(nb, nl, at, count);
-            }
-            scf::YieldOp::create(nb, nl, ValueRange{into, at});
-          });
-      b.setInsertionPointToStart(forall.getTerminator().getBody());
-      parallelInsertSized(b, loc, loop.getResult(0),
-                          forall.getRegionIterArgs()[0], start, extent);
-      decoded = forall.getResult(0);
-    }
+
+    SparseBlocks loop(b, loc, stored, {emptyRows(b, loc, n, {}, elementType)});
+    Value first = loop.first;
+    Value start = ix.mul(first, 32);
+    Value extent = ix.min(ix.mul(loop.size, 32), ix.sub(n, start));
+    Value valuesAt =
+        tensor::ExtractOp::create(b, loc, offsets, ValueRange{loop.k});
+    auto wordLoop = scf::ForOp::create(
+        b, loc, ix.c(0), loop.size, ix.c(1),
+        ValueRange{
+            slice(b, loc, loop.forall.getRegionIterArgs()[0], start, extent),
+            valuesAt},
+        [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
+          IndexMath nx{nb, nl};
+          Value word = tensor::ExtractOp::create(
+              nb, nl, bitmap,
+              ValueRange{arith::AddIOp::create(nb, nl, first, i)});
+          Value into = iter[0], at = iter[1];
+          for (int64_t h = 0; h < 32 / lanes; ++h) {
+            auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
+            Value x = vector::ExpandLoadOp::create(nb, nl, vectorType, from,
+                                                   ValueRange{at}, mask, zeros);
+            into = vector::TransferWriteOp::create(
+                       nb, nl, x, into,
+                       ValueRange{nx.add(nx.mul(i, 32), nx.c(lanes * h))},
+                       ArrayRef<bool>{false})
+                       .getResult();
+            at = arith::AddIOp::create(nb, nl, at, count);
+          }
+          scf::YieldOp::create(nb, nl, ValueRange{into, at});
+        });
+    Value decoded = loop.finish({{wordLoop.getResult(0), start, extent}})[0];
     scf::YieldOp::create(
         b, loc, tensor::CastOp::create(b, loc, flatType, decoded).getResult());
     b.setInsertionPointAfter(ifOp);

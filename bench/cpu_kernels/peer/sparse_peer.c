@@ -8,7 +8,7 @@
 // relative to memcpy as act-bench-kernels counts it (input + storage over
 // memcpy's 2 x input).
 //
-//   gcc -O2 -march=native bench/cpu_kernels/sparse_peer.c -o /tmp/sparse_peer
+//   gcc -O2 -march=native bench/cpu_kernels/peer/sparse_peer.c -o /tmp/sparse_peer
 //   /tmp/sparse_peer [MIB] [RUNS]      (needs AVX-512)
 #include <immintrin.h>
 #include <stdint.h>

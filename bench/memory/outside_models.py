@@ -17,10 +17,8 @@ encodings is off the reference by more than 1e-4.
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 import torch
 import torch.nn as nn
@@ -31,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 os.environ.setdefault("ACT_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 
-from act import driver, models  # noqa: E402
+from act import driver  # noqa: E402
 from act.export import export  # noqa: E402
 
 
@@ -96,20 +94,6 @@ def audio(batch):
     return Audio(), torch.randn(batch, 1, 256), torch.randint(0, 4, (batch,))
 
 
-def torch_ms(spec, batch, runs):
-    torch.set_num_threads(1)
-    w = models.load(spec, batch, 0)
-    w.module.train()
-    times = []
-    for i in range(runs + 2):
-        w.module.zero_grad(set_to_none=True)
-        start = time.perf_counter()
-        w.loss_fn(w.module(w.inputs), w.targets).backward()
-        if i >= 2:
-            times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=int, default=8)
@@ -126,7 +110,7 @@ def main():
             manifest = export(spec, args.batch, 0, out)
             reference = driver.reference(manifest)
             count = 1 + manifest["parameters"]
-            peer = torch_ms(spec, args.batch, args.runs)
+            peer = driver.torch_step_ms(spec, args.batch, 1, args.runs)
             base = None
             for config, options in [("none", "policy=none"),
                                     ("uniform 4", "encoding=#act.quant<bits=4>"),

@@ -16,16 +16,13 @@ import os
 import statistics
 import sys
 import tempfile
-import time
-
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 os.environ.setdefault("ACT_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 
-from act import driver, models  # noqa: E402
+from act import driver  # noqa: E402
 from act.export import export  # noqa: E402
 
 WORKLOADS = [  # (label, exporter spec, batch)
@@ -35,20 +32,6 @@ WORKLOADS = [  # (label, exporter spec, batch)
     ("VGG-style CIFAR CNN", os.path.join(HERE, "models.py:vgg"), 16),
     ("2 pre-norm encoder blocks", os.path.join(HERE, "models.py:encoder"), 8),
 ]
-
-
-def torch_ms(spec, batch, threads, runs):
-    torch.set_num_threads(threads)
-    w = models.load(spec, batch, 0)
-    w.module.train()
-    times = []
-    for i in range(runs + 2):
-        w.module.zero_grad(set_to_none=True)
-        start = time.perf_counter()
-        w.loss_fn(w.module(w.inputs), w.targets).backward()
-        if i >= 2:
-            times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def act_ms(manifest, out, options, threads, runs):
@@ -84,7 +67,7 @@ def main():
                 # is reported.
                 rounds = [(act_ms(manifest, out, "policy=none", t, args.runs),
                            act_ms(manifest, out, "encoding=#act.quant<bits=4>", t, args.runs),
-                           torch_ms(spec, batch, t, args.runs)) for _ in range(args.rounds)]
+                           driver.torch_step_ms(spec, batch, t, args.runs)) for _ in range(args.rounds)]
                 none, quant, peer = (statistics.median(r[i] for r in rounds) for i in range(3))
                 ratios = (none / peer, quant / peer)
                 marks = ["" if r <= args.limit else " (over)" for r in ratios]

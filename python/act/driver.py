@@ -61,6 +61,30 @@ def step(mlir, inputs, out_dir, num_results, *extra, timeout=None):
     return results, peak, ms
 
 
+def torch_step_ms(spec, batch, threads, runs):
+    """PyTorch eager forward + loss + backward of the exporter's workload
+    `spec` at `batch` under torch.set_num_threads(threads): the median ms
+    of `runs` steps after two warm-up steps (the peer of act-run --repeat)."""
+    import statistics
+    import time
+
+    import torch
+
+    from . import models
+
+    torch.set_num_threads(threads)
+    w = models.load(spec, batch, 0)
+    w.module.train()
+    times = []
+    for i in range(runs + 2):
+        w.module.zero_grad(set_to_none=True)
+        start = time.perf_counter()
+        w.loss_fn(w.module(w.inputs), w.targets).backward()
+        if i >= 2:
+            times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
 def stored_bytes(mlir, inputs):
     """The bytes each encoded value was stored in, by id, as one step with
     these inputs produced them (act-run --storage: data-dependent encodings,

@@ -11,7 +11,10 @@
 |* handle until it is destroyed (no copy either). Errors cross as messages:   *|
 |* a function that can fail returns a null handle or a non-zero status and,   *|
 |* when `error` is not null, stores a message the caller frees with           *|
-|* actStringFree. Nothing here aborts on bad input.                           *|
+|* actStringFree. Nothing here aborts on bad input. Handles are checked: a    *|
+|* handle used after its destroy (or never created) gets the failure result  *|
+|* ("not a live step"), a second destroy does nothing. Destroying a handle    *|
+|* while another thread uses it is the one misuse left to the caller.         *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 using namespace mlir;
 using namespace mlir::act;
@@ -60,12 +61,54 @@ static void setError(char **error, const std::string &message) {
     std::memcpy(*error, message.c_str(), message.size() + 1);
 }
 
-static StepHandle *unwrap(ActStep step) {
-  return static_cast<StepHandle *>(step.ptr);
+/// Live handles by id. A handle's pointer is an id, never an address: a
+/// handle used after its destroy (or one never created) is found missing
+/// and reported, instead of being dereferenced; ids are not reused, so a
+/// stale handle never reaches a newer object at the same address.
+template <typename T> class HandleTable {
+public:
+  void *insert(std::unique_ptr<T> object) {
+    std::lock_guard<std::mutex> lock(mutex);
+    uintptr_t id = ++last;
+    live.emplace(id, std::move(object));
+    return reinterpret_cast<void *>(id);
+  }
+  T *lookup(void *ptr) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = live.find(reinterpret_cast<uintptr_t>(ptr));
+    return it == live.end() ? nullptr : it->second.get();
+  }
+  /// The object, out of the table (null if it was not live).
+  std::unique_ptr<T> take(void *ptr) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = live.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == live.end())
+      return nullptr;
+    std::unique_ptr<T> object = std::move(it->second);
+    live.erase(it);
+    return object;
+  }
+
+private:
+  std::mutex mutex;
+  uintptr_t last = 0;
+  std::unordered_map<uintptr_t, std::unique_ptr<T>> live;
+};
+
+static HandleTable<StepHandle> &steps() {
+  static auto *table = new HandleTable<StepHandle>(); // outlives exit
+  return *table;
 }
-static RunHandle *unwrap(ActRun run) {
-  return static_cast<RunHandle *>(run.ptr);
+static HandleTable<RunHandle> &runs() {
+  static auto *table = new HandleTable<RunHandle>();
+  return *table;
 }
+
+static StepHandle *unwrap(ActStep step) { return steps().lookup(step.ptr); }
+static RunHandle *unwrap(ActRun run) { return runs().lookup(run.ptr); }
+
+static constexpr const char *kNoStep =
+    "not a live step (never compiled, or already destroyed)";
 
 static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
                        const char *entry, char **error) {
@@ -107,7 +150,7 @@ static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
       for (int64_t &d : shape)
         d = ShapedType::isDynamic(d) ? -1 : d;
     }
-  return {handle.release()};
+  return {steps().insert(std::move(handle))};
 }
 
 ActStep actStepCompileFile(const char *path, const char *entry, char **error) {
@@ -132,7 +175,7 @@ ActStep actStepCompileSource(const char *source, size_t length,
 }
 
 void actStepDestroy(ActStep step) {
-  StepHandle *handle = unwrap(step);
+  std::unique_ptr<StepHandle> handle = steps().take(step.ptr);
   if (!handle)
     return;
   // The step's code before the context that described it.
@@ -140,7 +183,6 @@ void actStepDestroy(ActStep step) {
   handle->step.reset();
   handle->module = nullptr;
   handle->graph = nullptr;
-  delete handle;
 }
 
 intptr_t actStepGetNumArguments(ActStep step) {
@@ -173,10 +215,15 @@ int actStepHasSeeds(ActStep step) {
 static std::optional<std::vector<HostTensor>>
 viewArguments(StepHandle *handle, const ActTensor *args, intptr_t numArgs,
               char **error) {
-  if (numArgs != intptr_t(handle->callerArgs.size()) || (numArgs && !args)) {
+  if (numArgs != intptr_t(handle->callerArgs.size())) {
     setError(error, "the step takes " +
                         std::to_string(handle->callerArgs.size()) +
                         " arguments, got " + std::to_string(numArgs));
+    return std::nullopt;
+  }
+  if (numArgs && !args) {
+    setError(error, "the arguments are null (the step takes " +
+                        std::to_string(numArgs) + ")");
     return std::nullopt;
   }
   const auto &specs = handle->step->getArguments();
@@ -200,7 +247,7 @@ ActRun actStepRun(ActStep step, const ActTensor *args, intptr_t numArgs,
                   uint64_t stepSeed, char **error) {
   StepHandle *handle = unwrap(step);
   if (!handle) {
-    setError(error, "no step");
+    setError(error, kNoStep);
     return {nullptr};
   }
   auto values = viewArguments(handle, args, numArgs, error);
@@ -216,7 +263,7 @@ ActRun actStepRun(ActStep step, const ActTensor *args, intptr_t numArgs,
   }
   auto run = std::make_unique<RunHandle>();
   run->outputs = std::move(*outputs);
-  return {run.release()};
+  return {runs().insert(std::move(run))};
 }
 
 int actStepEstimateSensitivity(ActStep step, const ActTensor *const *batches,
@@ -225,7 +272,7 @@ int actStepEstimateSensitivity(ActStep step, const ActTensor *const *batches,
                                char **error) {
   StepHandle *handle = unwrap(step);
   if (!handle) {
-    setError(error, "no step");
+    setError(error, kNoStep);
     return 1;
   }
   if (numBatches < 1 || !batches || !profilePath) {
@@ -263,7 +310,7 @@ int actStepEstimateFewBitSensitivity(ActStep step, unsigned bits,
                                      const char *profilePath, char **error) {
   StepHandle *handle = unwrap(step);
   if (!handle) {
-    setError(error, "no step");
+    setError(error, kNoStep);
     return 1;
   }
   if (!handle->graph) {
@@ -343,7 +390,7 @@ int64_t actRunGetPeakBytes(ActRun run) {
   return unwrap(run) ? unwrap(run)->outputs.peakBytes : 0;
 }
 
-void actRunDestroy(ActRun run) { delete unwrap(run); }
+void actRunDestroy(ActRun run) { runs().take(run.ptr); }
 
 void actStringFree(char *string) { std::free(string); }
 

@@ -57,11 +57,53 @@ struct BufferizedLoopsOptions {
 };
 } // namespace
 
+namespace {
+/// The first pass of both pipelines: they lower the functions of the module
+/// they run on, so a module nested in it (whose functions the nested
+/// passes never visit, while the module-level ones half-convert them) is an
+/// error at its location, with the way to lower it instead.
+struct CheckNoNestedModulesPass
+    : PassWrapper<CheckNoNestedModulesPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckNoNestedModulesPass)
+  explicit CheckNoNestedModulesPass(std::string pipeline)
+      : pipeline(std::move(pipeline)) {}
+  StringRef getArgument() const override {
+    return "act-check-no-nested-modules";
+  }
+  StringRef getDescription() const override {
+    return "Refuse modules nested in the module a pipeline lowers";
+  }
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    WalkResult result =
+        top.walk([&](ModuleOp nested) {
+          if (nested == top)
+            return WalkResult::advance();
+          std::string name =
+              nested.getSymName() ? ("@" + nested.getSymName()->str()) : "";
+          nested.emitError()
+              << pipeline << ": nested module " << name
+              << " is not lowered: the pipeline lowers the functions of the "
+                 "module it runs on; run it on the nested module instead "
+                 "(--pass-pipeline='builtin.module(builtin.module("
+              << pipeline << "))')";
+          return WalkResult::interrupt();
+        });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+  std::string pipeline;
+};
+} // namespace
+
 /// act ops to linalg, bufferized, deallocated after last use: what both the
 /// CPU and the GPU pipeline start from.
 static void buildBufferizedLoops(OpPassManager &pm,
                                  const BufferizedLoopsOptions &options) {
   bool vectorize = options.target == act::LoweringTarget::CPU;
+  pm.addPass(std::make_unique<CheckNoNestedModulesPass>(
+      options.target == act::LoweringTarget::GPU ? "act-gpu-pipeline"
+                                                 : "act-cpu-pipeline"));
   act::ConvertActToLinalgPassOptions lowering;
   lowering.target = options.target;
   lowering.gpuBlockSize = options.gpuBlockSize;

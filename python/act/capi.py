@@ -98,12 +98,27 @@ def _check(handle, error):
     return handle
 
 
+class _RunMemory:
+    """Owns one run's handle: destroyed when neither the Run nor any array
+    viewing the run's memory is left. It refers to nothing else, so the
+    arrays (which the garbage collector cannot traverse: a cycle through
+    one is never collected) never sit on a reference cycle."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __del__(self):
+        if self.handle is not None and _lib is not None:
+            _lib.actRunDestroy(self.handle)
+            self.handle = None
+
+
 class Run:
     """The results of one run; its arrays view the run's memory, which
     lives as long as any of them (or this object)."""
 
     def __init__(self, handle):
-        self._handle = handle
+        self._memory = _RunMemory(handle)
         lib = library()
         self.peak_bytes = lib.actRunGetPeakBytes(handle)
         self.results = []
@@ -117,13 +132,8 @@ class Run:
                 self.results.append(np.zeros(shape, dtype))
                 continue
             buf = (ctypes.c_byte * (count * dtype.itemsize)).from_address(t.data)
-            buf._run = self  # the memory lives while a view of it does
+            buf._memory = self._memory  # the memory lives while a view of it does
             self.results.append(np.frombuffer(buf, dtype).reshape(shape))
-
-    def __del__(self):
-        if getattr(self, "_handle", None) is not None and _lib is not None:
-            _lib.actRunDestroy(self._handle)
-            self._handle = None
 
 
 class CompiledStep:

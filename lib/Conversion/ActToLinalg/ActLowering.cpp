@@ -538,8 +538,7 @@ static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
   };
   auto filled = [&](ArrayRef<int64_t> shape, arith::AtomicRMWKind kind) {
     Value empty = tensor::EmptyOp::create(b, loc, shape, f32, dyn);
-    return linalg::FillOp::create(
-               b, loc, arith::getIdentityValue(kind, f32, b, loc), empty)
+    return linalg::FillOp::create(b, loc, statIdentity(b, loc, kind), empty)
         .getResult(0);
   };
   const auto &kinds = stats.reductions;

@@ -217,18 +217,36 @@ Value toF32(OpBuilder &b, Location loc, Value x);
 /// A float element of `type` from f32 `x` (truncated or extended).
 Value fromF32(OpBuilder &b, Location loc, Value x, Type type);
 
+/// The starting value of a group statistic of `kind` (f32), never NaN:
+/// +inf for a minimum, -inf for a maximum, the identity otherwise. (MLIR's
+/// identity of minnumf/maxnumf is NaN; the statistics' min/max reductions
+/// carry `nnan`, under which the x86 vector min/max return whichever
+/// operand comes second: an infinity in a group's last lanes emptied or
+/// skewed its range.)
+inline Value statIdentity(OpBuilder &b, Location loc,
+                          arith::AtomicRMWKind kind) {
+  bool min = kind == arith::AtomicRMWKind::minnumf ||
+             kind == arith::AtomicRMWKind::minimumf;
+  bool max = kind == arith::AtomicRMWKind::maxnumf ||
+             kind == arith::AtomicRMWKind::maximumf;
+  if (!min && !max)
+    return arith::getIdentityValue(kind, b.getF32Type(), b, loc);
+  return arith::ConstantFloatOp::create(
+      b, loc, b.getF32Type(),
+      APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/max));
+}
+
 /// What element `x` (f32) contributes to a group statistic of `kind`:
-/// itself when finite, else the reduction's identity. Group statistics
-/// count finite elements only, so one infinity or NaN cannot poison the
-/// group (docs/Encodings.md).
+/// itself when finite, else statIdentity. Group statistics count finite
+/// elements only, so one infinity or NaN cannot poison the group
+/// (docs/Encodings.md).
 inline Value countedElement(OpBuilder &b, Location loc,
                             arith::AtomicRMWKind kind, Value x) {
   Value inf = arith::ConstantFloatOp::create(
       b, loc, b.getF32Type(), APFloat::getInf(APFloat::IEEEsingle()));
   Value finite = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE,
                                        math::AbsFOp::create(b, loc, x), inf);
-  return arith::SelectOp::create(
-      b, loc, finite, x, arith::getIdentityValue(kind, b.getF32Type(), b, loc));
+  return arith::SelectOp::create(b, loc, finite, x, statIdentity(b, loc, kind));
 }
 
 /// A buffer of `tensor` to read in a kernel (bufferization.to_buffer

@@ -22,6 +22,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -343,8 +344,20 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
   }
 
   // The budget, less what the defaults and masks take.
+  // More than every tensor's widest option takes cannot be spent: the
+  // budget is capped there, so a huge average-bits (1e308) neither
+  // overflows int64 nor changes the answer.
+  int64_t widest = 0;
+  for (const Entry &e : entries) {
+    int64_t most = 0;
+    for (const Choice &o : e.options)
+      most = std::max(most, o.weight);
+    if (llvm::AddOverflow(widest, most, widest))
+      widest = std::numeric_limits<int64_t>::max();
+  }
+  const double wanted = std::floor(averageBits * double(totalElements));
   const int64_t totalBudget =
-      int64_t(std::floor(averageBits * double(totalElements)));
+      wanted >= double(widest) ? widest : int64_t(wanted);
   int64_t budget = totalBudget;
   std::vector<std::vector<KnapsackOption>> items;
   int64_t fixedBits = 0, fixedTensors = 0;

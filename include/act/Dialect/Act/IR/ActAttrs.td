@@ -61,9 +61,20 @@ def Act_DensityParameter
     double value;
     if ($_parser.parseFloat(value))
       return ::mlir::failure();
-    return ::llvm::APFloat(value);
+    // -0.0 is the fraction 0 (one spelling, and one attribute, for it).
+    return ::llvm::APFloat(value == 0.0 ? 0.0 : value);
   }() }];
-  let printer = [{ $_printer << ::llvm::format("%g", $_self.convertToDouble()) }];
+  // Shortest form, but always a float literal that the parser reads back
+  // (`0.0`, never the integer literal `0`).
+  let printer = [{ [&] {
+    std::string text;
+    ::llvm::raw_string_ostream(text)
+        << ::llvm::format("%g", $_self.convertToDouble());
+    // MLIR's float literals need the dot: `1e-07` becomes `1.0e-07`.
+    if (::llvm::StringRef(text).find('.') == ::llvm::StringRef::npos)
+      text.insert(std::min(text.find('e'), text.size()), ".0");
+    $_printer << text;
+  }() }];
   let defaultValue = "::llvm::APFloat(1.0)";
 }
 

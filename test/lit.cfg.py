@@ -23,8 +23,11 @@ config.substitutions.append(("%act_bin", os.path.join(config.act_obj_root, "bin"
 # Variables captured by FileCheck do not leak across CHECK-LABELs.
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
+# ONEDNN_MAX_CPU_ISA and ACT_CPU_FEATURES cap the kernels' and the JIT's
+# instruction sets (scripts/test.sh runs the suite once with AVX2 only).
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "ASAN_OPTIONS",
-                                     "UBSAN_OPTIONS"])
+                                     "UBSAN_OPTIONS", "ONEDNN_MAX_CPU_ISA",
+                                     "ACT_CPU_FEATURES"])
 llvm_config.use_default_substitutions()
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

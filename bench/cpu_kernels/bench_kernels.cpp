@@ -9,6 +9,7 @@
 //
 //   act-bench-kernels [--mib=256 | --kib=N [--calls=K]] [--runs=5]
 //                     [--workers=1] [--prefetch-ahead=4096] [--only=TEXT]
+//                     [--cpu-features=-avx512f]
 //
 // --kib with --calls measures the kernels in cache (their compute).
 //
@@ -19,6 +20,7 @@
 #include "act/Execution/Jit.h"
 #include "act/InitAll.h"
 #include "act/Pipelines/Pipelines.h"
+#include "act/Support/CpuFeatures.h"
 #include "act/runtime/Memory.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -66,6 +68,11 @@ static cl::opt<unsigned>
                      "(act-cpu-pipeline{threads}; libLLVM has a --threads of "
                      "its own); memcpy "
                      "stays on one core"));
+static cl::opt<std::string> cpuFeatures(
+    "cpu-features",
+    cl::desc("changes to the host's CPU features the kernels are compiled "
+             "for, LLVM's names (-avx512f: an AVX2 machine's code); default: "
+             "ACT_CPU_FEATURES, else the host's"));
 static cl::opt<int64_t> prefetchDistance(
     "prefetch-ahead", cl::init(4096),
     cl::desc("act-cpu-pipeline{prefetch-distance}: bytes the encodes' and "
@@ -304,12 +311,18 @@ int main(int argc, char **argv) {
     options.resultsToOutParams = !dataDependent;
     options.threads = std::max(1u, unsigned(threads));
     options.prefetchDistance = prefetchDistance;
+    options.cpuFeatures = mlir::act::getCpuFeatureChanges(cpuFeatures);
     mlir::act::buildCPUPipeline(pm, options);
     if (failed(pm.run(*module))) {
       llvm::errs() << "lowering failed for " << enc << "\n";
       return 1;
     }
-    auto transformer = mlir::act::makeHostOptimizingTransformer();
+    auto features = mlir::act::getCpuFeatures(cpuFeatures);
+    if (!features) {
+      llvm::errs() << llvm::toString(features.takeError()) << "\n";
+      return 1;
+    }
+    auto transformer = mlir::act::makeHostOptimizingTransformer(3, *features);
     ExecutionEngineOptions engineOptions;
     engineOptions.transformer = transformer;
     llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS};

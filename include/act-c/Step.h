@@ -123,8 +123,9 @@ ACT_CAPI_EXPORTED int64_t actRunGetPeakBytes(ActRun run);
 ACT_CAPI_EXPORTED void actRunDestroy(ActRun run);
 
 /// The threads the compute kernels (matmuls, convolutions) use from now on;
-/// n <= 0: every core. Encodings give the same bits on any count.
-ACT_CAPI_EXPORTED void actSetNumThreads(int n);
+/// n <= 0: every core. Encodings give the same bits on any count. Non-zero,
+/// and nothing changed, for more than 256 (act::rt::kMaxThreads).
+ACT_CAPI_EXPORTED int actSetNumThreads(int n);
 ACT_CAPI_EXPORTED int actGetNumThreads(void);
 
 ACT_CAPI_EXPORTED void actStringFree(char *string);

@@ -394,6 +394,6 @@ void actRunDestroy(ActRun run) { runs().take(run.ptr); }
 
 void actStringFree(char *string) { std::free(string); }
 
-void actSetNumThreads(int n) { ::act::rt::setThreads(n); }
+int actSetNumThreads(int n) { return ::act::rt::setThreads(n) ? 0 : 1; }
 
 int actGetNumThreads(void) { return ::act::rt::getThreads(); }

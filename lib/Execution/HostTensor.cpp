@@ -121,11 +121,14 @@ HostTensor HostTensor::clone() const {
   return t;
 }
 
-llvm::Expected<HostTensor> mlir::act::readNpyTensor(const std::string &path) {
+llvm::Expected<HostTensor> mlir::act::readNpyTensor(const std::string &path,
+                                                    std::string *descr) {
   ::act::rt::NpyArray array;
   std::string error;
   if (!::act::rt::readNpy(path, array, error))
     return llvm::createStringError(error);
+  if (descr)
+    *descr = array.descr;
   std::optional<ElementKind> kind = getKindOfNpyDescr(array.descr);
   if (!kind)
     return llvm::createStringError("'" + path + "' has dtype " + array.descr +

@@ -6,6 +6,7 @@
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
 #include "act/Pipelines/Pipelines.h"
+#include "act/Support/CpuFeatures.h"
 #include "act/runtime/Cuda.h"
 #include "act/runtime/Kernels.h"
 #include "act/runtime/Memory.h"
@@ -114,7 +115,8 @@ llvm::Error mlir::act::registerAsyncRuntime(ExecutionEngine &engine) {
 }
 
 std::function<llvm::Error(llvm::Module *)>
-mlir::act::makeHostOptimizingTransformer(unsigned optLevel) {
+mlir::act::makeHostOptimizingTransformer(unsigned optLevel,
+                                         std::string cpuFeatures) {
   std::shared_ptr<llvm::TargetMachine> machine;
   if (auto builder = llvm::orc::JITTargetMachineBuilder::detectHost()) {
     if (auto created = builder->createTargetMachine())
@@ -125,7 +127,13 @@ mlir::act::makeHostOptimizingTransformer(unsigned optLevel) {
     llvm::consumeError(builder.takeError());
   }
   auto optimize = makeOptimizingTransformer(optLevel, 0, machine.get());
-  return [machine, optimize](llvm::Module *module) { return optimize(module); };
+  return [machine, optimize, cpuFeatures](llvm::Module *module) {
+    if (!cpuFeatures.empty())
+      for (llvm::Function &fn : *module)
+        if (!fn.isDeclaration())
+          fn.addFnAttr("target-features", cpuFeatures);
+    return optimize(module);
+  };
 }
 
 static std::optional<ElementKind> getKind(Type type) {
@@ -178,6 +186,14 @@ llvm::Expected<std::vector<std::unique_ptr<JitFunction>>>
 JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
                         bool countAllocations, const JitTarget &target) {
   std::vector<std::unique_ptr<JitFunction>> jits;
+  // The code's CPU features, checked before anything is compiled for them.
+  std::string cpuFeatures;
+  if (!target.gpu) {
+    auto features = getCpuFeatures(target.cpuFeatures);
+    if (!features)
+      return features.takeError();
+    cpuFeatures = std::move(*features);
+  }
   if (target.gpu) {
     // Fail before compiling: no driver, no device.
     std::string why;
@@ -205,6 +221,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
                                                  : LoweringTarget::CPU;
     lowering.recordStorage = target.recordStorage;
     lowering.decodeIntoConsumers = target.decodeIntoConsumers;
+    lowering.cpuFeatures = getCpuFeatureChanges(target.cpuFeatures);
     // As the pipelines do before their own lowering: saved values encoded
     // as soon as they are computed, so their last forward reader may write
     // in place (lowered here, the pipelines' act-hoist-encodes would find
@@ -256,6 +273,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     options.chunkPasses = target.chunkPasses;
     options.poolInPlace = target.poolInPlace;
     options.prefetchDistance = target.prefetchDistance;
+    options.cpuFeatures = getCpuFeatureChanges(target.cpuFeatures);
     options.threads =
         target.threads
             ? int64_t(target.threads)
@@ -283,7 +301,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
           StringAttr::get(module.getContext(), "alwaysinline"));
       fn.setPassthroughAttr(ArrayAttr::get(module.getContext(), passthrough));
     }
-  auto transformer = makeHostOptimizingTransformer(target.optLevel);
+  auto transformer = makeHostOptimizingTransformer(target.optLevel, cpuFeatures);
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel =

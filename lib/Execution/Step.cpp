@@ -422,12 +422,13 @@ llvm::Expected<HostTensor> mlir::act::loadArgument(const std::string &path,
                                                    const ValueSpec &spec,
                                                    unsigned index) {
   std::string what = "argument " + std::to_string(index) + " ('" + path + "')";
-  auto array = readNpyTensor(path);
+  std::string descr;
+  auto array = readNpyTensor(path, &descr);
   if (!array)
     return array.takeError();
   if (array->getKind() != spec.kind)
-    return fail(what + " has dtype " + getNpyDescr(array->getKind()) +
-                ", expected " + getNpyDescr(spec.kind));
+    return fail(what + " has dtype " + descr + ", expected " +
+                getNpyDescr(spec.kind));
   llvm::ArrayRef<int64_t> shape = array->getShape();
   if (shape.size() != spec.shape.size())
     return fail(what + " has rank " + std::to_string(shape.size()) +

@@ -54,6 +54,8 @@ struct BufferizedLoopsOptions {
   int64_t prefetchDistance = 0;
   /// GPU: act-split-reductions' max-partial-bytes.
   int64_t maxPartialBytes = 0;
+  /// CPU: convert-act-to-linalg's cpu-features.
+  std::string cpuFeatures;
 };
 } // namespace
 
@@ -109,6 +111,7 @@ static void buildBufferizedLoops(OpPassManager &pm,
   lowering.gpuBlockSize = options.gpuBlockSize;
   lowering.recordStorage = options.recordStorage;
   lowering.decodeIntoConsumers = options.decodeIntoConsumers;
+  lowering.cpuFeatures = options.cpuFeatures;
   // Saved values are encoded as soon as they are computed, so that their
   // last forward reader may write in place.
   pm.addNestedPass<func::FuncOp>(act::createActHoistEncodesPass());
@@ -262,6 +265,7 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   loops.poolInPlace = options.countAllocations && options.poolInPlace;
   loops.prefetchDistance =
       options.emulateGpuKernels ? 0 : int64_t(options.prefetchDistance);
+  loops.cpuFeatures = options.cpuFeatures;
   buildBufferizedLoops(pm, loops);
 
   // Contractions and convolutions call the runtime's kernels; the rest

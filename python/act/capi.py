@@ -54,7 +54,7 @@ _SIGNATURES = {
     "actRunGetResult": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
     "actRunGetPeakBytes": (ctypes.c_int64, [_Handle]),
     "actRunDestroy": (None, [_Handle]),
-    "actSetNumThreads": (None, [ctypes.c_int]),
+    "actSetNumThreads": (ctypes.c_int, [ctypes.c_int]),
     "actGetNumThreads": (ctypes.c_int, []),
     "actStringFree": (None, [ctypes.c_void_p]),
 }
@@ -81,7 +81,8 @@ def library():
 def set_num_threads(n):
     """Threads of act's compute kernels (matmuls, convolutions) from now on;
     0: every core. Encodings give the same bits on any count."""
-    library().actSetNumThreads(int(n))
+    if library().actSetNumThreads(int(n)):
+        raise ActError(f"at most 256 threads, not {int(n)}")
 
 
 def get_num_threads():

@@ -38,6 +38,20 @@ def run(name, *args, progress=False, timeout=None):
     return r
 
 
+def option_value(value):
+    """`value` as one value of an MLIR pass option (act-opt
+    -pass=name=VALUE ...): quoted when it has spaces or commas, which
+    would otherwise end it (`#act.quant<bits = 4>`, as act's own reports
+    print encodings)."""
+    value = str(value)
+    if not any(c in value for c in " ,{}\"'"):
+        return value
+    for open_, close in (("'", "'"), ('"', '"'), ("{", "}")):
+        if open_ not in value and close not in value:
+            return f"{open_}{value}{close}"
+    raise ValueError(f"cannot quote {value!r} as a pass option value")
+
+
 def insert(src, dst, options):
     """act-opt -act-insert-encode-decode=options."""
     run("act-opt", src, f"-act-insert-encode-decode={options}", "-o", dst)

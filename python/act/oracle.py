@@ -26,7 +26,7 @@ DEFAULT_ENCODINGS = "none;#act.quant<bits=8>;#act.quant<bits=4>"
 def evaluate(manifest, out, encoding):
     src = manifest["files"]["joint"]
     tag = "none" if encoding == "none" else str(abs(hash(encoding)))
-    options = "policy=none" if encoding == "none" else f"encoding={encoding}"
+    options = "policy=none" if encoding == "none" else f"encoding={driver.option_value(encoding)}"
     mlir = driver.insert(src, os.path.join(out, f"step_{tag}.mlir"), options)
     report = driver.memory_report(mlir, os.path.join(out, f"report_{tag}.json"))
     totals = report["graphs"][0]["totals"]

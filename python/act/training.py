@@ -187,7 +187,7 @@ class Step:
             # indices, sparse storage of values with structural zeros).
             options = ("policy=none" if self.encoding in (None, "none")
                        else "policy=lossless" if self.encoding == "lossless"
-                       else f"encoding={self.encoding}")
+                       else f"encoding={driver.option_value(self.encoding)}")
             if self.few_bit:
                 options += f" few-bit={self.few_bit}"
             mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"),

@@ -86,7 +86,7 @@ def measuring_step(joint, path, measure_bits=4, min_bytes=1024, loss_head=False,
     measure_bits>; the loss head too with loss_head), written to `path`:
     the step GACT's sensitivities are measured on."""
     encoding = encoding or f"#act.quant<bits={measure_bits}>"
-    return driver.insert(joint, path, f"encoding=\"{encoding}\" "
+    return driver.insert(joint, path, f"encoding={driver.option_value(encoding)} "
                          f"encode-loss-head={int(loss_head)} min-bytes={min_bytes}")
 
 

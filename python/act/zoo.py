@@ -750,7 +750,7 @@ def run_model(name, out_root, encodings, timeout):
     for enc in encodings:
         tag = {"none": "none", "#act.quant<bits=4>": "q4", "#act.float<format=bf16>": "bf16"}.get(
             enc, str(abs(hash(enc))))
-        options = "policy=none" if enc == "none" else f"encoding={enc}"
+        options = "policy=none" if enc == "none" else f"encoding={driver.option_value(enc)}"
         try:
             mlir = driver.insert(m["files"]["joint"], os.path.join(out, f"{tag}.mlir"), options)
             report = driver.memory_report(mlir, os.path.join(out, f"report_{tag}.json"))

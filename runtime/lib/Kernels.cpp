@@ -35,8 +35,11 @@ void omp_set_num_threads(int);
 
 using namespace act::rt;
 
-void act::rt::setThreads(int n) {
-  omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
+bool act::rt::setThreads(int n) {
+  if (n > kMaxThreads)
+    return false;
+  omp_set_num_threads(n > 0 ? n : std::min(omp_get_num_procs(), kMaxThreads));
+  return true;
 }
 
 int act::rt::getThreads() { return omp_get_max_threads(); }

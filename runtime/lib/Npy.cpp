@@ -2,6 +2,8 @@
 
 #include "act/runtime/Npy.h"
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -126,6 +128,17 @@ struct HeaderParser {
 
 bool act::rt::readNpy(const std::string &path, NpyArray &array,
                       std::string &error) {
+  // Only a regular file: opening a FIFO blocks until a writer comes, and a
+  // device may never end.
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) {
+    error = "cannot open '" + path + "'";
+    return false;
+  }
+  if (!S_ISREG(info.st_mode)) {
+    error = "'" + path + "' is not a regular file";
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     error = "cannot open '" + path + "'";

@@ -100,6 +100,13 @@ static cl::opt<int64_t> gpuMaxPartialBytes(
     cl::desc("--device=gpu: act-gpu-pipeline{max-partial-bytes}, the most "
              "bytes of partial results a split reduction keeps"),
     cl::cat(runCategory));
+static cl::opt<std::string> cpuFeatures(
+    "cpu-features",
+    cl::desc("--device=cpu, gpu-emulated: changes to the host's CPU features "
+             "the step is compiled for, LLVM's names (-avx512f: the AVX2 "
+             "code paths on an AVX-512 host); default: ACT_CPU_FEATURES, "
+             "else the host's"),
+    cl::cat(runCategory));
 static cl::opt<std::string> gpuFeatures("gpu-features", cl::init("+ptx80"),
                                         cl::desc("--device=gpu: PTX features"),
                                         cl::cat(runCategory));
@@ -363,6 +370,12 @@ static llvm::Expected<OwningOpRef<ModuleOp>>
 parseModule(llvm::StringRef path, MLIRContext &context,
             llvm::SourceMgr &sources) {
   std::string error;
+  // A regular file (or - for stdin): a device such as /dev/zero would be
+  // read without end.
+  if (path != "-" && llvm::sys::fs::exists(path) &&
+      !llvm::sys::fs::is_regular_file(path))
+    return llvm::createStringError("'" + path.str() +
+                                   "' is not a regular file");
   auto file = openInputFile(path, &error);
   if (!file)
     return llvm::createStringError(error);
@@ -445,7 +458,13 @@ int main(int argc, char **argv) {
   if (threads < 0)
     return fail("--threads must be 0 (every core) or positive, not " +
                 llvm::Twine(int(threads)));
-  rt::setThreads(threads);
+  if (encodeThreads > unsigned(rt::kMaxThreads))
+    return fail("--encode-threads must be at most " +
+                llvm::Twine(rt::kMaxThreads) + ", not " +
+                llvm::Twine(unsigned(encodeThreads)));
+  if (!rt::setThreads(threads))
+    return fail("--threads must be at most " + llvm::Twine(rt::kMaxThreads) +
+                ", not " + llvm::Twine(int(threads)));
   if (prefetchAhead < 0)
     return fail("--prefetch-ahead must be 0 (no prefetch) or positive, not " +
                 llvm::Twine(int64_t(prefetchAhead)));
@@ -500,6 +519,7 @@ int main(int argc, char **argv) {
   target.chip = gpuChip;
   target.maxPartialBytes = gpuMaxPartialBytes;
   target.features = gpuFeatures;
+  target.cpuFeatures = cpuFeatures;
   // --fewbit-sensitivity compiles variants of the graph as it is now.
   OwningOpRef<ModuleOp> graph;
   if (!fewBitSensitivityFile.empty()) {

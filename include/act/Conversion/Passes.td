@@ -69,6 +69,12 @@ def ConvertActToLinalgPass : Pass<"convert-act-to-linalg", "::mlir::ModuleOp"> {
            "target=cpu: an elementwise generic reading a decoded value "
            "gets its own per-element decode for act-fuse-elementwise to "
            "fuse (encodings whose decodesPerElement holds)">,
+    Option<"cpuFeatures", "cpu-features", "std::string", /*default=*/"\"\"",
+           "target=cpu: changes to the host's CPU features the code is "
+           "for, LLVM's names (-avx512f: an AVX2 machine's); empty: "
+           "ACT_CPU_FEATURES, else the host's. #act.sparse compacts with "
+           "vcompressps/vexpandps under AVX-512, with a permutation table "
+           "under AVX2">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

@@ -86,7 +86,10 @@ private:
 };
 
 /// Reads a .npy file into a tensor (its dtype must be one act exchanges).
-llvm::Expected<HostTensor> readNpyTensor(const std::string &path);
+/// `descr`, when given, receives the file's dtype as written (`|u1` for a
+/// uint8 array read as its bytes).
+llvm::Expected<HostTensor> readNpyTensor(const std::string &path,
+                                         std::string *descr = nullptr);
 /// Writes `tensor` as a .npy file.
 llvm::Error writeNpyTensor(const std::string &path, const HostTensor &tensor);
 

@@ -24,8 +24,14 @@ namespace mlir::act {
 
 /// LLVM's pipeline at `optLevel` (0-3) tuned for the host CPU (its vector
 /// units): without a target machine the vectorizers see no vector registers.
+/// With `cpuFeatures` (act/Support/CpuFeatures.h's getCpuFeatures), every
+/// function of the
+/// module is generated for those features instead of the host's: its
+/// `target-features` attribute, which both the optimizer's cost model and
+/// code generation read.
 std::function<llvm::Error(llvm::Module *)>
-makeHostOptimizingTransformer(unsigned optLevel = 3);
+makeHostOptimizingTransformer(unsigned optLevel = 3,
+                              std::string cpuFeatures = "");
 
 /// Makes MLIR's async runtime (libmlir_async_runtime.so: the tasks of
 /// act-cpu-pipeline{threads > 1}) available to `engine`. The library is
@@ -57,6 +63,10 @@ struct JitTarget {
   /// points; every allocation, inputs staged, in managed memory counted by
   /// the allocation hooks), instead of act-cpu-pipeline on the host.
   bool gpu = false;
+  /// CPU: changes to the host's target features the code is generated for
+  /// (act/Support/CpuFeatures.h: "-avx512f" runs the AVX2 code paths on an
+  /// AVX-512 host); empty: ACT_CPU_FEATURES, else the host's.
+  std::string cpuFeatures;
   /// act-gpu-pipeline's chip and PTX features.
   std::string chip = "sm_90", features = "+ptx80";
   /// act-gpu-pipeline{max-partial-bytes}.

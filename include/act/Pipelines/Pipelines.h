@@ -64,6 +64,12 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "through a buffer (an encode's chunks) prefetch this "
                      "many bytes ahead; 0: no software prefetch"),
       llvm::cl::init(4096)};
+  Option<std::string> cpuFeatures{
+      *this, "cpu-features",
+      llvm::cl::desc("changes to the host's CPU features the code is for, "
+                     "LLVM's names (-avx512f: an AVX2 machine's code on an "
+                     "AVX-512 host; convert-act-to-linalg{cpu-features}); "
+                     "empty: ACT_CPU_FEATURES, else the host's")};
   Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("encode and decode chunks run as tasks of MLIR's async "

@@ -1176,18 +1176,124 @@ static int64_t sparseLanes(Type type) {
   return std::min<int64_t>(16, 512 / type.getIntOrFloatBitWidth());
 }
 
+/// Whether the CPU's sparse compaction of `type` goes through AVX2's vpermps
+/// and a permutation table (32-bit elements on a target without AVX-512's
+/// vcompressps/vexpandps, which LLVM otherwise expands lane by lane: 0.11 of
+/// memcpy on an AVX2-only EPYC).
+static bool usesSparsePermute(const LoweringOptions &options, Type type) {
+  return !options.cpuVectorCompress && options.cpuAvx2 &&
+         type.getIntOrFloatBitWidth() == 32;
+}
+
+/// Lanes of the compaction's vectors: sparseLanes, or 8 (one AVX2
+/// register) with the permutation table.
+static int64_t compactLanes(const LoweringOptions &options, Type type) {
+  return usesSparsePermute(options, type) ? 8 : sparseLanes(type);
+}
+
+/// The permutation table of 8 lanes by mask byte m (tensor<256x8xi32>):
+/// to compact, row m lists m's set lanes in order (the rest 0); to expand,
+/// row m gives each set lane i the number of set lanes below it (the rest
+/// 0, masked off after the permute).
+static Value sparsePermuteTable(OpBuilder &b, Location loc, bool expand) {
+  SmallVector<int32_t> table(256 * 8, 0);
+  for (int m = 0; m < 256; ++m) {
+    int k = 0;
+    for (int i = 0; i < 8; ++i)
+      if (m & (1 << i)) {
+        if (expand)
+          table[m * 8 + i] = k;
+        else
+          table[m * 8 + k] = i;
+        ++k;
+      }
+  }
+  auto type = RankedTensorType::get({256, 8}, b.getI32Type());
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, ArrayRef<int32_t>(table)));
+}
+
+/// The declaration of AVX2's vpermps intrinsic (llvm.x86.avx2.permps), as
+/// getCompressIntrinsic declares its own.
+static LLVM::LLVMFuncOp getPermuteIntrinsic(OpBuilder &b, Location loc) {
+  auto f32x8 = VectorType::get({8}, b.getF32Type());
+  auto i32x8 = VectorType::get({8}, b.getI32Type());
+  auto module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  StringRef name = "llvm.x86.avx2.permps";
+  if (auto existing = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  return LLVM::LLVMFuncOp::create(
+      b, loc, name, LLVM::LLVMFunctionType::get(f32x8, {f32x8, i32x8}));
+}
+
+/// Lanes of the 8 x 32-bit vector `x` permuted by row `m` (index) of
+/// `table` (sparsePermuteTable) with `permps` (getPermuteIntrinsic).
+static Value permuteLanes(OpBuilder &b, Location loc, LLVM::LLVMFuncOp permps,
+                          Value x, Value table, Value m) {
+  auto vectorType = cast<VectorType>(x.getType());
+  auto f32x8 = VectorType::get({8}, b.getF32Type());
+  auto i32x8 = VectorType::get({8}, b.getI32Type());
+  Value zero = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
+  Value indices = vector::TransferReadOp::create(
+      b, loc, i32x8, table,
+      ValueRange{m, arith::ConstantIndexOp::create(b, loc, 0)}, zero,
+      ArrayRef<bool>{true});
+  Value asF32 =
+      vectorType == f32x8 ? x : vector::BitCastOp::create(b, loc, f32x8, x);
+  Value permuted =
+      LLVM::CallOp::create(b, loc, permps, ValueRange{asF32, indices})
+          .getResult();
+  return vectorType == f32x8
+             ? permuted
+             : vector::BitCastOp::create(b, loc, vectorType, permuted);
+}
+
 /// Elements [L h, L h + L) of bitmap word `w` of `flat` as one vector of L
-/// = sparseLanes (those past the end read as zero).
+/// = `lanes` (default sparseLanes; those past the end read as zero). With
+/// `plainWhereInside`, a plain load wherever the chunk lies inside `flat`
+/// and the masked one only at its end (AVX2's masked loads, vmaskmovps,
+/// are slow on AMD's cores; AVX-512's are not).
 static Value readWordChunk(OpBuilder &b, Location loc, Value flat, Value w,
-                           int64_t h) {
+                           int64_t h, int64_t lanes = 0,
+                           bool plainWhereInside = false) {
   IndexMath ix{b, loc};
   Type elementType = cast<ShapedType>(flat.getType()).getElementType();
-  int64_t lanes = sparseLanes(elementType);
+  if (!lanes)
+    lanes = sparseLanes(elementType);
   Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
-  return vector::TransferReadOp::create(
-      b, loc, VectorType::get({lanes}, elementType), flat,
-      ValueRange{ix.add(ix.mul(w, 32), ix.c(lanes * h))}, zero,
-      ArrayRef<bool>{false});
+  Value at = ix.add(ix.mul(w, 32), ix.c(lanes * h));
+  auto read = [&](OpBuilder &rb, Location rl, bool inBounds) {
+    return vector::TransferReadOp::create(
+               rb, rl, VectorType::get({lanes}, elementType), flat,
+               ValueRange{at}, zero, ArrayRef<bool>{inBounds})
+        .getResult();
+  };
+  if (!plainWhereInside)
+    return read(b, loc, false);
+  Value n = b.createOrFold<tensor::DimOp>(loc, flat, 0);
+  return scf::IfOp::create(
+             b, loc, ix.ule(ix.add(at, ix.c(lanes)), n),
+             [&](OpBuilder &tb, Location tl) {
+               scf::YieldOp::create(tb, tl, read(tb, tl, true));
+             },
+             [&](OpBuilder &eb, Location el) {
+               scf::YieldOp::create(eb, el, read(eb, el, false));
+             })
+      .getResult(0);
+}
+
+/// Bits [L h, L h + L) of bitmap word `word` (i32) as an index.
+static Value wordChunkBits(OpBuilder &b, Location loc, Value word, int64_t h,
+                           int64_t lanes) {
+  Value bits = word;
+  if (h)
+    bits = arith::ShRUIOp::create(b, loc, bits, i32Const(b, loc, lanes * h));
+  bits = arith::AndIOp::create(b, loc, bits,
+                               i32Const(b, loc, int32_t((1u << lanes) - 1)));
+  return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), bits);
 }
 
 /// Bits [L h, L h + L) of bitmap word `word` (i32): the mask of those
@@ -1338,8 +1444,10 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
           Value word;
           int64_t lanes = sparseLanes(elementType);
           for (int64_t h = 0; h < 32 / lanes; ++h) {
-            Value set =
-                isNonzeroBits(nb, nl, readWordChunk(nb, nl, flat, w, h));
+            Value set = isNonzeroBits(
+                nb, nl,
+                readWordChunk(nb, nl, flat, w, h, lanes,
+                              /*plainWhereInside=*/!options.cpuVectorCompress));
             Value chunk = arith::ExtUIOp::create(
                 nb, nl, i32,
                 vector::ExtractOp::create(
@@ -1452,10 +1560,18 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
       // vcompressps is microcoded and slow on AMD's Zen 4).
       Value values = tensor::EmptyOp::create(b, loc, {ShapedType::kDynamic},
                                              elementType, ValueRange{nonzeros});
-      int64_t lanes = sparseLanes(elementType);
+      // AVX2 (no vcompressps): 8 lanes at a time, permuted by the table.
+      bool permute = usesSparsePermute(options, elementType);
+      int64_t lanes = compactLanes(options, elementType);
       auto vectorType = VectorType::get({lanes}, elementType);
       Value poison = ub::PoisonOp::create(b, loc, vectorType);
-      LLVM::LLVMFuncOp compress = getCompressIntrinsic(b, loc, vectorType);
+      LLVM::LLVMFuncOp compress =
+          permute ? LLVM::LLVMFuncOp()
+                  : getCompressIntrinsic(b, loc, vectorType);
+      Value table = permute ? sparsePermuteTable(b, loc, /*expand=*/false)
+                            : Value();
+      LLVM::LLVMFuncOp permps =
+          permute ? getPermuteIntrinsic(b, loc) : LLVM::LLVMFuncOp();
       // Block by block (scf.forall), each into its own span of the values.
       SparseBlocks loop(b, loc, words, {values});
       Value first = loop.first;
@@ -1464,6 +1580,7 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
       Value count = arith::IndexCastUIOp::create(
           b, loc, b.getIndexType(),
           tensor::ExtractOp::create(b, loc, counts, ValueRange{loop.k}));
+      Value spanLength = count;
       auto wordLoop = scf::ForOp::create(
           b, loc, ix.c(0), loop.size, ix.c(1),
           ValueRange{
@@ -1476,19 +1593,50 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
             Value into = iter[0], at = iter[1];
             for (int64_t h = 0; h < 32 / lanes; ++h) {
               auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
-              Value packed = LLVM::CallOp::create(
-                                 nb, nl, compress,
-                                 ValueRange{readWordChunk(nb, nl, flat, w, h),
-                                            mask, poison})
-                                 .getResult();
+              Value chunk = readWordChunk(nb, nl, flat, w, h, lanes,
+                                          /*plainWhereInside=*/permute);
+              Value packed =
+                  permute
+                      ? permuteLanes(nb, nl, permps, chunk, table,
+                                     wordChunkBits(nb, nl, word, h, lanes))
+                      : LLVM::CallOp::create(nb, nl, compress,
+                                             ValueRange{chunk, mask, poison})
+                            .getResult();
               Value prefix = vector::CreateMaskOp::create(
                   nb, nl, VectorType::get({lanes}, nb.getI1Type()),
                   ValueRange{count});
-              into = vector::TransferWriteOp::create(
-                         nb, nl, packed, into, ValueRange{at},
-                         AffineMapAttr::get(nb.getMultiDimIdentityMap(1)),
-                         prefix, nb.getBoolArrayAttr({false}))
-                         .getResult();
+              auto masked = [&](OpBuilder &wb, Location wl) {
+                return vector::TransferWriteOp::create(
+                           wb, wl, packed, into, ValueRange{at},
+                           AffineMapAttr::get(wb.getMultiDimIdentityMap(1)),
+                           prefix, wb.getBoolArrayAttr({false}))
+                    .getResult();
+              };
+              if (permute) {
+                // A masked store (vmaskmovps) is slow on AMD's cores: all
+                // lanes where the block's span has room for them (the lanes
+                // past `count` are overwritten by the next chunk), masked
+                // only at the span's end, whose next element is another
+                // block's.
+                IndexMath wx{nb, nl};
+                Value room = wx.ule(wx.add(at, wx.c(lanes)), spanLength);
+                into = scf::IfOp::create(
+                           nb, nl, room,
+                           [&](OpBuilder &tb, Location tl) {
+                             scf::YieldOp::create(
+                                 tb, tl,
+                                 vector::TransferWriteOp::create(
+                                     tb, tl, packed, into, ValueRange{at},
+                                     ArrayRef<bool>{true})
+                                     .getResult());
+                           },
+                           [&](OpBuilder &eb, Location el) {
+                             scf::YieldOp::create(eb, el, masked(eb, el));
+                           })
+                           .getResult(0);
+              } else {
+                into = masked(nb, nl);
+              }
               at = arith::AddIOp::create(nb, nl, at, count);
             }
             scf::YieldOp::create(nb, nl, ValueRange{into, at});
@@ -1573,7 +1721,27 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
         b, loc, tensor::CastOp::create(b, loc, flatType, values).getResult());
     b.setInsertionPointToStart(ifOp.elseBlock());
     Value from = readBuffer(b, loc, values);
-    int64_t lanes = sparseLanes(elementType);
+    Value valuesLength = b.createOrFold<tensor::DimOp>(loc, values, 0);
+    // AVX2 (no vexpandps): 8 lanes at a time, the chunk's values loaded
+    // under a mask of their count and permuted into place by the table.
+    bool permute = usesSparsePermute(options, elementType);
+    int64_t lanes = compactLanes(options, elementType);
+    Value table =
+        permute ? sparsePermuteTable(b, loc, /*expand=*/true) : Value();
+    Value laneMasks = Value();
+    if (permute) {
+      SmallVector<int32_t> rows(256 * 8);
+      for (int m = 0; m < 256; ++m)
+        for (int i = 0; i < 8; ++i)
+          rows[m * 8 + i] = (m >> i) & 1 ? -1 : 0;
+      laneMasks = arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(
+              RankedTensorType::get({256, 8}, b.getI32Type()),
+              ArrayRef<int32_t>(rows)));
+    }
+    LLVM::LLVMFuncOp permps =
+        permute ? getPermuteIntrinsic(b, loc) : LLVM::LLVMFuncOp();
     auto vectorType = VectorType::get({lanes}, elementType);
     Value zeros = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(vectorType, b.getZeroAttr(elementType)));
@@ -1618,13 +1786,75 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
           Value into = iter[0], at = iter[1];
           for (int64_t h = 0; h < 32 / lanes; ++h) {
             auto [mask, count] = wordChunkMask(nb, nl, word, h, lanes);
-            Value x = vector::ExpandLoadOp::create(nb, nl, vectorType, from,
-                                                   ValueRange{at}, mask, zeros);
-            into = vector::TransferWriteOp::create(
-                       nb, nl, x, into,
-                       ValueRange{nx.add(nx.mul(i, 32), nx.c(lanes * h))},
-                       ArrayRef<bool>{false})
-                       .getResult();
+            Value x;
+            if (permute) {
+              // The chunk's values (and those after them) with a plain
+              // load, masked only within a vector of the values' end.
+              Value present = vector::CreateMaskOp::create(
+                  nb, nl, VectorType::get({lanes}, nb.getI1Type()),
+                  ValueRange{count});
+              Value room = nx.ule(nx.add(at, nx.c(lanes)), valuesLength);
+              Value packed =
+                  scf::IfOp::create(
+                      nb, nl, room,
+                      [&](OpBuilder &tb, Location tl) {
+                        scf::YieldOp::create(
+                            tb, tl,
+                            vector::LoadOp::create(tb, tl, vectorType, from,
+                                                   ValueRange{at})
+                                .getResult());
+                      },
+                      [&](OpBuilder &eb, Location el) {
+                        scf::YieldOp::create(
+                            eb, el,
+                            vector::MaskedLoadOp::create(eb, el, vectorType,
+                                                         from, ValueRange{at},
+                                                         present, zeros)
+                                .getResult());
+                      })
+                      .getResult(0);
+              // The unset lanes cleared by the chunk's row of lane masks
+              // (one load and an and, where a mask from the bits takes
+              // seven instructions on AVX2).
+              Value m = wordChunkBits(nb, nl, word, h, lanes);
+              auto i32x8 = VectorType::get({8}, nb.getI32Type());
+              Value keep = vector::TransferReadOp::create(
+                  nb, nl, i32x8, laneMasks, ValueRange{m, nx.c(0)},
+                  i32Const(nb, nl, 0), ArrayRef<bool>{true});
+              Value permuted =
+                  permuteLanes(nb, nl, permps, packed, table, m);
+              x = vector::BitCastOp::create(
+                  nb, nl, vectorType,
+                  arith::AndIOp::create(
+                      nb, nl,
+                      vector::BitCastOp::create(nb, nl, i32x8, permuted),
+                      keep));
+            } else {
+              x = vector::ExpandLoadOp::create(nb, nl, vectorType, from,
+                                               ValueRange{at}, mask, zeros);
+            }
+            Value offset = nx.add(nx.mul(i, 32), nx.c(lanes * h));
+            auto write = [&](OpBuilder &wb, Location wl, bool inBounds) {
+              return vector::TransferWriteOp::create(wb, wl, x, into,
+                                                     ValueRange{offset},
+                                                     ArrayRef<bool>{inBounds})
+                  .getResult();
+            };
+            if (permute) {
+              // A masked store (vmaskmovps) is slow on AMD's cores: a
+              // plain one wherever the chunk lies within the tensor.
+              into = scf::IfOp::create(
+                         nb, nl, nx.ule(nx.add(offset, nx.c(lanes)), extent),
+                         [&](OpBuilder &tb, Location tl) {
+                           scf::YieldOp::create(tb, tl, write(tb, tl, true));
+                         },
+                         [&](OpBuilder &eb, Location el) {
+                           scf::YieldOp::create(eb, el, write(eb, el, false));
+                         })
+                         .getResult(0);
+            } else {
+              into = write(nb, nl, false);
+            }
             at = arith::AddIOp::create(nb, nl, at, count);
           }
           scf::YieldOp::create(nb, nl, ValueRange{into, at});

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "act/Support/CpuFeatures.h"
 #include "act/Conversion/ActToLinalg/ActLowering.h"
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/IR/Act.h"
@@ -321,8 +322,16 @@ struct ConvertActToLinalgPass
              << "convert-act-to-linalg: gpu-block-size must be a positive "
                 "multiple of 32, got "
              << static_cast<int64_t>(gpuBlockSize);
+    auto features = getCpuFeatures(cpuFeatures);
+    if (!features)
+      return emitError(getOptionLoc(context, "convert-act-to-linalg",
+                                    "cpu-features"))
+             << "convert-act-to-linalg: " << llvm::toString(features.takeError());
+    cpuVectorCompress = hasCpuFeature(*features, "avx512f");
+    cpuAvx2 = hasCpuFeature(*features, "avx2");
     return success();
   }
+  bool cpuVectorCompress = true, cpuAvx2 = true;
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     TypeConverter converter;
@@ -340,6 +349,8 @@ struct ConvertActToLinalgPass
     options.target = target;
     options.gpuBlockSize = gpuBlockSize;
     options.recordStorage = recordStorage;
+    options.cpuVectorCompress = cpuVectorCompress;
+    options.cpuAvx2 = cpuAvx2;
     ModuleOp module = getOperation();
     if (recordStorage && !module.lookupSymbol(kRecordStorageFunction)) {
       // act_record_storage(id, bytes), defined by act's runtime.

@@ -3,11 +3,14 @@
 // input one chunk of the batch at a time.
 // RUN: act-opt %s -act-in-place="chunk-bytes=2304" | FileCheck %s
 // RUN: act-opt %s -act-in-place="chunk-bytes=2304" -one-shot-bufferize="bufferize-function-boundaries" | FileCheck %s --check-prefix=BUF
-// Each image is computed as before: the same bits as the whole convolution
-// (act-run's own pipeline leaves these small tensors whole).
+// Each image is computed as before: the chunked convolution's results are
+// the whole one's within float32 reassociation (act-run's own pipeline
+// leaves these small tensors whole). Not bit for bit: oneDNN picks its
+// kernel, and with it the summation order, by ISA and shape (a batch of 2
+// and one of 4 differ on an AVX2-only CPU).
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: act-opt %s -act-in-place="chunk-bytes=2304" -o %t/chunked.mlir
-// RUN: for e in forward backward pad_as_copy late_reader; do act-run %s --entry=$e --output-dir=%t/whole_$e > /dev/null && act-run %t/chunked.mlir --entry=$e --output-dir=%t/chunked_$e > /dev/null && cmp %t/whole_$e/result_0.npy %t/chunked_$e/result_0.npy || exit 1; done
+// RUN: for e in forward backward pad_as_copy late_reader; do act-run %s --entry=$e --output-dir=%t/whole_$e > /dev/null && act-run %t/chunked.mlir --entry=$e --output-dir=%t/chunked_$e > /dev/null && %compare close %t/whole_$e %t/chunked_$e 0 0 1e-6 || exit 1; done
 
 // Images of 8 x 6 x 6 floats (1152 bytes): chunks of 2 of the 4, each
 // read (padded) before its output is written over it.

@@ -52,6 +52,11 @@ struct LoweringOptions {
   /// elementwise consumer to fuse (EncodingLoweringAttrInterface::
   /// decodesPerElement says which encodings do).
   bool perElementDecode = false;
+  /// CPU: the target has AVX-512's vector compress/expand (vcompressps,
+  /// vexpandps); without them but with AVX2, #act.sparse of 32-bit elements
+  /// compacts through vpermps and a permutation table.
+  bool cpuVectorCompress = true;
+  bool cpuAvx2 = true;
 };
 
 /// Attaches the lowering models of act's encodings (the promised

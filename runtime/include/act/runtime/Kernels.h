@@ -35,8 +35,14 @@ template <int N> struct MemRef {
   int64_t strides[N];
 };
 
-/// The threads every kernel uses from now on (n <= 0: all cores).
-void setThreads(int n);
+/// The most threads the kernels take: each OpenMP thread, and oneDNN's
+/// scratch per thread, takes address space (act-run --threads=100000 ended
+/// in a segfault inside oneDNN under an 8 GB address-space limit).
+constexpr int kMaxThreads = 256;
+
+/// The threads every kernel uses from now on (n <= 0: all cores); false,
+/// and nothing changed, when n > kMaxThreads.
+bool setThreads(int n);
 /// The threads kernels use.
 int getThreads();
 

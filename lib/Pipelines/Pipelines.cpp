@@ -118,7 +118,9 @@ static void buildBufferizedLoops(OpPassManager &pm,
   pm.addPass(act::createConvertActToLinalgPass(lowering));
   // Elementwise arith/math on tensors become linalg.generic, which bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-  pm.addPass(createCanonicalizerPass());
+  // Function by function (in parallel: the emulated GPU kernels are
+  // functions of their own, each thousands of ops).
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   // An elementwise op read by one other op is computed inside it, and
   // elementwise ops write into an input that dies there (Gist's in-place):
   // the backward holds fewer full-size temporaries at a time.

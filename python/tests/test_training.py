@@ -437,6 +437,100 @@ def test_kernel_threads_are_set_through_the_c_api():
     assert capi.get_num_threads() == 1
     capi.set_num_threads(0)
     assert capi.get_num_threads() == len(os.sched_getaffinity(0))  # every core
+    # More than the runtime's limit is refused and changes nothing (100000
+    # threads ended in a segfault inside oneDNN).
+    with pytest.raises(capi.ActError, match="at most 256"):
+        capi.set_num_threads(100000)
+    assert capi.get_num_threads() == len(os.sched_getaffinity(0))
+
+
+def _rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_compiled_steps_do_not_keep_their_results(tmp_path):
+    """A long run does not grow: a Linear(1024, 1024) step (4 MB of
+    gradients a call) run 2,000 times holds about what one call holds. The
+    results' buffers referred back to their Run, a reference cycle through
+    NumPy arrays that the garbage collector cannot traverse: every call's
+    results were kept (402 MB after 100 calls)."""
+    import gc
+    torch.manual_seed(0)
+    model = nn.Linear(1024, 1024)
+    x, y = torch.randn(8, 1024), torch.randn(8, 1024)
+    step = act.compile(model, F.mse_loss, x, y, work_dir=str(tmp_path))
+    for _ in range(20):  # warm: the allocator's and the step's steady state
+        model.zero_grad(set_to_none=True)
+        step(x, y)
+    gc.collect()
+    before = _rss_bytes()
+    for _ in range(2000):
+        model.zero_grad(set_to_none=True)
+        step(x, y)
+    gc.collect()
+    grown = _rss_bytes() - before
+    print(f"compiled step: RSS grew {grown / 1e6:.1f} MB over 2000 calls")
+    assert grown < 40e6  # kept results would be 8 GB
+    # A run's memory lives exactly as long as something views it.
+    run = step.compiled[step.variant][0].run(
+        step._arguments(step.compiled[step.variant][1], x, y, 0))
+    grads = run.results[1]
+    memory = run._memory
+    del run
+    gc.collect()
+    assert memory.handle is not None and float(grads.sum()) == float(grads.sum())
+    del grads
+    gc.collect()
+    import sys as _sys
+    assert _sys.getrefcount(memory) == 2  # this name and getrefcount's argument
+
+
+def test_encoding_as_act_prints_it_is_accepted(tmp_path):
+    """The spelling act's own report prints (spaces after commas and around
+    =) reaches act-opt quoted, not split by its option parser."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    x, y = torch.randn(32, 16), torch.randint(0, 4, (32,))
+    losses = []
+    for i, encoding in enumerate(["#act.quant<bits = 4, group = 128>",
+                                  "#act.quant<bits=4,group=128>"]):
+        m = copy.deepcopy(model)
+        step = act.compile(m, F.cross_entropy, x, y, encoding=encoding,
+                           work_dir=str(tmp_path / str(i)))
+        losses.append(float(step(x, y)))
+        assert step.saved_bytes[1] < step.saved_bytes[0]
+    assert losses[0] == losses[1]
+
+
+def test_capi_handles_are_checked():
+    """Destroying a handle twice, or using it after, is a message, never a
+    crash (include/act-c/Step.h's contract)."""
+    import ctypes
+    lib = capi.library()
+    error = ctypes.c_void_p()
+    text = (b"func.func @f(%x: tensor<4xf32>) -> f32 { %c = arith.constant 0 : index\n"
+            b"  %v = tensor.extract %x[%c] : tensor<4xf32>\n  return %v : f32 }")
+    h = lib.actStepCompileSource(text, len(text), None, ctypes.byref(error))
+    assert h.ptr
+    lib.actStepDestroy(h)
+    lib.actStepDestroy(h)  # nothing happens
+    assert lib.actStepGetNumArguments(h) == 0
+    run = lib.actStepRun(h, None, 0, 0, ctypes.byref(error))
+    assert not run.ptr
+    assert b"not a live step" in ctypes.string_at(error.value)
+    lib.actStringFree(error.value)
+    run = capi._Handle(12345678)  # never created
+    assert lib.actRunGetNumResults(run) == 0
+    lib.actRunDestroy(run)
+    lib.actRunDestroy(run)
+    # Null arguments for a step that takes some: said as such.
+    h = lib.actStepCompileSource(text, len(text), None, ctypes.byref(error))
+    run = lib.actStepRun(h, None, 1, 0, ctypes.byref(error))
+    assert not run.ptr
+    assert b"the arguments are null" in ctypes.string_at(error.value)
+    lib.actStringFree(error.value)
+    lib.actStepDestroy(h)
 
 
 def test_pfq_switches_precision_during_training_and_counts_the_cost():

@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "act/Support/CpuFeatures.h"
 #include "act/Conversion/ActToLinalg/ActLowering.h"
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/IR/Act.h"
+#include "act/Support/CpuFeatures.h"
 #include "act/Support/OptionLoc.h"
 #include "act/Support/TransposedConvolution.h"
 
@@ -20,6 +20,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -273,33 +276,74 @@ struct DecodeOpLowering : OpConversionPattern<DecodeOp> {
 };
 
 /// target=gpu-emulated: a kernel's launch as loops over its blocks and
-/// threads (in order), the body inlined. The kernels never read what another
-/// thread writes, so any order computes the GPU's results.
-void launchToLoops(gpu::LaunchOp launch) {
-  OpBuilder b(launch);
+/// threads (in order) in a private function of its own, called where the
+/// launch was (as a GPU launches its outlined kernel). The kernels never
+/// read what another thread writes, so any order computes the GPU's
+/// results. Inlined into the step instead, a step of twenty 1-bit encodes
+/// took 162 s to compile: one-shot bufferization and empty-tensor
+/// elimination grow with the ops of the function around the tensor ops
+/// they analyse, and the kernels' unrolled threads are thousands of ops.
+void launchToLoops(gpu::LaunchOp launch, SymbolTable &symbols) {
   Location loc = launch.getLoc();
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
   gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
   gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+  // The kernel's arguments: the loops' bounds and what its body uses from
+  // above (buffers, sizes, seeds), constants excepted (cloned inside: a
+  // bound of 1 stays a loop the canonicalizer removes).
+  SmallVector<Value> bounds = {grid.x, grid.y, grid.z,
+                               block.x, block.y, block.z};
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(launch.getBody(), above);
+  above.insert(bounds.begin(), bounds.end());
+  SmallVector<Value> captured, constants;
+  for (Value v : above)
+    (matchPattern(v, m_Constant()) ? constants : captured).push_back(v);
+  SmallVector<Value> operands(captured);
+
+  auto parent = launch->getParentOfType<func::FuncOp>();
+  OpBuilder mb(parent);
+  auto kernel = func::FuncOp::create(
+      mb, loc, (parent.getSymName() + "_emulated_kernel").str(),
+      mb.getFunctionType(ValueRange(operands).getTypes(), {}));
+  kernel.setPrivate();
+  symbols.insert(kernel); // uniqued: _emulated_kernel_0, _1, ...
+  Block *entry = kernel.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(entry);
   IRMapping map;
-  auto mapDims = [&](gpu::KernelDim3 args, gpu::KernelDim3 values) {
-    map.map(args.x, values.x);
-    map.map(args.y, values.y);
-    map.map(args.z, values.z);
-  };
-  mapDims(launch.getGridSize(), grid);
-  mapDims(launch.getBlockSize(), block);
+  for (Value c : constants)
+    map.map(c, b.clone(*c.getDefiningOp())->getResult(0));
+  for (auto [v, arg] : llvm::zip(captured, entry->getArguments()))
+    map.map(v, arg);
+  SmallVector<Value> boundArgs;
+  for (Value bound : bounds)
+    boundArgs.push_back(map.lookup(bound));
+  map.map(launch.getGridSize().x, boundArgs[0]);
+  map.map(launch.getGridSize().y, boundArgs[1]);
+  map.map(launch.getGridSize().z, boundArgs[2]);
+  map.map(launch.getBlockSize().x, boundArgs[3]);
+  map.map(launch.getBlockSize().y, boundArgs[4]);
+  map.map(launch.getBlockSize().z, boundArgs[5]);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  OpBuilder inner = b;
   SmallVector<Value> ids;
-  for (Value bound : {grid.x, grid.y, grid.z, block.x, block.y, block.z}) {
-    auto loop = scf::ForOp::create(b, loc, zero, bound, one);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
+  for (Value bound : boundArgs) {
+    auto loop = scf::ForOp::create(inner, loc, zero, bound, one);
+    inner.setInsertionPoint(loop.getBody()->getTerminator());
     ids.push_back(loop.getInductionVar());
   }
-  mapDims(launch.getBlockIds(), {ids[0], ids[1], ids[2]});
-  mapDims(launch.getThreadIds(), {ids[3], ids[4], ids[5]});
+  map.map(launch.getBlockIds().x, ids[0]);
+  map.map(launch.getBlockIds().y, ids[1]);
+  map.map(launch.getBlockIds().z, ids[2]);
+  map.map(launch.getThreadIds().x, ids[3]);
+  map.map(launch.getThreadIds().y, ids[4]);
+  map.map(launch.getThreadIds().z, ids[5]);
   for (Operation &op : launch.getBody().front().without_terminator())
-    b.clone(op, map);
+    inner.clone(op, map);
+  func::ReturnOp::create(b, loc);
+
+  OpBuilder call(launch);
+  func::CallOp::create(call, loc, kernel, operands);
   launch.erase();
 }
 
@@ -389,8 +433,9 @@ struct ConvertActToLinalgPass
     if (options.target == LoweringTarget::GPUEmulated) {
       SmallVector<gpu::LaunchOp> launches;
       getOperation().walk([&](gpu::LaunchOp op) { launches.push_back(op); });
+      SymbolTable symbols(getOperation());
       for (gpu::LaunchOp launch : launches)
-        launchToLoops(launch);
+        launchToLoops(launch, symbols);
       return;
     }
     if (options.target != LoweringTarget::GPU)

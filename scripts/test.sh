@@ -2,7 +2,8 @@
 # README command 2: install what is missing, build, and run every test
 # (lit + FileCheck regression tests and the gtest unit tests, via check-act).
 #
-#   scripts/test.sh             the normal build (build/) and every test
+#   scripts/test.sh             the normal build (build/) and every test, then
+#                               the ISA-dependent ones capped at AVX2
 #   scripts/test.sh --sanitize  an ASan + UBSan build (build-asan/) of act's
 #                               C++ and every test on it; any report fails
 set -euo pipefail
@@ -22,3 +23,14 @@ build_dir=${ACT_BUILD_DIR:-$here/build}
 # The C++ is clang-formatted (.clang-format, clang-format-22).
 "$here/scripts/format.sh" --check
 cmake --build "$build_dir" --target check-act
+# Again on an AVX2-only machine's code paths, whatever this CPU has: oneDNN
+# capped at AVX2 and act's JIT without AVX-512 (act-run --cpu-features),
+# for the tests whose kernels or code depend on the instruction set (the
+# executed steps, the lowering's bit-exact unit tests). The Python oracle,
+# the emulated GPU kernels' and the every-group-size unit tests run once.
+echo "test.sh: the ISA-dependent tests again, capped at AVX2"
+ONEDNN_MAX_CPU_ISA=AVX2 ACT_CPU_FEATURES=-avx512f \
+  /usr/lib/llvm-22/bin/lit -sv -j "${ACT_JOBS:-$(nproc)}" \
+  --filter-out 'GpuKernelsEmulated|GroupSizes' \
+  "$build_dir"/test/{Integration,Dialect,Conversion,GPU,Pipelines,Tools} \
+  "$build_dir"/test/Unit

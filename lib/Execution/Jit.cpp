@@ -301,7 +301,8 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
           StringAttr::get(module.getContext(), "alwaysinline"));
       fn.setPassthroughAttr(ArrayAttr::get(module.getContext(), passthrough));
     }
-  auto transformer = makeHostOptimizingTransformer(target.optLevel, cpuFeatures);
+  auto transformer =
+      makeHostOptimizingTransformer(target.optLevel, cpuFeatures);
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel =

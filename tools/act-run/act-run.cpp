@@ -370,12 +370,14 @@ static llvm::Expected<OwningOpRef<ModuleOp>>
 parseModule(llvm::StringRef path, MLIRContext &context,
             llvm::SourceMgr &sources) {
   std::string error;
-  // A regular file (or - for stdin): a device such as /dev/zero would be
+  // A file or a pipe (- or /dev/stdin), not a device: /dev/zero would be
   // read without end.
-  if (path != "-" && llvm::sys::fs::exists(path) &&
-      !llvm::sys::fs::is_regular_file(path))
+  llvm::sys::fs::file_status status;
+  if (path != "-" && !llvm::sys::fs::status(path, status) &&
+      (status.type() == llvm::sys::fs::file_type::character_file ||
+       status.type() == llvm::sys::fs::file_type::block_file))
     return llvm::createStringError("'" + path.str() +
-                                   "' is not a regular file");
+                                   "' is a device, not a file");
   auto file = openInputFile(path, &error);
   if (!file)
     return llvm::createStringError(error);

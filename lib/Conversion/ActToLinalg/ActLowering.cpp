@@ -1568,8 +1568,8 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
       LLVM::LLVMFuncOp compress =
           permute ? LLVM::LLVMFuncOp()
                   : getCompressIntrinsic(b, loc, vectorType);
-      Value table = permute ? sparsePermuteTable(b, loc, /*expand=*/false)
-                            : Value();
+      Value table =
+          permute ? sparsePermuteTable(b, loc, /*expand=*/false) : Value();
       LLVM::LLVMFuncOp permps =
           permute ? getPermuteIntrinsic(b, loc) : LLVM::LLVMFuncOp();
       // Block by block (scf.forall), each into its own span of the values.
@@ -1805,12 +1805,11 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
                                 .getResult());
                       },
                       [&](OpBuilder &eb, Location el) {
-                        scf::YieldOp::create(
-                            eb, el,
-                            vector::MaskedLoadOp::create(eb, el, vectorType,
-                                                         from, ValueRange{at},
-                                                         present, zeros)
-                                .getResult());
+                        scf::YieldOp::create(eb, el,
+                                             vector::MaskedLoadOp::create(
+                                                 eb, el, vectorType, from,
+                                                 ValueRange{at}, present, zeros)
+                                                 .getResult());
                       })
                       .getResult(0);
               // The unset lanes cleared by the chunk's row of lane masks
@@ -1821,8 +1820,7 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
               Value keep = vector::TransferReadOp::create(
                   nb, nl, i32x8, laneMasks, ValueRange{m, nx.c(0)},
                   i32Const(nb, nl, 0), ArrayRef<bool>{true});
-              Value permuted =
-                  permuteLanes(nb, nl, permps, packed, table, m);
+              Value permuted = permuteLanes(nb, nl, permps, packed, table, m);
               x = vector::BitCastOp::create(
                   nb, nl, vectorType,
                   arith::AndIOp::create(

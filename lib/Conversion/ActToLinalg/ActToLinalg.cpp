@@ -22,9 +22,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
-#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SmallBitVector.h"
 
 namespace mlir::act {
@@ -290,7 +290,7 @@ void launchToLoops(gpu::LaunchOp launch, SymbolTable &symbols) {
   // The kernel's arguments: the loops' bounds and what its body uses from
   // above (buffers, sizes, seeds), constants excepted (cloned inside: a
   // bound of 1 stays a loop the canonicalizer removes).
-  SmallVector<Value> bounds = {grid.x, grid.y, grid.z,
+  SmallVector<Value> bounds = {grid.x,  grid.y,  grid.z,
                                block.x, block.y, block.z};
   llvm::SetVector<Value> above;
   getUsedValuesDefinedAbove(launch.getBody(), above);
@@ -368,9 +368,10 @@ struct ConvertActToLinalgPass
              << static_cast<int64_t>(gpuBlockSize);
     auto features = getCpuFeatures(cpuFeatures);
     if (!features)
-      return emitError(getOptionLoc(context, "convert-act-to-linalg",
-                                    "cpu-features"))
-             << "convert-act-to-linalg: " << llvm::toString(features.takeError());
+      return emitError(
+                 getOptionLoc(context, "convert-act-to-linalg", "cpu-features"))
+             << "convert-act-to-linalg: "
+             << llvm::toString(features.takeError());
     cpuVectorCompress = hasCpuFeature(*features, "avx512f");
     cpuAvx2 = hasCpuFeature(*features, "avx2");
     return success();

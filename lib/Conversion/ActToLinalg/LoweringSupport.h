@@ -83,7 +83,7 @@ struct IndexMath {
   Value ult(Value x, Value y) {
     return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, x, y);
   }
-    Value ule(Value x, Value y) {
+  Value ule(Value x, Value y) {
     return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, x, y);
   }
   Value select(Value cond, Value x, Value y) {

@@ -409,11 +409,15 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
   // The table and GACT's variance alert.
   double predicted = chosen.objective;
   auto &os = llvm::errs();
-  os << llvm::formatv("act bit allocation: @{0}, {1} tensors, average {2:f2} "
-                      "bits (budget {3} bits), solver {4}\n",
-                      graph.forward.getSymName(), entries.size(),
-                      double(averageBits), totalBudget,
-                      getBitSolverName(solver));
+  bool capped = wanted > double(widest);
+  os << llvm::formatv(
+      "act bit allocation: @{0}, {1} tensors, average {2} "
+      "bits (budget {3} bits{4}), solver {5}\n",
+      graph.forward.getSymName(), entries.size(),
+      capped ? llvm::formatv("{0:e2}", double(averageBits)).str()
+             : llvm::formatv("{0:f2}", double(averageBits)).str(),
+      totalBudget, capped ? ": every tensor's widest option" : "",
+      getBitSolverName(solver));
   os << llvm::formatv("{0,6} {1,10} {2,13} {3,6} {4,7} {5,13}\n", "id",
                       "elements", "sensitivity", "exact", "greedy", "cost");
   for (const Entry &e : entries) {

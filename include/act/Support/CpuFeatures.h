@@ -1,4 +1,4 @@
-//===- CpuFeatures.h - the CPU features code is generated for --*- C++ -*-===//
+//===- CpuFeatures.h - the CPU features code is generated for ---*- C++ -*-===//
 //
 // One knob for the instruction set of the CPU code: a list of changes to the
 // host's LLVM target features (`-avx512f` gives an AVX2 machine's code on an

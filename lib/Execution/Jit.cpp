@@ -245,11 +245,15 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
       spec.isSeeds = bool(func.getArgAttr(i, kSeedsAttrName));
       jit->arguments.push_back(spec);
     }
-    for (Type result : type.getResults()) {
+    for (auto [i, result] : llvm::enumerate(type.getResults())) {
       ValueSpec spec;
       if (llvm::Error e = getSpec(result, spec))
         return std::move(e);
       jit->results.push_back(spec);
+      // Read (the training graph's loss); LLVM's translation would warn
+      // about an attribute it does not know on a lone result.
+      func.removeResultAttr(unsigned(i),
+                            StringAttr::get(func.getContext(), kLossAttrName));
     }
     jits.push_back(std::move(jit));
   }

@@ -88,6 +88,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-allocate-bits",
                                           "act-memory-report",
                                           "act-quantize-compute",
+                                          "act-forward-only",
                                           "act-fuse-elementwise",
                                           "act-in-place",
                                           "act-tile-decoded-convolutions",

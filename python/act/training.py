@@ -35,9 +35,13 @@ variance and GACT's variance alert; `step.adapt_seconds` is its cost.
 import collections
 import json
 import os
+import shutil
+import sys
 import tempfile
+import threading
 import time
 import warnings
+import weakref
 
 import numpy as np
 import torch
@@ -52,7 +56,8 @@ from .tune import allocate, measuring_step
 class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
                  measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
-                 adapt_batches=2):
+                 adapt_batches=2, keep_work_dir=False):
+        _refuse_wrappers(module)
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
         if adapt_interval and average_bits is None:
@@ -94,6 +99,10 @@ class Step:
         self.records = {}  # the last call's act.export.record values
         self.work_dir = work_dir or tempfile.mkdtemp(prefix="act-compile-")
         os.makedirs(self.work_dir, exist_ok=True)  # a work_dir given may not exist yet
+        # A directory act made is removed with the step (or at exit); one
+        # the caller named, or keep_work_dir=True / ACT_KEEP_WORK_DIR=1, stays.
+        if not (work_dir or keep_work_dir or os.environ.get("ACT_KEEP_WORK_DIR")):
+            weakref.finalize(self, shutil.rmtree, self.work_dir, ignore_errors=True)
         # (shapes, compute_bits, encoding) -> (CompiledStep, layout, saved bytes)
         self.compiled = {}
         self.last_peak_bytes = 0
@@ -201,7 +210,9 @@ class Step:
             with open(report) as f:
                 self.cost[self.compute_bits] = json.load(f)["totals"]
             mlir = quantized
-        step = capi.CompiledStep.from_file(mlir)
+        with _progress(f"compiling {name} ({_describe(shapes)}, "
+                       f"{variant if isinstance(variant, str) else 'allocated bits'})"):
+            step = capi.CompiledStep.from_file(mlir)
         report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
         totals = report["graphs"][0]["totals"]
         self.compiled[key] = (step, layout,
@@ -315,6 +326,8 @@ class Step:
             with torch.autocast("cpu", enabled=False), torch.autocast("cuda", enabled=False):
                 return self(inputs, targets)
         inputs, targets = _contiguous(inputs), _contiguous(targets, "targets")
+        if not torch.is_grad_enabled():
+            return self._forward_only(inputs, targets)
         shapes = self._shapes(inputs, targets)
         if self.adapt_interval:
             recent = self._recent.setdefault(
@@ -353,16 +366,48 @@ class Step:
                 p.grad = grad
             else:
                 p.grad.add_(grad)
+        return self._finish(layout, results[step.loss_index], results[1 + nparams:])
+
+    def _finish(self, layout, loss, rest):
+        """After a run: the updated buffers (BatchNorm's running statistics,
+        the first of `rest`) copied into the module, the recorded values
+        (the others) by name, num_batches_tracked counted; the loss."""
         nupdated = len(layout["updated"])
-        for b, value in zip(layout["updated"], results[1 + nparams:]):
+        for b, value in zip(layout["updated"], rest):
             b.data.copy_(torch.from_numpy(value))
         # What the forward recorded (act.export.record), by name.
         self.records = {name: torch.from_numpy(value) for name, value in
-                        zip(layout["records"], results[1 + nparams + nupdated:])}
+                        zip(layout["records"], rest[nupdated:])}
         for m in self.batch_norms:
             if m.training:
                 m.num_batches_tracked.add_(1)
-        return torch.tensor(float(results[step.loss_index]))
+        return torch.tensor(float(loss))
+
+    def _forward_only(self, inputs, targets):
+        """The step under torch.no_grad(): the same export, through
+        act-forward-only (the loss, the updated buffers and the records
+        kept; no backward, nothing saved), compiled once per batch shape
+        and mode. No .grad is written; BatchNorm in training mode updates
+        its running statistics, as eager does under no_grad."""
+        shapes = self._shapes(inputs, targets)
+        key = shapes + ("forward-only",)
+        with torch.enable_grad():  # (the export traces the training step)
+            name, src, layout = self._export(inputs, targets)
+        if key not in self.compiled:
+            nparams, nupdated = len(layout["params"]), len(layout["updated"])
+            keep = [0] + list(range(1 + nparams, 1 + nparams + nupdated + len(layout["records"])))
+            mlir = os.path.join(self.work_dir, f"{name}_forward_only.mlir")
+            with _progress(f"compiling the forward-only step of {name}"):
+                driver.run("act-opt", src, "-act-forward-only=keep=" + ",".join(map(str, keep)),
+                           "-o", mlir)
+                self.compiled[key] = (capi.CompiledStep.from_file(mlir), layout, (0, 0))
+        step = self.compiled[key][0]
+        self.calls += 1
+        call_seed = (self.seed * 1000003 + self.calls) & 0x7FFFFFFFFFFFFFFF
+        self.last_seed = call_seed
+        run = step.run(self._arguments(layout, inputs, targets, call_seed), seed=call_seed)
+        self.last_peak_bytes = run.peak_bytes
+        return self._finish(layout, run.results[step.loss_index], run.results[1:])
 
 
 def _contiguous(value, what="inputs"):
@@ -372,13 +417,80 @@ def _contiguous(value, what="inputs"):
     return rebuilt(value, [t.contiguous() for t in tensors_of(value)])
 
 
+def _refuse_wrappers(module):
+    """act's step writes .grad itself: a wrapper whose work happens in
+    autograd's hooks would silently do nothing (DistributedDataParallel's
+    all-reduce: its ranks would train unsynchronised)."""
+    name = type(module).__name__
+    if name in ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel"):
+        raise TypeError(
+            f"act.compile: the module is wrapped in {name}, whose work runs in autograd hooks "
+            f"that act's step never calls (it writes .grad itself): its ranks would train "
+            f"unsynchronised. Compile the module itself (act.compile(model.module, ...)) and "
+            f"average the gradients after each step (torch.distributed.all_reduce of every "
+            f".grad, divided by the world size), or train data-parallel with "
+            f"`python3 -m act.train TASK --processes N`")
+    hooked = [n for n, m in module.named_modules() if m._backward_hooks
+              or getattr(m, "_backward_pre_hooks", None)]
+    hooked += [n for n, p in module.named_parameters() if p._backward_hooks]
+    if hooked:
+        warnings.warn(
+            f"act.compile: backward hooks on {', '.join(hooked[:4])}"
+            f"{', ...' if len(hooked) > 4 else ''} will not run: act's step computes the "
+            f"gradients without autograd and writes .grad directly", stacklevel=3)
+
+
+def _describe(shapes):
+    """A batch's shapes (a _shapes key) in words: `inputs 128x1x28x28`."""
+    def one(part):
+        is_tuple, tensors = part
+        text = ", ".join("x".join(map(str, shape)) or "scalar" for shape, _ in tensors)
+        return f"({text})" if is_tuple else text
+    return f"inputs {one(shapes[0])}"
+
+
+class _progress:
+    """Says on stderr what is being compiled once it has taken `after`
+    seconds, and how long it took when it ends (ACT_PROGRESS=0: never)."""
+
+    def __init__(self, what, after=3.0):
+        self.what, self.after = what, after
+        self.shown = False
+        self.lock = threading.Lock()
+
+    def _show(self):
+        with self.lock:
+            if self.timer is not None:
+                print(f"act.compile: {self.what} ...", file=sys.stderr, flush=True)
+                self.shown = True
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        self.timer = None
+        if os.environ.get("ACT_PROGRESS", "1") != "0":
+            self.timer = threading.Timer(self.after, self._show)
+            self.timer.daemon = True
+            self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        with self.lock:
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            if self.shown:
+                print(f"act.compile: {self.what}: done in "
+                      f"{time.perf_counter() - self.start:.1f} s", file=sys.stderr, flush=True)
+        return False
+
+
 def _cloned(value):
     return rebuilt(value, [t.detach().clone() for t in tensors_of(value)])
 
 
 def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
             encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
-            compute_bits=None, adapt_interval=0, adapt_batches=2):
+            compute_bits=None, adapt_interval=0, adapt_batches=2, keep_work_dir=False):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), "lossless" for Gist's
@@ -403,9 +515,14 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     allocation); `step.adaptations` logs each allocation (bits per tensor,
     predicted and gradient variance, the variance alert, seconds),
     `step.adapt_seconds` against `step.step_seconds` is its cost.
-    The example batch, if given, compiles the step now."""
+    work_dir: where the exported and encoded graphs go (kept); by default
+    a temporary directory removed with the step (keep_work_dir=True or
+    ACT_KEEP_WORK_DIR=1 keeps it).
+    The example batch, if given, compiles the step now (and `saved_bytes`
+    is known from then on)."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
-                compute_bits, adapt_interval, adapt_batches)
+                compute_bits, adapt_interval, adapt_batches, keep_work_dir)
     if example_inputs is not None and example_targets is not None:
-        step._prepare(_contiguous(example_inputs), _contiguous(example_targets))
+        _, _, step.saved_bytes = step._prepare(_contiguous(example_inputs),
+                                               _contiguous(example_targets))
     return step

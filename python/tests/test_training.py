@@ -867,3 +867,76 @@ def test_packed_sequences_follow_eager(tmp_path):
         for p, q in zip(model.parameters(), eager.parameters()):
             assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-6)
     assert len(step.compiled) == 1
+
+
+def test_no_grad_runs_a_forward_only_step(tmp_path):
+    """Under torch.no_grad() the step is the forward alone (act-forward-only:
+    compiled once, nothing saved, no .grad written), its loss eager's; in
+    eval mode BatchNorm's statistics stay, in training mode they update as
+    eager's do under no_grad."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 4))
+    eager = copy.deepcopy(model)
+    x, y = torch.randn(32, 16), torch.randint(0, 4, (32,))
+    step = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path))
+    compiled = len(step.compiled)
+    for mode in ("eval", "train"):
+        getattr(model, mode)()
+        getattr(eager, mode)()
+        for _ in range(2):
+            with torch.no_grad():
+                loss = step(x, y)
+                expected = F.cross_entropy(eager(x), y)
+            assert abs(float(loss) - float(expected)) <= 1e-5 * abs(float(expected))
+        assert all(p.grad is None for p in model.parameters())
+        assert torch.allclose(model[1].running_mean, eager[1].running_mean, atol=1e-6)
+        assert int(model[1].num_batches_tracked) == int(eager[1].num_batches_tracked)
+    # One forward-only step per mode, and none of them saves anything.
+    forward_only = [k for k in step.compiled if k[-1] == "forward-only"]
+    assert len(forward_only) == 2 and len(step.compiled) == compiled + 2
+    import glob
+    files = glob.glob(os.path.join(str(tmp_path), "*_forward_only.mlir"))
+    assert len(files) == 2
+    for path in files:
+        text = open(path).read()
+        assert "act.encode" not in text and "{act.loss}" in text
+    # Training afterwards: gradients as before.
+    model.train()
+    loss = step(x, y)
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def test_ddp_wrapped_modules_are_refused():
+    """act writes .grad itself, so DistributedDataParallel's all-reduce
+    (autograd hooks) would never run: refused with what to do instead."""
+    model = nn.Linear(4, 2)
+    wrapped = nn.DataParallel(model)
+    with pytest.raises(TypeError, match=r"wrapped in DataParallel.*act.compile\(model.module"):
+        act.compile(wrapped, F.mse_loss, torch.randn(2, 4), torch.randn(2, 2))
+    # The same check by name covers DistributedDataParallel without a
+    # process group.
+    ddp = type("DistributedDataParallel", (nn.Module,), {})()
+    ddp.module = model
+    with pytest.raises(TypeError, match="process|all_reduce"):
+        act.compile(ddp, F.mse_loss)
+    model.weight.register_hook(lambda g: g)
+    with pytest.warns(UserWarning, match="backward hooks on weight will not run"):
+        act.compile(model, F.mse_loss)
+
+
+def test_saved_bytes_are_known_after_compile_and_work_dirs_are_removed():
+    import gc
+    import glob
+    import tempfile
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "act-compile-*")))
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    step = act.compile(model, F.cross_entropy, torch.randn(8, 16), torch.randint(0, 4, (8,)),
+                       encoding="#act.quant<bits = 4>")
+    assert step.saved_bytes is not None and step.saved_bytes[1] < step.saved_bytes[0]
+    work = step.work_dir
+    assert os.path.isdir(work)
+    step(torch.randn(8, 16), torch.randint(0, 4, (8,)))
+    del step
+    gc.collect()
+    assert not os.path.exists(work)
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "act-compile-*"))) <= before

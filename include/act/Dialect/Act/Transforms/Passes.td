@@ -631,6 +631,45 @@ def ActTileDecodedConvolutionsPass
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
 }
+def ActForwardOnlyPass : Pass<"act-forward-only", "::mlir::func::FuncOp"> {
+  let summary = "Keep only the listed results of a step (default: the "
+                "loss): its backward, and every saved value, go away";
+  let description = [{
+    A joint training step reduced to the results at positions `keep`
+    (default: 0, the loss): the function returns only those, and the ops
+    that only the dropped results needed (the gradients' backward) are
+    erased, so nothing is saved for a backward any more. act.compile's
+    step under `torch.no_grad()` (an evaluation loss, BatchNorm's running
+    statistics still updated in training mode as eager updates them) is
+    the joint step through this pass with the loss, the updated buffers
+    and the recorded values kept.
+
+    Before (`keep=0`):
+    ```mlir
+    func.func @step(%x: tensor<4xf32>) -> (f32 {act.loss}, tensor<4xf32>) {
+      %loss = ...(%x)
+      %grad = ...(%x, saved values)
+      return %loss, %grad : f32, tensor<4xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @step(%x: tensor<4xf32>) -> (f32 {act.loss}) {
+      %loss = ...(%x)
+      return %loss : f32
+    }
+    ```
+    Only functions named by `function` (default: every public function
+    with a body) change; a position past the results is an error.
+  }];
+  let options = [
+    ListOption<"keep", "keep", "int64_t",
+               "positions of the results kept (default: 0)">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "the function to reduce (default: every public one)">,
+  ];
+}
+
 def ActHoistEncodesPass : Pass<"act-hoist-encodes", "::mlir::func::FuncOp"> {
   let summary = "Encode each saved value as soon as it is computed";
   let description = [{

@@ -940,3 +940,17 @@ def test_saved_bytes_are_known_after_compile_and_work_dirs_are_removed():
     gc.collect()
     assert not os.path.exists(work)
     assert set(glob.glob(os.path.join(tempfile.gettempdir(), "act-compile-*"))) <= before
+
+
+def test_the_reference_snippet_runs_as_written():
+    """docs/Training.md's reference example, executed as pasted."""
+    text = open(os.path.join(ROOT, "docs", "Training.md")).read()
+    start = text.index("## Reference")
+    code = text[text.index("```python\n", start) + len("```python\n"):]
+    code = code[:code.index("```")]
+    scope = {}
+    exec(compile(code, "docs/Training.md", "exec"), scope)
+    step = scope["step"]
+    assert step.saved_bytes[1] < step.saved_bytes[0]
+    assert float(scope["val"]) < float(scope["loss"]) * 10  # a real loss, finite
+    assert all(p.grad is not None for p in scope["model"].parameters())

@@ -1216,23 +1216,38 @@ class Traced:
 
         self.record_names = []
 
+        # The substitutions of the step's calls stay in place until their
+        # backward has run (close_substitutions): a region under
+        # torch.utils.checkpoint runs the module again during the backward,
+        # which must read the step's arguments, not the module's own
+        # tensors (they became constants, and its BatchNorm updated the
+        # module's real running statistics while tracing).
+        self._substitutions = []
+
         def step(*args):
             _RECORDS.append([])
+            stack = contextlib.ExitStack()
+            self._substitutions.append(stack)
             try:
                 # (The loss too may read the module's parameters and buffers:
                 # a penalty term, DFQ's beta.)
-                with contextlib.ExitStack() as stack:
-                    by_owner = {}
-                    for (owner, name), value in zip(routes, args[:len(names)]):
-                        by_owner.setdefault(id(owner), (owner, {}))[1][name] = value
-                    for owner, tensors in by_owner.values():
-                        stack.enter_context(substituted(owner, tensors))
-                    data = args[len(names):]
-                    out = module(*data[:n_inputs])
-                    targets = rebuilt(workload.targets, data[n_inputs:])
-                    if workload.loss_fn is _ORIGINAL_F["cross_entropy"]:
-                        check_classification(out, targets)
-                    loss = traced_loss(workload.loss_fn)(out, targets)
+                by_owner = {}
+                for (owner, name), value in zip(routes, args[:len(names)]):
+                    by_owner.setdefault(id(owner), (owner, {}))[1][name] = value
+                for owner, tensors in by_owner.values():
+                    stack.enter_context(substituted(owner, tensors))
+                data = args[len(names):]
+                self._in_forward = True
+                out = module(*data[:n_inputs])
+                targets = rebuilt(workload.targets, data[n_inputs:])
+                if workload.loss_fn is _ORIGINAL_F["cross_entropy"]:
+                    check_classification(out, targets)
+                loss = traced_loss(workload.loss_fn)(out, targets)
+                self._in_forward = False
+            except BaseException:
+                self._in_forward = False
+                self.close_substitutions(len(self._substitutions) - 1)
+                raise
             finally:
                 records = _RECORDS.pop()
             self.record_names = [n for n, _ in records]
@@ -1259,8 +1274,32 @@ class Traced:
             primals = [p.detach().requires_grad_(True) for p in self.params]
             # Dropout becomes aten.native_dropout (a Philox mask from the
             # step's dropout seed).
+            # How often each BatchNorm in training mode runs in the trace's
+            # forward and backward together: twice under
+            # torch.utils.checkpoint (its region runs again in the
+            # backward), where eager updates the running statistics twice
+            # per step (bn_updates; act.compile applies them so).
+            norms = [m for m in module.modules()
+                     if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training
+                     and m.track_running_stats]
+            runs = {id(m): 0 for m in norms}
+            self._in_forward = False
+
+            def count(m, _):
+                if not self._in_forward:
+                    runs[id(m)] += 1
+            hooks = [m.register_forward_pre_hook(count) for m in norms]
             with random_ops("trace"), static_losses(), packed_sequences(module):
-                loss = fn(*primals, *[b.clone() for b in self.buffers], *inputs, *targets)
+                try:
+                    loss = fn(*primals, *[b.clone() for b in self.buffers], *inputs, *targets)
+                finally:
+                    self.close_substitutions(0)  # (the trace's backward has run)
+                    for h in hooks:
+                        h.remove()
+            # (Runs outside the step's forward are the backward's: one
+            # joint backward is traced.)
+            self.bn_updates = {name: 1 + runs[id(m)] for name, m in module.named_modules()
+                               if runs.get(id(m))}
             if self.record_names:
                 loss = loss[0]
             if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
@@ -1541,6 +1580,12 @@ class Traced:
         del loss
         return sum(seen.values())
 
+    def close_substitutions(self, keep):
+        """Ends the step's substitutions opened after the first `keep`, the
+        latest first (each restores what the one before it substituted)."""
+        while len(self._substitutions) > keep:
+            self._substitutions.pop().close()
+
     def _check_against_eager(self, step, primals):
         """The traced graphs' gradients (PyTorch running them, float32)
         against eager autograd on the same arguments: torch 1.13's
@@ -1559,13 +1604,17 @@ class Traced:
             def cast(t):
                 return t.to(dtype) if t.is_floating_point() else t
             params = [cast(p.detach()).requires_grad_(True) for p in self.params]
-            with warnings.catch_warnings(), reference_precision(dtype):
-                warnings.simplefilter("ignore")
-                loss = step(*params, *[cast(b.clone()) for b in self.buffers],
-                            *[cast(t) for t in tensors_of(w.inputs)],
-                            *[cast(t) for t in tensors_of(w.targets)])
-            loss = loss[0] if isinstance(loss, tuple) else loss
-            return torch.autograd.grad(loss, params, allow_unused=True)
+            opened = len(self._substitutions)
+            try:
+                with warnings.catch_warnings(), reference_precision(dtype):
+                    warnings.simplefilter("ignore")
+                    loss = step(*params, *[cast(b.clone()) for b in self.buffers],
+                                *[cast(t) for t in tensors_of(w.inputs)],
+                                *[cast(t) for t in tensors_of(w.targets)])
+                loss = loss[0] if isinstance(loss, tuple) else loss
+                return torch.autograd.grad(loss, params, allow_unused=True)
+            finally:
+                self.close_substitutions(opened)
 
         def distance(grads, reference):
             """(largest difference over the scale of `reference`, where)."""

@@ -173,6 +173,10 @@ class Step:
             "has_dropout": traced.has_dropout,
             "updated": [traced.buffers[i] for i, _ in ex.updated],
             "records": list(traced.record_names),
+            # BatchNorms that a torch.utils.checkpoint region runs again in
+            # the backward: eager updates their statistics that many times.
+            "bn_updates": {id(self.module.get_submodule(name)): k
+                           for name, k in traced.bn_updates.items()},
         }
         self._exports[shapes] = (name, src, layout)
         return self._exports[shapes]
@@ -366,12 +370,20 @@ class Step:
                 p.grad = grad
             else:
                 p.grad.add_(grad)
-        return self._finish(layout, results[step.loss_index], results[1 + nparams:])
+        return self._finish(layout, results[step.loss_index], results[1 + nparams:],
+                            backward=True)
 
-    def _finish(self, layout, loss, rest):
+    def _finish(self, layout, loss, rest, backward):
         """After a run: the updated buffers (BatchNorm's running statistics,
         the first of `rest`) copied into the module, the recorded values
-        (the others) by name, num_batches_tracked counted; the loss."""
+        (the others) by name, num_batches_tracked counted; the loss. With
+        `backward`, a BatchNorm that a checkpointed region runs again there
+        is updated as often as eager updates it (with the same batch
+        statistics, as eager's recomputation computes them)."""
+        again = layout.get("bn_updates", {}) if backward else {}
+        before = {id(m): (m.running_mean.clone(), m.running_var.clone(),
+                          int(m.num_batches_tracked))
+                  for m in self.batch_norms if m.training and id(m) in again}
         nupdated = len(layout["updated"])
         for b, value in zip(layout["updated"], rest):
             b.data.copy_(torch.from_numpy(value))
@@ -380,7 +392,10 @@ class Step:
                         zip(layout["records"], rest[nupdated:])}
         for m in self.batch_norms:
             if m.training:
-                m.num_batches_tracked.add_(1)
+                updates = again.get(id(m), 1)
+                if updates > 1:
+                    _update_again(m, before[id(m)], updates)
+                m.num_batches_tracked.add_(updates)
         return torch.tensor(float(loss))
 
     def _forward_only(self, inputs, targets):
@@ -407,7 +422,8 @@ class Step:
         self.last_seed = call_seed
         run = step.run(self._arguments(layout, inputs, targets, call_seed), seed=call_seed)
         self.last_peak_bytes = run.peak_bytes
-        return self._finish(layout, run.results[step.loss_index], run.results[1:])
+        return self._finish(layout, run.results[step.loss_index], run.results[1:],
+                            backward=False)
 
 
 def _contiguous(value, what="inputs"):
@@ -415,6 +431,30 @@ def _contiguous(value, what="inputs"):
     if wrong:
         raise TypeError(f"act.compile's step: {wrong}")
     return rebuilt(value, [t.contiguous() for t in tensors_of(value)])
+
+
+def _update_again(bn, before, updates):
+    """BatchNorm `bn`'s running statistics, updated once by the step from
+    `before` (mean, var, num_batches_tracked), updated `updates` times in
+    all with the same batch statistics, as eager's forward and a
+    checkpointed region's recomputation do (momentum, or the cumulative
+    average when momentum is None)."""
+    mean0, var0, n0 = before
+    for stat, old in ((bn.running_mean, mean0), (bn.running_var, var0)):
+        once = stat.detach().clone()
+        if bn.momentum is None:
+            t = n0 + 1
+            batch = old + (once - old) * t
+            value = once
+            for j in range(1, updates):
+                value = value + (batch - value) / (t + j)
+        else:
+            m = bn.momentum
+            batch = (once - (1 - m) * old) / m
+            value = once
+            for _ in range(1, updates):
+                value = (1 - m) * value + m * batch
+        stat.data.copy_(value)
 
 
 def _refuse_wrappers(module):

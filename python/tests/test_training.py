@@ -954,3 +954,57 @@ def test_the_reference_snippet_runs_as_written():
     assert step.saved_bytes[1] < step.saved_bytes[0]
     assert float(scope["val"]) < float(scope["loss"]) * 10  # a real loss, finite
     assert all(p.grad is not None for p in scope["model"].parameters())
+
+
+def test_checkpointed_batchnorm_counts_batches_as_eager_does(tmp_path):
+    """A block with BatchNorm under torch.utils.checkpoint
+    (use_reentrant=False): compiling leaves the module's buffers alone and
+    warns about nothing (the region's recomputation in the backward read
+    the module's own tensors: constants, and its running statistics were
+    updated while tracing), and each step updates the statistics twice,
+    as eager's forward and recomputation do: equal to eager's after 3
+    steps, gradients too."""
+    from torch.utils.checkpoint import checkpoint
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(8, 8, 3, padding=1)
+            self.bn = nn.BatchNorm2d(8)
+
+        def forward(self, x):
+            return F.relu(self.bn(self.conv(x)))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 8, 3, padding=1)
+            self.block = Block()
+            self.head = nn.Linear(8, 5)
+
+        def forward(self, x):
+            x = checkpoint(self.block, self.stem(x), use_reentrant=False)
+            return self.head(x.mean((2, 3)))
+
+    torch.manual_seed(0)
+    model = Net()
+    eager = copy.deepcopy(model)
+    x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 5, (4,))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        step = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path))
+    assert not [w for w in caught if "act.compile" in str(w.message)]
+    assert int(model.block.bn.num_batches_tracked) == 0
+    assert not model.block.bn.running_mean.any()
+    for i in range(3):
+        xb = x + 0.1 * i
+        model.zero_grad(set_to_none=True)
+        eager.zero_grad(set_to_none=True)
+        step(xb, y)
+        F.cross_entropy(eager(xb), y).backward()
+    bn, bn_eager = model.block.bn, eager.block.bn
+    assert int(bn.num_batches_tracked) == int(bn_eager.num_batches_tracked) == 6
+    assert torch.allclose(bn.running_mean, bn_eager.running_mean, atol=1e-6)
+    assert torch.allclose(bn.running_var, bn_eager.running_var, atol=1e-6)
+    for p, q in zip(model.parameters(), eager.parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-5)

@@ -3,6 +3,7 @@
 
 import os
 import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -38,6 +39,14 @@ llvm_config.add_tool_substitutions(["act-opt", "act-run", "act-fewbit-table", "a
 # load into the stock (uninstrumented) mlir-opt.
 if getattr(config, "act_sanitize", False):
     config.available_features.add("asan")
+# Python (not instrumented) loads the sanitized libActCAPI.so with ASan's
+# shared runtime preloaded (the tools link the same one); nothing otherwise.
+python_env = ""
+if getattr(config, "act_sanitize", False):
+    runtime = subprocess.run(["clang++-22", "-print-file-name=libclang_rt.asan-x86_64.so"],
+                             capture_output=True, text=True).stdout.strip()
+    python_env = "LD_PRELOAD=" + runtime
+config.substitutions.append(("%python_env", python_env))
 
 # The fuzzers (fuzz/), where libFuzzer was available to build them.
 fuzzers = ["act-fuzz-npy", "act-fuzz-profile", "act-fuzz-encoding"]

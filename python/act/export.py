@@ -1604,7 +1604,9 @@ class Traced:
             def cast(t):
                 return t.to(dtype) if t.is_floating_point() else t
             params = [cast(p.detach()).requires_grad_(True) for p in self.params]
-            opened = len(self._substitutions)
+            # (A step's substitutions, when it keeps them: Traced's does.)
+            stacks = getattr(self, "_substitutions", [])
+            opened = len(stacks)
             try:
                 with warnings.catch_warnings(), reference_precision(dtype):
                     warnings.simplefilter("ignore")
@@ -1614,7 +1616,8 @@ class Traced:
                 loss = loss[0] if isinstance(loss, tuple) else loss
                 return torch.autograd.grad(loss, params, allow_unused=True)
             finally:
-                self.close_substitutions(opened)
+                while len(stacks) > opened:
+                    stacks.pop().close()
 
         def distance(grads, reference):
             """(largest difference over the scale of `reference`, where)."""

@@ -272,9 +272,8 @@ LogicalResult convolveInPlace(RewriterBase &rewriter,
                     rewriter, loc, zeros.getType(), ValueRange{chunk, filter},
                     ValueRange{zeros}, conv.getStrides(), conv.getDilations())
                     ->getResult(0);
-    Value next = tensor::InsertSliceOp::create(rewriter, loc, out, acc,
-                                               slice.offsets, slice.sizes,
-                                               slice.strides);
+    Value next = tensor::InsertSliceOp::create(
+        rewriter, loc, out, acc, slice.offsets, slice.sizes, slice.strides);
     scf::YieldOp::create(rewriter, loc, next);
   }
   rewriter.replaceOp(conv, loop.getResult(0));

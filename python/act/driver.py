@@ -24,13 +24,29 @@ def tool(name):
     return path
 
 
+def _tool_environment():
+    """The tools' environment: this process's, without an ASan runtime that
+    was preloaded into Python for the sanitizer build's C API (the tools
+    link their own; two runtimes in one process abort)."""
+    preload = os.environ.get("LD_PRELOAD", "")
+    if "libclang_rt.asan" not in preload:
+        return None
+    env = dict(os.environ)
+    kept = [p for p in preload.split(":") if p and "libclang_rt.asan" not in p]
+    if kept:
+        env["LD_PRELOAD"] = ":".join(kept)
+    else:
+        del env["LD_PRELOAD"]
+    return env
+
+
 def run(name, *args, progress=False, timeout=None):
     """Runs an act tool; `progress` lets its stderr through (act-run's
     progress lines) instead of capturing it."""
     try:
         r = subprocess.run([tool(name), *map(str, args)], stdout=subprocess.PIPE,
                            stderr=None if progress else subprocess.PIPE, text=True,
-                           timeout=timeout)
+                           timeout=timeout, env=_tool_environment())
     except subprocess.TimeoutExpired:
         raise ToolError(f"{name} took more than {timeout:g} s") from None
     if r.returncode != 0:

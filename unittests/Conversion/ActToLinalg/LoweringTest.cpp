@@ -134,7 +134,8 @@ protected:
   }
   template <typename T> static std::vector<T> values(const HostTensor &v) {
     std::vector<T> out(v.byteSize() / sizeof(T));
-    std::memcpy(out.data(), v.data(), v.byteSize());
+    if (v.byteSize()) // (an empty tensor's data may be null)
+      std::memcpy(out.data(), v.data(), v.byteSize());
     return out;
   }
   static std::vector<float> data(int64_t n, unsigned seed, bool specials) {

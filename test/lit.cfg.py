@@ -46,7 +46,7 @@ if getattr(config, "act_sanitize", False):
     runtime = subprocess.run(["clang++-22", "-print-file-name=libclang_rt.asan-x86_64.so"],
                              capture_output=True, text=True).stdout.strip()
     python_env = "LD_PRELOAD=" + runtime
-config.substitutions.append(("%python_env", python_env))
+config.substitutions.append(("%{asan_preload}", python_env))
 
 # The fuzzers (fuzz/), where libFuzzer was available to build them.
 fuzzers = ["act-fuzz-npy", "act-fuzz-profile", "act-fuzz-encoding"]

@@ -5,6 +5,7 @@
 // the max bit for bit, the f64 sum of f32 values bit for bit, the f32
 // convolution within float32 reassociation.
 // RUN: act-opt %s -act-split-reductions | FileCheck %s
+// RUN: act-opt %s -act-split-reductions | FileCheck %s --check-prefix=SCALAR
 // RUN: act-opt %s -act-split-reductions="min-threads=64" | FileCheck %s --check-prefix=FEW
 // RUN: act-opt %s -act-split-reductions="max-partial-bytes=8192" | FileCheck %s --check-prefix=FEW
 // The pipeline's option reaches the pass (act-run --gpu-max-partial-bytes;
@@ -118,4 +119,23 @@ func.func @rows(%x: tensor<4x65536xf32>) -> tensor<65536xf32> {
     linalg.yield %t : f32
   } -> tensor<65536xf32>
   return %s : tensor<65536xf32>
+}
+
+// A reduction to a 0-d tensor (the fuzzer's mutated transformer): the
+// combine's output map has no results (getMajorSubMap(0) was a null map,
+// and the pass crashed).
+// SCALAR-LABEL: func.func @to_scalar
+// SCALAR:       linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<256x4096xf32>) outs(%{{.*}} : tensor<256xf32>)
+// SCALAR:       linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}} : tensor<256xf32>) outs(%{{.*}} : tensor<f32>)
+func.func @to_scalar(%x: tensor<256x4096xf32>) -> tensor<f32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]}
+      ins(%x : tensor<256x4096xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %r = arith.addf %v, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
 }

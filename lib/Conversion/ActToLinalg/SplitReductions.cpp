@@ -145,10 +145,14 @@ SmallVector<linalg::GenericOp> split(RewriterBase &rewriter,
       partialResults.push_back(getAffineDimExpr(rank + d, context));
     for (unsigned d = 0; d < rank; ++d)
       partialResults.push_back(getAffineDimExpr(d, context));
+    // (The output's map: its own loops, none for a 0-d output, where
+    // getMajorSubMap(0) is a null map.)
+    SmallVector<AffineExpr> outputResults;
+    for (unsigned d = 0; d < rank; ++d)
+      outputResults.push_back(getAffineDimExpr(d, context));
     SmallVector<AffineMap> combineMaps = {
         AffineMap::get(k + rank, 0, partialResults, context),
-        AffineMap::getMultiDimIdentityMap(k + rank, context)
-            .getMajorSubMap(rank)};
+        AffineMap::get(k + rank, 0, outputResults, context)};
     Operation *combiner = combiners[i];
     // The combiner's operand that is the output's block argument.
     Value outArg = partialOp.getBlock()->getArgument(op.getNumDpsInputs() + i);

@@ -88,6 +88,28 @@ ACT_CAPI_EXPORTED int actStepHasSeeds(ActStep step);
 ACT_CAPI_EXPORTED ActRun actStepRun(ActStep step, const ActTensor *args,
                                     intptr_t numArgs, uint64_t stepSeed,
                                     char **error);
+/// Split form: how many saved values the forward returns after its outputs
+/// (0 for a joint step).
+ACT_CAPI_EXPORTED intptr_t actStepGetNumSaved(ActStep step);
+/// Split form, the two halves apart (act.Module runs them inside autograd):
+/// the forward alone, arguments and seed as actStepRun. The run's results
+/// are the forward's outputs, then its saved values as they cross to the
+/// backward (encoded storage included).
+ACT_CAPI_EXPORTED ActRun actStepRunForward(ActStep step, const ActTensor *args,
+                                           intptr_t numArgs, uint64_t stepSeed,
+                                           char **error);
+/// The backward alone on `args`, the backward function's arguments: the
+/// saved values (a forward run's results after its outputs, passed back as
+/// it gave them: that run must live until this returns), then a tangent
+/// per output the backward takes. Kinds and shapes are checked. The run's
+/// results are the backward's (the gradients).
+ACT_CAPI_EXPORTED ActRun actStepRunBackward(ActStep step, const ActTensor *args,
+                                            intptr_t numArgs, char **error);
+/// Argument `pos` of the backward's (kind, rank, shape; data null), as
+/// actStepGetArgument; non-zero if out of range or the step is joint.
+ACT_CAPI_EXPORTED int actStepGetBackwardArgument(ActStep step, intptr_t pos,
+                                                 ActTensor *spec);
+ACT_CAPI_EXPORTED intptr_t actStepGetNumBackwardArguments(ActStep step);
 /// GACT's sensitivity estimate in process (what `act-run --sensitivity`
 /// does, without compiling the step again): `batches` holds numBatches
 /// argument lists of numArgs tensors each (actStepRun's order; typically
@@ -121,6 +143,11 @@ ACT_CAPI_EXPORTED int actRunGetResult(ActRun run, intptr_t pos,
 /// The most bytes the run had allocated at once.
 ACT_CAPI_EXPORTED int64_t actRunGetPeakBytes(ActRun run);
 ACT_CAPI_EXPORTED void actRunDestroy(ActRun run);
+/// Frees results [first, first + count) of `run` now (a forward run's saved
+/// values once its backward has run, while its outputs stay in use); their
+/// memory must no longer be read. Non-zero if out of range.
+ACT_CAPI_EXPORTED int actRunReleaseResults(ActRun run, intptr_t first,
+                                           intptr_t count);
 
 /// The threads the compute kernels (matmuls, convolutions) use from now on;
 /// n <= 0: every core. Encodings give the same bits on any count. Non-zero,

@@ -46,6 +46,8 @@ struct StepHandle {
   /// for a dynamic dimension).
   std::vector<unsigned> callerArgs;
   std::vector<std::vector<int64_t>> callerShapes;
+  /// Split form: the backward's argument shapes (-1 dynamic).
+  std::vector<std::vector<int64_t>> backwardShapes;
 };
 
 struct RunHandle {
@@ -150,6 +152,11 @@ static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
       for (int64_t &d : shape)
         d = ShapedType::isDynamic(d) ? -1 : d;
     }
+  for (const ValueSpec &spec : handle->step->getBackwardArguments()) {
+    auto &shape = handle->backwardShapes.emplace_back(spec.shape);
+    for (int64_t &d : shape)
+      d = ShapedType::isDynamic(d) ? -1 : d;
+  }
   return {steps().insert(std::move(handle))};
 }
 
@@ -257,6 +264,102 @@ ActRun actStepRun(ActStep step, const ActTensor *args, intptr_t numArgs,
   if (std::optional<unsigned> seeds = handle->step->getSeedsIndex())
     (*values)[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
   auto outputs = handle->step->run(*values);
+  if (!outputs) {
+    setError(error, llvm::toString(outputs.takeError()));
+    return {nullptr};
+  }
+  auto run = std::make_unique<RunHandle>();
+  run->outputs = std::move(*outputs);
+  return {runs().insert(std::move(run))};
+}
+
+intptr_t actStepGetNumSaved(ActStep step) {
+  StepHandle *handle = unwrap(step);
+  if (!handle)
+    return 0;
+  return intptr_t(handle->step->getNumSaved());
+}
+
+intptr_t actStepGetNumBackwardArguments(ActStep step) {
+  StepHandle *handle = unwrap(step);
+  return handle ? intptr_t(handle->step->getBackwardArguments().size()) : 0;
+}
+
+int actStepGetBackwardArgument(ActStep step, intptr_t pos, ActTensor *spec) {
+  StepHandle *handle = unwrap(step);
+  if (!handle || !spec || pos < 0 ||
+      pos >= intptr_t(handle->backwardShapes.size()))
+    return 1;
+  const ValueSpec &value = handle->step->getBackwardArguments()[pos];
+  spec->kind = ActElementKind(value.kind);
+  spec->rank = intptr_t(value.shape.size());
+  spec->shape = handle->backwardShapes[pos].data();
+  spec->data = nullptr;
+  return 0;
+}
+
+ActRun actStepRunForward(ActStep step, const ActTensor *args,
+                         intptr_t numArgs, uint64_t stepSeed, char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, kNoStep);
+    return {nullptr};
+  }
+  if (!handle->step->isSplit()) {
+    setError(error, "the step is in the joint form: its forward and backward "
+                    "are one function (actStepRun runs it)");
+    return {nullptr};
+  }
+  auto values = viewArguments(handle, args, numArgs, error);
+  if (!values)
+    return {nullptr};
+  const auto &specs = handle->step->getArguments();
+  if (std::optional<unsigned> seeds = handle->step->getSeedsIndex())
+    (*values)[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
+  auto outputs = handle->step->runForward(*values);
+  if (!outputs) {
+    setError(error, llvm::toString(outputs.takeError()));
+    return {nullptr};
+  }
+  auto run = std::make_unique<RunHandle>();
+  run->outputs = std::move(*outputs);
+  return {runs().insert(std::move(run))};
+}
+
+ActRun actStepRunBackward(ActStep step, const ActTensor *args,
+                          intptr_t numArgs, char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, kNoStep);
+    return {nullptr};
+  }
+  llvm::ArrayRef<ValueSpec> specs = handle->step->getBackwardArguments();
+  if (!handle->step->isSplit()) {
+    setError(error, "the step is in the joint form: it has no backward "
+                    "function of its own (actStepRun runs the step)");
+    return {nullptr};
+  }
+  if (numArgs != intptr_t(specs.size()) || (numArgs && !args)) {
+    setError(error, "the backward takes " + std::to_string(specs.size()) +
+                        " arguments, got " +
+                        (args || !numArgs ? std::to_string(numArgs)
+                                          : std::string("null")));
+    return {nullptr};
+  }
+  std::vector<HostTensor> values;
+  for (intptr_t i = 0; i < numArgs; ++i) {
+    const ActTensor &a = args[i];
+    if (a.rank < 0 || (a.rank && !a.shape) || int(a.kind) < 0 ||
+        int(a.kind) > int(ActElementI1)) {
+      setError(error, "backward argument " + std::to_string(i) +
+                          " is malformed");
+      return {nullptr};
+    }
+    values.push_back(HostTensor::view(ElementKind(a.kind),
+                                      llvm::ArrayRef<int64_t>(a.shape, a.rank),
+                                      a.data, specs[i].isTensor));
+  }
+  auto outputs = handle->step->runBackward(values);
   if (!outputs) {
     setError(error, llvm::toString(outputs.takeError()));
     return {nullptr};
@@ -391,6 +494,16 @@ int64_t actRunGetPeakBytes(ActRun run) {
 }
 
 void actRunDestroy(ActRun run) { runs().take(run.ptr); }
+
+int actRunReleaseResults(ActRun run, intptr_t first, intptr_t count) {
+  RunHandle *handle = unwrap(run);
+  if (!handle || first < 0 || count < 0 ||
+      first + count > intptr_t(handle->outputs.values.size()))
+    return 1;
+  for (intptr_t i = first; i < first + count; ++i)
+    handle->outputs.values[i] = HostTensor();
+  return 0;
+}
 
 void actStringFree(char *string) { std::free(string); }
 

@@ -252,7 +252,8 @@ llvm::Error Step::checkIndexRanges(llvm::ArrayRef<HostTensor> args) const {
   return llvm::Error::success();
 }
 
-llvm::Expected<StepOutputs> Step::run(llvm::ArrayRef<HostTensor> args) {
+llvm::Expected<StepOutputs>
+Step::runForward(llvm::ArrayRef<HostTensor> args) {
   // Dynamic sizes the step's ops need equal are equal (7 rows of inputs and
   // 9 of labels used to run and report a wrong loss).
   for (const auto &group : equalDims) {
@@ -281,38 +282,58 @@ llvm::Expected<StepOutputs> Step::run(llvm::ArrayRef<HostTensor> args) {
   if (!outs)
     return outs.takeError();
   result.peakBytes = rt::getMemoryStats().peakBytes - base;
-  if (!backward) {
-    result.values = std::move(*outs);
-    return std::move(result);
-  }
+  result.values = std::move(*outs);
+  return std::move(result);
+}
+
+llvm::Expected<StepOutputs>
+Step::runBackward(llvm::ArrayRef<HostTensor> args) {
+  if (!backward)
+    return fail("the step is in the joint form: it has no backward function "
+                "of its own to run");
+  rt::resetPeak();
+  int64_t base = rt::getMemoryStats().liveBytes;
+  auto grads = backward->call(args);
+  if (!grads)
+    return grads.takeError();
+  StepOutputs result;
+  result.peakBytes = rt::getMemoryStats().peakBytes - base;
+  result.values = std::move(*grads);
+  return std::move(result);
+}
+
+llvm::Expected<StepOutputs> Step::run(llvm::ArrayRef<HostTensor> args) {
+  auto forwardOutputs = runForward(args);
+  if (!forwardOutputs || !backward)
+    return forwardOutputs;
+  StepOutputs result;
+  result.peakBytes = forwardOutputs->peakBytes;
+  std::vector<HostTensor> &outs = forwardOutputs->values;
   // Split form: the saved values are held between the two calls; the
   // backward function gets them and a tangent per output (1 for the loss,
   // 0 for the others).
-  std::vector<HostTensor> bargs(outs->begin() + numOutputs, outs->end());
+  std::vector<HostTensor> bargs(std::make_move_iterator(outs.begin() + numOutputs),
+                                std::make_move_iterator(outs.end()));
   int64_t savedBytes = 0;
   for (const HostTensor &v : bargs)
     savedBytes += int64_t(v.byteSize());
   for (size_t t = bargs.size(); t < backward->getArguments().size(); ++t) {
     const ValueSpec &spec = backward->getArguments()[t];
     HostTensor tangent = HostTensor::allocate(
-        spec.kind, (*outs)[t - bargs.size()].getShape(), spec.isTensor);
+        spec.kind, outs[t - bargs.size()].getShape(), spec.isTensor);
     if (t == bargs.size() && spec.kind == ElementKind::F32)
       std::fill_n(tangent.as<float>(), tangent.numElements(), 1.0f);
     bargs.push_back(std::move(tangent));
   }
   // The forward's outputs are held (live) during the backward: its peak
   // counts from here, plus the saved values' bytes.
-  rt::resetPeak();
-  int64_t backwardBase = rt::getMemoryStats().liveBytes;
-  auto grads = backward->call(bargs);
+  auto grads = runBackward(bargs);
   if (!grads)
     return grads.takeError();
-  result.peakBytes =
-      std::max(result.peakBytes,
-               savedBytes + rt::getMemoryStats().peakBytes - backwardBase);
-  outs->resize(numOutputs);
-  result.values = std::move(*outs);
-  for (HostTensor &g : *grads)
+  result.peakBytes = std::max(result.peakBytes, savedBytes + grads->peakBytes);
+  outs.resize(numOutputs);
+  result.values = std::move(outs);
+  for (HostTensor &g : grads->values)
     result.values.push_back(std::move(g));
   return std::move(result);
 }

@@ -7,3 +7,12 @@ def compile(*args, **kwargs):
     """act.training.compile (imported on first use: it loads torch)."""
     from .training import compile as compile_step
     return compile_step(*args, **kwargs)
+
+
+def __getattr__(name):
+    """act.Module (act.module.Module: a module with act's compiled forward
+    and backward inside autograd), imported on first use: it loads torch."""
+    if name == "Module":
+        from .module import Module
+        return Module
+    raise AttributeError(f"module 'act' has no attribute '{name}'")

@@ -44,6 +44,14 @@ _SIGNATURES = {
     "actStepHasSeeds": (ctypes.c_int, [_Handle]),
     "actStepRun": (_Handle, [_Handle, ctypes.POINTER(_Tensor), ctypes.c_ssize_t,
                              ctypes.c_uint64, _ERROR]),
+    "actStepGetNumSaved": (ctypes.c_ssize_t, [_Handle]),
+    "actStepGetNumBackwardArguments": (ctypes.c_ssize_t, [_Handle]),
+    "actStepGetBackwardArgument": (ctypes.c_int, [_Handle, ctypes.c_ssize_t,
+                                                  ctypes.POINTER(_Tensor)]),
+    "actStepRunForward": (_Handle, [_Handle, ctypes.POINTER(_Tensor), ctypes.c_ssize_t,
+                                    ctypes.c_uint64, _ERROR]),
+    "actStepRunBackward": (_Handle, [_Handle, ctypes.POINTER(_Tensor), ctypes.c_ssize_t,
+                                     _ERROR]),
     "actStepEstimateSensitivity": (ctypes.c_int, [_Handle, ctypes.POINTER(ctypes.POINTER(_Tensor)),
                                                   ctypes.c_ssize_t, ctypes.c_ssize_t,
                                                   ctypes.c_uint64, ctypes.c_char_p, _ERROR]),
@@ -54,6 +62,7 @@ _SIGNATURES = {
     "actRunGetResult": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
     "actRunGetPeakBytes": (ctypes.c_int64, [_Handle]),
     "actRunDestroy": (None, [_Handle]),
+    "actRunReleaseResults": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.c_ssize_t]),
     "actSetNumThreads": (ctypes.c_int, [ctypes.c_int]),
     "actGetNumThreads": (ctypes.c_int, []),
     "actStringFree": (None, [ctypes.c_void_p]),
@@ -137,6 +146,18 @@ class Run:
             self.results.append(np.frombuffer(buf, dtype).reshape(shape))
 
 
+    def release(self, first, count):
+        """Frees results [first, first + count) now (a forward's saved
+        values after their backward); the arrays of them are dropped and
+        must not be used any more."""
+        if self._memory.handle is None or library().actRunReleaseResults(
+                self._memory.handle, first, count):
+            raise ActError(f"cannot release results {first}..{first + count - 1} of a run "
+                           f"with {len(self.results)}")
+        for i in range(first, first + count):
+            self.results[i] = None
+
+
 class CompiledStep:
     """A training step compiled once by act (act-cpu-pipeline, JIT)."""
 
@@ -151,6 +172,15 @@ class CompiledStep:
                                    tuple(t.shape[k] for k in range(t.rank))))
         self.loss_index = lib.actStepGetLossIndex(handle)
         self.has_seeds = bool(lib.actStepHasSeeds(handle))
+        # Split form: the saved values after the forward's outputs, and the
+        # backward's arguments (the saved values, then the tangents).
+        self.num_saved = lib.actStepGetNumSaved(handle)
+        self.backward_arguments = []
+        for i in range(lib.actStepGetNumBackwardArguments(handle)):
+            t = _Tensor()
+            lib.actStepGetBackwardArgument(handle, i, ctypes.byref(t))
+            self.backward_arguments.append((np.dtype(KINDS[t.kind]),
+                                            tuple(t.shape[k] for k in range(t.rank))))
 
     @classmethod
     def from_file(cls, path, entry=None):
@@ -167,13 +197,14 @@ class CompiledStep:
                                            ctypes.byref(error))
         return cls(_check(h, error))
 
-    def _tensors(self, args, keep):
+    def _tensors(self, args, keep, specs=None, what="step"):
         """`args` as the C API's tensors (views; `keep` holds what they
-        point into)."""
-        if len(args) != len(self.arguments):
-            raise ActError(f"the step takes {len(self.arguments)} arguments, got {len(args)}")
+        point into), checked against `specs` (the step's arguments)."""
+        specs = self.arguments if specs is None else specs
+        if len(args) != len(specs):
+            raise ActError(f"the {what} takes {len(specs)} arguments, got {len(args)}")
         tensors = (_Tensor * max(1, len(args)))()
-        for i, (a, (dtype, _)) in enumerate(zip(args, self.arguments)):
+        for i, (a, (dtype, _)) in enumerate(zip(args, specs)):
             if hasattr(a, "numpy"):  # a torch tensor: its memory, no copy
                 a = a.detach().numpy()
             a = np.asarray(a)
@@ -196,6 +227,27 @@ class CompiledStep:
         tensors = self._tensors(args, keep)
         error = ctypes.c_void_p()
         h = library().actStepRun(self._handle, tensors, len(args), seed, ctypes.byref(error))
+        return Run(_check(h, error))
+
+    def forward(self, args, seed=0):
+        """Split form: the forward alone (as run() takes its arguments). The
+        Run's results are the outputs, then the `num_saved` saved values;
+        pass those back to backward() while this Run lives."""
+        keep = []
+        tensors = self._tensors(args, keep)
+        error = ctypes.c_void_p()
+        h = library().actStepRunForward(self._handle, tensors, len(args), seed,
+                                        ctypes.byref(error))
+        return Run(_check(h, error))
+
+    def backward(self, args):
+        """Split form: the backward alone on its arguments (the saved values
+        a forward() gave, then a tangent per output it takes); the Run's
+        results are the gradients."""
+        keep = []
+        tensors = self._tensors(args, keep, self.backward_arguments, "backward")
+        error = ctypes.c_void_p()
+        h = library().actStepRunBackward(self._handle, tensors, len(args), ctypes.byref(error))
         return Run(_check(h, error))
 
     def _batches(self, batches, keep):

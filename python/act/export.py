@@ -642,6 +642,31 @@ def _masked_rnn(module, sequence, hx):
 
 
 @contextlib.contextmanager
+def reentrant_checkpoints():
+    """torch.utils.checkpoint's reentrant form (use_reentrant=True, torch
+    1.13's default) traced as its non-reentrant form: the reentrant one
+    runs its region under no_grad and differentiates it again with
+    torch.autograd.backward inside the backward, which AOTAutograd's traced
+    backward (torch.autograd.grad) refuses ("Checkpointing is not compatible
+    with .grad()"). Both compute the same gradients; either way the region
+    is recomputed in the step's backward."""
+    import torch.utils.checkpoint as ckpt
+    function = ckpt.CheckpointFunction
+    old = function.__dict__.get("apply")
+
+    def apply(run, preserve_rng_state, *args):
+        return ckpt._checkpoint_without_reentrant(run, preserve_rng_state, *args)
+    function.apply = apply
+    try:
+        yield
+    finally:
+        if old is None:
+            del function.apply
+        else:
+            function.apply = old
+
+
+@contextlib.contextmanager
 def packed_sequences(module):
     """While tracing `module`: pack_padded_sequence, nn.LSTM/GRU/RNN on what it
     gives and pad_packed_sequence, with the lengths as data (masks) instead
@@ -1289,7 +1314,8 @@ class Traced:
                 if not self._in_forward:
                     runs[id(m)] += 1
             hooks = [m.register_forward_pre_hook(count) for m in norms]
-            with random_ops("trace"), static_losses(), packed_sequences(module):
+            with random_ops("trace"), static_losses(), packed_sequences(module), \
+                    reentrant_checkpoints():
                 try:
                     loss = fn(*primals, *[b.clone() for b in self.buffers], *inputs, *targets)
                 finally:
@@ -1547,7 +1573,7 @@ class Traced:
             with _in_precision(others, dtype), \
                     random_ops("reference", self.seed,
                                self.random_counts if dtype == torch.float32 else None), \
-                    reference_precision(dtype):
+                    reference_precision(dtype), reentrant_checkpoints():
                 loss = loss_fn(module(*x), y)
                 wrt = [params[n] for n in self.param_names]
                 # A parameter the loss does not read has a zero gradient.
@@ -1608,7 +1634,8 @@ class Traced:
             stacks = getattr(self, "_substitutions", [])
             opened = len(stacks)
             try:
-                with warnings.catch_warnings(), reference_precision(dtype):
+                with warnings.catch_warnings(), reference_precision(dtype), \
+                        reentrant_checkpoints():
                     warnings.simplefilter("ignore")
                     loss = step(*params, *[cast(b.clone()) for b in self.buffers],
                                 *[cast(t) for t in tensors_of(w.inputs)],
@@ -1835,6 +1862,14 @@ class Exporter:
         saved += [fw.env[root] for _, root in roots]
         if seed_saved:
             saved.append(g.dropout_seed)
+        # Arguments the backward reads as they are: {argument index: saved
+        # positions} (act.Module hands the backward its incoming gradient in
+        # the place of the tangent arguments it exports the module with).
+        self.saved_arguments = {}
+        for i, v in enumerate(saved):
+            for k, a in enumerate(args):
+                if v is a:
+                    self.saved_arguments.setdefault(k, []).append(i)
         updated = [v for _, v in self._buffer_updates(g, args)]
         fwd = func(f"{self.name}_forward", args,
                    [fw.env[self.t.loss_node]] + updated + self._records(fw) + saved,

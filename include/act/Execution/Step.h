@@ -80,6 +80,28 @@ public:
   /// Integer data outside an argument's act.index_range is an error before
   /// anything runs.
   llvm::Expected<StepOutputs> run(llvm::ArrayRef<HostTensor> args);
+  /// Split form, the two halves apart (what act.Module runs inside
+  /// autograd): the forward alone on `args` (run()'s checks included); its
+  /// values are the forward's results, the outputs then the saved values
+  /// (getNumOutputs() of the first).
+  llvm::Expected<StepOutputs> runForward(llvm::ArrayRef<HostTensor> args);
+  /// The backward alone on its arguments: the saved values a runForward
+  /// gave (their storage as it crossed), then a tangent per output the
+  /// backward takes. An error for the joint form.
+  llvm::Expected<StepOutputs> runBackward(llvm::ArrayRef<HostTensor> args);
+  /// The forward's results before the saved values (all of them, joint form).
+  unsigned getNumOutputs() const { return numOutputs; }
+  /// Split form: the saved values the forward returns after its outputs
+  /// (the backward's first arguments; its others are tangents).
+  /// After lowering: an encoded value may cross as several buffers.
+  unsigned getNumSaved() const {
+    return backward ? unsigned(forward->getResults().size()) - numOutputs : 0;
+  }
+  /// The backward's arguments (none, joint form).
+  llvm::ArrayRef<ValueSpec> getBackwardArguments() const {
+    return backward ? llvm::ArrayRef<ValueSpec>(backward->getArguments())
+                    : llvm::ArrayRef<ValueSpec>();
+  }
   /// The act.index_range check of run().
   llvm::Error checkIndexRanges(llvm::ArrayRef<HostTensor> args) const;
 

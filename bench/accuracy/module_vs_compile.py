@@ -1,0 +1,94 @@
+"""act.Module against act.compile on one task: the same model, batches and
+initial weights trained through both (act.compile: the loss inside the
+step; act.Module: the module inside autograd, the loss eager), for each
+seed; test accuracy (mean +- std), median step time of each and their
+ratio, measured in the same run. Issue 50's goal: the same accuracy, and
+act.Module's step within 10 % of act.compile's.
+
+    ACT_BIN_DIR=build/bin ACT_LIB_DIR=build/lib python3 bench/accuracy/module_vs_compile.py \
+        [--task digits-vgg] [--encoding "#act.quant<bits=4>"] [--seeds 0,1,2] [--epochs N]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+
+import act  # noqa: E402
+from act.train import TASKS, evaluate  # noqa: E402
+
+
+def run(task, api, encoding, seed, epochs):
+    (xtr, ytr), (xte, yte) = task.data()
+    torch.manual_seed(seed)
+    model = task.model()
+    opt = torch.optim.SGD(model.parameters(), lr=task.lr, momentum=0.9)
+    batch = task.batch
+    if api == "compile":
+        step = act.compile(model, task.loss_fn, xtr[:batch], ytr[:batch], encoding=encoding,
+                           seed=seed)
+    else:
+        wrapped = act.Module(model, xtr[:batch], encoding=encoding, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    times = []
+    for _ in range(epochs):
+        order = torch.randperm(len(xtr), generator=gen)
+        for start in range(0, len(xtr), batch):
+            idx = order[start:start + batch]
+            xb, yb = xtr[idx], ytr[idx]
+            t = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            if api == "compile":
+                step(xb, yb)
+            else:
+                task.loss_fn(wrapped(xb), yb).backward()
+            opt.step()
+            if len(idx) == batch:  # (the partial batch compiles once more)
+                times.append(time.perf_counter() - t)
+    return evaluate(task, model, xte, yte), statistics.median(times[1:])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", default="digits-vgg")
+    parser.add_argument("--encoding", default="#act.quant<bits=4>")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--epochs", type=int, default=None)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    os.environ.setdefault("ACT_PROGRESS", "0")
+    torch.set_num_threads(int(os.environ.get("ACT_THREADS", "2")))
+    task = TASKS[args.task]
+    epochs = args.epochs or task.epochs
+    seeds = [int(s) for s in args.seeds.split(",")]
+    results = {"compile": [], "module": []}
+    for seed in seeds:
+        for api in results:
+            accuracy, seconds = run(task, api, args.encoding, seed, epochs)
+            results[api].append((accuracy, seconds))
+            print(f"{args.task} seed {seed} act.{api if api == 'compile' else 'Module'}: "
+                  f"test accuracy {100 * accuracy:.2f} %, median step {1e3 * seconds:.2f} ms",
+                  flush=True)
+    print(f"\n| {args.task}, {args.encoding}, {epochs} epochs, seeds {args.seeds} "
+          f"| test accuracy | median step ms |")
+    print("|---|---|---|")
+    for api, rows in results.items():
+        acc = [100 * a for a, _ in rows]
+        ms = statistics.median(1e3 * s for _, s in rows)
+        spread = statistics.stdev(acc) if len(acc) > 1 else 0.0
+        print(f"| act.{'compile' if api == 'compile' else 'Module'} | "
+              f"{statistics.mean(acc):.2f} +- {spread:.2f} % | {ms:.2f} |")
+    ratio = (statistics.median(s for _, s in results["module"])
+             / statistics.median(s for _, s in results["compile"]))
+    print(f"\nact.Module step / act.compile step: {ratio:.3f} (goal <= 1.10: "
+          f"{'met' if ratio <= 1.10 else 'missed'})")
+
+
+if __name__ == "__main__":
+    main()

@@ -105,6 +105,15 @@ ACT_CAPI_EXPORTED ActRun actStepRunForward(ActStep step, const ActTensor *args,
 /// results are the backward's (the gradients).
 ACT_CAPI_EXPORTED ActRun actStepRunBackward(ActStep step, const ActTensor *args,
                                             intptr_t numArgs, char **error);
+/// The backward of `forward` (a live actStepRunForward run of this step) on
+/// `args` (numArgs: the backward's arguments): an argument whose data is
+/// null is that run's saved value at its position, as it crossed (the
+/// tangents must be given). With `releaseSaved` non-zero the run's saved
+/// values are freed when the backward has run (its outputs stay).
+ACT_CAPI_EXPORTED ActRun actStepRunBackwardOf(ActStep step, ActRun forward,
+                                              const ActTensor *args,
+                                              intptr_t numArgs,
+                                              int releaseSaved, char **error);
 /// Argument `pos` of the backward's (kind, rank, shape; data null), as
 /// actStepGetArgument; non-zero if out of range or the step is joint.
 ACT_CAPI_EXPORTED int actStepGetBackwardArgument(ActStep step, intptr_t pos,

@@ -326,9 +326,39 @@ ActRun actStepRunForward(ActStep step, const ActTensor *args,
   return {runs().insert(std::move(run))};
 }
 
+static ActRun runBackward(StepHandle *handle, RunHandle *forward,
+                          const ActTensor *args, intptr_t numArgs,
+                          bool releaseSaved, char **error);
+
 ActRun actStepRunBackward(ActStep step, const ActTensor *args,
                           intptr_t numArgs, char **error) {
   StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, kNoStep);
+    return {nullptr};
+  }
+  return runBackward(handle, nullptr, args, numArgs, false, error);
+}
+
+ActRun actStepRunBackwardOf(ActStep step, ActRun forward, const ActTensor *args,
+                            intptr_t numArgs, int releaseSaved, char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, kNoStep);
+    return {nullptr};
+  }
+  RunHandle *run = unwrap(forward);
+  if (!run || run->outputs.values.size() !=
+                  handle->step->getNumOutputs() + handle->step->getNumSaved()) {
+    setError(error, "not a live forward run of this step");
+    return {nullptr};
+  }
+  return runBackward(handle, run, args, numArgs, releaseSaved != 0, error);
+}
+
+static ActRun runBackward(StepHandle *handle, RunHandle *forward,
+                          const ActTensor *args, intptr_t numArgs,
+                          bool releaseSaved, char **error) {
   if (!handle) {
     setError(error, kNoStep);
     return {nullptr};
@@ -347,8 +377,20 @@ ActRun actStepRunBackward(ActStep step, const ActTensor *args,
     return {nullptr};
   }
   std::vector<HostTensor> values;
+  unsigned numOutputs = handle->step->getNumOutputs();
+  unsigned numSaved = handle->step->getNumSaved();
   for (intptr_t i = 0; i < numArgs; ++i) {
     const ActTensor &a = args[i];
+    if (forward && !a.data && i < intptr_t(numSaved)) {
+      const HostTensor &saved = forward->outputs.values[numOutputs + i];
+      if (!saved.data() && saved.numElements()) {
+        setError(error, "saved value " + std::to_string(i) +
+                            " of the forward run was released already");
+        return {nullptr};
+      }
+      values.push_back(saved);
+      continue;
+    }
     if (a.rank < 0 || (a.rank && !a.shape) || int(a.kind) < 0 ||
         int(a.kind) > int(ActElementI1)) {
       setError(error, "backward argument " + std::to_string(i) +
@@ -359,11 +401,22 @@ ActRun actStepRunBackward(ActStep step, const ActTensor *args,
                                       llvm::ArrayRef<int64_t>(a.shape, a.rank),
                                       a.data, specs[i].isTensor));
   }
+  // (The saved values are held during the backward: its peak counts them,
+  // as a whole step's does.)
+  int64_t held = 0;
+  if (forward)
+    for (unsigned i = 0; i < numSaved; ++i)
+      held += int64_t(forward->outputs.values[numOutputs + i].byteSize());
   auto outputs = handle->step->runBackward(values);
+  values.clear();
+  if (forward && releaseSaved)
+    for (unsigned i = 0; i < numSaved; ++i)
+      forward->outputs.values[numOutputs + i] = HostTensor();
   if (!outputs) {
     setError(error, llvm::toString(outputs.takeError()));
     return {nullptr};
   }
+  outputs->peakBytes += held;
   auto run = std::make_unique<RunHandle>();
   run->outputs = std::move(*outputs);
   return {runs().insert(std::move(run))};

@@ -9,6 +9,7 @@ raise ActError with act's message (diagnostics with locations included).
 """
 
 import ctypes
+import math
 import os
 
 import numpy as np
@@ -16,6 +17,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 KINDS = [np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.bool_]
+# torch's dtypes (by name: this module does not import torch) of each kind.
+_TORCH_KINDS = {"torch.float32": 0, "torch.float64": 1, "torch.int64": 2, "torch.int32": 3,
+                "torch.int16": 4, "torch.int8": 5, "torch.bool": 6}
 
 
 class ActError(Exception):
@@ -52,6 +56,8 @@ _SIGNATURES = {
                                     ctypes.c_uint64, _ERROR]),
     "actStepRunBackward": (_Handle, [_Handle, ctypes.POINTER(_Tensor), ctypes.c_ssize_t,
                                      _ERROR]),
+    "actStepRunBackwardOf": (_Handle, [_Handle, _Handle, ctypes.POINTER(_Tensor),
+                                       ctypes.c_ssize_t, ctypes.c_int, _ERROR]),
     "actStepEstimateSensitivity": (ctypes.c_int, [_Handle, ctypes.POINTER(ctypes.POINTER(_Tensor)),
                                                   ctypes.c_ssize_t, ctypes.c_ssize_t,
                                                   ctypes.c_uint64, ctypes.c_char_p, _ERROR]),
@@ -125,25 +131,40 @@ class _RunMemory:
 
 class Run:
     """The results of one run; its arrays view the run's memory, which
-    lives as long as any of them (or this object)."""
+    lives as long as any of them (or this object). `results` makes an
+    array of every result; result(i) only of the one asked for (a forward
+    run's saved values need none: backward_of reads them in C)."""
 
     def __init__(self, handle):
         self._memory = _RunMemory(handle)
         lib = library()
         self.peak_bytes = lib.actRunGetPeakBytes(handle)
-        self.results = []
-        for i in range(lib.actRunGetNumResults(handle)):
-            t = _Tensor()
-            lib.actRunGetResult(handle, i, ctypes.byref(t))
-            shape = tuple(t.shape[k] for k in range(t.rank))
-            dtype = np.dtype(KINDS[t.kind])
-            count = int(np.prod(shape, dtype=np.int64))
-            if count == 0 or not t.data:
-                self.results.append(np.zeros(shape, dtype))
-                continue
+        self.num_results = lib.actRunGetNumResults(handle)
+        self._results = {}
+
+    def result(self, i):
+        if i in self._results:
+            return self._results[i]
+        t = _Tensor()
+        if self._memory.handle is None or library().actRunGetResult(
+                self._memory.handle, i, ctypes.byref(t)):
+            raise ActError(f"the run has no result {i}")
+        shape = tuple(t.shape[k] for k in range(t.rank))
+        dtype = np.dtype(KINDS[t.kind])
+        count = math.prod(shape)
+        if count == 0 or not t.data:
+            value = np.zeros(shape, dtype)
+        else:
             buf = (ctypes.c_byte * (count * dtype.itemsize)).from_address(t.data)
             buf._memory = self._memory  # the memory lives while a view of it does
-            self.results.append(np.frombuffer(buf, dtype).reshape(shape))
+            value = np.frombuffer(buf, dtype).reshape(shape)
+        self._results[i] = value
+        return value
+
+    @property
+    def results(self):
+        return [None if self._results.get(i, 0) is None else self.result(i)
+                for i in range(self.num_results)]
 
 
     def release(self, first, count):
@@ -155,7 +176,7 @@ class Run:
             raise ActError(f"cannot release results {first}..{first + count - 1} of a run "
                            f"with {len(self.results)}")
         for i in range(first, first + count):
-            self.results[i] = None
+            self._results[i] = None
 
 
 class CompiledStep:
@@ -205,6 +226,15 @@ class CompiledStep:
             raise ActError(f"the {what} takes {len(specs)} arguments, got {len(args)}")
         tensors = (_Tensor * max(1, len(args)))()
         for i, (a, (dtype, _)) in enumerate(zip(args, specs)):
+            kind = _TORCH_KINDS.get(str(getattr(a, "dtype", None)))
+            if (kind is not None and hasattr(a, "data_ptr") and a.device.type == "cpu"
+                    and KINDS[kind] is dtype.type and a.is_contiguous()):
+                # A contiguous CPU torch tensor of the argument's type: its
+                # memory as it is (the common case, without NumPy).
+                shape = (ctypes.c_int64 * max(1, a.dim()))(*a.shape)
+                keep.append((a, shape))
+                tensors[i] = _Tensor(kind, a.dim(), shape, a.data_ptr() or None)
+                continue
             if hasattr(a, "numpy"):  # a torch tensor: its memory, no copy
                 a = a.detach().numpy()
             a = np.asarray(a)
@@ -248,6 +278,31 @@ class CompiledStep:
         tensors = self._tensors(args, keep, self.backward_arguments, "backward")
         error = ctypes.c_void_p()
         h = library().actStepRunBackward(self._handle, tensors, len(args), ctypes.byref(error))
+        return Run(_check(h, error))
+
+    def backward_of(self, forward, args, release_saved=True):
+        """Split form: the backward of `forward` (a forward() Run of this
+        step) on `args`, the backward's arguments where None is the run's
+        saved value at that position (read in C, never copied); with
+        `release_saved` the run's saved values are freed after it."""
+        keep = []
+        specs = self.backward_arguments
+        if len(args) != len(specs):
+            raise ActError(f"the backward takes {len(specs)} arguments, got {len(args)}")
+        given = [i for i, a in enumerate(args) if a is not None]
+        tensors = (_Tensor * max(1, len(args)))()
+        part = self._tensors([args[i] for i in given], keep, [specs[i] for i in given],
+                             "backward")
+        for k, i in enumerate(given):
+            tensors[i] = part[k]
+        error = ctypes.c_void_p()
+        h = library().actStepRunBackwardOf(self._handle, forward._memory.handle, tensors,
+                                           len(args), int(bool(release_saved)),
+                                           ctypes.byref(error))
+        if release_saved:
+            first = forward.num_results - self.num_saved
+            for i in range(first, forward.num_results):
+                forward._results[i] = None
         return Run(_check(h, error))
 
     def _batches(self, batches, keep):

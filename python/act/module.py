@@ -140,8 +140,13 @@ class Module(nn.Module):
     are."""
 
     def __init__(self, module, example_inputs=None, encoding=None, few_bit=0, seed=0,
-                 work_dir=None, keep_work_dir=False):
+                 work_dir=None, keep_work_dir=False, average_bits=None):
         super().__init__()
+        if average_bits is not None:
+            raise NotImplementedError(
+                "act.Module: average_bits= (GACT's allocation) measures the gradient of the "
+                "loss the step computes, which act.Module leaves to the caller: use "
+                "act.compile(model, loss_fn, ..., average_bits=...) or a fixed encoding=")
         if isinstance(module, Module):
             raise TypeError("act.Module: the module is an act.Module already")
         name = type(module).__name__
@@ -158,7 +163,9 @@ class Module(nn.Module):
         object.__setattr__(self, "_variants", {})
         self.seed = seed
         self.calls = 0
-        self.last_peak_bytes = 0  # the last forward's and backward's larger peak
+        # The most bytes act's forward, or its backward with the saved values
+        # it reads, had allocated at once: in the last call, over all calls.
+        self.last_peak_bytes = self.peak_bytes = 0
         self.saved_bytes = None  # (before, after) encoding, of the last signature used
         self.work_dir = work_dir or tempfile.mkdtemp(prefix="act-module-")
         os.makedirs(self.work_dir, exist_ok=True)
@@ -227,6 +234,12 @@ class Module(nn.Module):
         layout = {
             "params": params,
             "input_params": input_params,
+            "param_inputs": {k: i for i, k in input_params.items()},
+            # The BatchNorms that count batches (training mode is part of the
+            # variant's key, so the list holds for the variant).
+            "norms": [m for m in self.module.modules()
+                      if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training
+                      and m.num_batches_tracked is not None],
             "without_gradient": set(traced.without_gradient()),
             "buffers": list(traced.buffers),
             "constants": [traced.external[k] if k in traced.external
@@ -318,9 +331,7 @@ class Module(nn.Module):
 
     def _update_buffers(self, layout, updated, backward):
         again = layout["bn_updates"] if backward else {}
-        norms = [m for m in self.module.modules()
-                 if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training
-                 and m.num_batches_tracked is not None]
+        norms = layout["norms"]
         before = {id(m): (m.running_mean.clone(), m.running_var.clone(),
                           int(m.num_batches_tracked)) for m in norms if id(m) in again}
         for b, value in zip(layout["updated"], updated):
@@ -339,37 +350,38 @@ class Module(nn.Module):
         run = variant.step.forward(self._arguments(variant, inputs, seed), seed=seed)
         self.last_peak_bytes = run.peak_bytes
         nupdated = len(layout["updated"])
-        self._update_buffers(layout, run.results[1:1 + nupdated], backward=True)
-        outputs = tuple(torch.from_numpy(run.results[i]) for i in layout["outputs"])
+        self._update_buffers(layout, [run.result(1 + i) for i in range(nupdated)],
+                             backward=True)
+        outputs = tuple(torch.from_numpy(run.result(i)) for i in layout["outputs"])
         return run, outputs
 
     def _run_backward(self, variant, run, grad_outputs):
-        """The compiled backward on `run`'s saved values with the outputs'
-        gradients in the tangents' places; the saved values are freed
-        after it. The gradients of the inputs, then of the parameters."""
+        """The compiled backward on `run`'s saved values (read in C) with
+        the outputs' gradients in the tangents' places; the saved values
+        are freed after it. The gradients of the inputs, then of the
+        parameters."""
         layout, step = variant.layout, variant.step
-        first = len(run.results) - step.num_saved
-        saved = list(run.results[first:])
+        args = [None] * step.num_saved + [np.array(1.0, dtype=np.float32)]
         for i, g in enumerate(grad_outputs):
             positions = variant.tangent_saved[i]
             if not positions:
                 continue  # (the output depends on nothing that needs a gradient)
             if g is None:
-                g = torch.zeros(saved[positions[0]].shape, dtype=torch.float32)
+                g = torch.zeros(step.backward_arguments[positions[0]][1], dtype=torch.float32)
             g = g.detach().to(torch.float32).contiguous()
             for k in positions:
-                saved[k] = g
-        grads = step.backward(saved + [np.array(1.0, dtype=np.float32)])
-        del saved
-        run.release(first, step.num_saved)
+                args[k] = g
+        # (Its peak counts the saved values it holds, as act.compile's does.)
+        grads = step.backward_of(run, args)
         self.last_peak_bytes = max(self.last_peak_bytes, grads.peak_bytes)
+        self.peak_bytes = max(self.peak_bytes, self.last_peak_bytes)
         values = [torch.from_numpy(g) for g in grads.results]
         input_grads = [None] * layout["ninputs"]
         param_grads = []
         for k, g in enumerate(values[:len(layout["params"])]):
-            inputs_at = [i for i, p in layout["input_params"].items() if p == k]
-            if inputs_at:
-                input_grads[inputs_at[0]] = g
+            inputs_at = layout["param_inputs"].get(k)
+            if inputs_at is not None:
+                input_grads[inputs_at] = g
             else:
                 param_grads.append(None if k in layout["without_gradient"] else g)
         return input_grads + param_grads
@@ -399,8 +411,10 @@ class Module(nn.Module):
         run = step.run(self._arguments(variant, inputs, seed), seed=seed)
         self.last_peak_bytes = run.peak_bytes
         nupdated = len(layout["updated"])
-        self._update_buffers(layout, run.results[1:1 + nupdated], backward=False)
-        outputs = tuple(torch.from_numpy(r) for r in run.results[1 + nupdated:])
+        self._update_buffers(layout, [run.result(1 + i) for i in range(nupdated)],
+                             backward=False)
+        outputs = tuple(torch.from_numpy(run.result(i))
+                        for i in range(1 + nupdated, run.num_results))
         return outputs[0] if len(outputs) == 1 else outputs
 
 

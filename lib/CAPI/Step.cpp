@@ -298,8 +298,8 @@ int actStepGetBackwardArgument(ActStep step, intptr_t pos, ActTensor *spec) {
   return 0;
 }
 
-ActRun actStepRunForward(ActStep step, const ActTensor *args,
-                         intptr_t numArgs, uint64_t stepSeed, char **error) {
+ActRun actStepRunForward(ActStep step, const ActTensor *args, intptr_t numArgs,
+                         uint64_t stepSeed, char **error) {
   StepHandle *handle = unwrap(step);
   if (!handle) {
     setError(error, kNoStep);
@@ -330,8 +330,8 @@ static ActRun runBackward(StepHandle *handle, RunHandle *forward,
                           const ActTensor *args, intptr_t numArgs,
                           bool releaseSaved, char **error);
 
-ActRun actStepRunBackward(ActStep step, const ActTensor *args,
-                          intptr_t numArgs, char **error) {
+ActRun actStepRunBackward(ActStep step, const ActTensor *args, intptr_t numArgs,
+                          char **error) {
   StepHandle *handle = unwrap(step);
   if (!handle) {
     setError(error, kNoStep);
@@ -388,13 +388,13 @@ static ActRun runBackward(StepHandle *handle, RunHandle *forward,
                             " of the forward run was released already");
         return {nullptr};
       }
-      values.push_back(saved);
+      values.push_back(saved); // (a copy: the run's is reset below)
       continue;
     }
     if (a.rank < 0 || (a.rank && !a.shape) || int(a.kind) < 0 ||
         int(a.kind) > int(ActElementI1)) {
-      setError(error, "backward argument " + std::to_string(i) +
-                          " is malformed");
+      setError(error,
+               "backward argument " + std::to_string(i) + " is malformed");
       return {nullptr};
     }
     values.push_back(HostTensor::view(ElementKind(a.kind),
@@ -407,11 +407,13 @@ static ActRun runBackward(StepHandle *handle, RunHandle *forward,
   if (forward)
     for (unsigned i = 0; i < numSaved; ++i)
       held += int64_t(forward->outputs.values[numOutputs + i].byteSize());
-  auto outputs = handle->step->runBackward(values);
-  values.clear();
+  // Released: the run's saved values move into the arguments, which the
+  // backward drops one by one after their last use (act-release-arguments).
   if (forward && releaseSaved)
     for (unsigned i = 0; i < numSaved; ++i)
       forward->outputs.values[numOutputs + i] = HostTensor();
+  auto outputs = handle->step->runBackward(values, forward && releaseSaved);
+  values.clear();
   if (!outputs) {
     setError(error, llvm::toString(outputs.takeError()));
     return {nullptr};

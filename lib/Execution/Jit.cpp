@@ -446,6 +446,15 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
 
   if (llvm::Error err = engine->invokePacked(name, packed))
     return fail("call failed: " + llvm::toString(std::move(err)));
+  // An argument the function released (act_release_argument: its caller
+  // dropped it) may have been freed, and its address reused by a result:
+  // that result is the function's own buffer, not an input.
+  if (!gpu) {
+    inputBuffers.clear();
+    for (const HostTensor &arg : args)
+      if (arg.isTensor() && arg.data())
+        inputBuffers.insert(reinterpret_cast<int64_t>(arg.data()));
+  }
 
   // A buffer the step allocated is released with the last result that
   // holds it (two results may share one).

@@ -196,8 +196,15 @@ Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
   }
 
   std::vector<std::string> names = {step->forwardName};
-  if (!step->backwardName.empty())
+  if (!step->backwardName.empty()) {
     names.push_back(step->backwardName);
+    // (CPU: the backward tells runBackward's caller when each saved value
+    // is read for the last time: act-release-arguments.)
+    if (!target.gpu)
+      if (auto backward = module.lookupSymbol<func::FuncOp>(step->backwardName))
+        backward->setAttr("act.release_arguments",
+                          UnitAttr::get(module.getContext()));
+  }
   auto jits = JitFunction::compileAll(module, names,
                                       /*countAllocations=*/true, target);
   if (!jits)
@@ -252,8 +259,7 @@ llvm::Error Step::checkIndexRanges(llvm::ArrayRef<HostTensor> args) const {
   return llvm::Error::success();
 }
 
-llvm::Expected<StepOutputs>
-Step::runForward(llvm::ArrayRef<HostTensor> args) {
+llvm::Expected<StepOutputs> Step::runForward(llvm::ArrayRef<HostTensor> args) {
   // Dynamic sizes the step's ops need equal are equal (7 rows of inputs and
   // 9 of labels used to run and report a wrong loss).
   for (const auto &group : equalDims) {
@@ -287,13 +293,27 @@ Step::runForward(llvm::ArrayRef<HostTensor> args) {
 }
 
 llvm::Expected<StepOutputs>
-Step::runBackward(llvm::ArrayRef<HostTensor> args) {
+Step::runBackward(llvm::MutableArrayRef<HostTensor> args, bool release) {
   if (!backward)
     return fail("the step is in the joint form: it has no backward function "
                 "of its own to run");
   rt::resetPeak();
   int64_t base = rt::getMemoryStats().liveBytes;
+  // With `release`, the backward drops each argument after its last use
+  // (act-release-arguments); its memory goes when nothing else holds it.
+  std::pair<rt::ArgumentRelease, void *> previous{nullptr, nullptr};
+  if (release)
+    previous = rt::setArgumentRelease(
+        [](void *context, int64_t index) {
+          auto *values =
+              static_cast<llvm::MutableArrayRef<HostTensor> *>(context);
+          if (index >= 0 && size_t(index) < values->size())
+            (*values)[index] = HostTensor();
+        },
+        &args);
   auto grads = backward->call(args);
+  if (release)
+    rt::setArgumentRelease(previous.first, previous.second);
   if (!grads)
     return grads.takeError();
   StepOutputs result;
@@ -312,8 +332,9 @@ llvm::Expected<StepOutputs> Step::run(llvm::ArrayRef<HostTensor> args) {
   // Split form: the saved values are held between the two calls; the
   // backward function gets them and a tangent per output (1 for the loss,
   // 0 for the others).
-  std::vector<HostTensor> bargs(std::make_move_iterator(outs.begin() + numOutputs),
-                                std::make_move_iterator(outs.end()));
+  std::vector<HostTensor> bargs(
+      std::make_move_iterator(outs.begin() + numOutputs),
+      std::make_move_iterator(outs.end()));
   int64_t savedBytes = 0;
   for (const HostTensor &v : bargs)
     savedBytes += int64_t(v.byteSize());

@@ -98,6 +98,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-sink-to-users",
                                           "act-transpose-views",
                                           "act-early-dealloc",
+                                          "act-release-arguments",
                                           "act-pool-in-place",
                                           "act-shrink-reallocs",
                                           "act-chunk-buffers-to-stack",

@@ -218,6 +218,9 @@ static void buildBufferizedLoops(OpPassManager &pm,
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Free activations after their last use, not at the end of the step.
   pm.addNestedPass<func::FuncOp>(act::createActEarlyDeallocPass());
+  // A split backward marked act.release_arguments lets its caller free each
+  // saved value after its last use (act.Module's backward).
+  pm.addNestedPass<func::FuncOp>(act::createActReleaseArgumentsPass());
   // A max pool whose input dies there writes into the input's buffer,
   // which then gives back its tail (memref.realloc): only worth it where
   // the realloc really shrinks (act-shrink-reallocs, act's allocator).

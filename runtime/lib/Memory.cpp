@@ -161,6 +161,24 @@ extern "C" void act_shrink_buffer(int64_t ptr, int64_t bytes) {
 }
 
 namespace {
+thread_local act::rt::ArgumentRelease releaseHandler = nullptr;
+thread_local void *releaseContext = nullptr;
+} // namespace
+
+extern "C" void act_release_argument(int64_t index) {
+  if (releaseHandler)
+    releaseHandler(releaseContext, index);
+}
+
+std::pair<act::rt::ArgumentRelease, void *>
+act::rt::setArgumentRelease(ArgumentRelease handler, void *context) {
+  std::pair<ArgumentRelease, void *> previous{releaseHandler, releaseContext};
+  releaseHandler = handler;
+  releaseContext = context;
+  return previous;
+}
+
+namespace {
 std::mutex storageMutex;
 /// slot -> (id, bytes).
 std::map<int64_t, std::pair<int64_t, int64_t>> storageBytes;
@@ -204,6 +222,7 @@ const act::rt::HookSymbol *act::rt::getAllocationHooks(size_t &count) {
        reinterpret_cast<void *>(&_mlir_memref_to_llvm_free)},
       {"act_record_storage", reinterpret_cast<void *>(&act_record_storage)},
       {"act_shrink_buffer", reinterpret_cast<void *>(&act_shrink_buffer)},
+      {"act_release_argument", reinterpret_cast<void *>(&act_release_argument)},
   };
   count = sizeof(hooks) / sizeof(hooks[0]);
   return hooks;

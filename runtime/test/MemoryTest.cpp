@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 using namespace act::rt;
@@ -38,12 +39,31 @@ TEST(Memory, CountsLiveAndPeak) {
 TEST(Memory, HooksAreListed) {
   size_t count = 0;
   const HookSymbol *hooks = getAllocationHooks(count);
-  ASSERT_EQ(count, 5u);
+  ASSERT_EQ(count, 6u);
   EXPECT_STREQ(hooks[0].name, "_mlir_memref_to_llvm_alloc");
   EXPECT_EQ(hooks[2].address,
             reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
   EXPECT_STREQ(hooks[3].name, "act_record_storage");
   EXPECT_STREQ(hooks[4].name, "act_shrink_buffer");
+  EXPECT_STREQ(hooks[5].name, "act_release_argument");
+}
+
+// act_release_argument reaches this thread's handler, and nothing without
+// one (or on another thread).
+TEST(Memory, ArgumentReleaseReachesTheThreadsHandler) {
+  std::vector<int64_t> released;
+  auto handler = [](void *context, int64_t index) {
+    static_cast<std::vector<int64_t> *>(context)->push_back(index);
+  };
+  act_release_argument(3); // no handler: nothing
+  auto previous = act::rt::setArgumentRelease(handler, &released);
+  EXPECT_EQ(previous.first, nullptr);
+  act_release_argument(2);
+  std::thread([] { act_release_argument(7); }).join();
+  act_release_argument(0);
+  act::rt::setArgumentRelease(previous.first, previous.second);
+  act_release_argument(5);
+  EXPECT_EQ(released, (std::vector<int64_t>{2, 0}));
 }
 
 // A shrunk block keeps its address and its first bytes; the counters drop

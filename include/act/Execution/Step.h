@@ -87,8 +87,12 @@ public:
   llvm::Expected<StepOutputs> runForward(llvm::ArrayRef<HostTensor> args);
   /// The backward alone on its arguments: the saved values a runForward
   /// gave (their storage as it crossed), then a tangent per output the
-  /// backward takes. An error for the joint form.
-  llvm::Expected<StepOutputs> runBackward(llvm::ArrayRef<HostTensor> args);
+  /// backward takes. An error for the joint form. With `release`, each
+  /// argument is reset after its last use in the backward (CPU,
+  /// act-release-arguments): a saved value `args` alone holds is freed
+  /// there, as the joint step frees it.
+  llvm::Expected<StepOutputs>
+  runBackward(llvm::MutableArrayRef<HostTensor> args, bool release = false);
   /// The forward's results before the saved values (all of them, joint form).
   unsigned getNumOutputs() const { return numOutputs; }
   /// Split form: the saved values the forward returns after its outputs

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 extern "C" {
@@ -29,6 +30,10 @@ void act_record_storage(int64_t id, int64_t slot, int64_t bytes);
 /// first `bytes` bytes, in place, and gives back the rest where the
 /// backing can; the counters follow. Otherwise nothing changes.
 void act_shrink_buffer(int64_t ptr, int64_t bytes);
+/// Called by a function lowered with act-release-arguments after the last
+/// use of its argument `index`: the caller's handler (setArgumentRelease)
+/// may free it now. Without a handler, nothing happens.
+void act_release_argument(int64_t index);
 }
 
 namespace act::rt {
@@ -81,7 +86,16 @@ struct StorageRecord {
 std::vector<StorageRecord> getStorageRecords();
 void clearStorageRecords();
 
-/// The allocation hooks (and act_record_storage, act_shrink_buffer) by name,
+/// The handler of act_release_argument calls on this thread (null: none);
+/// returns the previous one. A caller that hands a compiled function
+/// arguments it may drop early (a split backward's saved values) sets it
+/// around the call.
+using ArgumentRelease = void (*)(void *context, int64_t index);
+std::pair<ArgumentRelease, void *> setArgumentRelease(ArgumentRelease handler,
+                                                      void *context);
+
+/// The allocation hooks (and act_record_storage, act_shrink_buffer,
+/// act_release_argument) by name,
 /// for a JIT's symbol table.
 struct HookSymbol {
   const char *name;

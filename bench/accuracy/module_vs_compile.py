@@ -56,8 +56,9 @@ def run(task, encoding, seed, epochs, batch=None):
                 opts[api].step()
                 if len(idx) == batch:  # (the partial batch compiles once more)
                     times[api].append(time.perf_counter() - t)
-    return {api: (evaluate(task, models[api], xte, yte), statistics.median(times[api][1:]))
-            for api in models}
+    peaks = {"compile": step.peak_bytes, "module": wrapped.peak_bytes}
+    return {api: (evaluate(task, models[api], xte, yte), statistics.median(times[api][1:]),
+                  peaks[api]) for api in models}
 
 
 def main():
@@ -78,22 +79,23 @@ def main():
     for seed in seeds:
         for api, result in run(task, args.encoding, seed, epochs, args.batch).items():
             results[api].append(result)
-            accuracy, seconds = result
+            accuracy, seconds, peak = result
             print(f"{args.task} seed {seed} act.{api if api == 'compile' else 'Module'}: "
-                  f"test accuracy {100 * accuracy:.2f} %, median step {1e3 * seconds:.2f} ms",
-                  flush=True)
+                  f"test accuracy {100 * accuracy:.2f} %, median step {1e3 * seconds:.2f} ms, "
+                  f"act's peak {peak} bytes", flush=True)
     print(f"\n| {args.task}, {args.encoding}, batch {args.batch or task.batch}, {epochs} epochs, "
           f"seeds {args.seeds} "
-          f"| test accuracy | median step ms |")
-    print("|---|---|---|")
+          f"| test accuracy | median step ms | act's peak |")
+    print("|---|---|---|---|")
     for api, rows in results.items():
-        acc = [100 * a for a, _ in rows]
-        ms = statistics.median(1e3 * s for _, s in rows)
+        acc = [100 * r[0] for r in rows]
+        ms = statistics.median(1e3 * r[1] for r in rows)
+        peak = max(r[2] for r in rows)
         spread = statistics.stdev(acc) if len(acc) > 1 else 0.0
         print(f"| act.{'compile' if api == 'compile' else 'Module'} | "
-              f"{statistics.mean(acc):.2f} +- {spread:.2f} % | {ms:.2f} |")
-    ratio = (statistics.median(s for _, s in results["module"])
-             / statistics.median(s for _, s in results["compile"]))
+              f"{statistics.mean(acc):.2f} +- {spread:.2f} % | {ms:.2f} | {peak:,} B |")
+    ratio = (statistics.median(r[1] for r in results["module"])
+             / statistics.median(r[1] for r in results["compile"]))
     print(f"\nact.Module step / act.compile step: {ratio:.3f} (goal <= 1.10: "
           f"{'met' if ratio <= 1.10 else 'missed'})")
 

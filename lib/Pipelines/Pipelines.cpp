@@ -218,9 +218,6 @@ static void buildBufferizedLoops(OpPassManager &pm,
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Free activations after their last use, not at the end of the step.
   pm.addNestedPass<func::FuncOp>(act::createActEarlyDeallocPass());
-  // A split backward marked act.release_arguments lets its caller free each
-  // saved value after its last use (act.Module's backward).
-  pm.addNestedPass<func::FuncOp>(act::createActReleaseArgumentsPass());
   // A max pool whose input dies there writes into the input's buffer,
   // which then gives back its tail (memref.realloc): only worth it where
   // the realloc really shrinks (act-shrink-reallocs, act's allocator).
@@ -277,6 +274,11 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
   // (elementwise chains, reductions, the encodings) become loops.
   if (options.kernels)
     pm.addPass(act::createConvertLinalgToActKernelsPass());
+  // A split backward marked act.release_arguments lets its caller free each
+  // saved value after its last use (act.Module's backward). After the
+  // passes that match a buffer dying right after its reader (pool-in-place,
+  // a transpose folded into a kernel's call): its calls would stand between.
+  pm.addNestedPass<func::FuncOp>(act::createActReleaseArgumentsPass());
   if (!options.peakReport.empty()) {
     act::ActBufferPeakPassOptions peak;
     peak.report = options.peakReport;

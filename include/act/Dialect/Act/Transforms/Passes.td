@@ -278,7 +278,9 @@ def ActReleaseArgumentsPass
     runtime then drops the caller's reference to that argument, which frees
     it when nothing else holds it. Arguments a result aliases, or used
     inside `async.execute` (which may still be running), are left alone.
-    Runs after bufferization and act-early-dealloc.
+    Runs after bufferization, act-early-dealloc and the passes that match a
+    buffer dying right after its reader (act-pool-in-place, the kernels'
+    conversion), whose patterns its calls would interrupt.
 
     ```mlir
     func.func @bwd(%s: memref<64xf32>, %t: memref<f32>) -> memref<64xf32>

@@ -92,6 +92,53 @@ def digits_vgg():
                          nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 10))
 
 
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+
+def _idx(path):
+    """An idx file (gzipped), as a uint8 array of its dimensions."""
+    import gzip
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def fashion_mnist(root=FASHION_MNIST):
+    """Zalando's Fashion-MNIST (60,000 training and 10,000 test 28x28
+    grayscale images, 10 classes) from Debian's dataset-fashion-mnist:
+    pixels in [0, 1], normalized by the training set's mean and standard
+    deviation."""
+    names = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+             "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")}
+    missing = [n for pair in names.values() for n in pair
+               if not os.path.exists(os.path.join(root, n))]
+    if missing:
+        raise FileNotFoundError(
+            f"Fashion-MNIST not found in {root} (missing {', '.join(missing)}): install "
+            f"Debian's dataset-fashion-mnist package (apt-get install dataset-fashion-mnist)")
+    split = {}
+    for part, (images, labels) in names.items():
+        x = torch.from_numpy(_idx(os.path.join(root, images)).astype(np.float32) / 255.0)
+        y = torch.from_numpy(_idx(os.path.join(root, labels)).astype(np.int64))
+        split[part] = (x.unsqueeze(1), y)
+    mean, std = split["train"][0].mean(), split["train"][0].std()
+    return tuple(((x - mean) / std, y) for x, y in (split["train"], split["test"]))
+
+
+def fashion_cnn():
+    """Four 3x3 convolutions with BatchNorm, two max pools, two linear
+    layers with dropout: the CNN a practitioner writes first for
+    Fashion-MNIST (bench/compile_time/fmnist_cnn.py compiles it)."""
+    def block(i, o):
+        return [nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+    return nn.Sequential(*block(1, 32), *block(32, 32), nn.MaxPool2d(2),
+                         *block(32, 64), *block(64, 64), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.3),
+                         nn.Linear(128, 10))
+
+
 # The character-level language model: text the Python standard library's
 # sources ship (Debian's libpython3.11-stdlib; no download).
 CONTEXT = 64
@@ -210,6 +257,8 @@ TASKS = {
                        description="test accuracy on 360 held-out digits"),
     "digits-vgg": Task(digits, digits_vgg,
                        description="test accuracy on 360 held-out digits"),
+    "fmnist-cnn": Task(fashion_mnist, fashion_cnn, batch=128, epochs=10, lr=0.02,
+                       description="test accuracy on Fashion-MNIST's 10,000 test images"),
     "python-lm": Task(python_text, CharLM, next_character_loss, metric="loss",
                       optimizer="adamw", lr=3e-3, batch=16, epochs=10, steps_per_epoch=100,
                       description="validation loss (nats per character) on 256 windows of "

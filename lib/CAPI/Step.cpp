@@ -250,11 +250,29 @@ viewArguments(StepHandle *handle, const ActTensor *args, intptr_t numArgs,
   return values;
 }
 
-ActRun actStepRun(ActStep step, const ActTensor *args, intptr_t numArgs,
-                  uint64_t stepSeed, char **error) {
+/// A run handle holding `outputs`, or null and the error.
+static ActRun wrapRun(llvm::Expected<StepOutputs> outputs, char **error) {
+  if (!outputs) {
+    setError(error, llvm::toString(outputs.takeError()));
+    return {nullptr};
+  }
+  auto run = std::make_unique<RunHandle>();
+  run->outputs = std::move(*outputs);
+  return {runs().insert(std::move(run))};
+}
+
+/// The whole step, or (`forwardOnly`) a split step's forward, on the
+/// caller's arguments with its seeds drawn from `stepSeed`.
+static ActRun runStep(ActStep step, const ActTensor *args, intptr_t numArgs,
+                      uint64_t stepSeed, bool forwardOnly, char **error) {
   StepHandle *handle = unwrap(step);
   if (!handle) {
     setError(error, kNoStep);
+    return {nullptr};
+  }
+  if (forwardOnly && !handle->step->isSplit()) {
+    setError(error, "the step is in the joint form: its forward and backward "
+                    "are one function (actStepRun runs it)");
     return {nullptr};
   }
   auto values = viewArguments(handle, args, numArgs, error);
@@ -263,14 +281,14 @@ ActRun actStepRun(ActStep step, const ActTensor *args, intptr_t numArgs,
   const auto &specs = handle->step->getArguments();
   if (std::optional<unsigned> seeds = handle->step->getSeedsIndex())
     (*values)[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
-  auto outputs = handle->step->run(*values);
-  if (!outputs) {
-    setError(error, llvm::toString(outputs.takeError()));
-    return {nullptr};
-  }
-  auto run = std::make_unique<RunHandle>();
-  run->outputs = std::move(*outputs);
-  return {runs().insert(std::move(run))};
+  return wrapRun(forwardOnly ? handle->step->runForward(*values)
+                             : handle->step->run(*values),
+                 error);
+}
+
+ActRun actStepRun(ActStep step, const ActTensor *args, intptr_t numArgs,
+                  uint64_t stepSeed, char **error) {
+  return runStep(step, args, numArgs, stepSeed, /*forwardOnly=*/false, error);
 }
 
 intptr_t actStepGetNumSaved(ActStep step) {
@@ -300,30 +318,7 @@ int actStepGetBackwardArgument(ActStep step, intptr_t pos, ActTensor *spec) {
 
 ActRun actStepRunForward(ActStep step, const ActTensor *args, intptr_t numArgs,
                          uint64_t stepSeed, char **error) {
-  StepHandle *handle = unwrap(step);
-  if (!handle) {
-    setError(error, kNoStep);
-    return {nullptr};
-  }
-  if (!handle->step->isSplit()) {
-    setError(error, "the step is in the joint form: its forward and backward "
-                    "are one function (actStepRun runs it)");
-    return {nullptr};
-  }
-  auto values = viewArguments(handle, args, numArgs, error);
-  if (!values)
-    return {nullptr};
-  const auto &specs = handle->step->getArguments();
-  if (std::optional<unsigned> seeds = handle->step->getSeedsIndex())
-    (*values)[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
-  auto outputs = handle->step->runForward(*values);
-  if (!outputs) {
-    setError(error, llvm::toString(outputs.takeError()));
-    return {nullptr};
-  }
-  auto run = std::make_unique<RunHandle>();
-  run->outputs = std::move(*outputs);
-  return {runs().insert(std::move(run))};
+  return runStep(step, args, numArgs, stepSeed, /*forwardOnly=*/true, error);
 }
 
 static ActRun runBackward(StepHandle *handle, RunHandle *forward,
@@ -414,14 +409,9 @@ static ActRun runBackward(StepHandle *handle, RunHandle *forward,
       forward->outputs.values[numOutputs + i] = HostTensor();
   auto outputs = handle->step->runBackward(values, forward && releaseSaved);
   values.clear();
-  if (!outputs) {
-    setError(error, llvm::toString(outputs.takeError()));
-    return {nullptr};
-  }
-  outputs->peakBytes += held;
-  auto run = std::make_unique<RunHandle>();
-  run->outputs = std::move(*outputs);
-  return {runs().insert(std::move(run))};
+  if (outputs)
+    outputs->peakBytes += held;
+  return wrapRun(std::move(outputs), error);
 }
 
 int actStepEstimateSensitivity(ActStep step, const ActTensor *const *batches,

@@ -68,6 +68,16 @@ def option_value(value):
     raise ValueError(f"cannot quote {value!r} as a pass option value")
 
 
+def insertion_options(encoding, few_bit=0):
+    """act-insert-encode-decode's options for act.compile's and act.Module's
+    `encoding=` (an act encoding, "lossless" for Gist's lossless encodings
+    only, None or "none" for none) and `few_bit=`."""
+    options = ("policy=none" if encoding in (None, "none")
+               else "policy=lossless" if encoding == "lossless"
+               else f"encoding={option_value(encoding)}")
+    return options + (f" few-bit={few_bit}" if few_bit else "")
+
+
 def insert(src, dst, options):
     """act-opt -act-insert-encode-decode=options."""
     run("act-opt", src, f"-act-insert-encode-decode={options}", "-o", dst)

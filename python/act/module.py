@@ -50,7 +50,7 @@ from . import capi, driver
 from .export import (ExportError, Exporter, Traced, copy_module, header, random_ops,
                      record)
 from .models import Workload, not_tensors, tensors_of
-from .training import _progress, _update_again
+from .training import _progress, _update_again, step_layout
 
 
 class _Exported(nn.Module):
@@ -232,7 +232,7 @@ class Module(nn.Module):
         # buffers, large constants, the dropout seed, the inputs, the
         # tangents (zeros in the forward).
         layout = {
-            "params": params,
+            **step_layout(traced, ex),
             "input_params": input_params,
             "param_inputs": {k: i for i, k in input_params.items()},
             # The BatchNorms that count batches (training mode is part of the
@@ -240,12 +240,6 @@ class Module(nn.Module):
             "norms": [m for m in self.module.modules()
                       if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training
                       and m.num_batches_tracked is not None],
-            "without_gradient": set(traced.without_gradient()),
-            "buffers": list(traced.buffers),
-            "constants": [traced.external[k] if k in traced.external
-                          else traced.constants[k].numpy() for k in traced.large_constants],
-            "has_dropout": traced.has_dropout,
-            "updated": [traced.buffers[i] for i, _ in ex.updated],
             "tangents": tangents,
             "ninputs": ninputs,
             "bn_updates": {id(self.module.get_submodule(n[len("module."):])): k
@@ -277,12 +271,7 @@ class Module(nn.Module):
                         f"act.Module: the backward reads {node.name}, which the forward "
                         f"computes from an output's gradient (which it does not have yet)")
                 stack.extend(n.all_input_nodes)
-        encoding, few_bit = self._config["encoding"], self._config["few_bit"]
-        options = ("policy=none" if encoding in (None, "none")
-                   else "policy=lossless" if encoding == "lossless"
-                   else f"encoding={driver.option_value(encoding)}")
-        if few_bit:
-            options += f" few-bit={few_bit}"
+        options = driver.insertion_options(self._config["encoding"], self._config["few_bit"])
         mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"), options)
         with _progress(f"compiling act.Module {name} ({type(self.module).__name__})"):
             step = capi.CompiledStep.from_file(mlir)

@@ -159,19 +159,8 @@ class Step:
         src = os.path.join(self.work_dir, f"{name}.mlir")
         with open(src, "w") as f:
             f.write(header(name, "joint", ["act.compile"]) + ex.joint())
-        # The module's own tensors, in the step's argument order (frozen
-        # parameters among the buffers: Traced).
         layout = {
-            "params": list(traced.params),
-            # (Their .grad stays None, as in eager autograd: optimizers
-            # skip them, weight decay and momentum included.)
-            "without_gradient": set(traced.without_gradient()),
-            "buffers": list(traced.buffers),
-            # (Parameters of other modules, read at every call: live.)
-            "constants": [traced.external[k] if k in traced.external
-                          else traced.constants[k].numpy() for k in traced.large_constants],
-            "has_dropout": traced.has_dropout,
-            "updated": [traced.buffers[i] for i, _ in ex.updated],
+            **step_layout(traced, ex),
             "records": list(traced.record_names),
             # BatchNorms that a torch.utils.checkpoint region runs again in
             # the backward: eager updates their statistics that many times.
@@ -198,11 +187,7 @@ class Step:
         if self.average_bits is None:
             # "lossless": Gist's lossless encodings only (sign masks, narrow
             # indices, sparse storage of values with structural zeros).
-            options = ("policy=none" if self.encoding in (None, "none")
-                       else "policy=lossless" if self.encoding == "lossless"
-                       else f"encoding={driver.option_value(self.encoding)}")
-            if self.few_bit:
-                options += f" few-bit={self.few_bit}"
+            options = driver.insertion_options(self.encoding, self.few_bit)
             mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"),
                                  options)
         if self.compute_bits is not None:
@@ -424,6 +409,26 @@ class Step:
         self.last_peak_bytes = run.peak_bytes
         return self._finish(layout, run.results[step.loss_index], run.results[1:],
                             backward=False)
+
+
+def step_layout(traced, exporter):
+    """Where an exported step's arguments come from and where its updated
+    buffers go: the module's own tensors in the step's argument order
+    (frozen parameters among the buffers: Traced); which parameters get
+    no gradient (their .grad stays None, as in eager autograd: optimizers
+    skip them, weight decay and momentum included); the large constants
+    (parameters of other modules: live, read at every call); whether the
+    step takes a dropout seed; the buffers it updates (after
+    exporter.joint() or .split())."""
+    return {
+        "params": list(traced.params),
+        "without_gradient": set(traced.without_gradient()),
+        "buffers": list(traced.buffers),
+        "constants": [traced.external[k] if k in traced.external
+                      else traced.constants[k].numpy() for k in traced.large_constants],
+        "has_dropout": traced.has_dropout,
+        "updated": [traced.buffers[i] for i, _ in exporter.updated],
+    }
 
 
 def _contiguous(value, what="inputs"):

@@ -369,3 +369,31 @@ def test_backward_frees_saved_values_after_their_last_use(tmp_path):
     print(f"act.Module's backward: peak {peaks[True]} bytes releasing the saved values, "
           f"{peaks[False]} holding them")
     assert peaks[True] < peaks[False]
+
+
+def test_tuple_outputs_and_an_unused_output(tmp_path):
+    """A module returning two tensors: gradients through both as eager's;
+    with only the second used (autograd gives the first no gradient), the
+    same gradients as eager's too."""
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(8, 16), nn.Linear(16, 4)
+
+        def forward(self, x):
+            h = torch.tanh(self.a(x))
+            return self.b(h), h.sum(1)
+
+    torch.manual_seed(8)
+    model = Two()
+    eager = copy.deepcopy(model)
+    x = torch.randn(5, 8)
+    m = act.Module(model, x, work_dir=str(tmp_path))
+    for use_first in (True, False):
+        model.zero_grad(set_to_none=False)
+        eager.zero_grad(set_to_none=False)
+        o1, o2 = m(x)
+        p1, p2 = eager(x)
+        ((o1.square().sum() if use_first else 0) + 3 * o2.sum()).backward()
+        ((p1.square().sum() if use_first else 0) + 3 * p2.sum()).backward()
+        grads_close(model, eager)

@@ -217,6 +217,17 @@ int actStepHasSeeds(ActStep step) {
   return unwrap(step) && unwrap(step)->step->getSeedsIndex() ? 1 : 0;
 }
 
+/// The caller's tensor `a` as a view of its memory, or none if `a` is
+/// malformed (a negative rank, a missing shape, an unknown kind).
+static std::optional<HostTensor> viewTensor(const ActTensor &a, bool isTensor) {
+  if (a.rank < 0 || (a.rank && !a.shape) || int(a.kind) < 0 ||
+      int(a.kind) > int(ActElementI1))
+    return std::nullopt;
+  return HostTensor::view(ElementKind(a.kind),
+                          llvm::ArrayRef<int64_t>(a.shape, a.rank), a.data,
+                          isTensor);
+}
+
 /// The caller's `args` as the step's argument list (views of the caller's
 /// memory; the act.seeds slot left empty), or an error message.
 static std::optional<std::vector<HostTensor>>
@@ -236,16 +247,13 @@ viewArguments(StepHandle *handle, const ActTensor *args, intptr_t numArgs,
   const auto &specs = handle->step->getArguments();
   std::vector<HostTensor> values(specs.size());
   for (intptr_t i = 0; i < numArgs; ++i) {
-    const ActTensor &a = args[i];
     const ValueSpec &spec = specs[handle->callerArgs[i]];
-    if (a.rank < 0 || (a.rank && !a.shape) || int(a.kind) < 0 ||
-        int(a.kind) > int(ActElementI1)) {
+    std::optional<HostTensor> view = viewTensor(args[i], spec.isTensor);
+    if (!view) {
       setError(error, "argument " + std::to_string(i) + " is malformed");
       return std::nullopt;
     }
-    values[handle->callerArgs[i]] = HostTensor::view(
-        ElementKind(a.kind), llvm::ArrayRef<int64_t>(a.shape, a.rank), a.data,
-        spec.isTensor);
+    values[handle->callerArgs[i]] = std::move(*view);
   }
   return values;
 }
@@ -323,41 +331,7 @@ ActRun actStepRunForward(ActStep step, const ActTensor *args, intptr_t numArgs,
 
 static ActRun runBackward(StepHandle *handle, RunHandle *forward,
                           const ActTensor *args, intptr_t numArgs,
-                          bool releaseSaved, char **error);
-
-ActRun actStepRunBackward(ActStep step, const ActTensor *args, intptr_t numArgs,
-                          char **error) {
-  StepHandle *handle = unwrap(step);
-  if (!handle) {
-    setError(error, kNoStep);
-    return {nullptr};
-  }
-  return runBackward(handle, nullptr, args, numArgs, false, error);
-}
-
-ActRun actStepRunBackwardOf(ActStep step, ActRun forward, const ActTensor *args,
-                            intptr_t numArgs, int releaseSaved, char **error) {
-  StepHandle *handle = unwrap(step);
-  if (!handle) {
-    setError(error, kNoStep);
-    return {nullptr};
-  }
-  RunHandle *run = unwrap(forward);
-  if (!run || run->outputs.values.size() !=
-                  handle->step->getNumOutputs() + handle->step->getNumSaved()) {
-    setError(error, "not a live forward run of this step");
-    return {nullptr};
-  }
-  return runBackward(handle, run, args, numArgs, releaseSaved != 0, error);
-}
-
-static ActRun runBackward(StepHandle *handle, RunHandle *forward,
-                          const ActTensor *args, intptr_t numArgs,
                           bool releaseSaved, char **error) {
-  if (!handle) {
-    setError(error, kNoStep);
-    return {nullptr};
-  }
   llvm::ArrayRef<ValueSpec> specs = handle->step->getBackwardArguments();
   if (!handle->step->isSplit()) {
     setError(error, "the step is in the joint form: it has no backward "
@@ -386,22 +360,14 @@ static ActRun runBackward(StepHandle *handle, RunHandle *forward,
       values.push_back(saved); // (a copy: the run's is reset below)
       continue;
     }
-    if (a.rank < 0 || (a.rank && !a.shape) || int(a.kind) < 0 ||
-        int(a.kind) > int(ActElementI1)) {
+    std::optional<HostTensor> view = viewTensor(a, specs[i].isTensor);
+    if (!view) {
       setError(error,
                "backward argument " + std::to_string(i) + " is malformed");
       return {nullptr};
     }
-    values.push_back(HostTensor::view(ElementKind(a.kind),
-                                      llvm::ArrayRef<int64_t>(a.shape, a.rank),
-                                      a.data, specs[i].isTensor));
+    values.push_back(std::move(*view));
   }
-  // (The saved values are held during the backward: its peak counts them,
-  // as a whole step's does.)
-  int64_t held = 0;
-  if (forward)
-    for (unsigned i = 0; i < numSaved; ++i)
-      held += int64_t(forward->outputs.values[numOutputs + i].byteSize());
   // Released: the run's saved values move into the arguments, which the
   // backward drops one by one after their last use (act-release-arguments).
   if (forward && releaseSaved)
@@ -409,9 +375,33 @@ static ActRun runBackward(StepHandle *handle, RunHandle *forward,
       forward->outputs.values[numOutputs + i] = HostTensor();
   auto outputs = handle->step->runBackward(values, forward && releaseSaved);
   values.clear();
-  if (outputs)
-    outputs->peakBytes += held;
   return wrapRun(std::move(outputs), error);
+}
+
+ActRun actStepRunBackward(ActStep step, const ActTensor *args, intptr_t numArgs,
+                          char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, kNoStep);
+    return {nullptr};
+  }
+  return runBackward(handle, nullptr, args, numArgs, false, error);
+}
+
+ActRun actStepRunBackwardOf(ActStep step, ActRun forward, const ActTensor *args,
+                            intptr_t numArgs, int releaseSaved, char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, kNoStep);
+    return {nullptr};
+  }
+  RunHandle *run = unwrap(forward);
+  if (!run || run->outputs.values.size() !=
+                  handle->step->getNumOutputs() + handle->step->getNumSaved()) {
+    setError(error, "not a live forward run of this step");
+    return {nullptr};
+  }
+  return runBackward(handle, run, args, numArgs, releaseSaved != 0, error);
 }
 
 int actStepEstimateSensitivity(ActStep step, const ActTensor *const *batches,

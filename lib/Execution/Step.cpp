@@ -297,6 +297,12 @@ Step::runBackward(llvm::MutableArrayRef<HostTensor> args, bool release) {
   if (!backward)
     return fail("the step is in the joint form: it has no backward function "
                 "of its own to run");
+  // The saved values are held from the start (its peak counts them, as a
+  // whole step's does), whatever it then releases.
+  int64_t held = 0;
+  for (const HostTensor &saved :
+       args.take_front(std::min<size_t>(getNumSaved(), args.size())))
+    held += int64_t(saved.byteSize());
   rt::resetPeak();
   int64_t base = rt::getMemoryStats().liveBytes;
   // With `release`, the backward drops each argument after its last use
@@ -317,7 +323,7 @@ Step::runBackward(llvm::MutableArrayRef<HostTensor> args, bool release) {
   if (!grads)
     return grads.takeError();
   StepOutputs result;
-  result.peakBytes = rt::getMemoryStats().peakBytes - base;
+  result.peakBytes = held + rt::getMemoryStats().peakBytes - base;
   result.values = std::move(*grads);
   return std::move(result);
 }
@@ -335,9 +341,6 @@ llvm::Expected<StepOutputs> Step::run(llvm::ArrayRef<HostTensor> args) {
   std::vector<HostTensor> bargs(
       std::make_move_iterator(outs.begin() + numOutputs),
       std::make_move_iterator(outs.end()));
-  int64_t savedBytes = 0;
-  for (const HostTensor &v : bargs)
-    savedBytes += int64_t(v.byteSize());
   for (size_t t = bargs.size(); t < backward->getArguments().size(); ++t) {
     const ValueSpec &spec = backward->getArguments()[t];
     HostTensor tangent = HostTensor::allocate(
@@ -346,12 +349,12 @@ llvm::Expected<StepOutputs> Step::run(llvm::ArrayRef<HostTensor> args) {
       std::fill_n(tangent.as<float>(), tangent.numElements(), 1.0f);
     bargs.push_back(std::move(tangent));
   }
-  // The forward's outputs are held (live) during the backward: its peak
-  // counts from here, plus the saved values' bytes.
+  // The forward's outputs are held (live) during the backward; its peak
+  // counts the saved values it reads.
   auto grads = runBackward(bargs);
   if (!grads)
     return grads.takeError();
-  result.peakBytes = std::max(result.peakBytes, savedBytes + grads->peakBytes);
+  result.peakBytes = std::max(result.peakBytes, grads->peakBytes);
   outs.resize(numOutputs);
   result.values = std::move(outs);
   for (HostTensor &g : grads->values)

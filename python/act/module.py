@@ -50,7 +50,7 @@ from . import capi, driver
 from .export import (ExportError, Exporter, Traced, copy_module, header, random_ops,
                      record)
 from .models import Workload, not_tensors, tensors_of
-from .training import _progress, _update_again, step_layout
+from .training import _progress, step_layout, update_buffers
 
 
 class _Exported(nn.Module):
@@ -66,9 +66,7 @@ class _Exported(nn.Module):
         self.module = module
 
     def forward(self, *data):
-        args = [self._parameters.get(f"input{i}", d) for i, d in enumerate(data)]
-        args = [d if a is None else a for a, d in zip(args, data)]
-        out = self.module(*args)
+        out = self.module(*[self._parameters.get(f"input{i}", d) for i, d in enumerate(data)])
         outs = tensors_of(out)
         for i, o in enumerate(outs):
             record(f"output{i}", o)
@@ -88,11 +86,10 @@ class _Variant:
     """One compiled signature: the split step, its forward-only variant
     (compiled on first use), and where each of its arguments comes from."""
 
-    def __init__(self, step, layout, forward_only_source, saved_bytes, nouts, tangent_saved):
+    def __init__(self, step, layout, forward_only_source, saved_bytes, tangent_saved):
         self.step, self.layout = step, layout
         self.forward_only_source, self.forward_only = forward_only_source, None
         self.saved_bytes = saved_bytes  # (before, after) encoding
-        self.nouts = nouts
         # Output i's tangent: its positions among the saved values (none:
         # the backward never reads it, the output depends on nothing that
         # needs a gradient).
@@ -109,8 +106,6 @@ class _Apply(torch.autograd.Function):
         inputs = tensors[:ninputs]  # (the parameters are read where they live)
         run, outputs = owner._run_forward(variant, inputs)
         ctx.owner, ctx.variant, ctx.run = owner, variant, run
-        ctx.ninputs = ninputs
-        ctx.input_needs = [t.requires_grad for t in inputs]
         return outputs
 
     @staticmethod
@@ -233,8 +228,10 @@ class Module(nn.Module):
         # tangents (zeros in the forward).
         layout = {
             **step_layout(traced, ex),
-            "input_params": input_params,
+            # Parameter position -> the input it reads; the others, in
+            # order (what _Apply takes after the inputs).
             "param_inputs": {k: i for i, k in input_params.items()},
+            "trainable": [p for k, p in enumerate(params) if k not in input_params.values()],
             # The BatchNorms that count batches (training mode is part of the
             # variant's key, so the list holds for the variant).
             "norms": [m for m in self.module.modules()
@@ -288,13 +285,14 @@ class Module(nn.Module):
                                 f"{step.num_saved} saved values")
         return _Variant(step, layout, joint_src,
                         (totals["saved_bytes_before"], totals["saved_bytes_after"]),
-                        len(tangents), tangent_saved)
+                        tangent_saved)
 
     def _forward_only(self, variant):
         if variant.forward_only is None:
             layout = variant.layout
             nparams, nupdated = len(layout["params"]), len(layout["updated"])
-            keep = [0] + list(range(1 + nparams, 1 + nparams + nupdated + variant.nouts))
+            keep = [0] + list(range(1 + nparams,
+                                    1 + nparams + nupdated + len(layout["outputs"])))
             mlir = variant.forward_only_source.replace(".mlir", "_forward_only.mlir")
             with _progress("compiling act.Module's forward-only step"):
                 driver.run("act-opt", variant.forward_only_source,
@@ -306,7 +304,7 @@ class Module(nn.Module):
 
     def _arguments(self, variant, inputs, seed):
         layout = variant.layout
-        by_input = {p: i for i, p in layout["input_params"].items()}
+        by_input = layout["param_inputs"]
         args = [inputs[by_input[k]].detach() if k in by_input else p.detach()
                 for k, p in enumerate(layout["params"])]
         return (args + [b.detach() for b in layout["buffers"]]
@@ -318,18 +316,10 @@ class Module(nn.Module):
         self.calls += 1
         return (self.seed * 1000003 + self.calls) & 0x7FFFFFFFFFFFFFFF
 
-    def _update_buffers(self, layout, updated, backward):
-        again = layout["bn_updates"] if backward else {}
-        norms = layout["norms"]
-        before = {id(m): (m.running_mean.clone(), m.running_var.clone(),
-                          int(m.num_batches_tracked)) for m in norms if id(m) in again}
-        for b, value in zip(layout["updated"], updated):
-            b.data.copy_(torch.from_numpy(value))
-        for m in norms:
-            updates = again.get(id(m), 1)
-            if updates > 1:
-                _update_again(m, before[id(m)], updates)
-            m.num_batches_tracked.add_(updates)
+    @staticmethod
+    def _update_buffers(layout, updated, backward):
+        update_buffers(layout["updated"], updated, layout["norms"],
+                       layout["bn_updates"] if backward else {})
 
     def _run_forward(self, variant, inputs):
         """The compiled forward: (the run holding the saved values, the
@@ -384,8 +374,7 @@ class Module(nn.Module):
             variant = self._variant(inputs)
         layout = variant.layout
         self.saved_bytes = variant.saved_bytes
-        input_params = set(layout["input_params"].values())
-        params = [p for k, p in enumerate(layout["params"]) if k not in input_params]
+        params = layout["trainable"]
         needs = torch.is_grad_enabled() and (any(t.requires_grad for t in inputs)
                                              or any(p.requires_grad for p in params))
         if not needs:

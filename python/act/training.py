@@ -365,22 +365,13 @@ class Step:
         `backward`, a BatchNorm that a checkpointed region runs again there
         is updated as often as eager updates it (with the same batch
         statistics, as eager's recomputation computes them)."""
-        again = layout.get("bn_updates", {}) if backward else {}
-        before = {id(m): (m.running_mean.clone(), m.running_var.clone(),
-                          int(m.num_batches_tracked))
-                  for m in self.batch_norms if m.training and id(m) in again}
         nupdated = len(layout["updated"])
-        for b, value in zip(layout["updated"], rest):
-            b.data.copy_(torch.from_numpy(value))
+        update_buffers(layout["updated"], rest[:nupdated],
+                       [m for m in self.batch_norms if m.training],
+                       layout.get("bn_updates", {}) if backward else {})
         # What the forward recorded (act.export.record), by name.
         self.records = {name: torch.from_numpy(value) for name, value in
                         zip(layout["records"], rest[nupdated:])}
-        for m in self.batch_norms:
-            if m.training:
-                updates = again.get(id(m), 1)
-                if updates > 1:
-                    _update_again(m, before[id(m)], updates)
-                m.num_batches_tracked.add_(updates)
         return torch.tensor(float(loss))
 
     def _forward_only(self, inputs, targets):
@@ -436,6 +427,24 @@ def _contiguous(value, what="inputs"):
     if wrong:
         raise TypeError(f"act.compile's step: {wrong}")
     return rebuilt(value, [t.contiguous() for t in tensors_of(value)])
+
+
+def update_buffers(buffers, values, norms, again):
+    """After a run: the step's updated buffers (BatchNorm's running
+    statistics) copied into the module's `buffers`, and each BatchNorm of
+    `norms` (those in training mode) counting its batch; one that a
+    checkpointed region runs again in the backward (`again`: id -> how
+    often it runs) is updated as often as eager updates it, with the same
+    batch statistics, as eager's recomputation computes them."""
+    before = {id(m): (m.running_mean.clone(), m.running_var.clone(),
+                      int(m.num_batches_tracked)) for m in norms if id(m) in again}
+    for b, value in zip(buffers, values):
+        b.data.copy_(torch.from_numpy(value))
+    for m in norms:
+        updates = again.get(id(m), 1)
+        if updates > 1:
+            _update_again(m, before[id(m)], updates)
+        m.num_batches_tracked.add_(updates)
 
 
 def _update_again(bn, before, updates):

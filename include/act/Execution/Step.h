@@ -90,7 +90,8 @@ public:
   /// backward takes. An error for the joint form. With `release`, each
   /// argument is reset after its last use in the backward (CPU,
   /// act-release-arguments): a saved value `args` alone holds is freed
-  /// there, as the joint step frees it.
+  /// there, as the joint step frees it. Its peak counts the saved values
+  /// from the start, as run()'s does.
   llvm::Expected<StepOutputs>
   runBackward(llvm::MutableArrayRef<HostTensor> args, bool release = false);
   /// The forward's results before the saved values (all of them, joint form).

@@ -270,7 +270,7 @@ class Module(nn.Module):
                 stack.extend(n.all_input_nodes)
         options = driver.insertion_options(self._config["encoding"], self._config["few_bit"])
         mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"), options)
-        with _progress(f"compiling act.Module {name} ({type(self.module).__name__})"):
+        with _progress(f"compiling {name} ({type(self.module).__name__})", who="act.Module"):
             step = capi.CompiledStep.from_file(mlir)
         report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
         totals = report["graphs"][0]["totals"]
@@ -294,7 +294,7 @@ class Module(nn.Module):
             keep = [0] + list(range(1 + nparams,
                                     1 + nparams + nupdated + len(layout["outputs"])))
             mlir = variant.forward_only_source.replace(".mlir", "_forward_only.mlir")
-            with _progress("compiling act.Module's forward-only step"):
+            with _progress("compiling the forward-only step", who="act.Module"):
                 driver.run("act-opt", variant.forward_only_source,
                            "-act-forward-only=keep=" + ",".join(map(str, keep)), "-o", mlir)
                 variant.forward_only = capi.CompiledStep.from_file(mlir)

@@ -504,18 +504,19 @@ def _describe(shapes):
 
 
 class _progress:
-    """Says on stderr what is being compiled once it has taken `after`
-    seconds, and how long it took when it ends (ACT_PROGRESS=0: never)."""
+    """Says on stderr (as `who`) what is being compiled once it has taken
+    `after` seconds, and how long it took when it ends (ACT_PROGRESS=0:
+    never)."""
 
-    def __init__(self, what, after=3.0):
-        self.what, self.after = what, after
+    def __init__(self, what, after=3.0, who="act.compile"):
+        self.what, self.after, self.who = what, after, who
         self.shown = False
         self.lock = threading.Lock()
 
     def _show(self):
         with self.lock:
             if self.timer is not None:
-                print(f"act.compile: {self.what} ...", file=sys.stderr, flush=True)
+                print(f"{self.who}: {self.what} ...", file=sys.stderr, flush=True)
                 self.shown = True
 
     def __enter__(self):
@@ -533,7 +534,7 @@ class _progress:
                 self.timer.cancel()
                 self.timer = None
             if self.shown:
-                print(f"act.compile: {self.what}: done in "
+                print(f"{self.who}: {self.what}: done in "
                       f"{time.perf_counter() - self.start:.1f} s", file=sys.stderr, flush=True)
         return False
 

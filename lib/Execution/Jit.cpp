@@ -8,6 +8,7 @@
 #include "act/Pipelines/Pipelines.h"
 #include "act/Support/CpuFeatures.h"
 #include "act/runtime/Cuda.h"
+#include "act/runtime/CudaLibraries.h"
 #include "act/runtime/Kernels.h"
 #include "act/runtime/Memory.h"
 
@@ -204,6 +205,14 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     countAllocations = true;
     ::act::rt::setBacking(::act::rt::getManagedBacking());
   }
+  if ((target.gpu && target.gpuLibraries) ||
+      (target.emulateGpuKernels && target.emulateGpuLibraries)) {
+    std::string why;
+    if (!::act::rt::loadCudaLibraries(why))
+      return llvm::createStringError(
+          "the GPU's matmuls and convolutions need cuBLAS and cuDNN: " + why +
+          " (or compile without them: act-run --gpu-libraries=false)");
+  }
   for (const std::string &name : names) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
     if (!func || func.isExternal())
@@ -264,11 +273,14 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     options.chip = target.chip;
     options.features = target.features;
     options.maxPartialBytes = target.maxPartialBytes;
+    options.libraries = target.gpuLibraries;
     buildGPUPipeline(pm, options);
   } else {
     CPUPipelineOptions options;
     options.countAllocations = countAllocations;
     options.emulateGpuKernels = target.emulateGpuKernels;
+    options.gpuLibraries =
+        target.emulateGpuKernels && target.emulateGpuLibraries;
     options.recordStorage = target.recordStorage;
     options.peakReport = target.peakReport;
     options.decodeIntoConsumers = target.decodeIntoConsumers;
@@ -343,6 +355,8 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     hooks = ::act::rt::getCudaHooks(count);
     add(hooks, count);
     hooks = ::act::rt::getKernelHooks(count);
+    add(hooks, count);
+    hooks = ::act::rt::getGpuKernelHooks(count);
     add(hooks, count);
     return map;
   });

@@ -54,6 +54,8 @@ struct BufferizedLoopsOptions {
   int64_t prefetchDistance = 0;
   /// GPU: act-split-reductions' max-partial-bytes.
   int64_t maxPartialBytes = 0;
+  /// GPU: matmuls and convolutions will be cuBLAS/cuDNN calls.
+  bool gpuLibraries = false;
   /// CPU: convert-act-to-linalg's cpu-features.
   std::string cpuFeatures;
 };
@@ -154,6 +156,7 @@ static void buildBufferizedLoops(OpPassManager &pm,
   if (options.target == act::LoweringTarget::GPU) {
     act::ActSplitReductionsPassOptions split;
     split.maxPartialBytes = options.maxPartialBytes;
+    split.skipLibraryOps = options.gpuLibraries;
     pm.addNestedPass<func::FuncOp>(act::createActSplitReductionsPass(split));
   }
   if (options.target != act::LoweringTarget::GPU) {
@@ -272,8 +275,11 @@ void mlir::act::buildCPUPipeline(OpPassManager &pm,
 
   // Contractions and convolutions call the runtime's kernels; the rest
   // (elementwise chains, reductions, the encodings) become loops.
-  if (options.kernels)
-    pm.addPass(act::createConvertLinalgToActKernelsPass());
+  if (options.kernels) {
+    act::ConvertLinalgToActKernelsPassOptions kernels;
+    kernels.gpu = options.emulateGpuKernels && options.gpuLibraries;
+    pm.addPass(act::createConvertLinalgToActKernelsPass(kernels));
+  }
   // A split backward marked act.release_arguments lets its caller free each
   // saved value after its last use (act.Module's backward). After the
   // passes that match a buffer dying right after its reader (pool-in-place,
@@ -456,7 +462,14 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
   loops.target = act::LoweringTarget::GPU;
   loops.gpuBlockSize = options.blockSize;
   loops.maxPartialBytes = options.maxPartialBytes;
+  loops.gpuLibraries = options.libraries;
   buildBufferizedLoops(pm, loops);
+  // Matmuls and convolutions as cuBLAS/cuDNN calls from the host code.
+  if (options.libraries) {
+    act::ConvertLinalgToActKernelsPassOptions kernels;
+    kernels.gpu = true;
+    pm.addPass(act::createConvertLinalgToActKernelsPass(kernels));
+  }
   // Every copy as linalg.copy, hence a kernel: a copy left on the host
   // would read the device buffers the caller passes (managed memory only
   // hides that, at a page migration per call).

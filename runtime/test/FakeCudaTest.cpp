@@ -101,6 +101,8 @@ TEST(FakeCudaDeathTest, OtherUnloadErrorsAbortWithTheirMessage) {
 int main(int argc, char **argv) {
   // Before the runtime's first call, which loads the driver once.
   setenv("ACT_CUDA_DRIVER", ACT_FAKE_CUDA_PATH, 1);
+  setenv("ACT_CUBLAS_LIBRARY", ACT_FAKE_CUDA_LIBRARIES_PATH, 1);
+  setenv("ACT_CUDNN_LIBRARY", ACT_FAKE_CUDA_LIBRARIES_PATH, 1);
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

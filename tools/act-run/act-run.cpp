@@ -12,6 +12,7 @@
 #include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Execution/Step.h"
 #include "act/InitAll.h"
+#include "act/runtime/CudaLibraries.h"
 #include "act/runtime/Kernels.h"
 #include "act/runtime/Memory.h"
 #include "act/runtime/Sensitivity.h"
@@ -107,6 +108,13 @@ static cl::opt<std::string> cpuFeatures(
              "code paths on an AVX-512 host); default: ACT_CPU_FEATURES, "
              "else the host's"),
     cl::cat(runCategory));
+static cl::opt<cl::boolOrDefault> gpuLibraries(
+    "gpu-libraries",
+    cl::desc("--device=gpu: matmuls and convolutions through cuBLAS and "
+             "cuDNN (default; false: generated kernels). --device="
+             "gpu-emulated: through the same calls on host memory, which only "
+             "their stand-ins run (ACT_CUBLAS_LIBRARY, ACT_CUDNN_LIBRARY; "
+             "default false: oneDNN)"));
 static cl::opt<std::string> gpuFeatures("gpu-features", cl::init("+ptx80"),
                                         cl::desc("--device=gpu: PTX features"),
                                         cl::cat(runCategory));
@@ -521,6 +529,8 @@ int main(int argc, char **argv) {
   target.chip = gpuChip;
   target.maxPartialBytes = gpuMaxPartialBytes;
   target.features = gpuFeatures;
+  target.gpuLibraries = gpuLibraries != cl::BOU_FALSE;
+  target.emulateGpuLibraries = gpuLibraries == cl::BOU_TRUE;
   target.cpuFeatures = cpuFeatures;
   // --fewbit-sensitivity compiles variants of the graph as it is now.
   OwningOpRef<ModuleOp> graph;
@@ -635,6 +645,15 @@ int main(int argc, char **argv) {
   llvm::outs() << llvm::formatv(
       "time: median {0:f3} ms over {1} run(s) (compiled in {2:f1} s)\n",
       times[times.size() / 2], times.size(), compileSeconds);
+  if ((target.gpu && target.gpuLibraries) ||
+      (target.emulateGpuKernels && target.emulateGpuLibraries)) {
+    rt::GpuLibraryCalls calls = rt::getGpuLibraryCalls();
+    llvm::outs() << llvm::formatv(
+        "gpu libraries: {0} GEMMs, {1} convolutions, {2} input gradients, {3} "
+        "weight gradients, {4} operands packed (over {5} run(s))\n",
+        calls.gemms, calls.convForward, calls.convBackwardData,
+        calls.convBackwardFilter, calls.packs, times.size());
+  }
   // What the step left allocated once its results are released.
   results.clear();
   int64_t liveAfter = rt::getMemoryStats().liveBytes - base;

@@ -373,6 +373,10 @@ def ActSplitReductionsPass
            /*default=*/"262144",
            "Most bytes of an op's partial results (they are live beside "
            "the step's tensors)">,
+    Option<"skipLibraryOps", "skip-library-ops", "bool", /*default=*/"false",
+           "Leave f32 linalg.matmul, batch_matmul and 2-D convolutions "
+           "alone: convert-linalg-to-act-kernels{gpu} makes them cuBLAS/"
+           "cuDNN calls">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",
@@ -467,6 +471,11 @@ def ConvertLinalgToActKernelsPass
     Option<"minMacs", "min-macs", "int64_t", /*default=*/"4096",
            "Contractions with fewer multiply-accumulates, and copies of "
            "fewer elements, stay loops (a call's fixed cost)">,
+    Option<"gpu", "gpu", "bool", /*default=*/"false",
+           "Call the GPU's library kernels (act_gpu_kernel_*: cuBLAS, "
+           "cuDNN; act/runtime/CudaLibraries.h) instead of the CPU's: "
+           "copies stay loops, and a convolution whose padding cuDNN "
+           "cannot express (it pads symmetrically) stays loops">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

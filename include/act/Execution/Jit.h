@@ -71,6 +71,13 @@ struct JitTarget {
   std::string chip = "sm_90", features = "+ptx80";
   /// act-gpu-pipeline{max-partial-bytes}.
   int64_t maxPartialBytes = 262144;
+  /// GPU: matmuls and convolutions through cuBLAS/cuDNN
+  /// (act-gpu-pipeline{libraries}); false: generated kernels.
+  bool gpuLibraries = true;
+  /// Emulated GPU: matmuls and convolutions through the same entry points
+  /// on host memory, which only the libraries' stand-ins can run
+  /// (act-cpu-pipeline{gpu-libraries}; the tests); false: oneDNN.
+  bool emulateGpuLibraries = false;
   /// CPU only: the encodings lowered to the GPU kernels, run as loops
   /// (act-cpu-pipeline{emulate-gpu-kernels}).
   bool emulateGpuKernels = false;

@@ -31,6 +31,13 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "kernels (convert-linalg-to-act-kernels: oneDNN GEMMs, "
                      "threaded); false: loops"),
       llvm::cl::init(true)};
+  Option<bool> gpuLibraries{
+      *this, "gpu-libraries",
+      llvm::cl::desc("with emulate-gpu-kernels: the matmuls and convolutions "
+                     "call the GPU's library kernels (act_gpu_kernel_*, "
+                     "cuBLAS/cuDNN; on host memory, so only through their "
+                     "stand-ins) instead of oneDNN"),
+      llvm::cl::init(false)};
   Option<bool> recordStorage{
       *this, "record-storage",
       llvm::cl::desc("each encode reports its storage's bytes at run time "
@@ -129,6 +136,13 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
                      "tiled (tiles map to blocks, their iterations to "
                      "threads)"),
       llvm::cl::init(256)};
+  Option<bool> libraries{
+      *this, "libraries",
+      llvm::cl::desc("f32 matmuls and 2-D convolutions call cuBLAS and "
+                     "cuDNN (convert-linalg-to-act-kernels{gpu}, "
+                     "act/runtime/CudaLibraries.h); false: generated "
+                     "kernels"),
+      llvm::cl::init(true)};
   Option<int64_t> maxPartialBytes{
       *this, "max-partial-bytes",
       llvm::cl::desc("act-split-reductions{max-partial-bytes}: the most "

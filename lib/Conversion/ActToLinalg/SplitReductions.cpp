@@ -177,6 +177,14 @@ SmallVector<linalg::GenericOp> split(RewriterBase &rewriter,
 struct SplitReductionsPass
     : act::impl::ActSplitReductionsPassBase<SplitReductionsPass> {
   using Base::Base;
+  /// What convert-linalg-to-act-kernels{gpu} turns into library calls.
+  static bool isLibraryOp(linalg::LinalgOp op) {
+    return isa<linalg::MatmulOp, linalg::BatchMatmulOp,
+               linalg::Conv2DNchwFchwOp, linalg::Conv2DNgchwGfchwOp>(op) &&
+           llvm::all_of(op->getOperandTypes(), [](Type type) {
+             return getElementTypeOrSelf(type).isF32();
+           });
+  }
   LogicalResult initialize(MLIRContext *context) override {
     return act::checkNonNegativeOptions(
         context, "act-split-reductions",
@@ -188,7 +196,8 @@ struct SplitReductionsPass
     SmallVector<linalg::LinalgOp> ops;
     getOperation().walk([&](linalg::LinalgOp op) {
       if (op.hasPureTensorSemantics() && op.getNumReductionLoops() > 0 &&
-          !isa<linalg::FillOp, linalg::CopyOp>(op))
+          !isa<linalg::FillOp, linalg::CopyOp>(op) &&
+          !(skipLibraryOps && isLibraryOp(op)))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());

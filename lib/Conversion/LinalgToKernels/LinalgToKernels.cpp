@@ -42,12 +42,53 @@ MemRefType getAnyStridedType(MLIRContext *context, int64_t rank) {
       StridedLayoutAttr::get(context, ShapedType::kDynamic, dynamic));
 }
 
-/// Replaces `op` by a call of _mlir_ciface_act_kernel_<name>_f32 on
+/// The CPU's kernels (act/runtime/Kernels.h) and the GPU's library calls
+/// (act/runtime/CudaLibraries.h).
+constexpr StringLiteral kCpuPrefix = "act_kernel_";
+constexpr StringLiteral kGpuPrefix = "act_gpu_kernel_";
+
+/// cuDNN's output size of a convolution along one dim (its padding is
+/// symmetric; act's kernels pad above and left, the rest implied).
+int64_t cudnnOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                        int64_t dilation, int64_t pad) {
+  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+/// Whether the GPU runtime can run a convolution of `in` (h, w) by a
+/// kernel (kh, kw) into `out` (oh, ow) through cuDNN: as a forward
+/// convolution, or (one group) as the weight gradient it transposes
+/// (CudaLibraries.cpp: isWeightGradient); both need cuDNN's symmetric
+/// padding to give exactly these sizes.
+bool cudnnAccepts(ArrayRef<int64_t> in, ArrayRef<int64_t> kernel,
+                  ArrayRef<int64_t> out, ArrayRef<int64_t> strides,
+                  ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads,
+                  bool oneGroup) {
+  auto fits = [&](ArrayRef<int64_t> k, ArrayRef<int64_t> o,
+                  ArrayRef<int64_t> s, ArrayRef<int64_t> d) {
+    for (int i = 0; i < 2; ++i)
+      if (ShapedType::isDynamic(in[i]) || ShapedType::isDynamic(k[i]) ||
+          ShapedType::isDynamic(o[i]) ||
+          cudnnOutputSize(in[i], k[i], s[i], d[i], pads[i]) != o[i])
+        return false;
+    return true;
+  };
+  return fits(kernel, out, strides, dilations) ||
+         (oneGroup && fits(out, kernel, dilations, strides));
+}
+
+/// The last two dims of a shaped value.
+SmallVector<int64_t> spatialSizes(Value value) {
+  ArrayRef<int64_t> shape = cast<ShapedType>(value.getType()).getShape();
+  return SmallVector<int64_t>(shape.take_back(2));
+}
+
+/// Replaces `op` by a call of _mlir_ciface_<prefix><name>_f32 on
 /// `memrefs` (cast to fully dynamic strided memrefs, or unranked ones) and
 /// `scalars`, declaring the callee on first use.
 func::CallOp replaceWithCall(RewriterBase &rewriter, Operation *op,
-                             StringRef name, ValueRange memrefs,
-                             ArrayRef<int64_t> scalars, bool unranked = false) {
+                             StringRef prefix, StringRef name,
+                             ValueRange memrefs, ArrayRef<int64_t> scalars,
+                             bool unranked = false) {
   Location loc = op->getLoc();
   MLIRContext *context = op->getContext();
   SmallVector<Value> operands;
@@ -61,7 +102,7 @@ func::CallOp replaceWithCall(RewriterBase &rewriter, Operation *op,
   for (int64_t scalar : scalars)
     operands.push_back(arith::ConstantIntOp::create(rewriter, loc, scalar, 64));
 
-  std::string callee = ("act_kernel_" + name + "_f32").str();
+  std::string callee = (prefix + name + "_f32").str();
   auto module = op->getParentOfType<ModuleOp>();
   auto function = module.lookupSymbol<func::FuncOp>(callee);
   auto type = FunctionType::get(context, ValueRange(operands).getTypes(), {});
@@ -100,8 +141,10 @@ bool isCandidate(linalg::LinalgOp op, int64_t minMacs) {
 /// A named matmul or convolution as a call on its operands; a convolution
 /// passes its strides and dilations after them.
 template <typename OpTy> struct NamedOpToCall : OpRewritePattern<OpTy> {
-  NamedOpToCall(MLIRContext *context, StringRef name, int64_t minMacs)
-      : OpRewritePattern<OpTy>(context), name(name), minMacs(minMacs) {}
+  NamedOpToCall(MLIRContext *context, StringRef prefix, StringRef name,
+                int64_t minMacs)
+      : OpRewritePattern<OpTy>(context), prefix(prefix), name(name),
+        minMacs(minMacs) {}
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     if (!isCandidate(op, minMacs))
@@ -118,11 +161,20 @@ template <typename OpTy> struct NamedOpToCall : OpRewritePattern<OpTy> {
       llvm::append_range(scalars,
                          op.getDilations().template getValues<int64_t>());
       scalars.append({0, 0}); // padding
+      if (prefix == kGpuPrefix &&
+          !cudnnAccepts(spatialSizes(op->getOperand(0)),
+                        spatialSizes(op->getOperand(1)),
+                        spatialSizes(op->getOperand(2)),
+                        ArrayRef(scalars).slice(0, 2),
+                        ArrayRef(scalars).slice(2, 2),
+                        ArrayRef(scalars).slice(4, 2),
+                        std::is_same_v<OpTy, linalg::Conv2DNchwFchwOp>))
+        return failure();
     }
-    replaceWithCall(rewriter, op, name, op->getOperands(), scalars);
+    replaceWithCall(rewriter, op, prefix, name, op->getOperands(), scalars);
     return success();
   }
-  std::string name;
+  std::string prefix, name;
   int64_t minMacs;
 };
 
@@ -138,7 +190,7 @@ struct TransposeToCall : OpRewritePattern<linalg::TransposeOp> {
         AffineMap::getPermutationMap(op.getPermutation(), op.getContext());
     Value view = memref::TransposeOp::create(
         rewriter, op.getLoc(), op.getInput(), AffineMapAttr::get(permutation));
-    replaceWithCall(rewriter, op, "copy", {view, op.getInit()}, {},
+    replaceWithCall(rewriter, op, kCpuPrefix, "copy", {view, op.getInit()}, {},
                     /*unranked=*/true);
     return success();
   }
@@ -220,8 +272,8 @@ struct MoveToCall : OpRewritePattern<linalg::GenericOp> {
     Value view = memref::ReinterpretCastOp::create(
         rewriter, op.getLoc(), viewType, op.getDpsInputs()[0], offset,
         outType.getShape(), strides);
-    replaceWithCall(rewriter, op, "copy", {view, op.getDpsInits()[0]}, {},
-                    /*unranked=*/true);
+    replaceWithCall(rewriter, op, kCpuPrefix, "copy",
+                    {view, op.getDpsInits()[0]}, {}, /*unranked=*/true);
     return success();
   }
   int64_t minElements;
@@ -375,7 +427,9 @@ bool writesKernelOutputOnly(Operation *op, Value buffer,
       Value out = call.getOperands().empty()
                       ? Value()
                       : act::getBufferRoot(call.getOperands().back());
-      if (!call.getCallee().starts_with("act_kernel_") || !out ||
+      if (!(call.getCallee().starts_with(kCpuPrefix) ||
+            call.getCallee().starts_with(kGpuPrefix)) ||
+          !out ||
           origin.isSameAllocation(out, buffer) != false)
         return WalkResult::interrupt();
       return WalkResult::advance();
@@ -420,7 +474,8 @@ getFreesIfUnwritten(Value value, Operation *from, Operation *to) {
 /// becomes conv(%x (or the same view of it), ..., padding t, l); the padded
 /// buffer and its fill and copy go, and %x is freed after the call.
 LogicalResult convOnPaddedCopy(IRRewriter &rewriter, linalg::LinalgOp op,
-                               StringRef name, int64_t minMacs) {
+                               StringRef prefix, StringRef name,
+                               int64_t minMacs) {
   if (!isCandidate(op, minMacs))
     return failure();
   int64_t rank = cast<MemRefType>(op->getOperand(0).getType()).getRank();
@@ -445,6 +500,21 @@ LogicalResult convOnPaddedCopy(IRRewriter &rewriter, linalg::LinalgOp op,
   SmallVector<int64_t> sourceStrides;
   int64_t sourceOffset;
   if (failed(getStaticLayout(sourceType, sourceStrides, sourceOffset)))
+    return failure();
+  SmallVector<int64_t> scalars;
+  auto attrValues = [&](StringRef attr) {
+    for (int64_t v :
+         cast<DenseIntElementsAttr>(op->getAttr(attr)).getValues<int64_t>())
+      scalars.push_back(v);
+  };
+  attrValues("strides");
+  attrValues("dilations");
+  scalars.append(pads);
+  if (prefix == kGpuPrefix &&
+      !cudnnAccepts(spatialSizes(source), spatialSizes(op->getOperand(1)),
+                    spatialSizes(op->getOperand(2)),
+                    ArrayRef(scalars).slice(0, 2), ArrayRef(scalars).slice(2, 2),
+                    pads, rank == 4))
     return failure();
   // The source must hold its values until the call reads them.
   FailureOr<SmallVector<Operation *>> sourceFrees =
@@ -480,19 +550,10 @@ LogicalResult convOnPaddedCopy(IRRewriter &rewriter, linalg::LinalgOp op,
     newInput = memref::ReinterpretCastOp::create(
         rewriter, view.getLoc(), type, source, sourceOffset, sizes, strides);
   }
-  SmallVector<int64_t> scalars;
-  auto attrValues = [&](StringRef attr) {
-    for (int64_t v :
-         cast<DenseIntElementsAttr>(op->getAttr(attr)).getValues<int64_t>())
-      scalars.push_back(v);
-  };
-  attrValues("strides");
-  attrValues("dilations");
-  scalars.append(pads);
   rewriter.setInsertionPoint(op);
   func::CallOp call = replaceWithCall(
-      rewriter, op, name, {newInput, op->getOperand(1), op->getOperand(2)},
-      scalars);
+      rewriter, op, prefix, name,
+      {newInput, op->getOperand(1), op->getOperand(2)}, scalars);
   for (Operation *free : *sourceFrees)
     free->moveAfter(call);
   if (view)
@@ -517,6 +578,7 @@ LogicalResult convOnPaddedCopy(IRRewriter &rewriter, linalg::LinalgOp op,
 /// dilated copy (whose zeros a strided convolution's gradient computed
 /// over: 4x the work at stride 2) and no flipped weight.
 LogicalResult convBackwardDataOnSpreadCopy(IRRewriter &rewriter,
+                                           StringRef prefix,
                                            linalg::Conv2DNchwFchwOp op,
                                            int64_t minMacs) {
   if (!isCandidate(op, minMacs) ||
@@ -573,6 +635,14 @@ LogicalResult convBackwardDataOnSpreadCopy(IRRewriter &rewriter,
   int64_t pad1 = dilations[1] * (kw - 1) - copy->offsets[3];
   if (pad0 < 0 || pad1 < 0)
     return failure();
+  // On the GPU: cuDNN's backward data of the forward convolution from dx
+  // into dy, whose padding is symmetric.
+  if (prefix == kGpuPrefix &&
+      !cudnnAccepts(spatialSizes(op.getOutputs()[0]), {kh, kw},
+                    spatialSizes(copy->source),
+                    {copy->strides[2], copy->strides[3]}, dilations,
+                    {pad0, pad1}, /*oneGroup=*/false))
+    return failure();
   // Both are read by the call, later than the IR did (the gradient
   // computed in place is read where it was).
   FailureOr<SmallVector<Operation *>> gradFrees =
@@ -585,7 +655,7 @@ LogicalResult convBackwardDataOnSpreadCopy(IRRewriter &rewriter,
     return failure();
   rewriter.setInsertionPoint(op);
   func::CallOp call =
-      replaceWithCall(rewriter, op, "conv_2d_nchw_fchw_backward_data",
+      replaceWithCall(rewriter, op, prefix, "conv_2d_nchw_fchw_backward_data",
                       {copy->source, weight, op.getOutputs()[0]},
                       {copy->strides[2], copy->strides[3], dilations[0],
                        dilations[1], pad0, pad1});
@@ -612,14 +682,18 @@ struct ConvertLinalgToActKernelsPass
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
-    patterns.add<NamedOpToCall<linalg::MatmulOp>>(context, "matmul", minMacs);
-    patterns.add<NamedOpToCall<linalg::BatchMatmulOp>>(context, "batch_matmul",
-                                                       minMacs);
+    StringRef prefix = gpu ? kGpuPrefix : kCpuPrefix;
+    patterns.add<NamedOpToCall<linalg::MatmulOp>>(context, prefix, "matmul",
+                                                  minMacs);
+    patterns.add<NamedOpToCall<linalg::BatchMatmulOp>>(context, prefix,
+                                                       "batch_matmul", minMacs);
     patterns.add<NamedOpToCall<linalg::Conv2DNchwFchwOp>>(
-        context, "conv_2d_nchw_fchw", minMacs);
+        context, prefix, "conv_2d_nchw_fchw", minMacs);
     patterns.add<NamedOpToCall<linalg::Conv2DNgchwGfchwOp>>(
-        context, "conv_2d_ngchw_gfchw", minMacs);
-    patterns.add<TransposeToCall, MoveToCall>(context, minMacs);
+        context, prefix, "conv_2d_ngchw_gfchw", minMacs);
+    // On the GPU, copies stay generated kernels.
+    if (!gpu)
+      patterns.add<TransposeToCall, MoveToCall>(context, minMacs);
     // Convolutions on zero-padded copies first: they erase ops around them.
     SmallVector<linalg::LinalgOp> convs;
     getOperation().walk([&](Operation *op) {
@@ -629,10 +703,10 @@ struct ConvertLinalgToActKernelsPass
     IRRewriter rewriter(context);
     for (linalg::LinalgOp conv : convs) {
       auto nchw = dyn_cast<linalg::Conv2DNchwFchwOp>(conv.getOperation());
-      if (nchw &&
-          succeeded(convBackwardDataOnSpreadCopy(rewriter, nchw, minMacs)))
+      if (nchw && succeeded(convBackwardDataOnSpreadCopy(rewriter, prefix,
+                                                         nchw, minMacs)))
         continue;
-      (void)convOnPaddedCopy(rewriter, conv,
+      (void)convOnPaddedCopy(rewriter, conv, prefix,
                              isa<linalg::Conv2DNchwFchwOp>(conv)
                                  ? "conv_2d_nchw_fchw"
                                  : "conv_2d_ngchw_gfchw",

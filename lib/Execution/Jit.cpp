@@ -308,6 +308,11 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   // (the outgoing arguments' stores, checked against each other) took 15 s
   // of MobileNetV2's compile. The entry is inlined into its wrapper
   // instead: the wrapper's loads feed the step's code directly.
+  const char *ordered = std::getenv("ACT_GPU_STREAM_ORDERED");
+  for (auto &jit : jits)
+    if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(jit->name))
+      jit->streamOrdered = target.gpu && fn->hasAttr("act.stream_ordered") &&
+                           !(ordered && std::string(ordered) == "0");
   for (const std::string &name : names)
     if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
       SmallVector<Attribute> passthrough;
@@ -458,7 +463,18 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   if (!results.empty())
     packed.push_back(resultBytes);
 
-  if (llvm::Error err = engine->invokePacked(name, packed))
+  if (gpu && streamOrdered)
+    ::act::rt::beginStreamOrdered();
+  llvm::Error err = engine->invokePacked(name, packed);
+  if (gpu) {
+    // The results are read on the host: the GPU's work (cuBLAS/cuDNN on
+    // the legacy stream outside stream-ordered mode) must be done.
+    if (streamOrdered)
+      ::act::rt::endStreamOrdered();
+    else
+      mgpuStreamSynchronize(nullptr);
+  }
+  if (err)
     return fail("call failed: " + llvm::toString(std::move(err)));
   // An argument the function released (act_release_argument: its caller
   // dropped it) may have been freed, and its address reused by a result:

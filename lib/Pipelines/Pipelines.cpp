@@ -477,6 +477,8 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
   copies.all = true;
   pm.addNestedPass<func::FuncOp>(
       act::createActStridedCopiesToLoopsPass(copies));
+  // Sums to a scalar and 0-d fills as one-thread kernels, not host code.
+  pm.addNestedPass<func::FuncOp>(act::createActScalarOpsToKernelsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   // One dimension per loop nest, so that every block is full. (No
   // canonicalization here: it would inline a loop of one iteration, a tail
@@ -494,6 +496,8 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
   // outlining passes them as immediates, not as kernel parameters.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+  // Steps whose host code touches no buffer run stream-ordered.
+  pm.addNestedPass<func::FuncOp>(act::createActMarkStreamOrderedPass());
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
 
   // From here on upstream's gpu-lower-to-nvvm-pipeline

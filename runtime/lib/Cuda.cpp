@@ -1,7 +1,9 @@
 //===- Cuda.cpp - CUDA host entry points over a dlopen'ed driver ----------===//
 
 #include "act/runtime/Cuda.h"
+#include "act/runtime/CudaLibraries.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -93,7 +95,37 @@ std::mutex &streamPoolMutex() {
   return *mutex;
 }
 
+/// Stream-ordered mode (beginStreamOrdered): its one stream, created once.
+struct StreamOrdered {
+  bool active = false;
+  void *stream = nullptr;
+  std::atomic<int64_t> skipped{0};
+};
+StreamOrdered &streamOrdered() {
+  static auto *s = new StreamOrdered;
+  return *s;
+}
+
 } // namespace
+
+void act::rt::beginStreamOrdered() {
+  StreamOrdered &s = streamOrdered();
+  if (!s.stream)
+    check(require().cuStreamCreate(&s.stream, 0), "cuStreamCreate");
+  s.active = true;
+  setLibraryStream(s.stream);
+}
+
+void act::rt::endStreamOrdered() {
+  StreamOrdered &s = streamOrdered();
+  s.active = false;
+  setLibraryStream(nullptr);
+  check(require().cuStreamSynchronize(s.stream), "cuStreamSynchronize");
+}
+
+int64_t act::rt::getSkippedSynchronizations() {
+  return streamOrdered().skipped.load();
+}
 
 bool act::rt::loadCuda(std::string &error) {
   Driver &d = driver();
@@ -118,6 +150,8 @@ extern "C" {
 // VGG step. Destroyed streams are kept for the next create instead (work
 // still queued on one stays ordered before what comes after).
 void *mgpuStreamCreate() {
+  if (streamOrdered().active)
+    return streamOrdered().stream;
   {
     std::lock_guard<std::mutex> lock(streamPoolMutex());
     if (!streamPool().empty()) {
@@ -131,10 +165,16 @@ void *mgpuStreamCreate() {
   return stream;
 }
 void mgpuStreamDestroy(void *stream) {
+  if (streamOrdered().active && stream == streamOrdered().stream)
+    return;
   std::lock_guard<std::mutex> lock(streamPoolMutex());
   streamPool().push_back(stream);
 }
 void mgpuStreamSynchronize(void *stream) {
+  if (streamOrdered().active) {
+    ++streamOrdered().skipped;
+    return;
+  }
   check(require().cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 void mgpuStreamWaitEvent(void *stream, void *event) {
@@ -150,6 +190,10 @@ void mgpuEventDestroy(void *event) {
   check(require().cuEventDestroy_v2(event), "cuEventDestroy");
 }
 void mgpuEventSynchronize(void *event) {
+  if (streamOrdered().active) {
+    ++streamOrdered().skipped;
+    return;
+  }
   check(require().cuEventSynchronize(event), "cuEventSynchronize");
 }
 void mgpuEventRecord(void *event, void *stream) {

@@ -98,6 +98,30 @@ TEST(FakeCudaDeathTest, OtherUnloadErrorsAbortWithTheirMessage) {
   unsetenv("ACT_FAKE_CUDA_UNLOAD_ERROR");
 }
 
+// Stream-ordered mode (a step whose host code touches no buffer): one
+// stream for the step, the host's synchronizations inside it skipped, one
+// at its end; outside it nothing is skipped.
+TEST(FakeCuda, StreamOrderedModeSkipsTheStepsSynchronizations) {
+  int64_t before = getSkippedSynchronizations();
+  mgpuStreamSynchronize(mgpuStreamCreate());
+  EXPECT_EQ(getSkippedSynchronizations(), before);
+  beginStreamOrdered();
+  void *a = mgpuStreamCreate();
+  mgpuStreamDestroy(a);
+  void *b = mgpuStreamCreate();
+  EXPECT_EQ(a, b);
+  mgpuStreamSynchronize(a);
+  void *event = mgpuEventCreate();
+  mgpuEventRecord(event, a);
+  mgpuEventSynchronize(event);
+  EXPECT_EQ(getSkippedSynchronizations(), before + 2);
+  endStreamOrdered();
+  mgpuStreamSynchronize(b);
+  mgpuEventSynchronize(event);
+  mgpuEventDestroy(event);
+  EXPECT_EQ(getSkippedSynchronizations(), before + 2);
+}
+
 int main(int argc, char **argv) {
   // Before the runtime's first call, which loads the driver once.
   setenv("ACT_CUDA_DRIVER", ACT_FAKE_CUDA_PATH, 1);

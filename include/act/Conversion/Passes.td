@@ -284,6 +284,36 @@ def ActUnitStrideGathersPass
                            "::mlir::arith::ArithDialect"];
 }
 
+def ActScalarOpsToKernelsPass
+    : Pass<"act-scalar-ops-to-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Give linalg ops without a parallel loop a unit parallel loop";
+  let description = [{
+    On buffers, in act-gpu-pipeline: a linalg op with no parallel loop and
+    0-d outputs (a sum to a scalar, such as the loss; a 0-d fill) has no loop
+    to map to threads, so it became host code reading and writing device
+    buffers. It becomes a generic with one more, outermost, parallel loop of
+    one iteration over 1-element views of its outputs (memref.expand_shape),
+    hence a one-thread kernel, and the step's host code touches no buffer
+    (act-mark-stream-ordered).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ActMarkStreamOrderedPass
+    : Pass<"act-mark-stream-ordered", "::mlir::func::FuncOp"> {
+  let summary = "Mark GPU steps whose host code touches no buffer";
+  let description = [{
+    In act-gpu-pipeline, after kernel outlining: a function whose host code
+    (everything outside gpu.launch_func) reads and writes no buffer, except
+    integer function arguments it reads (seeds, which only the host
+    writes), and calls nothing but act's GPU library kernels and runtime
+    hooks, gets the unit attribute `act.stream_ordered`. The JIT runs such a
+    function in the runtime's stream-ordered mode: every launch and library
+    call on one stream, no host synchronization until the step returns.
+  }];
+}
+
 def ActCollapseParallelLoopsPass
     : Pass<"act-collapse-parallel-loops", "::mlir::func::FuncOp"> {
   let summary = "Collapse every outermost scf.parallel into one dimension";

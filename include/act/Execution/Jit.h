@@ -148,6 +148,10 @@ private:
   std::vector<ValueSpec> arguments, results;
   bool countAllocations = false;
   bool gpu = false;
+  /// GPU: the step's host code touches no buffer (act.stream_ordered), so
+  /// it runs in the runtime's stream-ordered mode (one stream, one
+  /// synchronization at the end); ACT_GPU_STREAM_ORDERED=0 turns that off.
+  bool streamOrdered = false;
 };
 
 } // namespace mlir::act

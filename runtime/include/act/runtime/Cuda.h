@@ -30,6 +30,17 @@ const char *const *getCudaSymbolNames(size_t &count);
 /// The mgpu* entry points by name, for a JIT's symbol table.
 const HookSymbol *getCudaHooks(size_t &count);
 
+/// Stream-ordered mode, around one call of a step whose host code touches
+/// no buffer (act-mark-stream-ordered): every stream the step creates is
+/// one step stream, cuBLAS/cuDNN run on it too, and the host's
+/// synchronizations inside the step (gpu-async-region's, before each host
+/// op with side effects) are skipped; the GPU runs the step's launches and
+/// library calls in order. endStreamOrdered() waits for the stream, once.
+void beginStreamOrdered();
+void endStreamOrdered();
+/// Host synchronizations skipped in stream-ordered mode so far (for tests).
+int64_t getSkippedSynchronizations();
+
 /// CUDA managed memory (cuMemAllocManaged / cuMemFree) as the allocation
 /// hooks' backing: host code and kernels reach the same pointers.
 Backing getManagedBacking();

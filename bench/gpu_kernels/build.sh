@@ -64,7 +64,8 @@ MLIR
 clang++-22 -O2 -std=c++17 -I"$here/runtime/include" \
   -DACT_CHECK_ELEMENTS="$check" -DACT_BENCH_ELEMENTS="$bench" \
   "$here/bench/gpu_kernels/gpu_check.cpp" "$out/codec.o" \
-  "$here/runtime/lib/Cuda.cpp" "$here/runtime/lib/Memory.cpp" \
+  "$here/runtime/lib/Cuda.cpp" "$here/runtime/lib/CudaLibraries.cpp" \
+  "$here/runtime/lib/Memory.cpp" \
   "$here/runtime/lib/Reference.cpp" \
   -ldl -static-libstdc++ -static-libgcc -o "$build/gpu_check"
 echo "built $build/gpu_check"

@@ -2,20 +2,38 @@
 # On a GPU machine, in the folder bench/gpu_steps/prepare.sh made: act's GPU
 # kernels against the CPU reference (gpu_check: bit for bit, and bandwidth
 # as a ratio of a device copy), then every prepared step with
-# `act-run --device=gpu` (median of 10 steps, with the arguments
-# prepare.sh wrote in steps/STEP.args), its results against the CPU's
-# (compare.py), the 2-bit VGG step's kernel time by launch shape where
-# Nsight Compute is installed (profile.py), and PyTorch eager on the same
-# GPU, models and batches when python3 has torch with CUDA
-# (torch_steps.py). Writes everything to stdout.
+# `act-run --device=gpu` (median of 10 steps; matmuls and convolutions
+# through cuBLAS/cuDNN, from the CUDA toolkit or the PyTorch installation's
+# nvidia/*/lib), its results against the CPU's (compare.py), the first
+# model's plain step again without stream-ordered mode
+# (ACT_GPU_STREAM_ORDERED=0: the host waits at every allocation and library
+# call), and PyTorch eager and torch.compile on the same GPU, models and
+# batches when python3 has torch with CUDA (torch_steps.py). Writes
+# everything to stdout. ACT_GPU_SKIP_TORCH_COMPILE=1 leaves torch.compile
+# out.
 set -uo pipefail
 cd "$(dirname "$0")"
+start=$SECONDS
 tar -xJf act-portable.tar.xz
-export LD_LIBRARY_PATH=$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# cuBLAS and cuDNN: where PyTorch's wheels keep them, else the toolkit's.
+nv=$(python3 - <<'PY' 2>/dev/null
+import glob, os, site
+roots = site.getsitepackages() + [site.getusersitepackages()]
+dirs = {os.path.dirname(p) for r in roots for pattern in
+        ("nvidia/**/libcublas.so.*", "nvidia/**/libcudnn.so.*")
+        for p in glob.glob(os.path.join(r, pattern), recursive=True)}
+print(":".join(sorted(dirs)))
+PY
+)
+export LD_LIBRARY_PATH=$PWD/lib${nv:+:$nv}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi -L 2>/dev/null
+echo "cuBLAS/cuDNN from: ${nv:-the loader's path, /usr/local/cuda/lib64}"
 echo "== gpu_check"
 ./gpu_check
 status=$?
+while read -r name batch; do
+  python3 inputs.py "steps/$name.json" "inputs/$name" > /dev/null || status=1
+done < models
 echo "== steps (act-run --device=gpu)"
 while read -r step; do
   mapfile -t args < "steps/$step.args"
@@ -24,26 +42,21 @@ while read -r step; do
   # not use: its message is dropped.)
   bin/act-run "steps/$step.mlir" "${args[@]}" --repeat=10 --device=gpu \
     --output-dir="gpu/$step" 2>&1 |
-    grep -E "^(loss|time|memory|act-run)" | grep -v "MemoryBuffer" || status=1
+    grep -E "^(loss|time|memory|gpu libraries|act-run|act runtime)" | grep -v "MemoryBuffer" || status=1
 done < steps/list
 echo "== GPU results against the CPU's"
 python3 compare.py cpu gpu || status=1
-# Kernel time by launch shape of the 2-bit VGG step (one step), where
-# Nsight Compute is installed.
-ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
-if [ -n "$ncu" ] && grep -qx vgg_q2 steps/list; then
-  echo "== ncu: vgg_q2, kernel time by launch shape"
-  mapfile -t args < steps/vgg_q2.args
-  "$ncu" --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed \
-    --csv bin/act-run steps/vgg_q2.mlir \
-    "${args[@]}" --repeat=1 --device=gpu --output-dir=gpu/profile \
-    > profile.csv 2> /dev/null
-  python3 profile.py profile.csv 15 || status=1
-  # The CSV itself, where the caller collects files (the device tool's $OUT).
-  [ -n "${OUT:-}" ] && cp profile.csv "$OUT/"
+first=$(head -1 models | cut -d' ' -f1)
+if [ -n "$first" ]; then
+  echo "== $first without stream-ordered mode (a host synchronization per allocation and library call)"
+  mapfile -t args < "steps/$first.args"
+  ACT_GPU_STREAM_ORDERED=0 bin/act-run "steps/$first.mlir" "${args[@]}" --repeat=10 \
+    --device=gpu 2>&1 | grep -E "^(time|memory)"
 fi
+echo "(act steps: $((SECONDS - start)) s)"
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-  echo "== PyTorch eager, the same models and batches"
-  python3 torch_steps.py
+  echo "== PyTorch, the same models and batches"
+  python3 torch_steps.py models
 fi
+echo "(all: $((SECONDS - start)) s)"
 exit $status

@@ -28,6 +28,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -400,9 +401,13 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   std::vector<Descriptor> descriptors(args.size());
   std::vector<void *> packed;
   std::set<int64_t> inputBuffers;
-  // GPU: tensors are staged in managed memory the kernels reach (not
-  // counted: like host inputs, they are the caller's).
+  // GPU: tensors are staged where the kernels reach them (not counted:
+  // like host inputs, they are the caller's): a stream-ordered step's
+  // float tensors in device memory (copied in by the copy engine; its host
+  // code reads none), others in managed memory (the host reads its seeds,
+  // and a step that is not stream-ordered may read any).
   std::vector<void *> staged;
+  std::map<int64_t, std::pair<const HostTensor *, size_t>> onDevice;
   llvm::scope_exit releaseStaged([&] {
     for (void *p : staged)
       mgpuMemFree(p, nullptr);
@@ -429,10 +434,18 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
     }
     auto ptr = reinterpret_cast<int64_t>(arg.data());
     if (gpu && arg.byteSize()) {
-      void *copy = mgpuMemAlloc(arg.byteSize(), nullptr, /*isHostShared=*/true);
-      std::memcpy(copy, arg.data(), arg.byteSize());
+      bool device = streamOrdered && (spec.kind == ElementKind::F32 ||
+                                      spec.kind == ElementKind::F64);
+      void *copy = mgpuMemAlloc(arg.byteSize(), nullptr, !device);
+      if (device)
+        mgpuMemcpy(copy, const_cast<char *>(arg.data()), arg.byteSize(),
+                   nullptr);
+      else
+        std::memcpy(copy, arg.data(), arg.byteSize());
       staged.push_back(copy);
       ptr = reinterpret_cast<int64_t>(copy);
+      if (device)
+        onDevice[ptr] = {&arg, arg.byteSize()};
     }
     inputBuffers.insert(ptr);
     llvm::ArrayRef<int64_t> shape = arg.getShape();
@@ -463,6 +476,9 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   if (!results.empty())
     packed.push_back(resultBytes);
 
+  if (gpu)
+    mgpuStreamSynchronize(nullptr); // the staging copies
+  auto started = std::chrono::steady_clock::now();
   if (gpu && streamOrdered)
     ::act::rt::beginStreamOrdered();
   llvm::Error err = engine->invokePacked(name, packed);
@@ -473,6 +489,9 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       ::act::rt::endStreamOrdered();
     else
       mgpuStreamSynchronize(nullptr);
+    lastDeviceSeconds = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - started)
+                            .count();
   }
   if (err)
     return fail("call failed: " + llvm::toString(std::move(err)));
@@ -523,6 +542,15 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       owner =
           std::shared_ptr<void>(reinterpret_cast<void *>(allocated), release);
     const char *base = reinterpret_cast<const char *>(aligned) + offset * bytes;
+    // An input staged in device memory, returned: read back first.
+    std::vector<char> readBack;
+    if (auto staged = onDevice.find(allocated); input && staged != onDevice.end()) {
+      readBack.resize(staged->second.second);
+      mgpuMemcpy(readBack.data(), reinterpret_cast<void *>(allocated),
+                 readBack.size(), nullptr);
+      mgpuStreamSynchronize(nullptr);
+      base = readBack.data() + (aligned - allocated) + offset * bytes;
+    }
     if (contiguous && !input) {
       // The step's own buffer becomes the result: no copy.
       HostTensor out =

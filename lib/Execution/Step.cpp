@@ -288,6 +288,7 @@ llvm::Expected<StepOutputs> Step::runForward(llvm::ArrayRef<HostTensor> args) {
   if (!outs)
     return outs.takeError();
   result.peakBytes = rt::getMemoryStats().peakBytes - base;
+  result.deviceSeconds = forward->getLastDeviceSeconds();
   result.values = std::move(*outs);
   return std::move(result);
 }

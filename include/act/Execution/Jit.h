@@ -141,6 +141,10 @@ public:
   /// copy; released through the allocation hooks with the last copy), except
   /// strided views and returned arguments, which are copied out.
   llvm::Expected<std::vector<HostTensor>> call(llvm::ArrayRef<HostTensor> args);
+  /// GPU: the seconds the last call's compiled code ran, to its final
+  /// synchronization (its inputs' staging before not included); 0 on the
+  /// CPU.
+  double getLastDeviceSeconds() const { return lastDeviceSeconds; }
 
 private:
   std::shared_ptr<ExecutionEngine> engine;
@@ -152,6 +156,7 @@ private:
   /// it runs in the runtime's stream-ordered mode (one stream, one
   /// synchronization at the end); ACT_GPU_STREAM_ORDERED=0 turns that off.
   bool streamOrdered = false;
+  double lastDeviceSeconds = 0;
 };
 
 } // namespace mlir::act

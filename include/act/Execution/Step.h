@@ -43,6 +43,10 @@ struct StepOutputs {
   /// The most bytes the step had allocated at once (saved values held
   /// between forward and backward included).
   int64_t peakBytes = 0;
+  /// GPU: the seconds the compiled step ran (launches and library calls to
+  /// the final synchronization), without staging its inputs in device
+  /// memory before; the joint form's one call. 0 on the CPU.
+  double deviceSeconds = 0;
 };
 
 /// A stochastically encoded tensor of a step (a candidate for GACT's

@@ -67,7 +67,7 @@ def main():
         else:
             value = 0.02 * normal(shape)
         path = os.path.join(out, f"{i:03d}_{name}.npy")
-        np.save(path, np.ascontiguousarray(value, dtype=dtype))
+        np.save(path, np.array(value, dtype=dtype))  # (0-d stays 0-d)
         files.append(path)
     print(",".join(files))
 

@@ -74,6 +74,8 @@ while read -r step; do
   echo "cpu: $step"
   "$run" "steps/$step.mlir" "${args[@]}" --chunk-passes=0 --output-dir="cpu/$step" | grep -E "^(time|memory)"
 done < steps/list
-# run.sh writes the inputs again there.
-rm -rf inputs
+# run.sh writes the inputs again there, and compares with a summary of the
+# CPU's results (the device tool carries 64 MiB).
+$python compare.py --summarize cpu cpu.npz
+rm -rf inputs cpu
 echo "gpu_steps: $out ($(du -sh "$out" | cut -f1)); on the GPU machine: bash run.sh"

@@ -42,6 +42,18 @@ def measure(module, x, y, label):
           f"peak {peak / 2**20:.1f} MiB", flush=True)
 
 
+# ACT_GPU_DEADLINE (seconds since the epoch): measurements that would start
+# after it are skipped, so a run inside a time limit returns what it has.
+deadline = float(os.environ.get("ACT_GPU_DEADLINE", "inf"))
+
+
+def late(label):
+    if time.time() < deadline:
+        return False
+    print(f"{label}: skipped (past ACT_GPU_DEADLINE)")
+    return True
+
+
 for line in open(sys.argv[1]):
     name, batch = line.split()
     batch = int(batch)
@@ -49,12 +61,14 @@ for line in open(sys.argv[1]):
     module, x, y = getattr(models, name)(batch)
     module, x, y = module.cuda(), x.cuda(), y.cuda()
     torch.backends.cudnn.allow_tf32 = True
-    measure(module, x, y, f"eager {name} batch {batch}")
+    if not late(f"eager {name}"):
+        measure(module, x, y, f"eager {name} batch {batch}")
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
-    measure(module, x, y, f"eager fp32 {name} batch {batch}")
+    if not late(f"eager fp32 {name}"):
+        measure(module, x, y, f"eager fp32 {name} batch {batch}")
     torch.backends.cudnn.allow_tf32 = True
-    if os.environ.get("ACT_GPU_SKIP_TORCH_COMPILE") != "1":
+    if os.environ.get("ACT_GPU_SKIP_TORCH_COMPILE") != "1" and not late(f"compile {name}"):
         try:
             t = time.perf_counter()
             compiled = torch.compile(module)

@@ -446,7 +446,9 @@ ConvPlan &plan(Libraries &d, ConvKind kind, const View &x, const View &w,
       p.workspace = perf[i].memory;
       return p;
     }
-  fail(std::string(what) + ": no algorithm for this convolution");
+  // None for these layouts: runConv packs the tensors.
+  p.algo = -1;
+  return p;
 }
 
 /// Runs one convolution of `kind` with y accumulated (beta = 1).
@@ -454,6 +456,20 @@ void runConv(Libraries &d, ConvKind kind, const View &x, const View &w,
              const View &y, int64_t groups, const int64_t stride[2],
              const int64_t dilation[2], const int64_t pad[2]) {
   ConvPlan &p = plan(d, kind, x, w, y, groups, stride, dilation, pad);
+  if (p.algo < 0) {
+    // No algorithm reads these strided layouts: the same convolution on
+    // packed copies, the output written back.
+    if (x.isPacked() && y.isPacked())
+      fail("cuDNN has no float32 algorithm for this convolution");
+    Scratch xScratch, yScratch;
+    View px = packed(d, x, xScratch), py = packed(d, y, yScratch);
+    runConv(d, kind, px, w, py, groups, stride, dilation, pad);
+    if (kind == ConvKind::Forward && py.data != y.data)
+      transform(d, py, y, 0.0f);
+    if (kind == ConvKind::BackwardData && px.data != x.data)
+      transform(d, px, x, 0.0f);
+    return;
+  }
   Scratch workspace(p.workspace);
   float one = 1.0f;
   int status;

@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -273,6 +274,36 @@ TEST(CudaLibrariesTest, WeightGradientOfALargeImage) {
                                                           1, 1, 1, 1, 1);
       });
   EXPECT_EQ(getGpuLibraryCalls().convBackwardFilter - filter, 1);
+}
+
+TEST(CudaLibrariesTest, StridedLayoutsNoAlgorithmReadsArePacked) {
+  // A weight gradient whose input is the interior of a padded buffer (a
+  // strided view), where (the stand-in told so) no algorithm reads strided
+  // tensors: the runtime packs the input and runs again.
+  setenv("ACT_FAKE_CUDNN_PACKED_ONLY", "1", 1);
+  const int64_t n = 2, c = 2, h = 6, w = 6, f = 3, k = 3;
+  const int64_t ph = h + 2, pw = w + 2;
+  std::vector<float> x = randomVector(n * c * ph * pw, 23);
+  std::vector<float> dy = randomVector(n * f * h * w, 24);
+  std::vector<float> dw = randomVector(f * c * k * k, 25);
+  auto inT = view<4>(x, {c, n, h, w}, {ph * pw, c * ph * pw, pw, 1}, pw + 1);
+  auto dyT = view<4>(dy, {f, n, h, w}, {h * w, f * h * w, w, 1});
+  auto dwT = view<4>(dw, {c, f, k, k}, {k * k, c * k * k, k, 1});
+  GpuLibraryCalls before = getGpuLibraryCalls();
+  compare(
+      dw,
+      [&] {
+        _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(&inT, &dyT, &dwT, 1, 1,
+                                                      1, 1, 1, 1);
+      },
+      [&] {
+        _mlir_ciface_act_gpu_kernel_conv_2d_nchw_fchw_f32(&inT, &dyT, &dwT, 1,
+                                                          1, 1, 1, 1, 1);
+      });
+  unsetenv("ACT_FAKE_CUDNN_PACKED_ONLY");
+  GpuLibraryCalls after = getGpuLibraryCalls();
+  EXPECT_EQ(after.convBackwardFilter - before.convBackwardFilter, 1);
+  EXPECT_EQ(after.packs - before.packs, 1);
 }
 
 TEST(CudaLibrariesTest, GroupedConvolution) {

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 namespace {
@@ -253,8 +254,21 @@ int cudnnSetConvolutionMathType(void *desc, int math) {
   return kSuccess;
 }
 
+static bool isPacked(const Tensor &t) {
+  int64_t expect = 1;
+  for (int i = t.rank - 1; i >= 0; --i) {
+    if (t.dims[i] != 1 && t.strides[i] != expect)
+      return false;
+    expect *= t.dims[i];
+  }
+  return true;
+}
+
 /// One algorithm (0), with a little workspace so that the runtime's
 /// workspace path runs; its descriptors checked as the real query does.
+/// With ACT_FAKE_CUDNN_PACKED_ONLY set, it does not support tensors that
+/// are not packed (as some of cuDNN's algorithms), so the runtime's
+/// fallback runs.
 static int oneAlgorithm(const Tensor &x, const Filter &w, const Conv &conv,
                         const Tensor &y, int requested, int *returned,
                         AlgoPerf *perf) {
@@ -262,7 +276,11 @@ static int oneAlgorithm(const Tensor &x, const Filter &w, const Conv &conv,
   if (requested < 1 || !outputDims(x, w, conv, out) || !sameDims(y, out))
     return kCudnnBadParam;
   *returned = 1;
-  perf[0] = AlgoPerf{0, kSuccess, 0.0f, 4096, 1, conv.math, {0, 0, 0}};
+  bool packedOnly = std::getenv("ACT_FAKE_CUDNN_PACKED_ONLY") != nullptr;
+  int status = packedOnly && (!isPacked(x) || !isPacked(y))
+                   ? kCudnnNotSupported
+                   : kSuccess;
+  perf[0] = AlgoPerf{0, status, 0.0f, 4096, 1, conv.math, {0, 0, 0}};
   return kSuccess;
 }
 int cudnnGetConvolutionForwardAlgorithm_v7(void *, void *x, void *w,

@@ -16,18 +16,17 @@ cd "$(dirname "$0")"
 start=$SECONDS
 tar -xJf act-portable.tar.xz
 # cuBLAS and cuDNN: where PyTorch's wheels keep them, else the toolkit's.
-nv=$(python3 - <<'PY' 2>/dev/null
+nv=$(python3 -c "
 import glob, os, site
 roots = site.getsitepackages() + [site.getusersitepackages()]
-dirs = {os.path.dirname(p) for r in roots for pattern in
-        ("nvidia/**/libcublas.so.*", "nvidia/**/libcudnn.so.*")
-        for p in glob.glob(os.path.join(r, pattern), recursive=True)}
-print(":".join(sorted(dirs)))
-PY
-)
+dirs = set()
+for r in roots:
+    for pattern in ('nvidia/**/libcublas.so.*', 'nvidia/**/libcudnn.so.*'):
+        dirs.update(os.path.dirname(p) for p in glob.glob(os.path.join(r, pattern), recursive=True))
+print(':'.join(sorted(dirs)))" 2>/dev/null)
 export LD_LIBRARY_PATH=$PWD/lib${nv:+:$nv}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi -L 2>/dev/null
-echo "cuBLAS/cuDNN from: ${nv:-the loader's path, /usr/local/cuda/lib64}"
+echo "cuBLAS/cuDNN from: ${nv:-none found: the loader path, then /usr/local/cuda/lib64}"
 status=0
 if [ "${ACT_GPU_SKIP_CHECK:-0}" != 1 ]; then
   echo "== gpu_check"

@@ -97,7 +97,8 @@ def main():
         print(f"{name}: {len(files)} results, {same} bitwise equal"
               + (" at the sampled positions" if summary is not None else "")
               + f", max |gpu - cpu| / max |cpu| = {worst:.3e}"
-              + ("" if not problems else "  FAIL: " + "; ".join(problems)))
+              + ("" if not problems else "  FAIL: " + "; ".join(problems[:4])
+                 + (f"; ... ({len(problems)} problems)" if len(problems) > 4 else "")))
     return 0 if ok else 1
 
 

@@ -9,7 +9,8 @@
 #   gpt, gpt_q4, gpt_q2       6 decoder blocks, width 512, context 256
 #                             (bench/step_speed/models.py; batch $ACT_GPT_BATCH,
 #                             default 16)
-# (_q4, _q2: every saved activation at 4 and 2 bits, #act.quant.) Exports
+# (_q4, _q2: every saved activation at 4 and 2 bits, #act.quant; ACT_GPU_BITS
+# names the widths, default "4 2".) Exports
 # are kept in build/gpu_exports (the exporter checks every step against
 # float64 PyTorch on this CPU: minutes at these batches) and reused. The CPU
 # results are act-run's with --chunk-passes=0 (every stage whole, as the GPU
@@ -27,7 +28,7 @@ ACT_BUILD_DIR=$build bash "$here/bench/gpu_kernels/build.sh"
 rm -rf "$out"
 mkdir -p "$out/steps" "$out/cpu" "$exports"
 cp "$build/gpu_check" "${ACT_PORTABLE_DIR:-$here/build-portable}/act-portable.tar.xz" "$out/"
-cp "$here"/bench/gpu_steps/{run.sh,compare.py,profile.py,torch_steps.py,inputs.py} "$here/bench/step_speed/models.py" "$out/"
+cp "$here"/bench/gpu_steps/{run.sh,compare.py,ncu_kernels.py,torch_steps.py,inputs.py,reference.py} "$here/bench/step_speed/models.py" "$out/"
 opt=$build/bin/act-opt
 run=$build/bin/act-run
 # Debian's python3, with the packages setup.sh installs (numpy, torch).
@@ -48,11 +49,12 @@ for model in $models; do
   # (deterministically, here and there).
   $python -c "import json, sys
 m = json.load(open(sys.argv[1]))
-json.dump({'arguments': m['arguments']}, open(sys.argv[2], 'w'))" "$dir/$name.json" "$s/$name.json"
-  for bits in 4 2; do
+json.dump({k: m[k] for k in ('arguments', 'updated_buffers')}, open(sys.argv[2], 'w'))" "$dir/$name.json" "$s/$name.json"
+  list+=("$name")
+  for bits in ${ACT_GPU_BITS:-4 2}; do
     $opt "$s/$name.mlir" "-act-insert-encode-decode=encoding=#act.quant<bits=$bits>" -o "$s/${name}_q$bits.mlir"
+    list+=("${name}_q$bits")
   done
-  list+=("$name" "${name}_q4" "${name}_q2")
   echo "$name $batch" >> "$out/models"
 done
 $opt "$here/examples/mlp.mlir" "-act-insert-encode-decode=encoding='#act.float<format = f16>' exclude=1" -o "$s/mlp_f16.mlir"
@@ -61,6 +63,13 @@ cd "$out"
 while read -r name batch; do
   $python inputs.py "steps/$name.json" "inputs/$name" > "steps/$name.inputs"
 done < models
+# The float64 PyTorch results of the models in ACT_GPU_REFERENCE (default
+# vgg; float64 on this CPU takes minutes for the larger ones), for the GPU's
+# and the CPU's error against float64.
+for name in ${ACT_GPU_REFERENCE-vgg}; do
+  grep -q "^$name " models || continue
+  $python reference.py models.py "$name" "steps/$name.json" "inputs/$name" "reference_$name.npz"
+done
 # Each step's act-run arguments (its data), one per line in steps/STEP.args,
 # which run.sh reads too; steps/list names the steps in order.
 printf '%s\n' "${list[@]}" > steps/list
@@ -77,5 +86,8 @@ done < steps/list
 # run.sh writes the inputs again there, and compares with a summary of the
 # CPU's results (the device tool carries 64 MiB).
 $python compare.py --summarize cpu cpu.npz
+for ref in reference_*.npz; do
+  [ -f "$ref" ] && echo "CPU against float64 ($ref):" && $python compare.py "$ref" cpu
+done
 rm -rf inputs cpu
 echo "gpu_steps: $out ($(du -sh "$out" | cut -f1)); on the GPU machine: bash run.sh"

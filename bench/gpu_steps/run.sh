@@ -49,11 +49,22 @@ echo "== GPU results against the CPU's"
 python3 compare.py cpu.npz gpu || status=1
 first=$(head -1 models | cut -d' ' -f1)
 if [ -n "$first" ]; then
-  echo "== $first without stream-ordered mode (a host synchronization per allocation and library call)"
   mapfile -t args < "steps/$first.args"
+  echo "== $first without stream-ordered mode (a host synchronization per allocation and library call)"
   ACT_GPU_STREAM_ORDERED=0 bin/act-run "steps/$first.mlir" "${args[@]}" --repeat=10 \
-    --device=gpu 2>&1 | grep -E "^(time|memory)"
+    --device=gpu --output-dir="unordered/$first" 2>&1 | grep -E "^(time|memory)"
+  python3 compare.py unordered gpu || status=1
+  echo "== $first with cuDNN's algorithms that are not FFT or Winograd (ACT_CUDNN_ALGOS=exact), each printed"
+  ACT_CUDNN_ALGOS=exact ACT_GPU_LIBRARY_LOG=1 bin/act-run "steps/$first.mlir" "${args[@]}" \
+    --repeat=10 --device=gpu --output-dir="exact/$first" 2>&1 |
+    grep -E "^(time|act runtime)" | sort | uniq -c
 fi
+for ref in reference_*.npz; do
+  [ -f "$ref" ] || continue
+  echo "== against float64 PyTorch ($ref): the GPU's step, then with exact algorithms"
+  python3 compare.py "$ref" gpu
+  python3 compare.py "$ref" exact
+done
 echo "(act steps: $((SECONDS - start)) s)"
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo "== PyTorch, the same models and batches"

@@ -145,11 +145,24 @@ static void buildBufferizedLoops(OpPassManager &pm,
   }
   // A weight gradient's per-element decoded input, one chunk of the batch
   // at a time.
-  pm.addNestedPass<func::FuncOp>(act::createActTileDecodedConvolutionsPass());
+  // (GPU with cuBLAS/cuDNN: chunks of up to 32 MiB, the whole batch of a
+  // CIFAR-sized layer: a library call per image cost more than the memory
+  // it saved, 454 convolutions in a VGG step at batch 256.)
+  act::ActTileDecodedConvolutionsPassOptions tiling;
+  if (options.gpuLibraries)
+    tiling.chunkBytes = int64_t(32) << 20;
+  pm.addNestedPass<func::FuncOp>(
+      act::createActTileDecodedConvolutionsPass(tiling));
   // Results computed early (a linear layer's input gradient) wait for
   // their first user instead of being live beside a decoded activation.
   pm.addNestedPass<func::FuncOp>(act::createActSinkToUsersPass());
-  pm.addNestedPass<func::FuncOp>(act::createActInPlacePass());
+  // (GPU with cuBLAS/cuDNN: convolutions computed in place in chunks of
+  // 4 MiB of input, 32 CIFAR images of 32 channels: a library call per
+  // image or two cost more than the chunks' memory.)
+  act::ActInPlacePassOptions inPlace;
+  if (options.gpuLibraries)
+    inPlace.chunkBytes = int64_t(4) << 20;
+  pm.addNestedPass<func::FuncOp>(act::createActInPlacePass(inPlace));
   // GPU: a reduction with few outputs (BatchNorm's sums, a weight
   // gradient) sums partial results of its outer reduction loops in
   // parallel first, instead of one thread per output looping over all.

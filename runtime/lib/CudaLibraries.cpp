@@ -437,13 +437,45 @@ ConvPlan &plan(Libraries &d, ConvKind kind, const View &x, const View &w,
   }
   checkCudnn(d, status, what);
   // The heuristics' order, first that works within the workspace limit
-  // and keeps float32 FMA math.
+  // and keeps float32 FMA math; ACT_CUDNN_ALGOS=exact: no FFT or Winograd
+  // algorithm either (their transforms round differently).
+  static const bool exact = [] {
+    const char *v = std::getenv("ACT_CUDNN_ALGOS");
+    return v && std::string(v) == "exact";
+  }();
+  static const bool log = std::getenv("ACT_GPU_LIBRARY_LOG") != nullptr;
+  auto transformBased = [&](int algo) {
+    switch (kind) {
+    case ConvKind::Forward: // FFT, FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED
+      return algo >= 4;
+    case ConvKind::BackwardData: // FFT, FFT_TILING, WINOGRAD(_NONFUSED)
+      return algo >= 2;
+    case ConvKind::BackwardFilter: // FFT, WINOGRAD(_NONFUSED), FFT_TILING
+      return algo == 2 || algo >= 4;
+    }
+    return false;
+  };
   for (int i = 0; i < returned; ++i)
     if (perf[i].status == 0 && perf[i].memory <= kMaxWorkspace &&
         perf[i].mathType != /*CUDNN_TENSOR_OP_MATH*/ 1 &&
-        perf[i].mathType != /*CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION*/ 2) {
+        perf[i].mathType != /*CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION*/ 2 &&
+        !(exact && transformBased(perf[i].algo))) {
       p.algo = perf[i].algo;
       p.workspace = perf[i].memory;
+      if (log) {
+        auto dims = [](const View &v) {
+          std::string s;
+          for (int64_t size : v.sizes)
+            s += (s.empty() ? "" : "x") + std::to_string(size);
+          return s;
+        };
+        std::fprintf(stderr,
+                     "act runtime: %s algorithm %d (workspace %zu B), x %s, "
+                     "w %s, y %s, stride %lld, dilation %lld, groups %lld\n",
+                     what, p.algo, p.workspace, dims(x).c_str(),
+                     dims(w).c_str(), dims(y).c_str(), (long long)stride[0],
+                     (long long)dilation[0], (long long)groups);
+      }
       return p;
     }
   // None for these layouts: runConv packs the tensors.

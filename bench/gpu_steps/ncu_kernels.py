@@ -4,7 +4,7 @@ CSV (`ncu --metrics gpu__time_duration.sum[,dram__throughput...,sm__throughput..
 most, with their launch counts, then the costliest launches, with their
 DRAM and SM throughput as a percentage of peak where the CSV has them (a
 kernel far below both is bound by latency, or has too few threads).
-Usage: profile.py NCU.csv [TOP]"""
+Usage: ncu_kernels.py NCU.csv [TOP]"""
 import csv
 import sys
 from collections import defaultdict

@@ -87,7 +87,7 @@ done < steps/list
 # CPU's results (the device tool carries 64 MiB).
 $python compare.py --summarize cpu cpu.npz
 for ref in reference_*.npz; do
-  [ -f "$ref" ] && echo "CPU against float64 ($ref):" && $python compare.py "$ref" cpu
+  [ -f "$ref" ] && echo "CPU against float64 ($ref):" && { $python compare.py "$ref" cpu || true; }
 done
 rm -rf inputs cpu
 echo "gpu_steps: $out ($(du -sh "$out" | cut -f1)); on the GPU machine: bash run.sh"

@@ -131,7 +131,13 @@ static void buildBufferizedLoops(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(act::createActFuseElementwisePass(fuse));
   // Batch-parallel regions (the attention backward) one chunk of the batch
   // at a time: their attention-sized temporaries never exist whole.
-  pm.addNestedPass<func::FuncOp>(act::createActChunkBatchPass());
+  // (GPU with cuBLAS/cuDNN: chunks of 32 MiB; the default's 128 KiB made
+  // a GPT step at batch 32 call a batched GEMM per image and head group,
+  // 396 calls.)
+  act::ActChunkBatchPassOptions chunkBatch;
+  if (options.gpuLibraries)
+    chunkBatch.chunkBytes = int64_t(32) << 20;
+  pm.addNestedPass<func::FuncOp>(act::createActChunkBatchPass(chunkBatch));
   // A backward stage (from a max pool's or a linear layer's input gradient
   // to the next waist) one chunk of the batch at a time, in one loop per
   // level of batch reductions: its full-size gradients never exist whole.

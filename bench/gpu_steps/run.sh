@@ -5,10 +5,12 @@
 # `act-run --device=gpu` (median of 10 steps; matmuls and convolutions
 # through cuBLAS/cuDNN, from the CUDA toolkit or the PyTorch installation's
 # nvidia/*/lib), its results against the CPU's (compare.py), the first
-# model's plain step again without stream-ordered mode
-# (ACT_GPU_STREAM_ORDERED=0: the host waits at every allocation and library
-# call), and PyTorch eager and torch.compile on the same GPU, models and
-# batches when python3 has torch with CUDA (torch_steps.py). Writes
+# model's plain step again in stream-ordered mode (ACT_GPU_STREAM_ORDERED=1:
+# one stream, no host synchronization inside the step) and in its
+# bisecting variants, with cuDNN's non-FFT, non-Winograd algorithms, and
+# against float64 PyTorch (reference_*.npz), and PyTorch eager and
+# torch.compile on the same GPU, models and batches when python3 has torch
+# with CUDA (torch_steps.py). Writes
 # everything to stdout. ACT_GPU_SKIP_TORCH_COMPILE=1 leaves torch.compile
 # out.
 set -uo pipefail
@@ -50,10 +52,19 @@ python3 compare.py cpu.npz gpu || status=1
 first=$(head -1 models | cut -d' ' -f1)
 if [ -n "$first" ]; then
   mapfile -t args < "steps/$first.args"
-  echo "== $first without stream-ordered mode (a host synchronization per allocation and library call)"
-  ACT_GPU_STREAM_ORDERED=0 bin/act-run "steps/$first.mlir" "${args[@]}" --repeat=10 \
-    --device=gpu --output-dir="unordered/$first" 2>&1 | grep -E "^(time|memory)"
-  python3 compare.py unordered gpu || status=1
+  # Stream-ordered mode (opt-in: its VGG and ResNet-18 results differed
+  # from the CPU's on an H200), then the same with its float inputs in
+  # managed memory, then with cuBLAS/cuDNN on the legacy stream: which of
+  # its differences makes the results differ.
+  for variant in "ACT_GPU_STREAM_ORDERED=1:ordered" \
+                 "ACT_GPU_STREAM_ORDERED=1 ACT_GPU_DEVICE_INPUTS=0:ordered_managed_inputs" \
+                 "ACT_GPU_STREAM_ORDERED=1 ACT_GPU_LIBRARY_STREAM=legacy:ordered_legacy_libraries"; do
+    settings=${variant%:*} label=${variant##*:}
+    echo "== $first, $settings"
+    env $settings bin/act-run "steps/$first.mlir" "${args[@]}" --repeat=10 \
+      --device=gpu --output-dir="$label/$first" 2>&1 | grep -E "^(time|memory)"
+    python3 compare.py cpu.npz "$label" || status=1
+  done
   echo "== $first with cuDNN's algorithms that are not FFT or Winograd (ACT_CUDNN_ALGOS=exact), each printed"
   ACT_CUDNN_ALGOS=exact ACT_GPU_LIBRARY_LOG=1 bin/act-run "steps/$first.mlir" "${args[@]}" \
     --repeat=10 --device=gpu --output-dir="exact/$first" 2>&1 |

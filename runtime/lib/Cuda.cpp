@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
@@ -113,14 +114,21 @@ void act::rt::beginStreamOrdered() {
   if (!s.stream)
     check(require().cuStreamCreate(&s.stream, 0), "cuStreamCreate");
   s.active = true;
-  setLibraryStream(s.stream);
+  // ACT_GPU_LIBRARY_STREAM=legacy: cuBLAS/cuDNN stay on CUDA's legacy
+  // default stream (which the step stream, a blocking one, orders with);
+  // for bisecting, see docs/Running.md.
+  const char *library = std::getenv("ACT_GPU_LIBRARY_STREAM");
+  setLibraryStream(library && std::string(library) == "legacy" ? nullptr
+                                                               : s.stream);
 }
 
 void act::rt::endStreamOrdered() {
   StreamOrdered &s = streamOrdered();
   s.active = false;
   setLibraryStream(nullptr);
-  check(require().cuStreamSynchronize(s.stream), "cuStreamSynchronize");
+  // The whole context, not only the step stream: whatever a library queued
+  // elsewhere is done before the host reads a result.
+  check(require().cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
 int64_t act::rt::getSkippedSynchronizations() {

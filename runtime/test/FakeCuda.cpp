@@ -90,6 +90,7 @@ int cuStreamCreate(void **stream, unsigned) {
 }
 int cuStreamDestroy_v2(void *) { return 0; }
 int cuStreamSynchronize(void *) { return 0; }
+int cuCtxSynchronize() { return 0; }
 int cuStreamWaitEvent(void *, void *, unsigned) { return 0; }
 int cuEventCreate(void **event, unsigned) {
   *event = handle();

@@ -25,10 +25,10 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -444,9 +444,9 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
         const char *v = std::getenv("ACT_GPU_DEVICE_INPUTS");
         return !(v && std::string(v) == "0");
       }();
-      bool device = streamOrdered && deviceInputs &&
-                    (spec.kind == ElementKind::F32 ||
-                     spec.kind == ElementKind::F64);
+      bool device =
+          streamOrdered && deviceInputs &&
+          (spec.kind == ElementKind::F32 || spec.kind == ElementKind::F64);
       void *copy = mgpuMemAlloc(arg.byteSize(), nullptr, !device);
       if (device)
         mgpuMemcpy(copy, const_cast<char *>(arg.data()), arg.byteSize(),
@@ -555,7 +555,8 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
     const char *base = reinterpret_cast<const char *>(aligned) + offset * bytes;
     // An input staged in device memory, returned: read back first.
     std::vector<char> readBack;
-    if (auto staged = onDevice.find(allocated); input && staged != onDevice.end()) {
+    if (auto staged = onDevice.find(allocated);
+        input && staged != onDevice.end()) {
       readBack.resize(staged->second.second);
       mgpuMemcpy(readBack.data(), reinterpret_cast<void *>(allocated),
                  readBack.size(), nullptr);

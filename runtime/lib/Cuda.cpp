@@ -6,10 +6,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 

@@ -90,7 +90,8 @@ Libraries &libraries() {
   }
 #define ACT_CUBLAS_SYMBOL(name, ret, params)                                   \
   ACT_RESOLVE(cublas, name, ret, params)
-#define ACT_CUDNN_SYMBOL(name, ret, params) ACT_RESOLVE(cudnn, name, ret, params)
+#define ACT_CUDNN_SYMBOL(name, ret, params)                                    \
+  ACT_RESOLVE(cudnn, name, ret, params)
 #include "act/runtime/CudaLibrarySymbols.def"
 #undef ACT_RESOLVE
     if (int r = d.cublasCreate_v2(&d.cublas)) {
@@ -220,15 +221,16 @@ void *tensorDescriptor(Libraries &d, const View &v) {
     return desc;
   std::vector<int> dims, strides;
   for (size_t i = v.sizes.size(); i < 4; ++i)
-    dims.push_back(1), strides.push_back(toInt(std::max<int64_t>(
-                           v.numElements(), 1)));
+    dims.push_back(1),
+        strides.push_back(toInt(std::max<int64_t>(v.numElements(), 1)));
   for (size_t i = 0; i < v.sizes.size(); ++i) {
     dims.push_back(toInt(v.sizes[i]));
     // A dim of one element: any stride, cuDNN wants a positive one.
     strides.push_back(toInt(v.sizes[i] == 1 ? std::max<int64_t>(1, v.strides[i])
                                             : v.strides[i]));
   }
-  checkCudnn(d, d.cudnnCreateTensorDescriptor(&desc), "cudnnCreateTensorDescriptor");
+  checkCudnn(d, d.cudnnCreateTensorDescriptor(&desc),
+             "cudnnCreateTensorDescriptor");
   checkCudnn(d,
              d.cudnnSetTensorNdDescriptor(desc, kCudnnFloat, int(dims.size()),
                                           dims.data(), strides.data()),
@@ -250,8 +252,8 @@ void transform(Libraries &d, const View &src, const View &dst, float beta) {
 View packed(Libraries &d, const View &v, Scratch &scratch) {
   if (v.isPacked())
     return v;
-  View p = v.packedLike(
-      scratch.allocate(size_t(v.numElements()) * sizeof(float)));
+  View p =
+      v.packedLike(scratch.allocate(size_t(v.numElements()) * sizeof(float)));
   transform(d, v, p, 0.0f);
   ++d.calls.packs;
   return p;
@@ -289,14 +291,14 @@ std::optional<Operand> asColumnMajor(const float *data, int64_t rows,
 void gemm(View a, View b, View c) {
   Session s;
   Libraries &d = s.d;
-  int64_t batch = c.sizes[0], m = c.sizes[1], n = c.sizes[2],
-          k = a.sizes[2];
+  int64_t batch = c.sizes[0], m = c.sizes[1], n = c.sizes[2], k = a.sizes[2];
   if (batch == 0 || m == 0 || n == 0 || k == 0)
     return;
   Scratch aScratch, bScratch, cScratch;
   auto operand = [&](View &v, Scratch &scratch) {
-    if (auto op = asColumnMajor(v.data, v.sizes[1], v.sizes[2], v.strides[1],
-                                v.strides[2], v.sizes[0] == 1 ? 0 : v.strides[0]))
+    if (auto op =
+            asColumnMajor(v.data, v.sizes[1], v.sizes[2], v.strides[1],
+                          v.strides[2], v.sizes[0] == 1 ? 0 : v.strides[0]))
       return *op;
     v = packed(d, v, scratch);
     return *asColumnMajor(v.data, v.sizes[1], v.sizes[2], v.strides[1],
@@ -304,14 +306,13 @@ void gemm(View a, View b, View c) {
   };
   Operand opA = operand(a, aScratch), opB = operand(b, bScratch);
   View target = c;
-  std::optional<Operand> opC =
-      asColumnMajor(c.data, m, n, c.strides[1], c.strides[2],
-                    batch == 1 ? 0 : c.strides[0]);
+  std::optional<Operand> opC = asColumnMajor(
+      c.data, m, n, c.strides[1], c.strides[2], batch == 1 ? 0 : c.strides[0]);
   if (!opC) {
     // Accumulated in a packed copy, written back.
     target = packed(d, c, cScratch);
-    opC = asColumnMajor(target.data, m, n, target.strides[1],
-                        target.strides[2], batch == 1 ? 0 : target.strides[0]);
+    opC = asColumnMajor(target.data, m, n, target.strides[1], target.strides[2],
+                        batch == 1 ? 0 : target.strides[0]);
   }
   float one = 1.0f;
   int status;
@@ -377,8 +378,8 @@ ConvPlan &plan(Libraries &d, ConvKind kind, const View &x, const View &w,
                const View &y, int64_t groups, const int64_t stride[2],
                const int64_t dilation[2], const int64_t pad[2]) {
   static std::map<Key, ConvPlan> cache;
-  Key key{int64_t(kind), groups, stride[0], stride[1], dilation[0],
-          dilation[1], pad[0],   pad[1]};
+  Key key{int64_t(kind), groups,      stride[0], stride[1],
+          dilation[0],   dilation[1], pad[0],    pad[1]};
   for (const View *v : {&x, &w, &y}) {
     key.insert(key.end(), v->sizes.begin(), v->sizes.end());
     key.insert(key.end(), v->strides.begin(), v->strides.end());
@@ -388,15 +389,16 @@ ConvPlan &plan(Libraries &d, ConvKind kind, const View &x, const View &w,
   if (!inserted)
     return p;
   for (int i = 0; i < 2; ++i)
-    if (cudnnOutputSize(x.sizes[2 + i], w.sizes[2 + i], stride[i],
-                        dilation[i], pad[i]) != y.sizes[2 + i])
+    if (cudnnOutputSize(x.sizes[2 + i], w.sizes[2 + i], stride[i], dilation[i],
+                        pad[i]) != y.sizes[2 + i])
       fail("a GPU convolution's padding is not symmetric (cuDNN's): input " +
            std::to_string(x.sizes[2 + i]) + ", kernel " +
            std::to_string(w.sizes[2 + i]) + ", output " +
            std::to_string(y.sizes[2 + i]));
   p.x = tensorDescriptor(d, x);
   p.y = tensorDescriptor(d, y);
-  checkCudnn(d, d.cudnnCreateFilterDescriptor(&p.w), "cudnnCreateFilterDescriptor");
+  checkCudnn(d, d.cudnnCreateFilterDescriptor(&p.w),
+             "cudnnCreateFilterDescriptor");
   checkCudnn(d,
              d.cudnnSetFilter4dDescriptor(p.w, kCudnnFloat, kCudnnNchw,
                                           toInt(w.sizes[0]), toInt(w.sizes[1]),
@@ -421,8 +423,8 @@ ConvPlan &plan(Libraries &d, ConvKind kind, const View &x, const View &w,
   switch (kind) {
   case ConvKind::Forward:
     what = "cudnnGetConvolutionForwardAlgorithm_v7";
-    status = d.cudnnGetConvolutionForwardAlgorithm_v7(
-        d.cudnn, p.x, p.w, p.conv, p.y, 16, &returned, perf);
+    status = d.cudnnGetConvolutionForwardAlgorithm_v7(d.cudnn, p.x, p.w, p.conv,
+                                                      p.y, 16, &returned, perf);
     break;
   case ConvKind::BackwardData:
     what = "cudnnGetConvolutionBackwardDataAlgorithm_v7";
@@ -514,14 +516,14 @@ void runConv(Libraries &d, ConvKind kind, const View &x, const View &w,
     break;
   case ConvKind::BackwardData:
     status = d.cudnnConvolutionBackwardData(
-        d.cudnn, &one, p.w, w.data, p.y, y.data, p.conv, p.algo,
-        workspace.data, p.workspace, &one, p.x, x.data);
+        d.cudnn, &one, p.w, w.data, p.y, y.data, p.conv, p.algo, workspace.data,
+        p.workspace, &one, p.x, x.data);
     ++d.calls.convBackwardData;
     break;
   case ConvKind::BackwardFilter:
     status = d.cudnnConvolutionBackwardFilter(
-        d.cudnn, &one, p.x, x.data, p.y, y.data, p.conv, p.algo,
-        workspace.data, p.workspace, &one, p.w, w.data);
+        d.cudnn, &one, p.x, x.data, p.y, y.data, p.conv, p.algo, workspace.data,
+        p.workspace, &one, p.w, w.data);
     ++d.calls.convBackwardFilter;
     break;
   }
@@ -556,22 +558,23 @@ void conv(View in, View weight, View out, const int64_t stride[2],
   Scratch inScratch, weightScratch, outScratch;
   View x, w, y;
   if (groups == 1 && isWeightGradient(in.sizes[3], in.sizes[4], weight.sizes[3],
-                                       weight.sizes[4], out.sizes[3],
-                                       out.sizes[4], stride, dilation, pad)) {
+                                      weight.sizes[4], out.sizes[3],
+                                      out.sizes[4], stride, dilation, pad)) {
     // A weight gradient written as a convolution: in = x^T (channels,
     // batch), weight = dy^T, out = dW^T; its stride is the forward
     // convolution's dilation and the other way round.
-    View x4 = {in.data, {in.sizes[0], in.sizes[2], in.sizes[3], in.sizes[4]},
+    View x4 = {in.data,
+               {in.sizes[0], in.sizes[2], in.sizes[3], in.sizes[4]},
                {in.strides[0], in.strides[2], in.strides[3], in.strides[4]}};
-    View dy = {weight.data,
-               {weight.sizes[1], weight.sizes[2], weight.sizes[3],
-                weight.sizes[4]},
-               {weight.strides[1], weight.strides[2], weight.strides[3],
-                weight.strides[4]}};
-    View dw = {out.data,
-               {out.sizes[0], out.sizes[2], out.sizes[3], out.sizes[4]},
-               {out.strides[0], out.strides[2], out.strides[3],
-                out.strides[4]}};
+    View dy = {
+        weight.data,
+        {weight.sizes[1], weight.sizes[2], weight.sizes[3], weight.sizes[4]},
+        {weight.strides[1], weight.strides[2], weight.strides[3],
+         weight.strides[4]}};
+    View dw = {
+        out.data,
+        {out.sizes[0], out.sizes[2], out.sizes[3], out.sizes[4]},
+        {out.strides[0], out.strides[2], out.strides[3], out.strides[4]}};
     x4.swap01(), dy.swap01(), dw.swap01();
     View target = packed(d, dw, outScratch);
     runConv(d, ConvKind::BackwardFilter, x4, target, dy, 1, dilation, stride,
@@ -587,8 +590,8 @@ void conv(View in, View weight, View out, const int64_t stride[2],
   // The filter: K = G F, C, KH, KW, packed.
   weight = packed(d, weight, weightScratch);
   w = View{weight.data,
-           {weight.sizes[0] * weight.sizes[1], weight.sizes[2],
-            weight.sizes[3], weight.sizes[4]},
+           {weight.sizes[0] * weight.sizes[1], weight.sizes[2], weight.sizes[3],
+            weight.sizes[4]},
            {}};
   w = w.packedLike(w.data);
   View target = out;
@@ -648,8 +651,8 @@ void _mlir_ciface_act_gpu_kernel_conv_2d_nchw_fchw_f32(
   };
   int64_t stride[2] = {stride0, stride1}, dilation[2] = {dilation0, dilation1},
           pad[2] = {pad0, pad1};
-  conv(grouped(*in, 1), grouped(*weight, 0), grouped(*out, 1), stride,
-       dilation, pad);
+  conv(grouped(*in, 1), grouped(*weight, 0), grouped(*out, 1), stride, dilation,
+       pad);
 }
 
 void _mlir_ciface_act_gpu_kernel_conv_2d_ngchw_gfchw_f32(

@@ -97,12 +97,15 @@ TEST(CudaLibrariesTest, MatmulInEveryLayout) {
     for (bool bT : {false, true})
       for (bool cT : {false, true}) {
         std::vector<float> c = randomVector(m * n, 3);
-        auto ma = view<2>(a, {m, k}, aT ? std::array<int64_t, 2>{1, m}
-                                        : std::array<int64_t, 2>{k, 1});
-        auto mb = view<2>(b, {k, n}, bT ? std::array<int64_t, 2>{1, k}
-                                        : std::array<int64_t, 2>{n, 1});
-        auto mc = view<2>(c, {m, n}, cT ? std::array<int64_t, 2>{1, m}
-                                        : std::array<int64_t, 2>{n, 1});
+        auto ma = view<2>(a, {m, k},
+                          aT ? std::array<int64_t, 2>{1, m}
+                             : std::array<int64_t, 2>{k, 1});
+        auto mb = view<2>(b, {k, n},
+                          bT ? std::array<int64_t, 2>{1, k}
+                             : std::array<int64_t, 2>{n, 1});
+        auto mc = view<2>(c, {m, n},
+                          cT ? std::array<int64_t, 2>{1, m}
+                             : std::array<int64_t, 2>{n, 1});
         SCOPED_TRACE(testing::Message() << aT << bT << cT);
         compare(
             c, [&] { _mlir_ciface_act_kernel_matmul_f32(&ma, &mb, &mc); },
@@ -157,7 +160,8 @@ TEST(CudaLibrariesTest, StridedDilatedPaddedConvolutions) {
     std::vector<float> x = randomVector(s.n * s.c * s.h * s.w, 10);
     std::vector<float> wt = randomVector(s.f * s.c * s.kh * s.kw, 11);
     std::vector<float> y = randomVector(s.n * s.f * oh * ow, 12);
-    auto mx = view<4>(x, {s.n, s.c, s.h, s.w}, rowMajor<4>({s.n, s.c, s.h, s.w}));
+    auto mx =
+        view<4>(x, {s.n, s.c, s.h, s.w}, rowMajor<4>({s.n, s.c, s.h, s.w}));
     auto mw = view<4>(wt, {s.f, s.c, s.kh, s.kw},
                       rowMajor<4>({s.f, s.c, s.kh, s.kw}));
     auto my = view<4>(y, {s.n, s.f, oh, ow}, rowMajor<4>({s.n, s.f, oh, ow}));
@@ -166,32 +170,32 @@ TEST(CudaLibrariesTest, StridedDilatedPaddedConvolutions) {
         y,
         [&] {
           _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(
-              &mx, &mw, &my, s.stride, s.stride, s.dilation, s.dilation,
-              s.pad, s.pad);
+              &mx, &mw, &my, s.stride, s.stride, s.dilation, s.dilation, s.pad,
+              s.pad);
         },
         [&] {
           _mlir_ciface_act_gpu_kernel_conv_2d_nchw_fchw_f32(
-              &mx, &mw, &my, s.stride, s.stride, s.dilation, s.dilation,
-              s.pad, s.pad);
+              &mx, &mw, &my, s.stride, s.stride, s.dilation, s.dilation, s.pad,
+              s.pad);
         });
     EXPECT_EQ(getGpuLibraryCalls().convForward - forward, 1);
 
     // The input gradient of the same convolution.
     std::vector<float> dx = randomVector(x.size(), 13);
-    auto mdx = view<4>(dx, {s.n, s.c, s.h, s.w},
-                       rowMajor<4>({s.n, s.c, s.h, s.w}));
+    auto mdx =
+        view<4>(dx, {s.n, s.c, s.h, s.w}, rowMajor<4>({s.n, s.c, s.h, s.w}));
     int64_t backward = getGpuLibraryCalls().convBackwardData;
     compare(
         dx,
         [&] {
           _mlir_ciface_act_kernel_conv_2d_nchw_fchw_backward_data_f32(
-              &my, &mw, &mdx, s.stride, s.stride, s.dilation, s.dilation,
-              s.pad, s.pad);
+              &my, &mw, &mdx, s.stride, s.stride, s.dilation, s.dilation, s.pad,
+              s.pad);
         },
         [&] {
           _mlir_ciface_act_gpu_kernel_conv_2d_nchw_fchw_backward_data_f32(
-              &my, &mw, &mdx, s.stride, s.stride, s.dilation, s.dilation,
-              s.pad, s.pad);
+              &my, &mw, &mdx, s.stride, s.stride, s.dilation, s.dilation, s.pad,
+              s.pad);
         });
     EXPECT_EQ(getGpuLibraryCalls().convBackwardData - backward, 1);
 
@@ -201,8 +205,8 @@ TEST(CudaLibrariesTest, StridedDilatedPaddedConvolutions) {
     // into the weight gradient's transposed place. It runs as cuDNN's
     // backward filter.
     std::vector<float> dw = randomVector(wt.size(), 14);
-    auto inT = view<4>(x, {s.c, s.n, s.h, s.w},
-                       {s.h * s.w, s.c * s.h * s.w, s.w, 1});
+    auto inT =
+        view<4>(x, {s.c, s.n, s.h, s.w}, {s.h * s.w, s.c * s.h * s.w, s.w, 1});
     auto dyT = view<4>(y, {s.f, s.n, oh, ow}, {oh * ow, s.f * oh * ow, ow, 1});
     auto dwT = view<4>(dw, {s.c, s.f, s.kh, s.kw},
                        {s.kh * s.kw, s.c * s.kh * s.kw, s.kw, 1});
@@ -236,13 +240,13 @@ TEST(CudaLibrariesTest, StridedDilatedPaddedConvolutions) {
         y,
         [&] {
           _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(
-              &mx, &mw, &my, s.stride, s.stride, s.dilation, s.dilation,
-              s.pad, s.pad);
+              &mx, &mw, &my, s.stride, s.stride, s.dilation, s.dilation, s.pad,
+              s.pad);
         },
         [&] {
           _mlir_ciface_act_gpu_kernel_conv_2d_nchw_fchw_f32(
-              &mx, &mwT, &my, s.stride, s.stride, s.dilation, s.dilation,
-              s.pad, s.pad);
+              &mx, &mwT, &my, s.stride, s.stride, s.dilation, s.dilation, s.pad,
+              s.pad);
         });
     EXPECT_EQ(getGpuLibraryCalls().packs - packs, 1);
   }
@@ -257,8 +261,8 @@ TEST(CudaLibrariesTest, WeightGradientOfALargeImage) {
   std::vector<float> x = randomVector(s.n * s.c * s.h * s.w, 15);
   std::vector<float> dy = randomVector(s.n * s.f * oh * ow, 16);
   std::vector<float> dw = randomVector(s.f * s.c * s.kh * s.kw, 17);
-  auto inT = view<4>(x, {s.c, s.n, s.h, s.w},
-                     {s.h * s.w, s.c * s.h * s.w, s.w, 1});
+  auto inT =
+      view<4>(x, {s.c, s.n, s.h, s.w}, {s.h * s.w, s.c * s.h * s.w, s.w, 1});
   auto dyT = view<4>(dy, {s.f, s.n, oh, ow}, {oh * ow, s.f * oh * ow, ow, 1});
   auto dwT = view<4>(dw, {s.c, s.f, s.kh, s.kw},
                      {s.kh * s.kw, s.c * s.kh * s.kw, s.kw, 1});
@@ -266,8 +270,8 @@ TEST(CudaLibrariesTest, WeightGradientOfALargeImage) {
   compare(
       dw,
       [&] {
-        _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(&inT, &dyT, &dwT, 1, 1,
-                                                      1, 1, 1, 1);
+        _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(&inT, &dyT, &dwT, 1, 1, 1,
+                                                      1, 1, 1);
       },
       [&] {
         _mlir_ciface_act_gpu_kernel_conv_2d_nchw_fchw_f32(&inT, &dyT, &dwT, 1,
@@ -293,8 +297,8 @@ TEST(CudaLibrariesTest, StridedLayoutsNoAlgorithmReadsArePacked) {
   compare(
       dw,
       [&] {
-        _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(&inT, &dyT, &dwT, 1, 1,
-                                                      1, 1, 1, 1);
+        _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(&inT, &dyT, &dwT, 1, 1, 1,
+                                                      1, 1, 1);
       },
       [&] {
         _mlir_ciface_act_gpu_kernel_conv_2d_nchw_fchw_f32(&inT, &dyT, &dwT, 1,
@@ -323,8 +327,8 @@ TEST(CudaLibrariesTest, GroupedConvolution) {
                                                         1, 1, 1);
       },
       [&] {
-        _mlir_ciface_act_gpu_kernel_conv_2d_ngchw_gfchw_f32(&mx, &mw, &my, 2,
-                                                            2, 1, 1, 1, 1);
+        _mlir_ciface_act_gpu_kernel_conv_2d_ngchw_gfchw_f32(&mx, &mw, &my, 2, 2,
+                                                            1, 1, 1, 1);
       });
 }
 

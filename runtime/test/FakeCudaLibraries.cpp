@@ -96,10 +96,10 @@ void forEachProduct(const Tensor &x, const Filter &w, const Conv &conv,
           for (int c = 0; c < w.c; ++c)
             for (int u = 0; u < w.h; ++u)
               for (int v = 0; v < w.w; ++v) {
-                int ih = oh * conv.stride[0] + u * conv.dilation[0] -
-                         conv.pad[0];
-                int iw = ow * conv.stride[1] + v * conv.dilation[1] -
-                         conv.pad[1];
+                int ih =
+                    oh * conv.stride[0] + u * conv.dilation[0] - conv.pad[0];
+                int iw =
+                    ow * conv.stride[1] + v * conv.dilation[1] - conv.pad[1];
                 if (ih < 0 || iw < 0 || ih >= x.dims[2] || iw >= x.dims[3])
                   continue;
                 body(n, k, oh, ow, g * w.c + c, c, u, v, ih, iw);
@@ -152,8 +152,7 @@ int cublasSgemmStridedBatched(void *, int transa, int transb, int m, int n,
                               int k, const float *alpha, const float *a,
                               int lda, long long strideA, const float *b,
                               int ldb, long long strideB, const float *beta,
-                              float *c, int ldc, long long strideC,
-                              int batch) {
+                              float *c, int ldc, long long strideC, int batch) {
   auto rowsOf = [](int trans, int rows, int cols) {
     return trans ? cols : rows;
   };
@@ -277,14 +276,13 @@ static int oneAlgorithm(const Tensor &x, const Filter &w, const Conv &conv,
     return kCudnnBadParam;
   *returned = 1;
   bool packedOnly = std::getenv("ACT_FAKE_CUDNN_PACKED_ONLY") != nullptr;
-  int status = packedOnly && (!isPacked(x) || !isPacked(y))
-                   ? kCudnnNotSupported
-                   : kSuccess;
+  int status = packedOnly && (!isPacked(x) || !isPacked(y)) ? kCudnnNotSupported
+                                                            : kSuccess;
   perf[0] = AlgoPerf{0, status, 0.0f, 4096, 1, conv.math, {0, 0, 0}};
   return kSuccess;
 }
-int cudnnGetConvolutionForwardAlgorithm_v7(void *, void *x, void *w,
-                                           void *conv, void *y, int requested,
+int cudnnGetConvolutionForwardAlgorithm_v7(void *, void *x, void *w, void *conv,
+                                           void *y, int requested,
                                            int *returned, AlgoPerf *perf) {
   return oneAlgorithm(*static_cast<Tensor *>(x), *static_cast<Filter *>(w),
                       *static_cast<Conv *>(conv), *static_cast<Tensor *>(y),
@@ -339,8 +337,7 @@ int cudnnConvolutionBackwardData(void *, const void *alpha, void *wDesc,
                                  const void *wData, void *dyDesc,
                                  const void *dyData, void *convDesc, int algo,
                                  void *workspace, size_t workspaceBytes,
-                                 const void *beta, void *dxDesc,
-                                 void *dxData) {
+                                 const void *beta, void *dxDesc, void *dxData) {
   const auto &dx = *static_cast<Tensor *>(dxDesc);
   const auto &dy = *static_cast<Tensor *>(dyDesc);
   const auto &w = *static_cast<Filter *>(wDesc);
@@ -366,10 +363,10 @@ int cudnnConvolutionBackwardData(void *, const void *alpha, void *wDesc,
 
 int cudnnConvolutionBackwardFilter(void *, const void *alpha, void *xDesc,
                                    const void *xData, void *dyDesc,
-                                   const void *dyData, void *convDesc,
-                                   int algo, void *workspace,
-                                   size_t workspaceBytes, const void *beta,
-                                   void *dwDesc, void *dwData) {
+                                   const void *dyData, void *convDesc, int algo,
+                                   void *workspace, size_t workspaceBytes,
+                                   const void *beta, void *dwDesc,
+                                   void *dwData) {
   const auto &x = *static_cast<Tensor *>(xDesc);
   const auto &dy = *static_cast<Tensor *>(dyDesc);
   const auto &w = *static_cast<Filter *>(dwDesc);

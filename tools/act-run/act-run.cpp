@@ -663,7 +663,7 @@ int main(int argc, char **argv) {
   llvm::outs() << "memory: peak " << peak << " bytes, live after " << liveAfter
                << " bytes (allocated by the step"
                << (target.gpu ? ", CUDA managed memory; inputs staged apart"
-                               : "")
+                              : "")
                << ")\n";
   if (storage) {
     // By id: a value stored twice (sign mask and value) is one line.

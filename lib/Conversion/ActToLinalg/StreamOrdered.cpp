@@ -42,8 +42,7 @@ namespace {
 
 /// `op` (no parallel loop, 0-d outputs) as a generic with one more, outer,
 /// parallel loop of one iteration writing 1-element views of its outputs.
-LogicalResult addUnitParallelLoop(RewriterBase &rewriter,
-                                  linalg::LinalgOp op) {
+LogicalResult addUnitParallelLoop(RewriterBase &rewriter, linalg::LinalgOp op) {
   rewriter.setInsertionPoint(op);
   linalg::GenericOp generic = dyn_cast<linalg::GenericOp>(*op);
   if (!generic) {
@@ -58,9 +57,9 @@ LogicalResult addUnitParallelLoop(RewriterBase &rewriter,
   SmallVector<Value> inits;
   for (Value init : generic.getDpsInits()) {
     auto type = cast<MemRefType>(init.getType());
-    auto oneType = MemRefType::get({1}, type.getElementType(),
-                                   MemRefLayoutAttrInterface(),
-                                   type.getMemorySpace());
+    auto oneType =
+        MemRefType::get({1}, type.getElementType(), MemRefLayoutAttrInterface(),
+                        type.getMemorySpace());
     // A 0-d buffer with an offset: its layout, one dim of stride 1.
     SmallVector<int64_t> strides;
     int64_t offset;
@@ -71,20 +70,20 @@ LogicalResult addUnitParallelLoop(RewriterBase &rewriter,
           {1}, type.getElementType(),
           StridedLayoutAttr::get(rewriter.getContext(), offset, {1}),
           type.getMemorySpace());
-    inits.push_back(memref::ExpandShapeOp::create(rewriter, loc, oneType, init,
-                                                  ArrayRef<ReassociationIndices>{}));
+    inits.push_back(memref::ExpandShapeOp::create(
+        rewriter, loc, oneType, init, ArrayRef<ReassociationIndices>{}));
   }
   SmallVector<AffineMap> maps;
   for (OpOperand *input : generic.getDpsInputOperands())
     maps.push_back(generic.getMatchingIndexingMap(input).shiftDims(1));
   for (size_t i = 0; i < inits.size(); ++i)
-    maps.push_back(AffineMap::get(numLoops + 1, 0,
-                                  rewriter.getAffineDimExpr(0)));
+    maps.push_back(
+        AffineMap::get(numLoops + 1, 0, rewriter.getAffineDimExpr(0)));
   SmallVector<utils::IteratorType> iterators{utils::IteratorType::parallel};
   llvm::append_range(iterators, generic.getIteratorTypesArray());
-  auto wrapped = linalg::GenericOp::create(rewriter, loc, TypeRange(),
-                                           generic.getDpsInputs(), inits, maps,
-                                           iterators);
+  auto wrapped =
+      linalg::GenericOp::create(rewriter, loc, TypeRange(),
+                                generic.getDpsInputs(), inits, maps, iterators);
   rewriter.inlineRegionBefore(generic.getRegion(), wrapped.getRegion(),
                               wrapped.getRegion().end());
   // The body's loop indices move one dim out.
@@ -105,8 +104,7 @@ struct ActScalarOpsToKernelsPass
           op.getNumDpsInits() > 0 &&
           llvm::all_of(op.getDpsInits(),
                        [](Value init) {
-                         return cast<MemRefType>(init.getType()).getRank() ==
-                                0;
+                         return cast<MemRefType>(init.getType()).getRank() == 0;
                        }) &&
           !op->getParentOfType<scf::ParallelOp>() &&
           !op->getParentOfType<scf::ForallOp>())
@@ -145,11 +143,10 @@ bool touchesDeviceMemory(Operation *op, func::FuncOp func) {
       continue;
     Value value = effect.getValue();
     auto arg = dyn_cast_or_null<BlockArgument>(value);
-    bool seedRead = isa<MemoryEffects::Read>(effect.getEffect()) && arg &&
-                    arg.getOwner() == &func.getBody().front() &&
-                    cast<MemRefType>(arg.getType())
-                        .getElementType()
-                        .isSignlessInteger();
+    bool seedRead =
+        isa<MemoryEffects::Read>(effect.getEffect()) && arg &&
+        arg.getOwner() == &func.getBody().front() &&
+        cast<MemRefType>(arg.getType()).getElementType().isSignlessInteger();
     if (!seedRead)
       return true;
   }

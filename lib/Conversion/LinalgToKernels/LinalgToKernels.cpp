@@ -63,8 +63,8 @@ bool cudnnAccepts(ArrayRef<int64_t> in, ArrayRef<int64_t> kernel,
                   ArrayRef<int64_t> out, ArrayRef<int64_t> strides,
                   ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads,
                   bool oneGroup) {
-  auto fits = [&](ArrayRef<int64_t> k, ArrayRef<int64_t> o,
-                  ArrayRef<int64_t> s, ArrayRef<int64_t> d) {
+  auto fits = [&](ArrayRef<int64_t> k, ArrayRef<int64_t> o, ArrayRef<int64_t> s,
+                  ArrayRef<int64_t> d) {
     for (int i = 0; i < 2; ++i)
       if (ShapedType::isDynamic(in[i]) || ShapedType::isDynamic(k[i]) ||
           ShapedType::isDynamic(o[i]) ||
@@ -162,13 +162,11 @@ template <typename OpTy> struct NamedOpToCall : OpRewritePattern<OpTy> {
                          op.getDilations().template getValues<int64_t>());
       scalars.append({0, 0}); // padding
       if (prefix == kGpuPrefix &&
-          !cudnnAccepts(spatialSizes(op->getOperand(0)),
-                        spatialSizes(op->getOperand(1)),
-                        spatialSizes(op->getOperand(2)),
-                        ArrayRef(scalars).slice(0, 2),
-                        ArrayRef(scalars).slice(2, 2),
-                        ArrayRef(scalars).slice(4, 2),
-                        std::is_same_v<OpTy, linalg::Conv2DNchwFchwOp>))
+          !cudnnAccepts(
+              spatialSizes(op->getOperand(0)), spatialSizes(op->getOperand(1)),
+              spatialSizes(op->getOperand(2)), ArrayRef(scalars).slice(0, 2),
+              ArrayRef(scalars).slice(2, 2), ArrayRef(scalars).slice(4, 2),
+              std::is_same_v<OpTy, linalg::Conv2DNchwFchwOp>))
         return failure();
     }
     replaceWithCall(rewriter, op, prefix, name, op->getOperands(), scalars);
@@ -429,8 +427,7 @@ bool writesKernelOutputOnly(Operation *op, Value buffer,
                       : act::getBufferRoot(call.getOperands().back());
       if (!(call.getCallee().starts_with(kCpuPrefix) ||
             call.getCallee().starts_with(kGpuPrefix)) ||
-          !out ||
-          origin.isSameAllocation(out, buffer) != false)
+          !out || origin.isSameAllocation(out, buffer) != false)
         return WalkResult::interrupt();
       return WalkResult::advance();
     }
@@ -513,8 +510,8 @@ LogicalResult convOnPaddedCopy(IRRewriter &rewriter, linalg::LinalgOp op,
   if (prefix == kGpuPrefix &&
       !cudnnAccepts(spatialSizes(source), spatialSizes(op->getOperand(1)),
                     spatialSizes(op->getOperand(2)),
-                    ArrayRef(scalars).slice(0, 2), ArrayRef(scalars).slice(2, 2),
-                    pads, rank == 4))
+                    ArrayRef(scalars).slice(0, 2),
+                    ArrayRef(scalars).slice(2, 2), pads, rank == 4))
     return failure();
   // The source must hold its values until the call reads them.
   FailureOr<SmallVector<Operation *>> sourceFrees =
@@ -703,8 +700,8 @@ struct ConvertLinalgToActKernelsPass
     IRRewriter rewriter(context);
     for (linalg::LinalgOp conv : convs) {
       auto nchw = dyn_cast<linalg::Conv2DNchwFchwOp>(conv.getOperation());
-      if (nchw && succeeded(convBackwardDataOnSpreadCopy(rewriter, prefix,
-                                                         nchw, minMacs)))
+      if (nchw && succeeded(convBackwardDataOnSpreadCopy(rewriter, prefix, nchw,
+                                                         minMacs)))
         continue;
       (void)convOnPaddedCopy(rewriter, conv, prefix,
                              isa<linalg::Conv2DNchwFchwOp>(conv)

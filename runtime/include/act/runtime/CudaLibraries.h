@@ -1,4 +1,5 @@
-//===- CudaLibraries.h - GPU matmuls and convolutions via cuBLAS/cuDNN -*- C++ -*-===//
+//===- CudaLibraries.h - GPU matmuls and convolutions via cuBLAS/cuDNN -*- C++
+//-*-===//
 //
 // The GPU counterparts of Kernels.h: convert-linalg-to-act-kernels
 // {target=gpu} turns f32 linalg.matmul, linalg.batch_matmul and the 2-D
@@ -83,13 +84,13 @@ void _mlir_ciface_act_gpu_kernel_batch_matmul_f32(act::rt::MemRef<3> *a,
                                                   act::rt::MemRef<3> *b,
                                                   act::rt::MemRef<3> *c);
 void _mlir_ciface_act_gpu_kernel_conv_2d_nchw_fchw_f32(
-    act::rt::MemRef<4> *in, act::rt::MemRef<4> *weight,
-    act::rt::MemRef<4> *out, int64_t stride0, int64_t stride1,
-    int64_t dilation0, int64_t dilation1, int64_t pad0, int64_t pad1);
+    act::rt::MemRef<4> *in, act::rt::MemRef<4> *weight, act::rt::MemRef<4> *out,
+    int64_t stride0, int64_t stride1, int64_t dilation0, int64_t dilation1,
+    int64_t pad0, int64_t pad1);
 void _mlir_ciface_act_gpu_kernel_conv_2d_ngchw_gfchw_f32(
-    act::rt::MemRef<5> *in, act::rt::MemRef<5> *weight,
-    act::rt::MemRef<5> *out, int64_t stride0, int64_t stride1,
-    int64_t dilation0, int64_t dilation1, int64_t pad0, int64_t pad1);
+    act::rt::MemRef<5> *in, act::rt::MemRef<5> *weight, act::rt::MemRef<5> *out,
+    int64_t stride0, int64_t stride1, int64_t dilation0, int64_t dilation1,
+    int64_t pad0, int64_t pad1);
 void _mlir_ciface_act_gpu_kernel_conv_2d_nchw_fchw_backward_data_f32(
     act::rt::MemRef<4> *outGrad, act::rt::MemRef<4> *weight,
     act::rt::MemRef<4> *inGrad, int64_t stride0, int64_t stride1,

@@ -1,5 +1,4 @@
-//===- CudaLibraries.h - GPU matmuls and convolutions via cuBLAS/cuDNN -*- C++
-//-*-===//
+//===- CudaLibraries.h - GPU contractions via cuBLAS and cuDNN --*- C++ -*-===//
 //
 // The GPU counterparts of Kernels.h: convert-linalg-to-act-kernels
 // {target=gpu} turns f32 linalg.matmul, linalg.batch_matmul and the 2-D

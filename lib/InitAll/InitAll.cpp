@@ -111,6 +111,8 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-strided-copies-to-loops",
                                           "act-prefetch-streams",
                                           "act-collapse-parallel-loops",
+                                          "act-scalar-ops-to-kernels",
+                                          "act-mark-stream-ordered",
                                           "act-split-reductions",
                                           "act-outline-loops",
                                           "convert-linalg-to-act-kernels",

@@ -188,6 +188,13 @@ struct View {
     std::swap(sizes[0], sizes[1]);
     std::swap(strides[0], strides[1]);
   }
+  /// The same view without dim `dim` (of size 1).
+  View without(size_t dim) const {
+    View v = *this;
+    v.sizes.erase(v.sizes.begin() + dim);
+    v.strides.erase(v.strides.begin() + dim);
+    return v;
+  }
 };
 
 template <int N> View viewOf(const MemRef<N> &m) {
@@ -563,18 +570,8 @@ void conv(View in, View weight, View out, const int64_t stride[2],
     // A weight gradient written as a convolution: in = x^T (channels,
     // batch), weight = dy^T, out = dW^T; its stride is the forward
     // convolution's dilation and the other way round.
-    View x4 = {in.data,
-               {in.sizes[0], in.sizes[2], in.sizes[3], in.sizes[4]},
-               {in.strides[0], in.strides[2], in.strides[3], in.strides[4]}};
-    View dy = {
-        weight.data,
-        {weight.sizes[1], weight.sizes[2], weight.sizes[3], weight.sizes[4]},
-        {weight.strides[1], weight.strides[2], weight.strides[3],
-         weight.strides[4]}};
-    View dw = {
-        out.data,
-        {out.sizes[0], out.sizes[2], out.sizes[3], out.sizes[4]},
-        {out.strides[0], out.strides[2], out.strides[3], out.strides[4]}};
+    // The group dim (of one) dropped, then the first two swapped.
+    View x4 = in.without(1), dy = weight.without(0), dw = out.without(1);
     x4.swap01(), dy.swap01(), dw.swap01();
     View target = packed(d, dw, outScratch);
     runConv(d, ConvKind::BackwardFilter, x4, target, dy, 1, dilation, stride,

@@ -12,19 +12,6 @@
 
 using namespace act::rt;
 
-extern "C" {
-void _mlir_ciface_act_kernel_matmul_f32(MemRef<2> *, MemRef<2> *, MemRef<2> *);
-void _mlir_ciface_act_kernel_batch_matmul_f32(MemRef<3> *, MemRef<3> *,
-                                              MemRef<3> *);
-void _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(MemRef<4> *, MemRef<4> *,
-                                                   MemRef<4> *, int64_t,
-                                                   int64_t, int64_t, int64_t,
-                                                   int64_t, int64_t);
-void _mlir_ciface_act_kernel_conv_2d_nchw_fchw_backward_data_f32(
-    MemRef<4> *, MemRef<4> *, MemRef<4> *, int64_t, int64_t, int64_t, int64_t,
-    int64_t, int64_t);
-}
-
 namespace {
 
 std::vector<float> randomVector(size_t n, unsigned seed) {

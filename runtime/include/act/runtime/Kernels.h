@@ -126,4 +126,27 @@ const HookSymbol *getKernelHooks(size_t &count);
 
 } // namespace act::rt
 
+extern "C" {
+// The entry points convert-linalg-to-act-kernels calls (C interface:
+// descriptor pointers; a convolution's strides, dilations and padding).
+void _mlir_ciface_act_kernel_matmul_f32(act::rt::MemRef<2> *a,
+                                        act::rt::MemRef<2> *b,
+                                        act::rt::MemRef<2> *c);
+void _mlir_ciface_act_kernel_batch_matmul_f32(act::rt::MemRef<3> *a,
+                                              act::rt::MemRef<3> *b,
+                                              act::rt::MemRef<3> *c);
+void _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(
+    act::rt::MemRef<4> *in, act::rt::MemRef<4> *weight, act::rt::MemRef<4> *out,
+    int64_t stride0, int64_t stride1, int64_t dilation0, int64_t dilation1,
+    int64_t pad0, int64_t pad1);
+void _mlir_ciface_act_kernel_conv_2d_ngchw_gfchw_f32(
+    act::rt::MemRef<5> *in, act::rt::MemRef<5> *weight, act::rt::MemRef<5> *out,
+    int64_t stride0, int64_t stride1, int64_t dilation0, int64_t dilation1,
+    int64_t pad0, int64_t pad1);
+void _mlir_ciface_act_kernel_conv_2d_nchw_fchw_backward_data_f32(
+    act::rt::MemRef<4> *outGrad, act::rt::MemRef<4> *weight,
+    act::rt::MemRef<4> *inGrad, int64_t stride0, int64_t stride1,
+    int64_t dilation0, int64_t dilation1, int64_t pad0, int64_t pad1);
+}
+
 #endif // ACT_RUNTIME_KERNELS_H

@@ -303,12 +303,6 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
         target.gpu ? "the GPU pipeline failed on the module"
                    : "the CPU pipeline failed on the module");
 
-  // The ExecutionEngine calls each entry through a wrapper that unpacks an
-  // array of argument pointers: a call with every memref descriptor's
-  // fields as scalars (thousands for a model's step), whose code generation
-  // (the outgoing arguments' stores, checked against each other) took 15 s
-  // of MobileNetV2's compile. The entry is inlined into its wrapper
-  // instead: the wrapper's loads feed the step's code directly.
   // Stream-ordered mode is opt-in (ACT_GPU_STREAM_ORDERED=1): on an H200
   // its VGG and ResNet-18 steps differed from the CPU's by 1e-2 where the
   // same steps synchronized per region agreed to 4e-6 (docs/benchmarks.md,
@@ -318,6 +312,12 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(jit->name))
       jit->streamOrdered = target.gpu && fn->hasAttr("act.stream_ordered") &&
                            ordered && std::string(ordered) == "1";
+  // The ExecutionEngine calls each entry through a wrapper that unpacks an
+  // array of argument pointers: a call with every memref descriptor's
+  // fields as scalars (thousands for a model's step), whose code generation
+  // (the outgoing arguments' stores, checked against each other) took 15 s
+  // of MobileNetV2's compile. The entry is inlined into its wrapper
+  // instead: the wrapper's loads feed the step's code directly.
   for (const std::string &name : names)
     if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
       SmallVector<Attribute> passthrough;
@@ -411,7 +411,7 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   // code reads none), others in managed memory (the host reads its seeds,
   // and a step that is not stream-ordered may read any).
   std::vector<void *> staged;
-  std::map<int64_t, std::pair<const HostTensor *, size_t>> onDevice;
+  std::map<int64_t, size_t> onDevice; // staged pointer -> bytes
   llvm::scope_exit releaseStaged([&] {
     for (void *p : staged)
       mgpuMemFree(p, nullptr);
@@ -456,7 +456,7 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       staged.push_back(copy);
       ptr = reinterpret_cast<int64_t>(copy);
       if (device)
-        onDevice[ptr] = {&arg, arg.byteSize()};
+        onDevice[ptr] = arg.byteSize();
     }
     inputBuffers.insert(ptr);
     llvm::ArrayRef<int64_t> shape = arg.getShape();
@@ -557,7 +557,7 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
     std::vector<char> readBack;
     if (auto staged = onDevice.find(allocated);
         input && staged != onDevice.end()) {
-      readBack.resize(staged->second.second);
+      readBack.resize(staged->second);
       mgpuMemcpy(readBack.data(), reinterpret_cast<void *>(allocated),
                  readBack.size(), nullptr);
       mgpuStreamSynchronize(nullptr);

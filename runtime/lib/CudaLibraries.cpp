@@ -278,19 +278,20 @@ struct Operand {
   int64_t ld, batchStride;
 };
 
-/// How cuBLAS reads a row-major-indexed matrix with strides (rs, cs), or
-/// nothing when neither stride is 1.
-std::optional<Operand> asColumnMajor(const float *data, int64_t rows,
-                                     int64_t cols, int64_t rs, int64_t cs,
-                                     int64_t batchStride) {
+/// How cuBLAS reads the matrices of a batch x rows x cols view, or nothing
+/// when neither of a matrix's strides is 1.
+std::optional<Operand> asColumnMajor(const View &v) {
+  int64_t rows = v.sizes[1], cols = v.sizes[2];
+  int64_t rs = v.strides[1], cs = v.strides[2];
+  int64_t batchStride = v.sizes[0] == 1 ? 0 : v.strides[0];
   if (rows == 1)
     rs = cs == 1 ? std::max<int64_t>(cols, 1) : 1;
   if (cols == 1)
     cs = rs == 1 ? std::max<int64_t>(rows, 1) : 1;
   if (cs == 1 && rs >= std::max<int64_t>(cols, 1))
-    return Operand{data, true, rs, batchStride};
+    return Operand{v.data, true, rs, batchStride};
   if (rs == 1 && cs >= std::max<int64_t>(rows, 1))
-    return Operand{data, false, cs, batchStride};
+    return Operand{v.data, false, cs, batchStride};
   return std::nullopt;
 }
 
@@ -301,44 +302,36 @@ void gemm(View a, View b, View c) {
   int64_t batch = c.sizes[0], m = c.sizes[1], n = c.sizes[2], k = a.sizes[2];
   if (batch == 0 || m == 0 || n == 0 || k == 0)
     return;
+  // Operands cuBLAS cannot read in place are packed first; C is then
+  // accumulated in its packed copy and written back.
   Scratch aScratch, bScratch, cScratch;
   auto operand = [&](View &v, Scratch &scratch) {
-    if (auto op =
-            asColumnMajor(v.data, v.sizes[1], v.sizes[2], v.strides[1],
-                          v.strides[2], v.sizes[0] == 1 ? 0 : v.strides[0]))
+    if (auto op = asColumnMajor(v))
       return *op;
     v = packed(d, v, scratch);
-    return *asColumnMajor(v.data, v.sizes[1], v.sizes[2], v.strides[1],
-                          v.strides[2], v.sizes[0] == 1 ? 0 : v.strides[0]);
+    return *asColumnMajor(v);
   };
-  Operand opA = operand(a, aScratch), opB = operand(b, bScratch);
   View target = c;
-  std::optional<Operand> opC = asColumnMajor(
-      c.data, m, n, c.strides[1], c.strides[2], batch == 1 ? 0 : c.strides[0]);
-  if (!opC) {
-    // Accumulated in a packed copy, written back.
-    target = packed(d, c, cScratch);
-    opC = asColumnMajor(target.data, m, n, target.strides[1], target.strides[2],
-                        batch == 1 ? 0 : target.strides[0]);
-  }
+  Operand opA = operand(a, aScratch), opB = operand(b, bScratch),
+          opC = operand(target, cScratch);
   float one = 1.0f;
   int status;
-  if (opC->transposed) {
+  if (opC.transposed) {
     // C is stored as the column-major C^T (N x M) = B^T A^T.
     status = d.cublasSgemmStridedBatched(
         d.cublas, opB.transposed ? kCublasOpN : kCublasOpT,
         opA.transposed ? kCublasOpN : kCublasOpT, toInt(n), toInt(m), toInt(k),
         &one, opB.data, toInt(opB.ld), opB.batchStride, opA.data, toInt(opA.ld),
-        opA.batchStride, &one, const_cast<float *>(opC->data), toInt(opC->ld),
-        opC->batchStride, toInt(batch));
+        opA.batchStride, &one, const_cast<float *>(opC.data), toInt(opC.ld),
+        opC.batchStride, toInt(batch));
   } else {
     // C is stored column-major (M x N) = A B.
     status = d.cublasSgemmStridedBatched(
         d.cublas, opA.transposed ? kCublasOpT : kCublasOpN,
         opB.transposed ? kCublasOpT : kCublasOpN, toInt(m), toInt(n), toInt(k),
         &one, opA.data, toInt(opA.ld), opA.batchStride, opB.data, toInt(opB.ld),
-        opB.batchStride, &one, const_cast<float *>(opC->data), toInt(opC->ld),
-        opC->batchStride, toInt(batch));
+        opB.batchStride, &one, const_cast<float *>(opC.data), toInt(opC.ld),
+        opC.batchStride, toInt(batch));
   }
   if (status != 0)
     fail("cublasSgemmStridedBatched failed (status " + std::to_string(status) +
@@ -360,25 +353,6 @@ struct ConvPlan {
   int algo;
   size_t workspace;
 };
-
-/// The forward convolution's output size along one dim, as cuDNN computes
-/// it (symmetric padding).
-int64_t cudnnOutputSize(int64_t in, int64_t kernel, int64_t stride,
-                        int64_t dilation, int64_t pad) {
-  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
-}
-
-/// Whether a convolution of kernel (kh, kw) over (h, w) into (oh, ow) runs
-/// as the weight gradient of the convolution it transposes (kernel larger
-/// than the output, and cuDNN's symmetric padding fits that reading).
-/// Either reading computes the same sums.
-bool isWeightGradient(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t oh,
-                      int64_t ow, const int64_t stride[2],
-                      const int64_t dilation[2], const int64_t pad[2]) {
-  return kh * kw > oh * ow &&
-         cudnnOutputSize(h, oh, dilation[0], stride[0], pad[0]) == kh &&
-         cudnnOutputSize(w, ow, dilation[1], stride[1], pad[1]) == kw;
-}
 
 /// x: N x C x H x W, w: packed K x C/G x KH x KW, y: N x K x OH x OW.
 ConvPlan &plan(Libraries &d, ConvKind kind, const View &x, const View &w,
@@ -564,9 +538,11 @@ void conv(View in, View weight, View out, const int64_t stride[2],
   int64_t groups = in.sizes[1];
   Scratch inScratch, weightScratch, outScratch;
   View x, w, y;
-  if (groups == 1 && isWeightGradient(in.sizes[3], in.sizes[4], weight.sizes[3],
-                                      weight.sizes[4], out.sizes[3],
-                                      out.sizes[4], stride, dilation, pad)) {
+  const int64_t inSize[2] = {in.sizes[3], in.sizes[4]},
+                kernelSize[2] = {weight.sizes[3], weight.sizes[4]},
+                outSize[2] = {out.sizes[3], out.sizes[4]};
+  if (getCudnnConvReading(inSize, kernelSize, outSize, stride, dilation, pad,
+                          groups == 1) == CudnnConvReading::WeightGradient) {
     // A weight gradient written as a convolution: in = x^T (channels,
     // batch), weight = dy^T, out = dW^T; its stride is the forward
     // convolution's dilation and the other way round.

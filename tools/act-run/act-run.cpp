@@ -114,7 +114,8 @@ static cl::opt<cl::boolOrDefault> gpuLibraries(
              "cuDNN (default; false: generated kernels). --device="
              "gpu-emulated: through the same calls on host memory, which only "
              "their stand-ins run (ACT_CUBLAS_LIBRARY, ACT_CUDNN_LIBRARY; "
-             "default false: oneDNN)"));
+             "default false: oneDNN)"),
+    cl::cat(runCategory));
 static cl::opt<std::string> gpuFeatures("gpu-features", cl::init("+ptx80"),
                                         cl::desc("--device=gpu: PTX features"),
                                         cl::cat(runCategory));

@@ -16,6 +16,7 @@
 
 #include "act/Conversion/Passes.h"
 #include "act/Support/BufferWrites.h"
+#include "act/runtime/CudaLibraries.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -47,33 +48,20 @@ MemRefType getAnyStridedType(MLIRContext *context, int64_t rank) {
 constexpr StringLiteral kCpuPrefix = "act_kernel_";
 constexpr StringLiteral kGpuPrefix = "act_gpu_kernel_";
 
-/// cuDNN's output size of a convolution along one dim (its padding is
-/// symmetric; act's kernels pad above and left, the rest implied).
-int64_t cudnnOutputSize(int64_t in, int64_t kernel, int64_t stride,
-                        int64_t dilation, int64_t pad) {
-  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
-}
-
 /// Whether the GPU runtime can run a convolution of `in` (h, w) by a
-/// kernel (kh, kw) into `out` (oh, ow) through cuDNN: as a forward
-/// convolution, or (one group) as the weight gradient it transposes
-/// (CudaLibraries.cpp: isWeightGradient); both need cuDNN's symmetric
-/// padding to give exactly these sizes.
+/// kernel (kh, kw) into `out` (oh, ow) through cuDNN
+/// (act::rt::getCudnnConvReading, which the runtime decides by too).
 bool cudnnAccepts(ArrayRef<int64_t> in, ArrayRef<int64_t> kernel,
                   ArrayRef<int64_t> out, ArrayRef<int64_t> strides,
                   ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads,
                   bool oneGroup) {
-  auto fits = [&](ArrayRef<int64_t> k, ArrayRef<int64_t> o, ArrayRef<int64_t> s,
-                  ArrayRef<int64_t> d) {
-    for (int i = 0; i < 2; ++i)
-      if (ShapedType::isDynamic(in[i]) || ShapedType::isDynamic(k[i]) ||
-          ShapedType::isDynamic(o[i]) ||
-          cudnnOutputSize(in[i], k[i], s[i], d[i], pads[i]) != o[i])
-        return false;
-    return true;
-  };
-  return fits(kernel, out, strides, dilations) ||
-         (oneGroup && fits(out, kernel, dilations, strides));
+  if (llvm::any_of(llvm::concat<const int64_t>(in, kernel, out),
+                   ShapedType::isDynamic))
+    return false;
+  return ::act::rt::getCudnnConvReading(in.data(), kernel.data(), out.data(),
+                                        strides.data(), dilations.data(),
+                                        pads.data(), oneGroup) !=
+         ::act::rt::CudnnConvReading::None;
 }
 
 /// The last two dims of a shaped value.
@@ -424,7 +412,7 @@ bool writesKernelOutputOnly(Operation *op, Value buffer,
       calls = true;
       Value out = call.getOperands().empty()
                       ? Value()
-                      : act::getBufferRoot(call.getOperands().back());
+                      : mlir::act::getBufferRoot(call.getOperands().back());
       if (!(call.getCallee().starts_with(kCpuPrefix) ||
             call.getCallee().starts_with(kGpuPrefix)) ||
           !out || origin.isSameAllocation(out, buffer) != false)
@@ -433,7 +421,7 @@ bool writesKernelOutputOnly(Operation *op, Value buffer,
     }
     // Anything else: as act::mayWriteBuffer sees it.
     if (nested != op && !isa<LoopLikeOpInterface>(nested) &&
-        act::mayWriteBuffer(nested, buffer, origin))
+        mlir::act::mayWriteBuffer(nested, buffer, origin))
       return WalkResult::interrupt();
     return WalkResult::advance();
   });
@@ -442,7 +430,7 @@ bool writesKernelOutputOnly(Operation *op, Value buffer,
 
 FailureOr<SmallVector<Operation *>>
 getFreesIfUnwritten(Value value, Operation *from, Operation *to) {
-  Value root = act::getBufferRoot(value);
+  Value root = mlir::act::getBufferRoot(value);
   BufferOriginAnalysis origin(to->getParentOp());
   SmallVector<Operation *> frees;
   for (Operation *between = from->getNextNode(); between != to;
@@ -454,7 +442,7 @@ getFreesIfUnwritten(Value value, Operation *from, Operation *to) {
     }
     if (writesKernelOutputOnly(between, root, origin))
       continue;
-    if (act::mayWriteBuffer(between, root, origin))
+    if (mlir::act::mayWriteBuffer(between, root, origin))
       return failure();
   }
   return frees;
@@ -673,7 +661,7 @@ LogicalResult convBackwardDataOnSpreadCopy(IRRewriter &rewriter,
 }
 
 struct ConvertLinalgToActKernelsPass
-    : act::impl::ConvertLinalgToActKernelsPassBase<
+    : mlir::act::impl::ConvertLinalgToActKernelsPassBase<
           ConvertLinalgToActKernelsPass> {
   using Base::Base;
   void runOnOperation() override {

@@ -51,6 +51,41 @@ struct CudnnAlgoPerf {
   int reserved[3];
 };
 
+/// cuDNN's output size of a convolution along one dim (its padding is
+/// symmetric; act's kernels pad above and left, the rest implied).
+inline int64_t cudnnOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                               int64_t dilation, int64_t pad) {
+  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+/// How the GPU runtime runs a convolution (linalg's semantics) of `in`
+/// (h, w) by a kernel (kh, kw) into `out` (oh, ow) through cuDNN: as the
+/// weight gradient of the convolution it transposes (cudnnConvolution-
+/// BackwardFilter, one group only: preferred when the kernel is larger
+/// than the output, the exporter's weight gradients), as a forward
+/// convolution, or not at all (cuDNN's symmetric padding gives other
+/// sizes both ways). Both readings compute the same sums.
+/// convert-linalg-to-act-kernels{gpu} calls only what this accepts.
+enum class CudnnConvReading { None, Forward, WeightGradient };
+inline CudnnConvReading
+getCudnnConvReading(const int64_t in[2], const int64_t kernel[2],
+                    const int64_t out[2], const int64_t stride[2],
+                    const int64_t dilation[2], const int64_t pad[2],
+                    bool oneGroup) {
+  auto fits = [&](const int64_t k[2], const int64_t o[2], const int64_t s[2],
+                  const int64_t d[2]) {
+    return cudnnOutputSize(in[0], k[0], s[0], d[0], pad[0]) == o[0] &&
+           cudnnOutputSize(in[1], k[1], s[1], d[1], pad[1]) == o[1];
+  };
+  bool weightGradient = oneGroup && fits(out, kernel, dilation, stride);
+  if (weightGradient && kernel[0] * kernel[1] > out[0] * out[1])
+    return CudnnConvReading::WeightGradient;
+  if (fits(kernel, out, stride, dilation))
+    return CudnnConvReading::Forward;
+  return weightGradient ? CudnnConvReading::WeightGradient
+                        : CudnnConvReading::None;
+}
+
 /// Loads cuBLAS and cuDNN and creates their handles. Idempotent; false and
 /// the reason when it cannot.
 bool loadCudaLibraries(std::string &error);

@@ -1026,6 +1026,37 @@ def native_batch_norm(g, node, x, w, bias, running_mean, running_var, training, 
     return out, mean1, rstd1
 
 
+@lowering("aten._native_batch_norm_legit_functional.default")
+def native_batch_norm_legit_functional(g, node, x, w, bias, running_mean, running_var, training,
+                                       momentum, eps):
+    """PyTorch 2's functionalized BatchNorm: native_batch_norm whose
+    results also hold the running statistics' new values."""
+    out, mean, rstd = native_batch_norm(g, node, x, w, bias, running_mean, running_var, training,
+                                        momentum, eps)
+    updates = getattr(g, "buffer_updates", {})
+    return (out, mean, rstd, updates.get(running_mean.name, running_mean),
+            updates.get(running_var.name, running_var))
+
+
+@lowering("aten._native_batch_norm_legit.default")
+def native_batch_norm_legit(g, node, x, w, bias, running_mean, running_var, training, momentum,
+                            eps):
+    return native_batch_norm(g, node, x, w, bias, running_mean, running_var, training, momentum,
+                             eps)
+
+
+@lowering("aten._native_batch_norm_legit.no_stats")
+def native_batch_norm_legit_no_stats(g, node, x, w, bias, training, momentum, eps):
+    return native_batch_norm(g, node, x, w, bias, None, None, training, momentum, eps)
+
+
+@lowering("aten._native_batch_norm_legit_no_training.default")
+def native_batch_norm_legit_no_training(g, node, x, w, bias, running_mean, running_var, momentum,
+                                        eps):
+    return native_batch_norm(g, node, x, w, bias, running_mean, running_var, False, momentum,
+                             eps)
+
+
 @lowering("aten.native_batch_norm_backward.default")
 def native_batch_norm_backward(g, node, grad, x, w, running_mean, running_var, save_mean,
                                save_invstd, train, eps, mask):

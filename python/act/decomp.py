@@ -16,6 +16,8 @@ import math
 
 import torch
 
+from .torchversion import overload
+
 aten = torch.ops.aten
 
 DECOMPOSITIONS = {}
@@ -25,9 +27,13 @@ _NONE, _MEAN, _SUM = 0, 1, 2
 
 
 def register(*ops):
+    """`fn` as the decomposition of `ops` (overloads, or their names where
+    an overload exists in only some PyTorch versions: act.torchversion)."""
     def add(fn):
         for op in ops:
-            DECOMPOSITIONS[op] = fn
+            op = overload(op) if isinstance(op, str) else op
+            if op is not None:
+                DECOMPOSITIONS[op] = fn
         return fn
     return add
 
@@ -262,7 +268,7 @@ def upsample_linear1d(x, output_size, align_corners, scale_factors):
                                         scales).squeeze(2)
 
 
-@register(aten.upsample_linear1d_backward.vec)
+@register("upsample_linear1d_backward.vec")
 def upsample_linear1d_backward(grad, output_size, input_size, align_corners, scale_factors):
     size = None if output_size is None else [1, output_size[0]]
     scales = None if scale_factors is None else [1.0, scale_factors[0]]

@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch.fx.node import map_arg
 
-from . import aten
+from . import aten, torchversion
 from .mlir import Graph, V, func
 from .models import load, rebuilt, tensors_of
 
@@ -98,7 +98,8 @@ def decompositions():
     from .decomp import DECOMPOSITIONS
     table = {op: fn for op, fn in decomposition_table.items()
              if getattr(fn, "__module__", "") == "torch._decomp.decompositions"
-             and op.name().split("::")[-1] not in OWN_LOWERINGS}
+             and op.name().split("::")[-1] not in OWN_LOWERINGS
+             and op.name().split("::")[-1] not in torchversion.BATCH_NORM_OPS}
     table.update(DECOMPOSITIONS)
     return table
 
@@ -1231,7 +1232,6 @@ class Traced:
             if b.dtype not in DTYPES:
                 raise ExportError(f"buffer '{n}' has dtype {b.dtype}, which act does not support")
         names = self.param_names + self.buffer_names
-        graphs = {}
         # The model's inputs and the loss's targets, flattened into the
         # step's arguments (module(*inputs); a tuple of targets given to the
         # loss as a tuple).
@@ -1278,24 +1278,8 @@ class Traced:
             self.record_names = [n for n, _ in records]
             return (loss, *[v for _, v in records]) if records else loss
 
-        def keep(kind):
-            def compiler(gm, example_inputs):
-                graphs[kind] = gm
-                return gm
-            return compiler
-
-        if workload.loss_fn is _ORIGINAL_F["cross_entropy"]:
-            # The targets' range needs concrete values: one eager forward
-            # (on a copy: BatchNorm updates its running statistics).
-            with torch.no_grad(), random_ops("reference", seed):
-                check_classification(copy_module(module)(*inputs), workload.targets,
-                                     concrete=True)
-
-        from functorch.compile import aot_function, default_partition
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fn = aot_function(step, keep("forward"), keep("backward"),
-                              partition_fn=default_partition, decompositions=decompositions())
             primals = [p.detach().requires_grad_(True) for p in self.params]
             # Dropout becomes aten.native_dropout (a Philox mask from the
             # step's dropout seed).
@@ -1317,7 +1301,9 @@ class Traced:
             with random_ops("trace"), static_losses(), packed_sequences(module), \
                     reentrant_checkpoints():
                 try:
-                    loss = fn(*primals, *[b.clone() for b in self.buffers], *inputs, *targets)
+                    graphs, loss, mutated = torchversion.aot_trace(
+                        step, [*primals, *[b.clone() for b in self.buffers], *inputs, *targets],
+                        decompositions())
                 finally:
                     self.close_substitutions(0)  # (the trace's backward has run)
                     for h in hooks:
@@ -1348,6 +1334,7 @@ class Traced:
                     "nn.utils.parametrizations.spectral_norm, does): normalize the weight "
                     "between steps instead, or drop it") from None
         self.forward, self.backward = graphs["forward"], graphs["backward"]
+        torchversion.normalize_forward(self.forward, mutated)
         self._check_against_eager(step, primals)
         # Constant tensors the trace captured: small ones are arith.constants
         # of the step, large ones arguments (written with the inputs).
@@ -1960,7 +1947,8 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
     for i, gr in enumerate(grads):
         np.save(os.path.join(ref_dir, f"grad_{i}.npy"), gr.numpy())
     manifest = {
-        "model": name, "batch": batch, "seed": seed, "files": files,
+        "model": name, "batch": batch, "seed": seed, "torch": torch.__version__,
+        "files": files,
         "arguments": [{"name": nm, "shape": list(a.shape), "dtype": argument_dtype(a.dtype)}
                       for nm, a in zip(arg_names, traced.args)],
         "inputs": inputs,

@@ -726,22 +726,45 @@ BATCH = {"resnet18": 8, "mobilenet_v2": 4, "mnasnet0_5": 4, "efficientnet_b0": 4
          "inception_v3": 8}
 
 
-def run_model(name, out_root, encodings, timeout):
-    from . import driver
+def export_model(name, out_root):
+    """Exports zoo model `name` into out_root/name; returns (row, manifest),
+    the manifest None if it does not export."""
     from .export import ExportError, export
-    out = os.path.join(out_root, name)
     row = {"model": name}
     t0 = time.time()
     try:
-        m = export("zoo." + name, BATCH.get(name, 2), 0, out)
+        m = export("zoo." + name, BATCH.get(name, 2), 0, os.path.join(out_root, name))
     except (ExportError, ValueError) as e:
         row["exports"] = f"no: {e}"
-        return row
+        return row, None
     except Exception as e:  # noqa: BLE001 (a zoo row, not a crash)
         row["exports"] = f"no: tracing failed with {type(e).__name__}: {e}"
-        return row
+        return row, None
     row["exports"] = "yes"
     row["export_s"] = time.time() - t0
+    return row, m
+
+
+def exported_model(name, out_root):
+    """The row and manifest of a model exported before (--export-only,
+    perhaps under another PyTorch: scripts/torch2.sh), or its export error."""
+    import json
+    path = os.path.join(out_root, name, f"{name}.json")
+    if not os.path.exists(path):
+        error = os.path.join(out_root, name, "export_error.txt")
+        what = open(error).read().strip() if os.path.exists(error) else f"no {path}"
+        return {"model": name, "exports": what}, None
+    with open(path) as f:
+        return {"model": name, "exports": "yes"}, json.load(f)
+
+
+def run_model(name, out_root, encodings, timeout, exported=False):
+    from . import driver
+    out = os.path.join(out_root, name)
+    row, m = (exported_model if exported else export_model)(name, out_root)
+    if m is None:
+        return row
+    row["torch"] = m.get("torch", "")
     reference = driver.reference(m)
     # A check is only as good as its gradients: count the exactly-zero ones
     # (a zero-initialized head zeroes everything before it).
@@ -790,21 +813,47 @@ HEADER = ("| model | exports | grad error, no encoding | 4-bit | bf16 | saved by
           "| act-run peak, none -> 4-bit |\n|---|---|---|---|---|---|---|")
 
 
+def export_all(names, out_root):
+    """--export-only: one line per model; a model that does not export
+    leaves out_root/NAME/export_error.txt (read by --exported)."""
+    print(f"torch {torch.__version__}", flush=True)
+    exported = 0
+    for name in names:
+        row, m = export_model(name, out_root)
+        if m is None:
+            os.makedirs(os.path.join(out_root, name), exist_ok=True)
+            with open(os.path.join(out_root, name, "export_error.txt"), "w") as f:
+                f.write(row["exports"] + "\n")
+        exported += m is not None
+        print(f"{name}: {row['exports'][:300]}", flush=True)
+    print(f"\n{exported} of {len(names)} models export under torch {torch.__version__}")
+    return 0 if exported == len(names) else 1
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m act.zoo", description=__doc__.split("\n\n")[0])
     p.add_argument("models", nargs="*", default=list(ZOO))
     p.add_argument("--encodings", default="none;#act.quant<bits=4>;#act.float<format=bf16>")
     p.add_argument("--timeout", type=float, default=600, help="seconds per act-run step")
     p.add_argument("-o", "--output-dir")
+    p.add_argument("--export-only", action="store_true",
+                   help="export into the output directory and stop (under another PyTorch, "
+                   "scripts/torch2.sh run python3 -m act.zoo --export-only -o DIR)")
+    p.add_argument("--exported", metavar="DIR",
+                   help="run act on the models exported into DIR by --export-only")
     a = p.parse_args(argv)
     unknown = [m for m in a.models if m not in ZOO]
     if unknown:
         p.error(f"unknown zoo model(s) {', '.join(unknown)} (one of {', '.join(ZOO)})")
-    out_root = a.output_dir or tempfile.mkdtemp(prefix="act-zoo-")
+    if a.export_only:
+        if not a.output_dir:
+            p.error("--export-only needs -o DIR")
+        return export_all(a.models, a.output_dir)
+    out_root = a.exported or a.output_dir or tempfile.mkdtemp(prefix="act-zoo-")
     print(HEADER, flush=True)
     failed = 0
     for name in a.models:
-        r = run_model(name, out_root, a.encodings.split(";"), a.timeout)
+        r = run_model(name, out_root, a.encodings.split(";"), a.timeout, bool(a.exported))
         print(_fmt_row(r), flush=True)
         none = r.get("none", {})
         failed += not (none.get("grad_error", 1) <= BOUND and none.get("loss_error", 1) <= BOUND)

@@ -1509,6 +1509,16 @@ def to_copy(g, node, x, dtype=None, **kwargs):
     return typed_ew(g, node, [x], lambda b, u: u, out, out) if out != x.dtype else x
 
 
+@lowering("aten.copy.default")
+def copy(g, node, x, src, non_blocking=False):
+    """PyTorch 2's functionalized `x.copy_(src)` (an in-place assignment):
+    src in x's dtype, broadcast to x's shape."""
+    out = node_dtype(node)
+    if src.dtype != out:
+        src = typed_ew(g, node, [src], lambda b, u: u, out, out)
+    return expand(g, node, src, list(x.shape))
+
+
 # -- factories ----------------------------------------------------------------
 
 def _factory(g, node, value):

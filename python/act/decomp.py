@@ -555,3 +555,103 @@ def index_add(x, dim, index, source, alpha=1):
     shape = [1] * source.dim()
     shape[dim] = index.shape[0]
     return x.scatter_add(dim, index.view(shape).expand(source.shape), source)
+
+
+# -- 1.13's decompositions that PyTorch 2 moved to torch._refs ---------------
+# (down to prims there): the same formulas, so that both versions reach
+# act.aten with the same ops. Used only where the running PyTorch's
+# aten-to-aten table lacks the op (export.decompositions()).
+
+FALLBACKS = {}
+
+
+def fallback(*names):
+    def add(fn):
+        for name in names:
+            op = overload(name)
+            if op is not None:
+                FALLBACKS[op] = fn
+        return fn
+    return add
+
+
+@fallback("rsub.Scalar", "rsub.Tensor")
+def rsub(x, other, alpha=1):
+    return torch.sub(other, x, alpha=alpha)
+
+
+@fallback("var.correction")
+def var_correction(x, dim=None, correction=None, keepdim=False):
+    dims = [] if dim is None else dim
+    correction = 1 if correction is None else correction
+    n = math.prod(x.shape) if not dims else math.prod(x.shape[d] for d in dims)
+    sub = x - torch.mean(x, dims, True)
+    total = torch.sum(sub * sub, dims, keepdim)
+    return total / (n - correction) if correction else total / n
+
+
+@fallback("std.correction")
+def std_correction(x, dim=None, correction=None, keepdim=False):
+    return torch.sqrt(torch.var(x, dim, correction=correction, keepdim=keepdim))
+
+
+@fallback("elu.default")
+def elu(x, alpha=1, scale=1, input_scale=1):
+    return torch.where(x > 0, x * scale, (torch.exp(x * input_scale) - 1) * (alpha * scale))
+
+
+@fallback("logsumexp.default")
+def logsumexp(x, dim, keepdim=False):
+    maxes = torch.amax(x, dim, keepdim=True)
+    squeezed = maxes
+    if not keepdim:
+        for d in sorted((d % x.dim() for d in dim), reverse=True):
+            squeezed = squeezed.squeeze(d)
+    squeezed = torch.masked_fill(squeezed, squeezed.abs() == float("inf"), 0)
+    return torch.sum(torch.exp(x - maxes), dim, keepdim).log().add(squeezed)
+
+
+@fallback("native_group_norm.default")
+def native_group_norm(x, weight, bias, n, c, hxw, group, eps):
+    shape = x.shape
+    y = x.view(n, group, c // group, hxw)
+    var = torch.var(y, dim=[2, 3], unbiased=False, keepdim=True)
+    mean = torch.mean(y, dim=[2, 3], keepdim=True)
+    rstd = torch.rsqrt(var + eps)
+    out = ((y - mean) * rstd).view(shape)
+    if weight is not None:
+        out = out * weight.view(weight.shape + (1,) * (out.dim() - 2))
+    if bias is not None:
+        out = out + bias.view(bias.shape + (1,) * (out.dim() - 2))
+    return out, mean.squeeze(3).squeeze(2), rstd.squeeze(3).squeeze(2)
+
+
+@fallback("norm.Scalar", "norm.ScalarOpt_dim", "norm.ScalarOpt_dim_dtype", "norm.ScalarOpt_dtype")
+def norm(x, p=None, dim=None, keepdim=False, dtype=None):
+    return torch.linalg.vector_norm(x, 2.0 if p is None else p, dim, keepdim, dtype=dtype)
+
+
+@fallback("addcmul.default")
+def addcmul(x, tensor1, tensor2, value=1):
+    return x + value * tensor1 * tensor2
+
+
+@fallback("dot.default")
+def dot(x, other):
+    return (x * other).sum()
+
+
+@fallback("hardshrink_backward.default", "softshrink_backward.default")
+def shrink_backward(grad, x, lambd):
+    return torch.where((x >= -lambd) & (x <= lambd), 0.0, grad)
+
+
+@fallback("prelu_backward.default")
+def prelu_backward(grad, x, weight):
+    w = weight
+    for _ in range(2, grad.dim()):
+        w = w.unsqueeze(-1)
+    out = torch.where(x > 0, 0.0, x * grad).sum_to_size(w.shape)
+    while out.dim() > weight.dim():
+        out = out.squeeze(-1)
+    return torch.where(x > 0, grad, w * grad), out

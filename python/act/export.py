@@ -92,14 +92,21 @@ def decompositions():
     torch._refs ones, which go down to prims and strided views), less the
     ops act lowers itself, plus act's own (act.decomp, for ops whose only
     decomposition is a torch._refs one): what reaches act.aten is the closed
-    set of docs/Exporter.md."""
+    set of docs/Exporter.md. Under PyTorch 2, only the ops 1.13 decomposed
+    (torchversion.DECOMPOSED_1_13) and ops new in 2 (NEW_IN_2); those it
+    moved to torch._refs from act.decomp.FALLBACKS."""
     from torch._decomp import decomposition_table
 
-    from .decomp import DECOMPOSITIONS
+    from .decomp import DECOMPOSITIONS, FALLBACKS
     table = {op: fn for op, fn in decomposition_table.items()
              if getattr(fn, "__module__", "") == "torch._decomp.decompositions"
              and op.name().split("::")[-1] not in OWN_LOWERINGS
-             and op.name().split("::")[-1] not in torchversion.BATCH_NORM_OPS}
+             and op.name().split("::")[-1] not in torchversion.BATCH_NORM_OPS
+             and (not torchversion.TORCH2
+                  or str(op).removeprefix("aten.") in torchversion.DECOMPOSED_1_13
+                  or str(op).removeprefix("aten.") in torchversion.NEW_IN_2)}
+    for op, fn in FALLBACKS.items():
+        table.setdefault(op, fn)
     table.update(DECOMPOSITIONS)
     return table
 

@@ -4,6 +4,7 @@ Debian 12's torch 1.13 (the normal test command), Debian 13's 2.6
 the Python front end is here; the rest of act reads these names.
 """
 
+import contextlib
 import operator
 
 import torch
@@ -49,7 +50,7 @@ def aot_trace(step, args, decompositions):
             return gm
         return compiler
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _traced_as_in_1_13():
         warnings.simplefilter("ignore")
         fn = aot_function(step, keep("forward"), keep("backward"),
                           partition_fn=default_partition, decompositions=decompositions)
@@ -57,6 +58,36 @@ def aot_trace(step, args, decompositions):
         result = fn(*args)
     mutated = sum(a._version != v for a, v in zip(args, versions))
     return graphs, result, mutated
+
+
+@contextlib.contextmanager
+def _traced_as_in_1_13():
+    """2.x's differences while tracing: fake tensors refuse a real one made
+    inside the step (`torch.tensor([1, -1])` as an index, a constant mask),
+    allowed as 1.13 allowed it (the trace captures it as a constant);
+    scaled_dot_product_attention and recurrent layers as their math."""
+    if not TORCH2:
+        yield
+        return
+    import torch._functorch.aot_autograd as aot
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    construct = aot.construct_fake_mode
+
+    def allowing(*args, **kwargs):
+        mode, shape_env = construct(*args, **kwargs)
+        mode.allow_non_fake_inputs = True
+        return mode, shape_env
+    aot.construct_fake_mode = allowing
+    try:
+        # Attention as its math (matmuls, softmax, dropout: ops act lowers,
+        # differentiated by autograd, as 1.13's attention was), not the
+        # fused CPU kernel and its backward.
+        # and recurrent layers as their cells, not oneDNN's fused layer
+        # (mkldnn_rnn_layer, 2.x's CPU path).
+        with sdpa_kernel([SDPBackend.MATH]), torch.backends.mkldnn.flags(enabled=False):
+            yield
+    finally:
+        aot.construct_fake_mode = construct
 
 
 def normalize_forward(forward, mutated):
@@ -79,3 +110,75 @@ def normalize_forward(forward, mutated):
     out.args = (tuple(values),)
     forward.graph.eliminate_dead_code()
     forward.recompile()
+
+
+# The aten-to-aten decompositions (torch._decomp.decompositions) of Debian
+# 12's torch 1.13, by overload name: the set act's closed op set
+# (docs/Exporter.md) was built on. Under 2.x only these of PyTorch's own
+# are taken (2.x decomposes more ops, among them ops act lowers itself, and
+# moved some of these to torch._refs: act.decomp.FALLBACKS has them), so
+# both versions reach act.aten with the same ops. test_export.py checks the
+# list against 1.13's table.
+# Ops PyTorch 2 traces that 1.13 did not have; PyTorch's own aten-to-aten
+# decompositions of them are taken too.
+NEW_IN_2 = frozenset((
+    "_unsafe_index.Tensor", "_unsafe_index_put.default", "_unsafe_masked_index.default",
+    "_unsafe_masked_index_put_accumulate.default", "_safe_softmax.default",
+    "_prelu_kernel_backward.default",
+))
+
+DECOMPOSED_1_13 = frozenset((
+    "_adaptive_avg_pool2d.default", "_adaptive_avg_pool2d.out", "_euclidean_dist.default",
+    "_euclidean_dist.out", "_fused_dropout.default", "_fused_dropout.out", "_log_softmax.default",
+    "_log_softmax.out", "_log_softmax_backward_data.default", "_log_softmax_backward_data.out",
+    "_reshape_alias.default", "_softmax.default", "_softmax.out",
+    "_softmax_backward_data.default", "_softmax_backward_data.out", "_to_copy.default",
+    "_to_copy.out", "_unsafe_view.default", "_unsafe_view.out", "add_.Scalar", "add_.Tensor",
+    "add_.t", "addcmul.default", "addcmul.out", "addmm.default", "addmm.out",
+    "binary_cross_entropy.default", "binary_cross_entropy.out",
+    "binary_cross_entropy_backward.default", "binary_cross_entropy_backward.grad_input",
+    "binary_cross_entropy_with_logits.default", "binary_cross_entropy_with_logits.out",
+    "col2im.default", "col2im.out", "cudnn_batch_norm.default", "cudnn_batch_norm.out",
+    "cudnn_batch_norm_backward.default", "cudnn_batch_norm_backward.out", "detach.default",
+    "diagonal_backward.default", "diagonal_backward.out", "dot.default", "dot.out", "elu.default",
+    "elu.out", "elu_backward.default", "elu_backward.grad_input", "embedding.default",
+    "embedding.out", "embedding_dense_backward.default", "embedding_dense_backward.out",
+    "gelu_backward.default", "gelu_backward.grad_input", "glu_backward.default",
+    "glu_backward.grad_input", "grid_sampler_2d.default", "grid_sampler_2d.out",
+    "hardshrink_backward.default", "hardshrink_backward.grad_input", "hardsigmoid.default",
+    "hardsigmoid.out", "hardsigmoid_backward.default", "hardsigmoid_backward.grad_input",
+    "hardswish.default", "hardswish.out", "hardswish_.default", "hardswish_backward.default",
+    "hardswish_backward.out", "hardtanh_.default", "hardtanh_backward.default",
+    "hardtanh_backward.grad_input", "huber_loss_backward.default", "huber_loss_backward.out",
+    "im2col.default", "im2col.out", "index_add_.default", "is_same_size.default",
+    "leaky_relu_.default", "leaky_relu_backward.default", "leaky_relu_backward.grad_input",
+    "lift.default", "lift.out", "lift_fresh.default", "log_sigmoid_backward.default",
+    "log_sigmoid_backward.grad_input", "log_sigmoid_forward.default",
+    "log_sigmoid_forward.output", "logit_backward.default", "logsumexp.default",
+    "mish_backward.default", "mse_loss.default", "mse_loss.out", "mse_loss_backward.default",
+    "mse_loss_backward.grad_input", "mul_.Scalar", "mul_.Tensor", "mul_.t", "mv.default",
+    "mv.out", "native_batch_norm.default", "native_batch_norm.out",
+    "native_batch_norm_backward.default", "native_batch_norm_backward.out",
+    "native_dropout.default", "native_dropout.out", "native_dropout_backward.default",
+    "native_dropout_backward.out", "native_group_norm.default",
+    "native_group_norm_backward.default", "native_group_norm_backward.out",
+    "native_layer_norm_backward.default", "native_layer_norm_backward.out",
+    "nll_loss2d_backward.default", "nll_loss2d_backward.grad_input", "nll_loss_backward.default",
+    "nll_loss_backward.grad_input", "nll_loss_forward.default", "nll_loss_forward.output",
+    "norm.Scalar", "norm.ScalarOpt_dim", "norm.ScalarOpt_dim_dtype", "norm.ScalarOpt_dtype",
+    "norm.ScalarOpt_dtype_out", "norm.Scalar_out", "norm.dtype_out", "norm.names_ScalarOpt_dim",
+    "norm.names_ScalarOpt_dim_dtype", "norm.names_dtype_out", "norm.names_out", "norm.out",
+    "prelu_backward.default", "prelu_backward.out", "relu_.default",
+    "rrelu_with_noise_backward.default", "rrelu_with_noise_backward.out", "rsub.Scalar",
+    "rsub.Tensor", "select_backward.default", "select_backward.out", "sigmoid_backward.default",
+    "sigmoid_backward.grad_input", "silu.default", "silu.out", "silu_.default",
+    "silu_backward.default", "silu_backward.grad_input", "slice.Tensor", "slice_backward.default",
+    "slice_backward.out", "soft_margin_loss.default", "soft_margin_loss.out",
+    "soft_margin_loss_backward.default", "soft_margin_loss_backward.grad_input",
+    "softplus_backward.default", "softplus_backward.grad_input", "softshrink_backward.default",
+    "softshrink_backward.grad_input", "split.Tensor", "split_with_sizes.default",
+    "std.correction", "sub_.Scalar", "sub_.Tensor", "tanh_backward.default",
+    "tanh_backward.grad_input", "threshold_backward.default", "threshold_backward.grad_input",
+    "upsample_bicubic2d.default", "upsample_bicubic2d.vec", "upsample_bilinear2d.vec",
+    "var.correction", "xlogy.Tensor",
+))

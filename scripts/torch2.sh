@@ -15,17 +15,31 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=${ACT_TORCH2_ROOT:-$here/build-torch2/root}
 suite=${ACT_TORCH2_SUITE:-trixie}
-pkgs=python3-torch,python3-torchvision,python3-numpy,python3-pytest
+# What act's Python front end and its tests use (as scripts/setup.sh
+# installs for 1.13).
+pkgs=(python3-torch python3-torchvision python3-numpy python3-pytest python3-sklearn
+      python3-matplotlib python3-tqdm)
 
 setup() {
-  [ -f "$root/.act-ready" ] && return 0
+  if [ -f "$root/.act-ready" ]; then
+    local missing=()
+    for p in "${pkgs[@]}"; do
+      chroot "$root" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing+=("$p")
+    done
+    ((${#missing[@]} == 0)) && return 0
+    echo "torch2: installing ${missing[*]} into $root" >&2
+    chroot "$root" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq --no-install-recommends ${missing[*]}" >>"$root.log" 2>&1
+    return 0
+  fi
   command -v debootstrap >/dev/null || {
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap
   }
   mkdir -p "$root"
   echo "torch2: debootstrap $suite into $root (a few minutes)" >&2
-  debootstrap --variant=minbase --include="$pkgs" "$suite" "$root" \
+  debootstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" "$suite" "$root" \
     http://deb.debian.org/debian >"$root.log" 2>&1 || {
     tail -20 "$root.log" >&2
     echo "torch2: debootstrap failed (log: $root.log)" >&2
@@ -34,8 +48,32 @@ setup() {
   touch "$root/.act-ready"
 }
 
+# act's binaries and libActCAPI.so, built here, run inside the root too
+# (the test oracle and act.compile call them): the root's glibc and
+# libstdc++ are newer, so only the libraries it lacks come from here:
+# LLVM/MLIR 22 (/usr/lib/llvm-22 bound in) and a few others, linked from
+# this system's library directory (bound at /host-lib).
+host_libraries() {
+  local farm="$root/opt/act-host-libs" bins=()
+  rm -rf "$farm" && mkdir -p "$farm" "$root/host-lib" "$root/usr/lib/llvm-22"
+  for f in "$here"/build/bin/act-* "$here"/build/lib/*.so; do
+    [ -x "$f" ] && bins+=("$f")
+  done
+  ((${#bins[@]})) || return 0
+  { ldd "${bins[@]}" 2>/dev/null || true; } | awk '$3 ~ /^\// {print $1, $3}' | sort -u |
+    while read -r so path; do
+      [ -e "$root/usr/lib/x86_64-linux-gnu/$so" ] && continue
+      real=$(realpath "$path")
+      case "$real" in
+        /usr/lib/x86_64-linux-gnu/*) ln -sf "/host-lib/${real#/usr/lib/x86_64-linux-gnu/}" "$farm/$so" ;;
+        *) ln -sf "$real" "$farm/$so" ;;
+      esac
+    done
+}
+
 run() {
   setup
+  host_libraries
   mkdir -p "$root$here" "$root/proc" "$root/tmp"
   # A private mount namespace: the binds end with the command.
   exec unshare --mount --propagation private bash -c '
@@ -45,9 +83,13 @@ run() {
     mount --bind /tmp "$root/tmp"
     mount -t proc proc "$root/proc"
     mount --bind /dev "$root/dev"
+    mount --bind /usr/lib/x86_64-linux-gnu "$root/host-lib"
+    [ -d /usr/lib/llvm-22 ] && mount --bind /usr/lib/llvm-22 "$root/usr/lib/llvm-22"
     mapfile -t pass < <(env | grep -E "^(ACT_|OMP_NUM_THREADS=)" || true)
     exec chroot "$root" env -i PATH=/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 \
       PYTHONPATH="$here/python" PYTHONDONTWRITEBYTECODE=1 \
+      LD_LIBRARY_PATH=/opt/act-host-libs ACT_BIN_DIR="$here/build/bin" \
+      ACT_LIB_DIR="$here/build/lib" \
       "${pass[@]}" \
       bash -c "cd \"$here/python\" && exec \"\$@\"" bash "$@"
   ' bash "$root" "$here" "$@"

@@ -799,6 +799,8 @@ def random_ops(mode, seed=0, counts=None):
     Tensor.exponential_ (F.gumbel_softmax), uniform_ and normal_. A stacked
     nn.LSTM/GRU/RNN with dropout between layers runs layer by layer
     (_masked_rnn) with F.dropout's masks.
+    PyTorch 2's F.scaled_dot_product_attention (nn.MultiheadAttention's
+    path there) is written as its math with F.dropout.
     counts: {"dropout": n, "rand": r}, per eager step."""
     import torch.nn.functional as F
     from .aten import RANDOM_STREAM
@@ -962,6 +964,9 @@ def random_ops(mode, seed=0, counts=None):
 
     patched.append((F, "dropout", F.dropout))
     F.dropout = dropout
+    if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2 (its dropout draws in ATen)
+        patched.append((F, "scaled_dot_product_attention", F.scaled_dot_product_attention))
+        F.scaled_dot_product_attention = torchversion.scaled_dot_product_attention
     for name, fn in (("dropout1d", channel_dropout(2)), ("dropout2d", channel_dropout(-1)),
                      ("dropout3d", channel_dropout(4)), ("alpha_dropout", alpha(False)),
                      ("feature_alpha_dropout", alpha(True)), ("rrelu", rrelu)):
@@ -1581,21 +1586,24 @@ class Traced:
                      for a, b in zip(grads32, grads)]
         return loss, grads, f32_error
 
-    def hooked_saved_bytes(self):
+    def hooked_saved_bytes(self, as_traced=False):
         """Bytes autograd saves for backward in eager mode, counted with
-        saved_tensors_hooks: each storage once, parameters excluded."""
+        saved_tensors_hooks: each storage once, parameters excluded.
+        as_traced: with the kernels the trace used (PyTorch 2's fused
+        attention saves less than its math: torchversion.math_kernels)."""
         w = self.workload
         module = copy_module(w.module)
-        param_ptrs = {p.storage().data_ptr() for p in list(module.parameters()) + self.params}
+        param_ptrs = {torchversion.storage(p)[0] for p in list(module.parameters()) + self.params}
         seen = {}
 
         def pack(t):
-            st = t.storage()
-            if st.data_ptr() not in param_ptrs and st.size() > 0:
-                seen[st.data_ptr()] = st.size() * t.element_size()
+            key, nbytes = torchversion.storage(t)
+            if key not in param_ptrs and nbytes > 0:
+                seen[key] = nbytes
             return t
+        kernels = torchversion.math_kernels() if as_traced else contextlib.nullcontext()
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-                random_ops("reference", self.seed):
+                random_ops("reference", self.seed), kernels:
             loss = w.loss_fn(module(*tensors_of(w.inputs)), w.targets)
         del loss
         return sum(seen.values())
@@ -1975,6 +1983,7 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
         "dropout_calls": traced.random_counts["dropout"],
         "saved": {"aot_autograd_values": len(traced.saved),
                   "hooks_bytes": traced.hooked_saved_bytes(),
+                  "hooks_bytes_as_traced": traced.hooked_saved_bytes(as_traced=True),
                   "argument_bytes": ex.saved_argument_bytes()},
     }
     with open(os.path.join(out_dir, f"{name}.json"), "w") as f:

@@ -5,6 +5,7 @@ the Python front end is here; the rest of act reads these names.
 """
 
 import contextlib
+import math
 import operator
 
 import torch
@@ -61,16 +62,31 @@ def aot_trace(step, args, decompositions):
 
 
 @contextlib.contextmanager
+def math_kernels():
+    """2.x: scaled_dot_product_attention as its math (matmuls, softmax,
+    dropout: ops act lowers, differentiated by autograd, as 1.13's
+    attention was), not the fused CPU kernel and its backward; recurrent
+    layers as their cells, not oneDNN's fused layer (mkldnn_rnn_layer).
+    The trace runs under it, and so does the eager count of saved bytes
+    that is compared with act's (hooks_bytes_as_traced)."""
+    if not TORCH2:
+        yield
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel([SDPBackend.MATH]), torch.backends.mkldnn.flags(enabled=False):
+        yield
+
+
+@contextlib.contextmanager
 def _traced_as_in_1_13():
     """2.x's differences while tracing: fake tensors refuse a real one made
     inside the step (`torch.tensor([1, -1])` as an index, a constant mask),
-    allowed as 1.13 allowed it (the trace captures it as a constant);
-    scaled_dot_product_attention and recurrent layers as their math."""
+    allowed as 1.13 allowed it (the trace captures it as a constant); the
+    math kernels."""
     if not TORCH2:
         yield
         return
     import torch._functorch.aot_autograd as aot
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     construct = aot.construct_fake_mode
 
     def allowing(*args, **kwargs):
@@ -79,15 +95,46 @@ def _traced_as_in_1_13():
         return mode, shape_env
     aot.construct_fake_mode = allowing
     try:
-        # Attention as its math (matmuls, softmax, dropout: ops act lowers,
-        # differentiated by autograd, as 1.13's attention was), not the
-        # fused CPU kernel and its backward.
-        # and recurrent layers as their cells, not oneDNN's fused layer
-        # (mkldnn_rnn_layer, 2.x's CPU path).
-        with sdpa_kernel([SDPBackend.MATH]), torch.backends.mkldnn.flags(enabled=False):
+        with math_kernels():
             yield
     finally:
         aot.construct_fake_mode = construct
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """PyTorch 2's F.scaled_dot_product_attention written as ATen's math
+    kernel (_scaled_dot_product_attention_math), its dropout through
+    F.dropout: export.random_ops puts it in place so that attention's
+    dropout draws act's Philox masks, the same in the trace and in the
+    float64 reference (ATen's kernel would draw from torch's generator)."""
+    import torch.nn.functional as F
+    length, source = query.size(-2), key.size(-2)
+    s = math.sqrt(1.0 / math.sqrt(query.size(-1)) if scale is None else scale)
+    if enable_gqa:
+        key = key.repeat_interleave(query.size(-3) // key.size(-3), -3)
+        value = value.repeat_interleave(query.size(-3) // value.size(-3), -3)
+    attn = (query * s) @ (key.transpose(-2, -1) * s)
+    if is_causal:
+        causal = torch.ones(length, source, dtype=torch.bool).tril()
+        attn = attn.masked_fill(~causal, float("-inf"))
+    if attn_mask is not None:
+        attn = (attn.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool
+                else attn + attn_mask)
+    attn = torch.softmax(attn, -1)
+    if dropout_p > 0:
+        attn = F.dropout(attn, dropout_p)
+    return attn @ value
+
+
+def storage(t):
+    """(key, bytes) of the storage under tensor t (untyped_storage in 2.x;
+    1.13's typed storage counted in elements)."""
+    if TORCH2:
+        st = t.untyped_storage()
+        return st.data_ptr(), st.nbytes()
+    st = t.storage()
+    return st.data_ptr(), st.size() * t.element_size()
 
 
 def normalize_forward(forward, mutated):

@@ -82,15 +82,18 @@ def test_saved_bytes_agree_with_saved_tensors_hooks(exported):
     out of its report), so those are added, and act's max-pool indices are
     window-local i8 where ATen saves i64 (7 bytes more per index). mlp, cnn
     and resnet18 agree to the byte; eager attention holds 4104 bytes more
-    than AOTAutograd's partition (docs/Exporter.md)."""
+    than AOTAutograd's partition (docs/Exporter.md). Eager with the kernels
+    the trace used (PyTorch 2's fused attention saves less than its math,
+    which act lowers: hooks_bytes_as_traced; the same under 1.13)."""
     manifest, out = exported
     report = driver.memory_report(manifest["files"]["joint"], out / "report.json")
     totals = report["graphs"][0]["totals"]
     narrow = sum(7 * math.prod(v["shape"]) for v in report["graphs"][0]["saved"]
                  if v["dtype"] == "i8")
     act_bytes = totals["saved_bytes_before"] + manifest["saved"]["argument_bytes"] + narrow
-    hooks = manifest["saved"]["hooks_bytes"]
-    print(f"{manifest['model']}: act {act_bytes} bytes, saved_tensors_hooks {hooks} bytes")
+    hooks = manifest["saved"]["hooks_bytes_as_traced"]
+    print(f"{manifest['model']}: act {act_bytes} bytes, saved_tensors_hooks {hooks} bytes "
+          f"(eager as it runs: {manifest['saved']['hooks_bytes']})")
     if manifest["model"] == "transformer":
         assert abs(act_bytes - hooks) <= 0.1 * hooks
     else:

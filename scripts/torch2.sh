@@ -8,7 +8,8 @@
 #   scripts/torch2.sh setup            make the root (idempotent)
 #   scripts/torch2.sh run CMD ARGS...  run CMD in it, in the checkout's python/
 #
-# Environment: ACT_TORCH2_ROOT (default: build-torch2/root beside build/),
+# (Debian's torch 2.6 has no libuv: USE_LIBUV=0 for torch.distributed's
+# TCP store.) Environment: ACT_TORCH2_ROOT (default: build-torch2/root beside build/),
 # ACT_TORCH2_SUITE (default: trixie).
 set -euo pipefail
 
@@ -89,7 +90,7 @@ run() {
     exec chroot "$root" env -i PATH=/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 \
       PYTHONPATH="$here/python" PYTHONDONTWRITEBYTECODE=1 \
       LD_LIBRARY_PATH=/opt/act-host-libs ACT_BIN_DIR="$here/build/bin" \
-      ACT_LIB_DIR="$here/build/lib" \
+      ACT_LIB_DIR="$here/build/lib" USE_LIBUV=0 \
       "${pass[@]}" \
       bash -c "cd \"$here/python\" && exec \"\$@\"" bash "$@"
   ' bash "$root" "$here" "$@"

@@ -1911,6 +1911,11 @@ def embedding(g, node, weight, indices, padding_idx=-1, *args):
     return g.reshape(rows, meta_shape(node), hint=node.name)
 
 
+BOOLEAN_MASK = ("indexing with a boolean mask, x[mask] (the result's shape depends on the "
+                "data; write the masked computation with the mask as a factor, e.g. "
+                "((o - y) ** 2 * m).sum() / m.sum() for F.mse_loss(o[m], y[m]))")
+
+
 @lowering("aten.index.Tensor")
 def index(g, node, x, indices):
     """x[i0, i1, ...] with index tensors (None for ':') that broadcast
@@ -1919,10 +1924,7 @@ def index(g, node, x, indices):
     pos = [k for k, i in enumerate(indices) if i is not None]
     # x[mask] keeps the elements where the mask is set: how many depends on
     # the data, but the trace fixed the count of the example batch.
-    require(all(indices[k].dtype != "i1" for k in pos), node,
-            "indexing with a boolean mask, x[mask] (the result's shape depends on the data; "
-            "write the masked computation with the mask as a factor, e.g. "
-            "((o - y) ** 2 * m).sum() / m.sum() for F.mse_loss(o[m], y[m]))")
+    require(all(indices[k].dtype != "i1" for k in pos), node, BOOLEAN_MASK)
     require(pos == list(range(pos[0], pos[-1] + 1)), node, "non-adjacent index tensors")
     from .mlir import broadcast_shape
     ishape = broadcast_shape([indices[k].shape for k in pos])

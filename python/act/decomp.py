@@ -655,3 +655,9 @@ def prelu_backward(grad, x, weight):
     while out.dim() > weight.dim():
         out = out.squeeze(-1)
     return torch.where(x > 0, grad, w * grad), out
+
+
+@register("vdot.default")
+def vdot(x, other):
+    """Real vectors: dot (PyTorch 2's spectral normalization uses vdot)."""
+    return (x * other).sum()

@@ -407,7 +407,8 @@ def quantile_static(input, q, dim=None, keepdim=False, *, interpolation="linear"
     if qs.dim() > 1 or interpolation not in ("linear", "lower", "higher", "nearest",
                                              "midpoint"):
         return _original(input, q, dim, keepdim, interpolation=interpolation)
-    if not isinstance(q, torch.Tensor) and not all(0 <= float(v) <= 1 for v in qs.reshape(-1)):
+    if not isinstance(q, torch.Tensor) and not all(
+            0 <= float(v) <= 1 for v in (q if isinstance(q, (list, tuple)) else [q])):
         raise ValueError("quantile() q values must be in the range [0, 1]")
     x = input.reshape(-1) if dim is None else input.movedim(dim, -1)
     n = x.shape[-1]
@@ -663,7 +664,8 @@ def reentrant_checkpoints():
     old = function.__dict__.get("apply")
 
     def apply(run, preserve_rng_state, *args):
-        return ckpt._checkpoint_without_reentrant(run, preserve_rng_state, *args)
+        return ckpt.checkpoint(run, *args, use_reentrant=False,
+                               preserve_rng_state=preserve_rng_state)
     function.apply = apply
     try:
         yield
@@ -1290,6 +1292,13 @@ class Traced:
             self.record_names = [n for n, _ in records]
             return (loss, *[v for _, v in records]) if records else loss
 
+        if workload.loss_fn is _ORIGINAL_F["cross_entropy"]:
+            # The targets' range needs concrete values: one eager forward
+            # (on a copy: BatchNorm updates its running statistics).
+            with torch.no_grad(), random_ops("reference", seed):
+                check_classification(copy_module(module)(*inputs), workload.targets,
+                                     concrete=True)
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             primals = [p.detach().requires_grad_(True) for p in self.params]
@@ -1316,6 +1325,11 @@ class Traced:
                     graphs, loss, mutated = torchversion.aot_trace(
                         step, [*primals, *[b.clone() for b in self.buffers], *inputs, *targets],
                         decompositions())
+                except Exception as e:
+                    if torchversion.data_dependent_shape(e):
+                        raise ExportError(f"{getattr(e, 'func', 'an op')}: {aten.BOOLEAN_MASK} "
+                                          f"is not supported") from None
+                    raise
                 finally:
                     self.close_substitutions(0)  # (the trace's backward has run)
                     for h in hooks:
@@ -1346,7 +1360,23 @@ class Traced:
                     "nn.utils.parametrizations.spectral_norm, does): normalize the weight "
                     "between steps instead, or drop it") from None
         self.forward, self.backward = graphs["forward"], graphs["backward"]
-        torchversion.normalize_forward(self.forward, mutated)
+        # PyTorch 2 traces a forward that updates a buffer in place as one
+        # returning its new value. act's step gives BatchNorm's statistics'
+        # updates itself (act.compile counts its batches); an update the
+        # forward does not read again is dropped, as 1.13's trace dropped it
+        # (DFQ's `executed`: act.export.record carries it); one it reads
+        # again is refused, as 1.13 (which failed on it above) refused it.
+        statistics = {id(t) for m in norms for t in m.buffers(recurse=False)}
+        nparams = len(self.params)
+        for i in torchversion.normalize_forward(self.forward, mutated):
+            if nparams <= i < nparams + len(self.buffers) and \
+                    id(self.buffers[i - nparams]) not in statistics:
+                raise ExportError(
+                    f"act cannot run a forward that updates a buffer in place which the "
+                    f"backward also reads ('{self.buffer_names[i - nparams]}'; spectral "
+                    f"normalization's power iteration, nn.utils.spectral_norm and "
+                    f"nn.utils.parametrizations.spectral_norm, does): normalize the weight "
+                    f"between steps instead, or drop it")
         self._check_against_eager(step, primals)
         # Constant tensors the trace captured: small ones are arith.constants
         # of the step, large ones arguments (written with the inputs).
@@ -1407,12 +1437,12 @@ class Traced:
         self.record_nodes = list(fw_out[1:1 + nrec])
         bw_ph = [n for n in self.backward.graph.nodes if n.op == "placeholder"]
         self.bw_saved, self.bw_tangents = bw_ph[:len(self.saved)], bw_ph[len(self.saved):]
-        # (AOTAutograd gives the recorded outputs tangents too; they are
-        # detached, so the backward never reads them.)
+        # (1.13's AOTAutograd gives the recorded outputs tangents too, 2.x's
+        # none; they are detached, so the backward never reads them.)
         self.bw_record_tangents = self.bw_tangents[1:]
         self.bw_tangents = self.bw_tangents[:1]
         if (len(fw_out) != 1 + nrec + len(self.saved)
-                or len(self.bw_record_tangents) != nrec
+                or len(self.bw_record_tangents) not in (0, nrec)
                 or any(n.users for n in self.bw_record_tangents)):
             raise ExportError("unexpected AOTAutograd partition (one loss output expected)")
         self.fw_placeholders = [n for n in self.forward.graph.nodes if n.op == "placeholder"]

@@ -38,8 +38,8 @@ def aot_trace(step, args, decompositions):
     """Runs `step(*args)` traced by AOTAutograd (functorch's aot_function,
     the default partition, `decompositions`); returns (graphs, result,
     mutated): graphs["forward"] now and graphs["backward"] once the caller
-    has run the result's backward; `mutated` the number of arguments the
-    step wrote (drop_mutation_outputs)."""
+    has run the result's backward; `mutated` the positions of the arguments
+    the step wrote (normalize_forward)."""
     import warnings
 
     from functorch.compile import aot_function, default_partition
@@ -48,7 +48,7 @@ def aot_trace(step, args, decompositions):
     def keep(kind):
         def compiler(gm, example_inputs):
             graphs[kind] = gm
-            return gm
+            return _runnable(gm)
         return compiler
 
     with warnings.catch_warnings(), _traced_as_in_1_13():
@@ -57,8 +57,35 @@ def aot_trace(step, args, decompositions):
                           partition_fn=default_partition, decompositions=decompositions)
         versions = [a._version for a in args]
         result = fn(*args)
-    mutated = sum(a._version != v for a, v in zip(args, versions))
+    mutated = [i for i, (a, v) in enumerate(zip(args, versions)) if a._version != v]
     return graphs, result, mutated
+
+
+def data_dependent_shape(error):
+    """Whether `error` is 2.x's refusal to trace an op whose result's shape
+    depends on the data (x[mask], nonzero, masked_select: its fake tensors
+    have no data; 1.13 traced the example batch's shape)."""
+    return type(error).__name__ in ("DynamicOutputShapeException", "DataDependentOutputException")
+
+
+def _runnable(gm):
+    """What PyTorch runs of a traced graph (the step's result and its
+    backward while tracing, the check against eager): 2.x's graph as
+    traced, its views as reshapes. The trace follows the strides of
+    PyTorch's meta functions, and some of 2.x's differ from its CPU
+    kernels' (_log_softmax_backward_data's output: the trace views what the
+    kernel gives as not viewable). act reads values, not strides: the
+    exported graph is the traced one."""
+    if not TORCH2:
+        return gm
+    import copy
+    run = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    views = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default}
+    for n in run.graph.nodes:
+        if n.op == "call_function" and n.target in views:
+            n.target = torch.ops.aten.reshape.default
+    run.recompile()
+    return run
 
 
 @contextlib.contextmanager
@@ -94,11 +121,18 @@ def _traced_as_in_1_13():
         mode.allow_non_fake_inputs = True
         return mode, shape_env
     aot.construct_fake_mode = allowing
+    # nn.Transformer's decoder asks whether its mask is the causal one by
+    # reading it (data-dependent, which fake tensors refuse): not causal,
+    # so the mask itself is applied (the same attention).
+    import torch.nn.modules.transformer as transformer
+    detect = transformer._detect_is_causal_mask
+    transformer._detect_is_causal_mask = lambda mask, is_causal=None, size=None: bool(is_causal)
     try:
         with math_kernels():
             yield
     finally:
         aot.construct_fake_mode = construct
+        transformer._detect_is_causal_mask = detect
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -138,17 +172,21 @@ def storage(t):
 
 
 def normalize_forward(forward, mutated):
-    """The forward graph as 1.13 traces it, for 2.x: its first `mutated`
-    outputs, the new values of the inputs the step writes (its runtime
+    """The forward graph as 1.13 traces it, for 2.x: its first outputs (one
+    per argument in `mutated`), the new values of the inputs the step writes (its runtime
     wrapper copies them back; act's lowering of batch norm gives the
     running statistics' updates itself), are removed; a training-mode
     batch norm's new running statistics, which 2.x saves for
     native_batch_norm_backward (training mode does not read them), are
-    replaced by the old ones, arguments as in 1.13 (nothing saved)."""
+    replaced by the old ones, arguments as in 1.13 (nothing saved).
+    Returns the arguments in `mutated` whose new value the forward also
+    reads (spectral normalization's power iteration): 1.13 could not trace
+    those, and the step would not carry the new value to the next."""
     if not TORCH2:
-        return
+        return []
     out = next(n for n in forward.graph.nodes if n.op == "output")
-    values = list(out.args[0][mutated:])
+    reread = [i for i, v in zip(mutated, out.args[0]) if len(v.users) > 1]
+    values = list(out.args[0][len(mutated):])
     for i, v in enumerate(values):
         if (v.op == "call_function" and v.target is operator.getitem and v.args[1] in (3, 4)
                 and str(v.args[0].target) == "aten._native_batch_norm_legit_functional.default"
@@ -157,6 +195,7 @@ def normalize_forward(forward, mutated):
     out.args = (tuple(values),)
     forward.graph.eliminate_dead_code()
     forward.recompile()
+    return reread
 
 
 # The aten-to-aten decompositions (torch._decomp.decompositions) of Debian

@@ -557,10 +557,12 @@ def index_add(x, dim, index, source, alpha=1):
     return x.scatter_add(dim, index.view(shape).expand(source.shape), source)
 
 
-# -- 1.13's decompositions that PyTorch 2 moved to torch._refs ---------------
-# (down to prims there): the same formulas, so that both versions reach
-# act.aten with the same ops. Used only where the running PyTorch's
-# aten-to-aten table lacks the op (export.decompositions()).
+# -- 1.13's decompositions, for PyTorch 2 ------------------------------------
+# Those 2.x moved to torch._refs (down to prims there) or writes otherwise
+# (embedding as weight[indices], which reads negative indices): the same
+# formulas, so that both versions reach act.aten with the same ops and
+# meaning. Used under 2.x only (export.decompositions(); 1.13's table has
+# them all, test_torchversion.py checks they compute the same).
 
 FALLBACKS = {}
 
@@ -573,6 +575,13 @@ def fallback(*names):
                 FALLBACKS[op] = fn
         return fn
     return add
+
+
+@fallback("embedding.default")
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    if indices.dim() == 1:
+        return weight.index_select(0, indices)
+    return weight.index_select(0, indices.reshape(-1)).view(list(indices.shape) + [weight.shape[1]])
 
 
 @fallback("rsub.Scalar", "rsub.Tensor")

@@ -94,7 +94,8 @@ def decompositions():
     decomposition is a torch._refs one): what reaches act.aten is the closed
     set of docs/Exporter.md. Under PyTorch 2, only the ops 1.13 decomposed
     (torchversion.DECOMPOSED_1_13) and ops new in 2 (NEW_IN_2); those it
-    moved to torch._refs from act.decomp.FALLBACKS."""
+    moved to torch._refs or decomposes differently, by 1.13's formulas
+    (act.decomp.FALLBACKS)."""
     from torch._decomp import decomposition_table
 
     from .decomp import DECOMPOSITIONS, FALLBACKS
@@ -105,8 +106,8 @@ def decompositions():
              and (not torchversion.TORCH2
                   or str(op).removeprefix("aten.") in torchversion.DECOMPOSED_1_13
                   or str(op).removeprefix("aten.") in torchversion.NEW_IN_2)}
-    for op, fn in FALLBACKS.items():
-        table.setdefault(op, fn)
+    if torchversion.TORCH2:
+        table.update(FALLBACKS)
     table.update(DECOMPOSITIONS)
     return table
 
@@ -1313,14 +1314,17 @@ class Traced:
                      if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training
                      and m.track_running_stats]
             runs = {id(m): 0 for m in norms}
+            checkpointed = set()  # run inside a checkpoint region's forward
             self._in_forward = False
 
             def count(m, _):
                 if not self._in_forward:
                     runs[id(m)] += 1
+                elif regions[0]:
+                    checkpointed.add(id(m))
             hooks = [m.register_forward_pre_hook(count) for m in norms]
             with random_ops("trace"), static_losses(), packed_sequences(module), \
-                    reentrant_checkpoints():
+                    reentrant_checkpoints(), torchversion.checkpoint_regions() as regions:
                 try:
                     graphs, loss, mutated = torchversion.aot_trace(
                         step, [*primals, *[b.clone() for b in self.buffers], *inputs, *targets],
@@ -1335,9 +1339,11 @@ class Traced:
                     for h in hooks:
                         h.remove()
             # (Runs outside the step's forward are the backward's: one
-            # joint backward is traced.)
-            self.bn_updates = {name: 1 + runs[id(m)] for name, m in module.named_modules()
-                               if runs.get(id(m))}
+            # joint backward is traced. PyTorch 2's traces no recomputation:
+            # a region's module counts once more, as eager recomputes it.)
+            self.bn_updates = {name: 1 + max(runs[id(m)], id(m) in checkpointed)
+                               for name, m in module.named_modules()
+                               if runs.get(id(m)) or id(m) in checkpointed}
             if self.record_names:
                 loss = loss[0]
             if not isinstance(loss, torch.Tensor) or loss.dim() != 0:

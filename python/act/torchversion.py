@@ -161,6 +161,40 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return attn @ value
 
 
+@contextlib.contextmanager
+def checkpoint_regions():
+    """Yields [depth]: how many torch.utils.checkpoint regions (the
+    non-reentrant form, where export.reentrant_checkpoints sends the
+    reentrant one) are running. 1.13's trace recomputes a region in the
+    traced backward; 2.x's AOTAutograd saves its values instead, so what
+    eager recomputes (a BatchNorm that counts its batches twice) is told
+    by this."""
+    import torch.utils.checkpoint as ckpt
+    depth = [0]
+    name = "_checkpoint_without_reentrant_generator" if TORCH2 else "_checkpoint_without_reentrant"
+    original = getattr(ckpt, name)
+
+    if TORCH2:
+        def wrapped(*args, **kwargs):
+            depth[0] += 1
+            try:
+                yield from original(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+    else:
+        def wrapped(*args, **kwargs):
+            depth[0] += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+    setattr(ckpt, name, wrapped)
+    try:
+        yield depth
+    finally:
+        setattr(ckpt, name, original)
+
+
 def storage(t):
     """(key, bytes) of the storage under tensor t (untyped_storage in 2.x;
     1.13's typed storage counted in elements)."""

@@ -8,13 +8,15 @@
 #   scripts/torch2.sh setup            make the root (idempotent)
 #   scripts/torch2.sh run CMD ARGS...  run CMD in it, in the checkout's python/
 #
-# (Debian's torch 2.6 has no libuv: USE_LIBUV=0 for torch.distributed's
-# TCP store.) Environment: ACT_TORCH2_ROOT (default: build-torch2/root beside build/),
-# ACT_TORCH2_SUITE (default: trixie).
+# act's tools and C API come from ACT_BUILD_DIR (default: build/), bound
+# in too. Debian's torch 2.6 has no libuv: USE_LIBUV=0 for
+# torch.distributed's TCP store. Environment: ACT_TORCH2_ROOT (default:
+# build-torch2/root), ACT_TORCH2_SUITE (default: trixie).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=${ACT_TORCH2_ROOT:-$here/build-torch2/root}
+build_dir=${ACT_BUILD_DIR:-$here/build}
 suite=${ACT_TORCH2_SUITE:-trixie}
 # What act's Python front end and its tests use (as scripts/setup.sh
 # installs for 1.13).
@@ -57,7 +59,7 @@ setup() {
 host_libraries() {
   local farm="$root/opt/act-host-libs" bins=()
   rm -rf "$farm" && mkdir -p "$farm" "$root/host-lib" "$root/usr/lib/llvm-22"
-  for f in "$here"/build/bin/act-* "$here"/build/lib/*.so; do
+  for f in "$build_dir"/bin/act-* "$build_dir"/lib/*.so; do
     [ -x "$f" ] && bins+=("$f")
   done
   ((${#bins[@]})) || return 0
@@ -75,12 +77,13 @@ host_libraries() {
 run() {
   setup
   host_libraries
-  mkdir -p "$root$here" "$root/proc" "$root/tmp"
+  mkdir -p "$root$here" "$root$build_dir" "$root/proc" "$root/tmp"
   # A private mount namespace: the binds end with the command.
   exec unshare --mount --propagation private bash -c '
     set -e
-    root=$1; here=$2; shift 2
+    root=$1; here=$2; build_dir=$3; shift 3
     mount --bind "$here" "$root$here"
+    case "$build_dir/" in "$here"/*) ;; *) mount --bind "$build_dir" "$root$build_dir" ;; esac
     mount --bind /tmp "$root/tmp"
     mount -t proc proc "$root/proc"
     mount --bind /dev "$root/dev"
@@ -89,11 +92,11 @@ run() {
     mapfile -t pass < <(env | grep -E "^(ACT_|OMP_NUM_THREADS=)" || true)
     exec chroot "$root" env -i PATH=/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 \
       PYTHONPATH="$here/python" PYTHONDONTWRITEBYTECODE=1 \
-      LD_LIBRARY_PATH=/opt/act-host-libs ACT_BIN_DIR="$here/build/bin" \
-      ACT_LIB_DIR="$here/build/lib" USE_LIBUV=0 \
+      LD_LIBRARY_PATH=/opt/act-host-libs ACT_BIN_DIR="$build_dir/bin" \
+      ACT_LIB_DIR="$build_dir/lib" USE_LIBUV=0 \
       "${pass[@]}" \
       bash -c "cd \"$here/python\" && exec \"\$@\"" bash "$@"
-  ' bash "$root" "$here" "$@"
+  ' bash "$root" "$here" "$build_dir" "$@"
 }
 
 case "${1:-}" in

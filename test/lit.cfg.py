@@ -28,7 +28,7 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 # instruction sets (scripts/test.sh runs the suite once with AVX2 only).
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "ASAN_OPTIONS",
                                      "UBSAN_OPTIONS", "ONEDNN_MAX_CPU_ISA",
-                                     "ACT_CPU_FEATURES"])
+                                     "ACT_CPU_FEATURES", "ACT_TORCH2_ROOT"])
 llvm_config.use_default_substitutions()
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
@@ -90,3 +90,13 @@ if os.path.exists(system_python) and subprocess.run(
         [system_python, "-c", "import torch, torchvision"],
         capture_output=True).returncode == 0:
     config.available_features.add("torch")
+
+# PyTorch 2 (Debian 13's torch 2.6 in the root scripts/torch2.sh makes; it
+# needs root): the exporter's oracle again under it (test/Python/torch2.test).
+torch2_root = os.environ.get("ACT_TORCH2_ROOT",
+                             os.path.join(config.act_src_root, "build-torch2", "root"))
+if os.path.exists(os.path.join(torch2_root, ".act-ready")) and os.geteuid() == 0:
+    config.available_features.add("torch2")
+config.substitutions.append(
+    ("%torch2", "env ACT_BUILD_DIR=" + config.act_obj_root + " bash "
+     + os.path.join(config.act_src_root, "scripts", "torch2.sh") + " run"))

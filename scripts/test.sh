@@ -20,6 +20,18 @@ if [ "${1:-}" = --sanitize ]; then
 fi
 build_dir=${ACT_BUILD_DIR:-$here/build}
 "$here/scripts/setup.sh"
+# PyTorch 2 beside Debian's 1.13 (a Debian 13 root, scripts/torch2.sh):
+# test/Python/torch2.test runs the exporter's oracle under it. Without
+# root or Debian 13's archive that test is UNSUPPORTED, said here;
+# ACT_TORCH2=0 skips making the root.
+if [ "${ACT_TORCH2:-1}" != 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    "$here/scripts/torch2.sh" setup ||
+      echo "test.sh: warning: no PyTorch 2 root (scripts/torch2.sh setup failed): torch2.test will be UNSUPPORTED" >&2
+  else
+    echo "test.sh: warning: not root, no PyTorch 2 root: torch2.test will be UNSUPPORTED" >&2
+  fi
+fi
 # The C++ is clang-formatted (.clang-format, clang-format-22).
 "$here/scripts/format.sh" --check
 cmake --build "$build_dir" --target check-act

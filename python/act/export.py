@@ -784,7 +784,7 @@ def reference_precision(dtype):
 
 
 @contextlib.contextmanager
-def random_ops(mode, seed=0, counts=None):
+def random_ops(mode, seed=0, counts=None, math_attention=True):
     """How randomness is traced. F.dropout (also inside
     nn.MultiheadAttention and nn.TransformerEncoderLayer) becomes
     aten.native_dropout, which act lowers to a Philox mask from the step's
@@ -803,7 +803,7 @@ def random_ops(mode, seed=0, counts=None):
     nn.LSTM/GRU/RNN with dropout between layers runs layer by layer
     (_masked_rnn) with F.dropout's masks.
     PyTorch 2's F.scaled_dot_product_attention (nn.MultiheadAttention's
-    path there) is written as its math with F.dropout.
+    path there) is written as its math with F.dropout (math_attention).
     counts: {"dropout": n, "rand": r}, per eager step."""
     import torch.nn.functional as F
     from .aten import RANDOM_STREAM
@@ -967,7 +967,7 @@ def random_ops(mode, seed=0, counts=None):
 
     patched.append((F, "dropout", F.dropout))
     F.dropout = dropout
-    if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2 (its dropout draws in ATen)
+    if math_attention and hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2
         patched.append((F, "scaled_dot_product_attention", F.scaled_dot_product_attention))
         F.scaled_dot_product_attention = torchversion.scaled_dot_product_attention
     for name, fn in (("dropout1d", channel_dropout(2)), ("dropout2d", channel_dropout(-1)),
@@ -1639,7 +1639,7 @@ class Traced:
             return t
         kernels = torchversion.math_kernels() if as_traced else contextlib.nullcontext()
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-                random_ops("reference", self.seed), kernels:
+                random_ops("reference", self.seed, math_attention=as_traced), kernels:
             loss = w.loss_fn(module(*tensors_of(w.inputs)), w.targets)
         del loss
         return sum(seen.values())

@@ -95,8 +95,10 @@ if os.path.exists(system_python) and subprocess.run(
 # needs root): the exporter's oracle again under it (test/Python/torch2.test).
 torch2_root = os.environ.get("ACT_TORCH2_ROOT",
                              os.path.join(config.act_src_root, "build-torch2", "root"))
-if os.path.exists(os.path.join(torch2_root, ".act-ready")) and os.geteuid() == 0:
+torch2_sh = os.path.join(config.act_src_root, "scripts", "torch2.sh")
+if os.path.exists(os.path.join(torch2_root, ".act-ready")) and os.geteuid() == 0 and \
+        subprocess.run(["bash", torch2_sh, "run", "python3", "-c", "import torch"],
+                       capture_output=True, timeout=120).returncode == 0:
     config.available_features.add("torch2")
 config.substitutions.append(
-    ("%torch2", "env ACT_BUILD_DIR=" + config.act_obj_root + " bash "
-     + os.path.join(config.act_src_root, "scripts", "torch2.sh") + " run"))
+    ("%torch2", "env ACT_BUILD_DIR=" + config.act_obj_root + " bash " + torch2_sh + " run"))

@@ -50,7 +50,7 @@ from . import capi, driver
 from .export import (ExportError, Exporter, Traced, copy_module, header, random_ops,
                      record)
 from .models import Workload, not_tensors, tensors_of
-from .training import _progress, step_layout, update_buffers
+from .training import _progress, require_cpu, step_layout, update_buffers
 
 
 class _Exported(nn.Module):
@@ -370,6 +370,7 @@ class Module(nn.Module):
         if wrong:
             raise TypeError(f"act.Module: {wrong}")
         inputs = tuple(t.contiguous() for t in inputs)
+        require_cpu("act.Module", self.module, inputs)
         with torch.autocast("cpu", enabled=False):
             variant = self._variant(inputs)
         layout = variant.layout

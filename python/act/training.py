@@ -315,6 +315,7 @@ class Step:
             with torch.autocast("cpu", enabled=False), torch.autocast("cuda", enabled=False):
                 return self(inputs, targets)
         inputs, targets = _contiguous(inputs), _contiguous(targets, "targets")
+        require_cpu("act.compile's step", self.module, tensors_of(inputs) + tensors_of(targets))
         if not torch.is_grad_enabled():
             return self._forward_only(inputs, targets)
         shapes = self._shapes(inputs, targets)
@@ -427,6 +428,22 @@ def _contiguous(value, what="inputs"):
     if wrong:
         raise TypeError(f"act.compile's step: {wrong}")
     return rebuilt(value, [t.contiguous() for t in tensors_of(value)])
+
+
+def require_cpu(api, module, tensors):
+    """act's steps run on the CPU: a module or batch elsewhere (CUDA) is
+    refused with what to do, before PyTorch fails inside the C API."""
+    where = next(((f"{kind} '{name}'", t.device) for kind, named in
+                  (("parameter", module.named_parameters()), ("buffer", module.named_buffers()))
+                  for name, t in named if t.device.type != "cpu"), None)
+    if where is None:
+        where = next(((f"batch tensor {i}", t.device) for i, t in enumerate(tensors)
+                      if t.device.type != "cpu"), None)
+    if where is not None:
+        raise ValueError(
+            f"{api}: {where[0]} is on {where[1]}; act runs training steps on the CPU for "
+            f"now (a step on CUDA tensors is not built yet): move the model and the "
+            f"batches there with .cpu()")
 
 
 def update_buffers(buffers, values, norms, again):
@@ -578,6 +595,7 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
                 compute_bits, adapt_interval, adapt_batches, keep_work_dir)
     if example_inputs is not None and example_targets is not None:
-        _, _, step.saved_bytes = step._prepare(_contiguous(example_inputs),
-                                               _contiguous(example_targets))
+        inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
+        require_cpu("act.compile", module, tensors_of(inputs) + tensors_of(targets))
+        _, _, step.saved_bytes = step._prepare(inputs, targets)
     return step

@@ -1008,3 +1008,21 @@ def test_checkpointed_batchnorm_counts_batches_as_eager_does(tmp_path):
     assert torch.allclose(bn.running_var, bn_eager.running_var, atol=1e-6)
     for p, q in zip(model.parameters(), eager.parameters()):
         assert torch.allclose(p.grad, q.grad, atol=1e-5)
+
+
+def test_tensors_off_the_cpu_are_refused():
+    """act's steps run on the CPU: a batch or a model elsewhere (CUDA; here
+    PyTorch's meta device, which any build has) gets one clear error from
+    act.compile and act.Module, not a failure inside the C API."""
+    x, y = torch.randn(2, 4), torch.randint(0, 3, (2,))
+    step = act.compile(nn.Linear(4, 3), F.cross_entropy)
+    with pytest.raises(ValueError, match=r"^act.compile's step: batch tensor 0 is on meta; act "
+                                         r"runs training steps on the CPU"):
+        step(x.to("meta"), y)
+    away = nn.Linear(4, 3).to("meta")
+    with pytest.raises(ValueError, match=r"^act.compile: parameter 'weight' is on meta.*\.cpu\(\)"):
+        act.compile(away, F.cross_entropy, x, y)
+    with pytest.raises(ValueError, match=r"^act.compile's step: parameter 'weight' is on meta"):
+        act.compile(away, F.cross_entropy)(x, y)
+    with pytest.raises(ValueError, match=r"^act.Module: parameter 'weight' is on meta"):
+        act.Module(away)(x)

@@ -226,6 +226,9 @@ class CompiledStep:
             raise ActError(f"the {what} takes {len(specs)} arguments, got {len(args)}")
         tensors = (_Tensor * max(1, len(args)))()
         for i, (a, (dtype, _)) in enumerate(zip(args, specs)):
+            if getattr(getattr(a, "device", None), "type", "cpu") != "cpu":
+                raise ActError(f"argument {i} of the {what} is on {a.device}; act's steps run "
+                               f"on the CPU")
             kind = _TORCH_KINDS.get(str(getattr(a, "dtype", None)))
             if (kind is not None and hasattr(a, "data_ptr") and a.device.type == "cpu"
                     and KINDS[kind] is dtype.type and a.is_contiguous()):

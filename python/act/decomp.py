@@ -26,16 +26,22 @@ DECOMPOSITIONS = {}
 _NONE, _MEAN, _SUM = 0, 1, 2
 
 
-def register(*ops):
-    """`fn` as the decomposition of `ops` (overloads, or their names where
-    an overload exists in only some PyTorch versions: act.torchversion)."""
-    def add(fn):
-        for op in ops:
-            op = overload(op) if isinstance(op, str) else op
-            if op is not None:
-                DECOMPOSITIONS[op] = fn
-        return fn
-    return add
+def _registrar(table):
+    def register(*ops):
+        """`fn` as the decomposition of `ops` in `table` (overloads, or their
+        names where an overload exists in only some PyTorch versions:
+        act.torchversion)."""
+        def add(fn):
+            for op in ops:
+                op = overload(op) if isinstance(op, str) else op
+                if op is not None:
+                    table[op] = fn
+            return fn
+        return add
+    return register
+
+
+register = _registrar(DECOMPOSITIONS)
 
 
 def _reduce(loss, reduction):
@@ -565,16 +571,7 @@ def index_add(x, dim, index, source, alpha=1):
 # them all, test_torchversion.py checks they compute the same).
 
 FALLBACKS = {}
-
-
-def fallback(*names):
-    def add(fn):
-        for name in names:
-            op = overload(name)
-            if op is not None:
-                FALLBACKS[op] = fn
-        return fn
-    return add
+fallback = _registrar(FALLBACKS)
 
 
 @fallback("embedding.default")
@@ -650,6 +647,11 @@ def dot(x, other):
     return (x * other).sum()
 
 
+# Real vectors: vdot is dot (PyTorch 2's spectral normalization uses it),
+# in every version.
+register("vdot.default")(dot)
+
+
 @fallback("hardshrink_backward.default", "softshrink_backward.default")
 def shrink_backward(grad, x, lambd):
     return torch.where((x >= -lambd) & (x <= lambd), 0.0, grad)
@@ -664,9 +666,3 @@ def prelu_backward(grad, x, weight):
     while out.dim() > weight.dim():
         out = out.squeeze(-1)
     return torch.where(x > 0, grad, w * grad), out
-
-
-@register("vdot.default")
-def vdot(x, other):
-    """Real vectors: dot (PyTorch 2's spectral normalization uses vdot)."""
-    return (x * other).sum()

@@ -99,13 +99,12 @@ def decompositions():
     from torch._decomp import decomposition_table
 
     from .decomp import DECOMPOSITIONS, FALLBACKS
-    table = {op: fn for op, fn in decomposition_table.items()
-             if getattr(fn, "__module__", "") == "torch._decomp.decompositions"
-             and op.name().split("::")[-1] not in OWN_LOWERINGS
-             and op.name().split("::")[-1] not in torchversion.BATCH_NORM_OPS
-             and (not torchversion.TORCH2
-                  or str(op).removeprefix("aten.") in torchversion.DECOMPOSED_1_13
-                  or str(op).removeprefix("aten.") in torchversion.NEW_IN_2)}
+    def taken(op, fn):
+        short = op.name().split("::")[-1]
+        return (getattr(fn, "__module__", "") == "torch._decomp.decompositions"
+                and short not in OWN_LOWERINGS and short not in torchversion.BATCH_NORM_OPS
+                and torchversion.takes_decomposition(str(op).removeprefix("aten.")))
+    table = {op: fn for op, fn in decomposition_table.items() if taken(op, fn)}
     if torchversion.TORCH2:
         table.update(FALLBACKS)
     table.update(DECOMPOSITIONS)
@@ -1045,6 +1044,15 @@ class ExportError(Exception):
     pass
 
 
+def _buffer_read_again(who, which=""):
+    """The refusal of a forward that updates a buffer in place and reads it
+    again (`which`: the buffer, where known)."""
+    return (f"{who} cannot run a forward that updates a buffer in place which the backward "
+            f"also reads ({which}spectral normalization's power iteration, "
+            f"nn.utils.spectral_norm and nn.utils.parametrizations.spectral_norm, does): "
+            f"normalize the weight between steps instead, or drop it")
+
+
 def check_classification(out, targets, concrete=False):
     """What the default loss (cross-entropy) needs, said before PyTorch
     fails somewhere inside it."""
@@ -1359,12 +1367,8 @@ class Traced:
                     raise
                 # torch 1.13's AOTAutograd writes the buffers the forward
                 # updates back into its inputs, which its backward saved.
-                raise ExportError(
-                    "PyTorch's trace of the step (AOTAutograd) cannot run a forward that "
-                    "updates a buffer in place which the backward also reads (spectral "
-                    "normalization's power iteration, nn.utils.spectral_norm and "
-                    "nn.utils.parametrizations.spectral_norm, does): normalize the weight "
-                    "between steps instead, or drop it") from None
+                raise ExportError(_buffer_read_again("PyTorch's trace of the step "
+                                                     "(AOTAutograd)")) from None
         self.forward, self.backward = graphs["forward"], graphs["backward"]
         # PyTorch 2 traces a forward that updates a buffer in place as one
         # returning its new value. act's step gives BatchNorm's statistics'
@@ -1377,12 +1381,8 @@ class Traced:
         for i in torchversion.normalize_forward(self.forward, mutated):
             if nparams <= i < nparams + len(self.buffers) and \
                     id(self.buffers[i - nparams]) not in statistics:
-                raise ExportError(
-                    f"act cannot run a forward that updates a buffer in place which the "
-                    f"backward also reads ('{self.buffer_names[i - nparams]}'; spectral "
-                    f"normalization's power iteration, nn.utils.spectral_norm and "
-                    f"nn.utils.parametrizations.spectral_norm, does): normalize the weight "
-                    f"between steps instead, or drop it")
+                raise ExportError(_buffer_read_again(
+                    "act", f"'{self.buffer_names[i - nparams]}'; "))
         self._check_against_eager(step, primals)
         # Constant tensors the trace captured: small ones are arith.constants
         # of the step, large ones arguments (written with the inputs).
@@ -1994,6 +1994,8 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
             paths.append(path)
         extra.append(paths)
     loss, grads, f32_error = traced.reference()
+    # (Under 1.13 eager runs the traced kernels: counted once.)
+    hooks_bytes = traced.hooked_saved_bytes()
     np.save(os.path.join(ref_dir, "loss.npy"), loss.numpy())
     for i, gr in enumerate(grads):
         np.save(os.path.join(ref_dir, f"grad_{i}.npy"), gr.numpy())
@@ -2018,8 +2020,9 @@ def export(spec, batch, seed, out_dir, argv=(), batches=1):
                       "arguments": traced.large_constants},
         "dropout_calls": traced.random_counts["dropout"],
         "saved": {"aot_autograd_values": len(traced.saved),
-                  "hooks_bytes": traced.hooked_saved_bytes(),
-                  "hooks_bytes_as_traced": traced.hooked_saved_bytes(as_traced=True),
+                  "hooks_bytes": hooks_bytes,
+                  "hooks_bytes_as_traced": (traced.hooked_saved_bytes(as_traced=True)
+                                            if torchversion.TORCH2 else hooks_bytes),
                   "argument_bytes": ex.saved_argument_bytes()},
     }
     with open(os.path.join(out_dir, f"{name}.json"), "w") as f:

@@ -185,6 +185,7 @@ class Module(nn.Module):
         return variant
 
     def _compile(self, inputs, name):
+        require_cpu("act.Module", (), self.module)
         grad_inputs = {i: t for i, t in enumerate(inputs) if t.requires_grad}
         for i, t in grad_inputs.items():
             if not t.is_floating_point():
@@ -370,7 +371,7 @@ class Module(nn.Module):
         if wrong:
             raise TypeError(f"act.Module: {wrong}")
         inputs = tuple(t.contiguous() for t in inputs)
-        require_cpu("act.Module", self.module, inputs)
+        require_cpu("act.Module", inputs)
         with torch.autocast("cpu", enabled=False):
             variant = self._variant(inputs)
         layout = variant.layout

@@ -207,9 +207,9 @@ def storage(t):
 
 def normalize_forward(forward, mutated):
     """The forward graph as 1.13 traces it, for 2.x: its first outputs (one
-    per argument in `mutated`), the new values of the inputs the step writes (its runtime
-    wrapper copies them back; act's lowering of batch norm gives the
-    running statistics' updates itself), are removed; a training-mode
+    per argument in `mutated`), the new values of the inputs the step
+    writes (its runtime wrapper copies them back; act's lowering of batch
+    norm gives the running statistics' updates itself), are removed; a training-mode
     batch norm's new running statistics, which 2.x saves for
     native_batch_norm_backward (training mode does not read them), are
     replaced by the old ones, arguments as in 1.13 (nothing saved).
@@ -237,8 +237,8 @@ def normalize_forward(forward, mutated):
 # (docs/Exporter.md) was built on. Under 2.x only these of PyTorch's own
 # are taken (2.x decomposes more ops, among them ops act lowers itself, and
 # moved some of these to torch._refs: act.decomp.FALLBACKS has them), so
-# both versions reach act.aten with the same ops. test_export.py checks the
-# list against 1.13's table.
+# both versions reach act.aten with the same ops. test_torchversion.py
+# checks the list against 1.13's table.
 # Ops PyTorch 2 traces that 1.13 did not have; PyTorch's own aten-to-aten
 # decompositions of them are taken too.
 NEW_IN_2 = frozenset((
@@ -246,6 +246,13 @@ NEW_IN_2 = frozenset((
     "_unsafe_masked_index_put_accumulate.default", "_safe_softmax.default",
     "_prelu_kernel_backward.default",
 ))
+
+def takes_decomposition(name):
+    """Whether the exporter takes PyTorch's own aten-to-aten decomposition
+    of the overload `name` ("rsub.Scalar"): all of 1.13's; under 2.x those
+    1.13 had (DECOMPOSED_1_13) and those of ops new in 2.x (NEW_IN_2)."""
+    return not TORCH2 or name in DECOMPOSED_1_13 or name in NEW_IN_2
+
 
 DECOMPOSED_1_13 = frozenset((
     "_adaptive_avg_pool2d.default", "_adaptive_avg_pool2d.out", "_euclidean_dist.default",

@@ -143,6 +143,7 @@ class Step:
         shapes = self._shapes(inputs, targets)
         if shapes in self._exports:
             return self._exports[shapes]
+        require_cpu("act.compile's step", (), self.module)
         name = f"step{len(self._exports)}"
         # Tracing leaves the module's buffers alone (it substitutes copies).
         traced = Traced(Workload(name, self.module, inputs, targets, self.loss_fn), self.seed)
@@ -315,7 +316,7 @@ class Step:
             with torch.autocast("cpu", enabled=False), torch.autocast("cuda", enabled=False):
                 return self(inputs, targets)
         inputs, targets = _contiguous(inputs), _contiguous(targets, "targets")
-        require_cpu("act.compile's step", self.module, tensors_of(inputs) + tensors_of(targets))
+        require_cpu("act.compile's step", tensors_of(inputs) + tensors_of(targets))
         if not torch.is_grad_enabled():
             return self._forward_only(inputs, targets)
         shapes = self._shapes(inputs, targets)
@@ -430,15 +431,16 @@ def _contiguous(value, what="inputs"):
     return rebuilt(value, [t.contiguous() for t in tensors_of(value)])
 
 
-def require_cpu(api, module, tensors):
-    """act's steps run on the CPU: a module or batch elsewhere (CUDA) is
-    refused with what to do, before PyTorch fails inside the C API."""
-    where = next(((f"{kind} '{name}'", t.device) for kind, named in
-                  (("parameter", module.named_parameters()), ("buffer", module.named_buffers()))
-                  for name, t in named if t.device.type != "cpu"), None)
-    if where is None:
-        where = next(((f"batch tensor {i}", t.device) for i, t in enumerate(tensors)
-                      if t.device.type != "cpu"), None)
+def require_cpu(api, tensors, module=None):
+    """act's steps run on the CPU: a batch, or a module (checked when a
+    step is compiled), elsewhere (CUDA) is refused with what to do, before
+    PyTorch fails inside the C API (which refuses a tensor moved later)."""
+    named = [] if module is None else [
+        (f"{kind} '{name}'", t) for kind, items in
+        (("parameter", module.named_parameters()), ("buffer", module.named_buffers()))
+        for name, t in items]
+    named += [(f"batch tensor {i}", t) for i, t in enumerate(tensors)]
+    where = next(((what, t.device) for what, t in named if t.device.type != "cpu"), None)
     if where is not None:
         raise ValueError(
             f"{api}: {where[0]} is on {where[1]}; act runs training steps on the CPU for "
@@ -596,6 +598,6 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
                 compute_bits, adapt_interval, adapt_batches, keep_work_dir)
     if example_inputs is not None and example_targets is not None:
         inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
-        require_cpu("act.compile", module, tensors_of(inputs) + tensors_of(targets))
+        require_cpu("act.compile", tensors_of(inputs) + tensors_of(targets), module)
         _, _, step.saved_bytes = step._prepare(inputs, targets)
     return step

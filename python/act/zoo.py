@@ -16,6 +16,7 @@ The names are usable wherever the exporter takes a model (`zoo.NAME`).
 """
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -750,7 +751,6 @@ def export_model(name, out_root):
 def exported_model(name, out_root):
     """The row and manifest of a model exported before (--export-only,
     perhaps under another PyTorch: scripts/torch2.sh), or its export error."""
-    import json
     path = os.path.join(out_root, name, f"{name}.json")
     if not os.path.exists(path):
         error = os.path.join(out_root, name, "export_error.txt")
@@ -838,18 +838,14 @@ def compare_exports(names, dir_a, dir_b):
     exporter's value names and comments): one line per model, 'same' or the
     first line that differs."""
     from . import driver
-
-    def torch_of(d, name):
-        import json
-        path = os.path.join(d, name, f"{name}.json")
-        return json.load(open(path)).get("torch", "?") if os.path.exists(path) else None
-
-    same = 0
+    same, versions = 0, [set(), set()]
     for name in names:
-        versions = [torch_of(d, name) for d in (dir_a, dir_b)]
-        if None in versions:
+        manifests = [exported_model(name, d)[1] for d in (dir_a, dir_b)]
+        if None in manifests:
             print(f"{name}: not exported in both", flush=True)
             continue
+        for seen, m in zip(versions, manifests):
+            seen.add(m.get("torch", "?"))
         verdict = "same"
         for form in ("", "_split"):
             a, b = (driver.run("act-opt", os.path.join(d, name, f"{name}{form}.mlir")).stdout
@@ -863,7 +859,7 @@ def compare_exports(names, dir_a, dir_b):
         same += verdict == "same"
         print(f"{name}: {verdict}", flush=True)
     print(f"\n{same} of {len(names)} models: the same MLIR exported by torch "
-          f"{versions[0]} and {versions[1]}")
+          f"{', '.join(sorted(versions[0])) or '?'} and {', '.join(sorted(versions[1])) or '?'}")
     return 0 if same == len(names) else 1
 
 

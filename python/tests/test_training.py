@@ -1010,10 +1010,12 @@ def test_checkpointed_batchnorm_counts_batches_as_eager_does(tmp_path):
         assert torch.allclose(p.grad, q.grad, atol=1e-5)
 
 
-def test_tensors_off_the_cpu_are_refused():
+def test_tensors_off_the_cpu_are_refused(tmp_path):
     """act's steps run on the CPU: a batch or a model elsewhere (CUDA; here
     PyTorch's meta device, which any build has) gets one clear error from
-    act.compile and act.Module, not a failure inside the C API."""
+    act.compile and act.Module (the model's tensors checked when a step
+    compiles, the batch at every call), and the C API binding refuses what
+    reaches it off the CPU, instead of a NumPy failure."""
     x, y = torch.randn(2, 4), torch.randint(0, 3, (2,))
     step = act.compile(nn.Linear(4, 3), F.cross_entropy)
     with pytest.raises(ValueError, match=r"^act.compile's step: batch tensor 0 is on meta; act "
@@ -1026,3 +1028,16 @@ def test_tensors_off_the_cpu_are_refused():
         act.compile(away, F.cross_entropy)(x, y)
     with pytest.raises(ValueError, match=r"^act.Module: parameter 'weight' is on meta"):
         act.Module(away)(x)
+    # A model moved after its step compiled: its new tensors compile anew,
+    # and are refused there; whatever reaches the C API binding off the
+    # CPU is refused by it.
+    model = nn.Linear(4, 3)
+    step = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path))
+    _, src, layout = step._export(x, y)
+    args = step._arguments(layout, x, y, 0)
+    model.to("meta")
+    with pytest.raises(ValueError, match=r"^act.compile's step: parameter 'weight' is on meta"):
+        step(x, y)
+    with pytest.raises(capi.ActError, match=r"^argument 1 of the step is on meta; act's steps "
+                                            r"run on the CPU"):
+        capi.CompiledStep.from_file(src).run([args[0], args[1].to("meta")] + args[2:])

@@ -30,6 +30,9 @@ llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "ASAN_OPTIONS",
                                      "UBSAN_OPTIONS", "ONEDNN_MAX_CPU_ISA",
                                      "ACT_CPU_FEATURES", "ACT_TORCH2_ROOT"])
 llvm_config.use_default_substitutions()
+# No code cache (docs/Running.md): a test sees what compiling prints and
+# costs whatever ran before it; the cache's own tests name a directory.
+config.environment["ACT_CACHE_DIR"] = ""
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [os.path.join(config.act_obj_root, "bin"), config.llvm_tools_dir]

@@ -164,6 +164,14 @@ ACT_CAPI_EXPORTED int actRunReleaseResults(ActRun run, intptr_t first,
 ACT_CAPI_EXPORTED int actSetNumThreads(int n);
 ACT_CAPI_EXPORTED int actGetNumThreads(void);
 
+/// Where steps compiled from now on keep their code between processes
+/// (act/Execution/CodeCache.h): a step compiled before for this machine by
+/// this build of act is loaded from there, not compiled; "" or NULL: no
+/// cache. Until called: the ACT_CACHE_DIR environment variable, else none.
+ACT_CAPI_EXPORTED void actSetCacheDir(const char *directory);
+/// 1 if `step`'s code was loaded from the cache, 0 if it was compiled.
+ACT_CAPI_EXPORTED int actStepIsFromCache(ActStep step);
+
 ACT_CAPI_EXPORTED void actStringFree(char *string);
 
 #ifdef __cplusplus

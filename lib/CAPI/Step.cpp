@@ -26,6 +26,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 using namespace mlir;
@@ -112,6 +113,21 @@ static RunHandle *unwrap(ActRun run) { return runs().lookup(run.ptr); }
 static constexpr const char *kNoStep =
     "not a live step (never compiled, or already destroyed)";
 
+/// actSetCacheDir's directory; unset: ACT_CACHE_DIR's.
+static std::mutex cacheDirMutex;
+static std::optional<std::string> cacheDir;
+
+/// What the C API compiles for: the host, with the code cache.
+static JitTarget getTarget() {
+  JitTarget target;
+  std::lock_guard<std::mutex> lock(cacheDirMutex);
+  if (cacheDir)
+    target.cacheDir = *cacheDir;
+  else if (const char *env = std::getenv("ACT_CACHE_DIR"))
+    target.cacheDir = env;
+  return target;
+}
+
 static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
                        const char *entry, char **error) {
   static std::once_flag initialized;
@@ -138,13 +154,16 @@ static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
   if (!hasEncodings(*handle->module))
     handle->graph = handle->module->clone();
   handle->entry = entry ? entry : "";
-  auto step = Step::compile(*handle->module, entry ? entry : "", JitTarget());
+  auto step = Step::compile(*handle->module, entry ? entry : "", getTarget());
   if (!step) {
     std::string message = llvm::toString(step.takeError());
     setError(error, messages.empty() ? message : messages + message);
     return {nullptr};
   }
   handle->step = std::move(*step);
+  // The lowered module is not read again (a large step's IR holds tens of
+  // MB).
+  handle->module = nullptr;
   for (auto [i, spec] : llvm::enumerate(handle->step->getArguments()))
     if (!spec.isSeeds) {
       handle->callerArgs.push_back(unsigned(i));
@@ -480,7 +499,7 @@ int actStepEstimateFewBitSensitivity(ActStep step, unsigned bits,
         getFewBitOptions(handle->context.get(), "act", {}, 1.0);
     assert(succeeded(options) && "the default few-bit options are valid");
     auto compiled = FewBitVariants::compile(*handle->graph, handle->entry,
-                                            JitTarget(), bits, *options);
+                                            getTarget(), bits, *options);
     if (!compiled) {
       setError(error, messages + llvm::toString(compiled.takeError()));
       handle->fewBit.erase(bits);
@@ -545,3 +564,13 @@ void actStringFree(char *string) { std::free(string); }
 int actSetNumThreads(int n) { return ::act::rt::setThreads(n) ? 0 : 1; }
 
 int actGetNumThreads(void) { return ::act::rt::getThreads(); }
+
+void actSetCacheDir(const char *directory) {
+  std::lock_guard<std::mutex> lock(cacheDirMutex);
+  cacheDir = directory ? directory : "";
+}
+
+int actStepIsFromCache(ActStep step) {
+  StepHandle *handle = unwrap(step);
+  return handle && handle->step->isFromCache() ? 1 : 0;
+}

@@ -5,6 +5,7 @@
 #include "act/Analysis/TrainingGraph.h"
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Execution/CodeCache.h"
 #include "act/Pipelines/Pipelines.h"
 #include "act/Support/CpuFeatures.h"
 #include "act/runtime/Cuda.h"
@@ -18,9 +19,14 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/Support/DynamicLibrary.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -31,7 +37,9 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::act;
@@ -114,6 +122,89 @@ llvm::Error mlir::act::registerAsyncRuntime(ExecutionEngine &engine) {
     return map;
   });
   return llvm::Error::success();
+}
+
+/// The entry points compiled code calls into act's runtime (allocation
+/// hooks, CUDA, kernels), as absolute symbols.
+static llvm::orc::SymbolMap
+getRuntimeSymbols(llvm::orc::MangleAndInterner &interner) {
+  llvm::orc::SymbolMap map;
+  auto add = [&](const ::act::rt::HookSymbol *hooks, size_t count) {
+    for (size_t i = 0; i < count; ++i)
+      map[interner(hooks[i].name)] = {
+          llvm::orc::ExecutorAddr::fromPtr(hooks[i].address),
+          llvm::JITSymbolFlags::Exported};
+  };
+  size_t count = 0;
+  const ::act::rt::HookSymbol *hooks = ::act::rt::getAllocationHooks(count);
+  add(hooks, count);
+  hooks = ::act::rt::getCudaHooks(count);
+  add(hooks, count);
+  hooks = ::act::rt::getKernelHooks(count);
+  add(hooks, count);
+  hooks = ::act::rt::getGpuKernelHooks(count);
+  add(hooks, count);
+  return map;
+}
+
+/// Links cached object code (CodeCache) into a JIT of its own, resolving
+/// what the ExecutionEngine resolves for code it compiles: act's runtime,
+/// the async runtime (`asyncRuntime`), MLIR's C runner utilities and the
+/// process's own symbols.
+static llvm::Expected<std::shared_ptr<llvm::orc::LLJIT>>
+loadCachedCode(std::unique_ptr<llvm::MemoryBuffer> object, bool asyncRuntime) {
+  auto machine = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machine)
+    return machine.takeError();
+  auto created =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(std::move(*machine))
+          .setObjectLinkingLayerCreator(
+              [](llvm::orc::ExecutionSession &es)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+                return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                    es, [](const llvm::MemoryBuffer &) {
+                      return std::make_unique<llvm::SectionMemoryManager>();
+                    });
+              })
+          .create();
+  if (!created)
+    return created.takeError();
+  std::shared_ptr<llvm::orc::LLJIT> jit(std::move(*created));
+  llvm::orc::JITDylib &main = jit->getMainJITDylib();
+  char prefix = jit->getDataLayout().getGlobalPrefix();
+  llvm::orc::MangleAndInterner interner(jit->getExecutionSession(),
+                                        jit->getDataLayout());
+  llvm::orc::SymbolMap symbols = getRuntimeSymbols(interner);
+  if (asyncRuntime) {
+    const llvm::StringMap<void *> &async = getAsyncRuntimeSymbols();
+    if (async.empty())
+      return llvm::createStringError("MLIR's async runtime (" +
+                                     std::string(ACT_ASYNC_RUNTIME) +
+                                     ") could not be loaded");
+    for (const auto &entry : async)
+      symbols[interner(entry.getKey())] = {
+          llvm::orc::ExecutorAddr::fromPtr(entry.getValue()),
+          llvm::JITSymbolFlags::Exported};
+  }
+  if (llvm::Error error =
+          main.define(llvm::orc::absoluteSymbols(std::move(symbols))))
+    return std::move(error);
+  auto utils = llvm::orc::DynamicLibrarySearchGenerator::Load(
+      ACT_C_RUNNER_UTILS, prefix);
+  if (!utils)
+    return utils.takeError();
+  main.addGenerator(std::move(*utils));
+  auto process =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
+  if (!process)
+    return process.takeError();
+  main.addGenerator(std::move(*process));
+  if (llvm::Error error = jit->addObjectFile(std::move(object)))
+    return std::move(error);
+  if (llvm::Error error = jit->initialize(main))
+    return std::move(error);
+  return jit;
 }
 
 std::function<llvm::Error(llvm::Module *)>
@@ -268,6 +359,47 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     jits.push_back(std::move(jit));
   }
 
+  // CPU code compiled before for this module and target: loaded, not
+  // compiled (CodeCache.h). An entry that fails to load is compiled anew
+  // and replaced.
+  std::optional<CodeCache> cache;
+  std::string key;
+  bool usesTasks = !target.gpu && target.threads != 1;
+  if (!target.gpu && !target.cacheDir.empty() && target.peakReport.empty()) {
+    cache.emplace(target.cacheDir);
+    key =
+        CodeCache::getKey(module, names, countAllocations, target, cpuFeatures);
+    if (std::unique_ptr<llvm::MemoryBuffer> object = cache->lookup(key)) {
+      auto loaded = loadCachedCode(std::move(object), /*asyncRuntime=*/true);
+      if (loaded) {
+        std::shared_ptr<llvm::orc::LLJIT> jit = std::move(*loaded);
+        // (Tasks may return through the code after a call: see below.)
+        std::shared_ptr<void> code(jit.get(), [jit, usesTasks](void *) mutable {
+          if (usesTasks)
+            quiesceAsyncRuntime();
+          llvm::consumeError(jit->deinitialize(jit->getMainJITDylib()));
+          jit.reset();
+        });
+        bool found = true;
+        for (auto &fn : jits) {
+          auto address = jit->lookup("_mlir_" + fn->name);
+          if (!address) {
+            llvm::consumeError(address.takeError());
+            found = false;
+            break;
+          }
+          fn->entry = address->toPtr<void (*)(void **)>();
+          fn->code = code;
+          fn->fromCache = true;
+        }
+        if (found)
+          return std::move(jits);
+      } else {
+        llvm::consumeError(loaded.takeError());
+      }
+    }
+  }
+
   PassManager pm(module.getContext());
   if (target.gpu) {
     GPUPipelineOptions options;
@@ -337,6 +469,8 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   // memrefCopy and friends (the async runtime: registerAsyncRuntime).
   llvm::StringRef libs[] = {ACT_C_RUNNER_UTILS};
   engineOptions.sharedLibPaths = libs;
+  // Kept for the code cache.
+  engineOptions.enableObjectDump = cache.has_value();
   auto engine = ExecutionEngine::create(module, engineOptions);
   if (!engine)
     return llvm::createStringError("JIT compilation failed: " +
@@ -344,7 +478,6 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   // Tasks of the async runtime may still be returning through the
   // engine's code when the call that awaited them has returned: the code
   // is freed only once every worker has finished its task.
-  bool usesTasks = !target.gpu && target.threads != 1;
   std::shared_ptr<ExecutionEngine> shared(engine->release(),
                                           [usesTasks](ExecutionEngine *e) {
                                             if (usesTasks)
@@ -352,23 +485,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
                                             delete e;
                                           });
   shared->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    auto add = [&](const ::act::rt::HookSymbol *hooks, size_t count) {
-      for (size_t i = 0; i < count; ++i)
-        map[interner(hooks[i].name)] = {
-            llvm::orc::ExecutorAddr::fromPtr(hooks[i].address),
-            llvm::JITSymbolFlags::Exported};
-    };
-    size_t count = 0;
-    const ::act::rt::HookSymbol *hooks = ::act::rt::getAllocationHooks(count);
-    add(hooks, count);
-    hooks = ::act::rt::getCudaHooks(count);
-    add(hooks, count);
-    hooks = ::act::rt::getKernelHooks(count);
-    add(hooks, count);
-    hooks = ::act::rt::getGpuKernelHooks(count);
-    add(hooks, count);
-    return map;
+    return getRuntimeSymbols(interner);
   });
   if (!target.gpu)
     if (llvm::Error error = registerAsyncRuntime(*shared))
@@ -379,10 +496,27 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   // otherwise be in the first run's time (act-run's one-run "time:" was the
   // compilation, ~1 s for a small transformer, against 0.4 ms for the step).
   for (auto &jit : jits) {
-    if (auto fn = shared->lookupPacked(jit->name); !fn)
+    auto fn = shared->lookupPacked(jit->name);
+    if (!fn)
       return llvm::createStringError("JIT compilation failed: " +
                                      llvm::toString(fn.takeError()));
-    jit->engine = shared;
+    jit->entry = *fn;
+    jit->code = shared;
+  }
+  if (cache) {
+    // The object the engine generated, stored for the next process. The
+    // cache only saves time: a directory act cannot write leaves the
+    // compiled step as it is.
+    llvm::SmallString<128> dump;
+    int fd;
+    if (!llvm::sys::fs::createTemporaryFile("act-object", "o", fd, dump)) {
+      ::close(fd);
+      shared->dumpToObjectFile(dump);
+      if (auto object =
+              llvm::MemoryBuffer::getFile(dump, /*IsText=*/false, false))
+        llvm::consumeError(cache->store(key, (*object)->getBuffer()));
+      llvm::sys::fs::remove(dump);
+    }
   }
   return std::move(jits);
 }
@@ -492,7 +626,7 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   auto started = std::chrono::steady_clock::now();
   if (gpu && streamOrdered)
     ::act::rt::beginStreamOrdered();
-  llvm::Error err = engine->invokePacked(name, packed);
+  entry(packed.data());
   if (gpu) {
     // The results are read on the host: the GPU's work (cuBLAS/cuDNN on
     // the legacy stream outside stream-ordered mode) must be done.
@@ -504,8 +638,6 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
                             std::chrono::steady_clock::now() - started)
                             .count();
   }
-  if (err)
-    return fail("call failed: " + llvm::toString(std::move(err)));
   // An argument the function released (act_release_argument: its caller
   // dropped it) may have been freed, and its address reused by a result:
   // that result is the function's own buffer, not an input.

@@ -71,6 +71,8 @@ _SIGNATURES = {
     "actRunReleaseResults": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.c_ssize_t]),
     "actSetNumThreads": (ctypes.c_int, [ctypes.c_int]),
     "actGetNumThreads": (ctypes.c_int, []),
+    "actSetCacheDir": (None, [ctypes.c_char_p]),
+    "actStepIsFromCache": (ctypes.c_int, [_Handle]),
     "actStringFree": (None, [ctypes.c_void_p]),
 }
 
@@ -90,7 +92,25 @@ def library():
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = restype, argtypes
         _lib = lib
+        set_cache_dir(default_cache_dir())
     return _lib
+
+
+def default_cache_dir():
+    """Where compiled steps are kept between processes: ACT_CACHE_DIR
+    (empty: no cache), else $XDG_CACHE_HOME/act, else ~/.cache/act."""
+    if "ACT_CACHE_DIR" in os.environ:
+        return os.environ["ACT_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "act")
+
+
+def set_cache_dir(path):
+    """Steps compiled from now on keep their code in `path` (None or "": no
+    cache): a step compiled before, by this build of act for this CPU, is
+    loaded from there in milliseconds instead of compiled (docs/Running.md,
+    "The code cache")."""
+    library().actSetCacheDir(str(path or "").encode())
 
 
 def set_num_threads(n):
@@ -192,6 +212,8 @@ class CompiledStep:
             self.arguments.append((np.dtype(KINDS[t.kind]),
                                    tuple(t.shape[k] for k in range(t.rank))))
         self.loss_index = lib.actStepGetLossIndex(handle)
+        # Loaded from the code cache rather than compiled.
+        self.from_cache = bool(lib.actStepIsFromCache(handle))
         self.has_seeds = bool(lib.actStepHasSeeds(handle))
         # Split form: the saved values after the forward's outputs, and the
         # backward's arguments (the saved values, then the tangents).

@@ -1041,3 +1041,57 @@ def test_tensors_off_the_cpu_are_refused(tmp_path):
     with pytest.raises(capi.ActError, match=r"^argument 1 of the step is on meta; act's steps "
                                             r"run on the CPU"):
         capi.CompiledStep.from_file(src).run([args[0], args[1].to("meta")] + args[2:])
+
+
+_CACHED_STEP = """
+import hashlib, sys
+import torch, torch.nn as nn, torch.nn.functional as F
+sys.path.insert(0, {python!r})
+import act
+torch.manual_seed(0)
+model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                      nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 7 * 7, 10))
+x, y = torch.randn(16, 1, 14, 14), torch.randint(0, 10, (16,))
+step = act.compile(model, F.cross_entropy, x, y, encoding="#act.quant<bits = 4>")
+compiled = step.compiled[step.variant][0]
+loss = step(x, y)
+digest = hashlib.sha256(b"".join(p.grad.numpy().tobytes() for p in model.parameters()))
+print(compiled.from_cache, float(loss).hex(), digest.hexdigest(),
+      model[1].running_mean.numpy().tobytes().hex()[:32])
+"""
+
+
+def test_a_second_process_loads_the_step_from_the_code_cache(tmp_path):
+    """The code cache (docs/Running.md): a second process compiling the same
+    step for the same machine loads its code instead of compiling it, and
+    trains bit for bit as the first did; ACT_CACHE_DIR="" turns it off."""
+    import subprocess
+    script = tmp_path / "step.py"
+    script.write_text(_CACHED_STEP.format(python=os.path.join(ROOT, "python")))
+
+    def run(cache):
+        env = dict(os.environ, ACT_CACHE_DIR=cache, ACT_PROGRESS="0")
+        out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                             text=True, check=True).stdout.split()
+        return out[0] == "True", out[1:]
+
+    cache = str(tmp_path / "cache")
+    first_cached, first = run(cache)
+    second_cached, second = run(cache)
+    assert (first_cached, second_cached) == (False, True)
+    assert second == first
+    assert len(os.listdir(cache)) == 1
+    # Without a cache: compiled, the same step.
+    off_cached, off = run("")
+    assert not off_cached and off == first
+
+
+def test_the_code_cache_directory_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("ACT_CACHE_DIR", "/some/where")
+    assert capi.default_cache_dir() == "/some/where"
+    monkeypatch.delenv("ACT_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
+    assert capi.default_cache_dir() == "/xdg/act"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", "/home/user")
+    assert capi.default_cache_dir() == "/home/user/.cache/act"

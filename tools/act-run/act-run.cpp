@@ -108,6 +108,13 @@ static cl::opt<std::string> cpuFeatures(
              "code paths on an AVX-512 host); default: ACT_CPU_FEATURES, "
              "else the host's"),
     cl::cat(runCategory));
+static cl::opt<std::string> cacheDir(
+    "cache-dir",
+    cl::desc("--device=cpu, gpu-emulated: a directory of compiled steps kept "
+             "between runs (docs/Running.md, \"The code cache\"): a step "
+             "compiled before for the same target is loaded, not compiled; "
+             "default: ACT_CACHE_DIR, else none"),
+    cl::cat(runCategory));
 static cl::opt<cl::boolOrDefault> gpuLibraries(
     "gpu-libraries",
     cl::desc("--device=gpu: matmuls and convolutions through cuBLAS and "
@@ -533,6 +540,10 @@ int main(int argc, char **argv) {
   target.gpuLibraries = gpuLibraries != cl::BOU_FALSE;
   target.emulateGpuLibraries = gpuLibraries == cl::BOU_TRUE;
   target.cpuFeatures = cpuFeatures;
+  target.cacheDir = cacheDir;
+  if (cacheDir.getNumOccurrences() == 0)
+    if (const char *env = std::getenv("ACT_CACHE_DIR"))
+      target.cacheDir = env;
   // --fewbit-sensitivity compiles variants of the graph as it is now.
   OwningOpRef<ModuleOp> graph;
   if (!fewBitSensitivityFile.empty()) {
@@ -647,8 +658,10 @@ int main(int argc, char **argv) {
   // step's own, the first one with its warm-up: page faults, kernel
   // library primitives.)
   llvm::outs() << llvm::formatv(
-      "time: median {0:f3} ms over {1} run(s) (compiled in {2:f1} s)\n",
-      times[times.size() / 2], times.size(), compileSeconds);
+      "time: median {0:f3} ms over {1} run(s) ({2} in {3:f1} s)\n",
+      times[times.size() / 2], times.size(),
+      step.isFromCache() ? "loaded from the cache" : "compiled",
+      compileSeconds);
   if ((target.gpu && target.gpuLibraries) ||
       (target.emulateGpuKernels && target.emulateGpuLibraries)) {
     rt::GpuLibraryCalls calls = rt::getGpuLibraryCalls();

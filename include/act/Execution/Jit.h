@@ -117,6 +117,12 @@ struct JitTarget {
   /// beside the kernels' OpenMP threads, which spin between parallel
   /// regions, a second pool slows a step down (docs/Running.md).
   unsigned threads = 1;
+  /// CPU: a directory of compiled code kept between processes
+  /// (act/Execution/CodeCache.h): a module compiled before for the same
+  /// target is loaded from there instead of lowered and compiled again
+  /// (not with peakReport, which the pipeline writes); empty: none. A new
+  /// field above must be part of CodeCache::getKey.
+  std::string cacheDir;
 };
 
 class JitFunction {
@@ -146,8 +152,15 @@ public:
   /// CPU.
   double getLastDeviceSeconds() const { return lastDeviceSeconds; }
 
+  /// Whether the code came from JitTarget::cacheDir (not compiled).
+  bool isFromCache() const { return fromCache; }
+
 private:
-  std::shared_ptr<ExecutionEngine> engine;
+  /// Keeps the code alive (an ExecutionEngine, or the JIT that loaded
+  /// cached code); `entry` is the function's packed-arguments wrapper.
+  std::shared_ptr<void> code;
+  void (*entry)(void **) = nullptr;
+  bool fromCache = false;
   std::string name;
   std::vector<ValueSpec> arguments, results;
   bool countAllocations = false;

@@ -65,6 +65,8 @@ public:
   llvm::StringRef getForwardName() const { return forwardName; }
   llvm::StringRef getBackwardName() const { return backwardName; }
   bool isSplit() const { return backward != nullptr; }
+  /// Whether the code was loaded from JitTarget::cacheDir, not compiled.
+  bool isFromCache() const { return forward->isFromCache(); }
   /// The graph's fingerprint (empty when compiled from `entry`).
   llvm::StringRef getFingerprint() const { return fingerprint; }
   /// The arguments a run takes (the forward's).

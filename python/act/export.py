@@ -1053,9 +1053,17 @@ def _buffer_read_again(who, which=""):
             f"normalize the weight between steps instead, or drop it")
 
 
-def check_classification(out, targets, concrete=False):
+def target_range(targets):
+    """(min, max) of class-index targets, None for other targets."""
+    if isinstance(targets, torch.Tensor) and not targets.is_floating_point() and targets.numel():
+        return int(targets.min()), int(targets.max())
+    return None
+
+
+def check_classification(out, targets, classes=None):
     """What the default loss (cross-entropy) needs, said before PyTorch
-    fails somewhere inside it."""
+    fails somewhere inside it; `classes`: the targets' target_range (the
+    values of the example batch, read before tracing)."""
     if not isinstance(out, torch.Tensor):
         raise ExportError(f"the model returns a {type(out).__name__}, not a tensor of logits: "
                           f"return the logits, or give the factory a fourth element, a "
@@ -1063,11 +1071,9 @@ def check_classification(out, targets, concrete=False):
     if out.dim() < 2:
         raise ExportError(f"the model's output has shape {list(out.shape)}; cross-entropy "
                           f"needs [N, classes, ...] logits (or give a loss_fn)")
-    if concrete and not targets.is_floating_point() and targets.numel() and (
-            int(targets.min()) < 0 or int(targets.max()) >= out.shape[1]):
+    if classes is not None and (classes[0] < 0 or classes[1] >= out.shape[1]):
         raise ExportError(f"targets must be class indices in [0, {out.shape[1]}) for the "
-                          f"model's {out.shape[1]} outputs; found "
-                          f"{int(targets.min())}..{int(targets.max())}")
+                          f"model's {out.shape[1]} outputs; found {classes[0]}..{classes[1]}")
 
 
 def argument_dtype(t):
@@ -1263,6 +1269,9 @@ class Traced:
         self.n_data = n_inputs + len(targets)
 
         self.record_names = []
+        # The targets' values, read before tracing (checked against the
+        # logits' classes in the trace, before the loss reads them).
+        classes = target_range(workload.targets)
 
         # The substitutions of the step's calls stay in place until their
         # backward has run (close_substitutions): a region under
@@ -1289,7 +1298,7 @@ class Traced:
                 out = module(*data[:n_inputs])
                 targets = rebuilt(workload.targets, data[n_inputs:])
                 if workload.loss_fn is _ORIGINAL_F["cross_entropy"]:
-                    check_classification(out, targets)
+                    check_classification(out, targets, classes)
                 loss = traced_loss(workload.loss_fn)(out, targets)
                 self._in_forward = False
             except BaseException:
@@ -1301,12 +1310,6 @@ class Traced:
             self.record_names = [n for n, _ in records]
             return (loss, *[v for _, v in records]) if records else loss
 
-        if workload.loss_fn is _ORIGINAL_F["cross_entropy"]:
-            # The targets' range needs concrete values: one eager forward
-            # (on a copy: BatchNorm updates its running statistics).
-            with torch.no_grad(), random_ops("reference", seed):
-                check_classification(copy_module(module)(*inputs), workload.targets,
-                                     concrete=True)
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -38,15 +38,18 @@ using namespace mlir;
 
 namespace {
 /// What buildBufferizedLoops takes from either pipeline's options; each
-/// pipeline sets the fields that apply to it.
+/// pipeline sets the fields that apply to it from its options, and a field
+/// it does not set is off (false, 0). The two exceptions take the knob's
+/// default (act/Pipelines/Defaults.h): the GPU pipeline has no
+/// fuse-max-operands of its own, the CPU pipeline no block size.
 struct BufferizedLoopsOptions {
   bool resultsToOutParams = false;
   act::LoweringTarget target = act::LoweringTarget::CPU;
-  int64_t gpuBlockSize = 256;
+  int64_t gpuBlockSize = act::defaults::kGpuBlockSize;
   bool recordStorage = false;
   bool decodeIntoConsumers = false;
   int64_t threads = 1;
-  int64_t fuseMaxOperands = 16;
+  int64_t fuseMaxOperands = act::defaults::kFuseMaxOperands;
   /// CPU: act-chunk-in-passes' max-passes (0: off).
   int64_t chunkPasses = 0;
   bool poolInPlace = false;

@@ -92,12 +92,12 @@ static cl::opt<Device> device(
                    "the host, the encodings lowered to the GPU kernels run "
                    "as loops: checks them without a GPU")),
     cl::cat(runCategory));
-static cl::opt<std::string> gpuChip("gpu-chip", cl::init("sm_90"),
+static cl::opt<std::string> gpuChip("gpu-chip", cl::init(defaults::kGpuChip),
                                     cl::desc("--device=gpu: the NVIDIA "
                                              "architecture"),
                                     cl::cat(runCategory));
 static cl::opt<int64_t> gpuMaxPartialBytes(
-    "gpu-max-partial-bytes", cl::init(262144),
+    "gpu-max-partial-bytes", cl::init(defaults::kGpuMaxPartialBytes),
     cl::desc("--device=gpu: act-gpu-pipeline{max-partial-bytes}, the most "
              "bytes of partial results a split reduction keeps"),
     cl::cat(runCategory));
@@ -123,7 +123,8 @@ static cl::opt<cl::boolOrDefault> gpuLibraries(
              "their stand-ins run (ACT_CUBLAS_LIBRARY, ACT_CUDNN_LIBRARY; "
              "default false: oneDNN)"),
     cl::cat(runCategory));
-static cl::opt<std::string> gpuFeatures("gpu-features", cl::init("+ptx80"),
+static cl::opt<std::string> gpuFeatures("gpu-features",
+                                        cl::init(defaults::kGpuFeatures),
                                         cl::desc("--device=gpu: PTX features"),
                                         cl::cat(runCategory));
 static cl::opt<std::string> peakReport(
@@ -134,20 +135,20 @@ static cl::opt<std::string> peakReport(
     cl::value_desc("file"), cl::cat(measureCategory));
 
 static cl::opt<bool> decodeIntoConsumers(
-    "decode-into-consumers", cl::init(true),
+    "decode-into-consumers", cl::init(defaults::kDecodeIntoConsumers),
     cl::desc("--device=cpu: an elementwise reader of a decoded value decodes "
              "for itself inside its loop (act-cpu-pipeline{decode-into-"
              "consumers}); false: every reader shares one decoded tensor"),
     cl::cat(runCategory));
 
 static cl::opt<unsigned> jitOpt(
-    "jit-opt", cl::init(2),
+    "jit-opt", cl::init(defaults::kJitOptLevel),
     cl::desc("LLVM's optimization level (0-3) for the lowered step, its IR "
              "passes and code generation: lower compiles faster"),
     cl::cat(runCategory));
 
 static cl::opt<int64_t> fuseMaxOperands(
-    "fuse-max-operands", cl::init(16),
+    "fuse-max-operands", cl::init(defaults::kFuseMaxOperands),
     cl::desc("--device=cpu: the most operands of a fused elementwise loop "
              "nest (act-cpu-pipeline{fuse-max-operands}: an unrolled "
              "recurrence's backward otherwise fuses across all its "
@@ -155,7 +156,7 @@ static cl::opt<int64_t> fuseMaxOperands(
     cl::cat(runCategory));
 
 static cl::opt<int64_t> chunkPasses(
-    "chunk-passes", cl::init(3),
+    "chunk-passes", cl::init(defaults::kChunkPasses),
     cl::desc("--device=cpu: a backward stage (from a max pool's input "
              "gradient to the next stage's) is computed one chunk of the "
              "batch at a time, in up to this many loops "
@@ -163,21 +164,21 @@ static cl::opt<int64_t> chunkPasses(
     cl::cat(runCategory));
 
 static cl::opt<bool> poolInPlace(
-    "pool-in-place", cl::init(true),
+    "pool-in-place", cl::init(defaults::kPoolInPlace),
     cl::desc("--device=cpu: a max pool whose input dies there writes into "
              "the input's buffer, which then gives back its tail "
              "(act-cpu-pipeline{pool-in-place})"),
     cl::cat(runCategory));
 
 static cl::opt<int64_t> prefetchAhead(
-    "prefetch-ahead", cl::init(4096),
+    "prefetch-ahead", cl::init(defaults::kPrefetchDistance),
     cl::desc("--device=cpu: loops that stream through a buffer (an encode's "
              "chunks) prefetch this many bytes ahead "
              "(act-cpu-pipeline{prefetch-distance}); 0: none"),
     cl::cat(runCategory));
 
 static cl::opt<int64_t> outlineMinLoops(
-    "outline-min-loops", cl::init(16),
+    "outline-min-loops", cl::init(defaults::kOutlineMinLoops),
     cl::desc("--device=cpu: each top-level loop nest of a step with at least "
              "this many becomes a function of its own before LLVM "
              "(act-cpu-pipeline{outline-min-loops}: a large step compiles "
@@ -465,7 +466,7 @@ int main(int argc, char **argv) {
                "every core"),
       cl::cat(runCategory));
   static cl::opt<unsigned> encodeThreads(
-      "encode-threads", cl::init(1),
+      "encode-threads", cl::init(unsigned(defaults::kThreads)),
       cl::desc("workers of the encodes' and decodes' chunks (MLIR's async "
                "runtime); 0: every core, 1: the calling thread. Encodings "
                "give the same bits on any count"),

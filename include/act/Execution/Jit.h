@@ -11,6 +11,7 @@
 #define ACT_EXECUTION_JIT_H
 
 #include "act/Execution/HostTensor.h"
+#include "act/Pipelines/Defaults.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -68,12 +69,12 @@ struct JitTarget {
   /// AVX-512 host); empty: ACT_CPU_FEATURES, else the host's.
   std::string cpuFeatures;
   /// act-gpu-pipeline's chip and PTX features.
-  std::string chip = "sm_90", features = "+ptx80";
+  std::string chip = defaults::kGpuChip, features = defaults::kGpuFeatures;
   /// act-gpu-pipeline{max-partial-bytes}.
-  int64_t maxPartialBytes = 262144;
+  int64_t maxPartialBytes = defaults::kGpuMaxPartialBytes;
   /// GPU: matmuls and convolutions through cuBLAS/cuDNN
   /// (act-gpu-pipeline{libraries}); false: generated kernels.
-  bool gpuLibraries = true;
+  bool gpuLibraries = defaults::kGpuLibraries;
   /// Emulated GPU: matmuls and convolutions through the same entry points
   /// on host memory, which only the libraries' stand-ins can run
   /// (act-cpu-pipeline{gpu-libraries}; the tests); false: oneDNN.
@@ -89,34 +90,34 @@ struct JitTarget {
   std::string peakReport;
   /// CPU only: elementwise readers of a decoded value decode for themselves
   /// (act-cpu-pipeline{decode-into-consumers}).
-  bool decodeIntoConsumers = true;
+  bool decodeIntoConsumers = defaults::kDecodeIntoConsumers;
   /// LLVM's optimization level (0-3) for the lowered step: its IR passes
   /// and its code generation. 2: the same step time as 3 on act's
   /// workloads (the vector code comes from MLIR), and resnet18's compile
   /// takes half as long (docs/Running.md).
-  unsigned optLevel = 2;
+  unsigned optLevel = defaults::kJitOptLevel;
   /// CPU only: a function with at least this many top-level loop nests has
   /// each in a function of its own (act-cpu-pipeline{outline-min-loops}):
   /// LLVM compiles a large step several times faster; 0: never.
-  int64_t outlineMinLoops = 16;
+  int64_t outlineMinLoops = defaults::kOutlineMinLoops;
   /// CPU only: the most operands of a fused elementwise generic
   /// (act-cpu-pipeline{fuse-max-operands}); 0: no limit.
-  int64_t fuseMaxOperands = 16;
+  int64_t fuseMaxOperands = defaults::kFuseMaxOperands;
   /// CPU only: the most loops over the batch one backward stage takes
   /// (act-cpu-pipeline{chunk-passes}); 0: stages are computed whole.
-  int64_t chunkPasses = 3;
+  int64_t chunkPasses = defaults::kChunkPasses;
   /// CPU only: a max pool whose input dies there writes into the input's
   /// buffer, which gives back its tail (act-cpu-pipeline{pool-in-place}).
-  bool poolInPlace = true;
+  bool poolInPlace = defaults::kPoolInPlace;
   /// CPU only: bytes that loops streaming through a buffer prefetch ahead
   /// (act-cpu-pipeline{prefetch-distance}); 0: none.
-  int64_t prefetchDistance = 4096;
+  int64_t prefetchDistance = defaults::kPrefetchDistance;
   /// CPU only: workers the encodes' and decodes' chunks run on
   /// (act-cpu-pipeline{threads}, MLIR's async runtime); 0: every core, 1:
   /// the calling thread. The bits are the same on any count. 1 by default:
   /// beside the kernels' OpenMP threads, which spin between parallel
   /// regions, a second pool slows a step down (docs/Running.md).
-  unsigned threads = 1;
+  unsigned threads = unsigned(defaults::kThreads);
   /// CPU: a directory of compiled code kept between processes
   /// (act/Execution/CodeCache.h): a module compiled before for the same
   /// target is loaded from there instead of lowered and compiled again

@@ -3,6 +3,8 @@
 #ifndef ACT_PIPELINES_PIPELINES_H
 #define ACT_PIPELINES_PIPELINES_H
 
+#include "act/Pipelines/Defaults.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -50,27 +52,27 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "{decode-into-consumers}, act-fuse-elementwise): the "
                      "decoded tensor is materialized only for the other "
                      "readers"),
-      llvm::cl::init(true)};
+      llvm::cl::init(defaults::kDecodeIntoConsumers)};
   Option<int64_t> chunkPasses{
       *this, "chunk-passes",
       llvm::cl::desc("act-chunk-in-passes{max-passes}: a backward stage is "
                      "computed one chunk of the batch at a time in up to "
                      "this many loops (one per level of batch reductions, "
                      "recomputing what they need); 0: not at all"),
-      llvm::cl::init(3)};
+      llvm::cl::init(defaults::kChunkPasses)};
   Option<bool> poolInPlace{
       *this, "pool-in-place",
       llvm::cl::desc("with count-allocations: a max pool whose input dies "
                      "there writes into the input's buffer, which then "
                      "gives back its tail (act-pool-in-place, "
                      "act-shrink-reallocs)"),
-      llvm::cl::init(true)};
+      llvm::cl::init(defaults::kPoolInPlace)};
   Option<int64_t> prefetchDistance{
       *this, "prefetch-distance",
       llvm::cl::desc("act-prefetch-streams{distance}: loops that stream "
                      "through a buffer (an encode's chunks) prefetch this "
                      "many bytes ahead; 0: no software prefetch"),
-      llvm::cl::init(4096)};
+      llvm::cl::init(defaults::kPrefetchDistance)};
   Option<std::string> cpuFeatures{
       *this, "cpu-features",
       llvm::cl::desc("changes to the host's CPU features the code is for, "
@@ -82,21 +84,21 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("encode and decode chunks run as tasks of MLIR's async "
                      "runtime on this many workers (async-parallel-for); 1: "
                      "in sequence on the calling thread"),
-      llvm::cl::init(1)};
+      llvm::cl::init(defaults::kThreads)};
   Option<int64_t> fuseMaxOperands{
       *this, "fuse-max-operands",
       llvm::cl::desc("act-fuse-elementwise{max-operands}: the most operands "
                      "of a fused elementwise generic (an unrolled "
                      "recurrence's backward otherwise fuses across all its "
                      "timesteps); 0: no limit"),
-      llvm::cl::init(16)};
+      llvm::cl::init(defaults::kFuseMaxOperands)};
   Option<int64_t> outlineMinLoops{
       *this, "outline-min-loops",
       llvm::cl::desc("move each top-level loop nest of a function with at "
                      "least this many into a function of its own "
                      "(act-outline-loops; LLVM compiles a large step much "
                      "faster); 0: never"),
-      llvm::cl::init(16)};
+      llvm::cl::init(defaults::kOutlineMinLoops)};
   Option<std::string> peakReport{
       *this, "peak-report",
       llvm::cl::desc("write the peak of the lowered step's buffers here "
@@ -110,10 +112,10 @@ enum class GPUBinaryFormat { Isa, Bin, Fatbin };
 struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("NVIDIA target, e.g. sm_80, sm_90"),
-                           llvm::cl::init("sm_90")};
+                           llvm::cl::init(defaults::kGpuChip)};
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("PTX features, e.g. +ptx80"),
-                               llvm::cl::init("+ptx80")};
+                               llvm::cl::init(defaults::kGpuFeatures)};
   Option<GPUBinaryFormat> format{
       *this, "format", llvm::cl::desc("what the kernels are embedded as"),
       llvm::cl::values(
@@ -135,21 +137,21 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
                      "outermost dimension of every other parallel loop is "
                      "tiled (tiles map to blocks, their iterations to "
                      "threads)"),
-      llvm::cl::init(256)};
+      llvm::cl::init(defaults::kGpuBlockSize)};
   Option<bool> libraries{
       *this, "libraries",
       llvm::cl::desc("f32 matmuls and 2-D convolutions call cuBLAS and "
                      "cuDNN (convert-linalg-to-act-kernels{gpu}, "
                      "act/runtime/CudaLibraries.h); false: generated "
                      "kernels"),
-      llvm::cl::init(true)};
+      llvm::cl::init(defaults::kGpuLibraries)};
   Option<int64_t> maxPartialBytes{
       *this, "max-partial-bytes",
       llvm::cl::desc("act-split-reductions{max-partial-bytes}: the most "
                      "bytes of partial results a split reduction keeps "
                      "(more: more parallel weight gradients, a higher "
                      "peak)"),
-      llvm::cl::init(262144)};
+      llvm::cl::init(defaults::kGpuMaxPartialBytes)};
   Option<bool> resultsToOutParams{
       *this, "results-to-out-params",
       llvm::cl::desc("return tensors through caller-allocated buffers (the "

@@ -19,6 +19,10 @@ pkgs=(
   libclang-rt-22-dev libdnnl-dev libzstd-dev zlib1g-dev
   python3-numpy python3-pytest python3-tqdm
   python3-torch python3-torchvision python3-matplotlib python3-sklearn
+  # PyTorch's matmuls on OpenBLAS: without it Debian's torch runs them on
+  # the reference BLAS (15x slower at 1024^2), which slows the exporter's
+  # trace and makes every PyTorch peer of the benchmarks a weak one.
+  libopenblas0-pthread
 )
 
 missing=()

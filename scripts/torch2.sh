@@ -21,7 +21,7 @@ suite=${ACT_TORCH2_SUITE:-trixie}
 # What act's Python front end and its tests use (as scripts/setup.sh
 # installs for 1.13).
 pkgs=(python3-torch python3-torchvision python3-numpy python3-pytest python3-sklearn
-      python3-matplotlib python3-tqdm)
+      python3-matplotlib python3-tqdm libopenblas0-pthread)
 
 setup() {
   if [ -f "$root/.act-ready" ]; then

@@ -4,7 +4,8 @@ batch, same threads, same run: issue 16's table.
 For each workload and thread count: act-run --repeat (median) of the
 exported step without encodings and with 4-bit quantization, and PyTorch
 1.13 eager forward + loss + backward (median over the same number of runs
-after warm-up) under torch.set_num_threads; the three alternate for
+after warm-up) on the same threads (torch.set_num_threads and OpenBLAS's
+own pool: PyTorch's matmuls on OpenBLAS); the three alternate for
 --rounds rounds and each reports its median round. Prints act / PyTorch; a ratio
 above --limit is marked (exit status 1 with --check).
 
@@ -51,6 +52,11 @@ def main():
     p.add_argument("--only", default="", help="comma-separated labels (substrings)")
     args = p.parse_args()
     threads = sorted({int(t) for t in args.threads.split(",")})
+    blas = driver.torch_blas()
+    print(f"PyTorch {__import__('torch').__version__}, matmuls on {blas}")
+    if "OpenBLAS" not in blas:
+        print("warning: PyTorch's matmuls run on the reference BLAS, a weak peer "
+              "(install libopenblas0-pthread: scripts/setup.sh does)")
     print("| workload | threads | act, none | act, 4-bit | PyTorch eager | "
           "act none / PyTorch | act 4-bit / PyTorch |")
     print("|---|---|---|---|---|---|---|")

@@ -101,9 +101,43 @@ def step(mlir, inputs, out_dir, num_results, *extra, timeout=None):
     return results, peak, ms
 
 
+def torch_blas():
+    """The BLAS PyTorch's matmuls run on here: "OpenBLAS <config>", or
+    "the reference BLAS" (Debian's torch links libblas.so.3, which is
+    OpenBLAS once libopenblas0-pthread is installed; scripts/setup.sh
+    installs it)."""
+    import ctypes
+
+    import torch  # noqa: F401 (loads the BLAS)
+    try:
+        lib = ctypes.CDLL("libblas.so.3")
+    except OSError:
+        return "an unknown BLAS"
+    if hasattr(lib, "openblas_get_config"):
+        lib.openblas_get_config.restype = ctypes.c_char_p
+        return lib.openblas_get_config().decode().strip()  # "OpenBLAS 0.3.21 ..."
+    return "the reference BLAS"
+
+
+def set_torch_threads(threads):
+    """torch.set_num_threads(threads), and OpenBLAS's own pool to the same
+    count (PyTorch does not set it: without this a "1-thread" peer's
+    matmuls run on every core)."""
+    import ctypes
+
+    import torch
+    torch.set_num_threads(threads)
+    try:
+        lib = ctypes.CDLL("libblas.so.3")
+    except OSError:
+        return
+    if hasattr(lib, "openblas_set_num_threads"):
+        lib.openblas_set_num_threads(int(threads))
+
+
 def torch_step_ms(spec, batch, threads, runs):
     """PyTorch eager forward + loss + backward of the exporter's workload
-    `spec` at `batch` under torch.set_num_threads(threads): the median ms
+    `spec` at `batch` on `threads` threads (set_torch_threads): the median ms
     of `runs` steps after two warm-up steps (the peer of act-run --repeat)."""
     import statistics
     import time
@@ -112,7 +146,7 @@ def torch_step_ms(spec, batch, threads, runs):
 
     from . import models
 
-    torch.set_num_threads(threads)
+    set_torch_threads(threads)
     w = models.load(spec, batch, 0)
     w.module.train()
     times = []

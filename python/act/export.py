@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from torch.fx.node import map_arg
 
 from . import aten, torchversion
+from .capi import release_freed_memory
 from .mlir import Graph, V, func
 from .models import load, rebuilt, tensors_of
 
@@ -1210,6 +1211,9 @@ class Traced:
         with external_buffers_kept(self.external_modules) as kept:
             self._external_buffers = kept
             self._trace(workload, seed)
+        # The trace ran the step on real tensors: its activations are freed
+        # now, and the process need not keep their pages.
+        release_freed_memory()
 
     def _trace(self, workload, seed):
         self.workload = workload

@@ -9,6 +9,8 @@
 
 #include "act-c/Step.h"
 
+#include "Support.h"
+
 #include "act/Analysis/Profile.h"
 #include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Execution/Step.h"
@@ -56,13 +58,7 @@ struct RunHandle {
 };
 } // namespace
 
-static void setError(char **error, const std::string &message) {
-  if (!error)
-    return;
-  *error = static_cast<char *>(std::malloc(message.size() + 1));
-  if (*error)
-    std::memcpy(*error, message.c_str(), message.size() + 1);
-}
+using ::act::capi::setError;
 
 /// Live handles by id. A handle's pointer is an id, never an address: a
 /// handle used after its destroy (or one never created) is found missing

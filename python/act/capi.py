@@ -73,6 +73,7 @@ _SIGNATURES = {
     "actGetNumThreads": (ctypes.c_int, []),
     "actSetCacheDir": (None, [ctypes.c_char_p]),
     "actStepIsFromCache": (ctypes.c_int, [_Handle]),
+    "actRunPasses": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _ERROR]),
     "actStringFree": (None, [ctypes.c_void_p]),
 }
 
@@ -134,6 +135,19 @@ def release_freed_memory():
             _libc = False
     if _libc and hasattr(_libc, "malloc_trim"):
         _libc.malloc_trim(0)
+
+
+def run_passes(src, pipeline, dst=None):
+    """What `act-opt SRC --pass-pipeline=PIPELINE -o DST` does, in this
+    process (include/act-c/Passes.h): `pipeline` names act's passes as
+    act-opt does, options in braces (`act-memory-report{json=r.json}`);
+    DST None: the result is not written. Raises ActError with the
+    diagnostics."""
+    error = ctypes.c_void_p()
+    if library().actRunPasses(str(src).encode(), pipeline.encode(),
+                              str(dst).encode() if dst else None, ctypes.byref(error)):
+        _check(_Handle(None), error)
+    return dst
 
 
 def set_num_threads(n):

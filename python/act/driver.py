@@ -1,4 +1,5 @@
-"""Runs act's tools (act-opt, act-run) as processes and reads their outputs.
+"""Runs act's tools and reads their outputs: act's passes in this process
+(the C API's actRunPasses, what act-opt does), act-run as a process.
 
 The binaries come from ACT_BIN_DIR, else the repository's build/bin.
 """
@@ -78,14 +79,23 @@ def insertion_options(encoding, few_bit=0):
     return options + (f" few-bit={few_bit}" if few_bit else "")
 
 
+def passes(src, dst, name, options=""):
+    """act-opt SRC -NAME=OPTIONS -o DST, in this process (the C API's
+    actRunPasses: no act-opt process); DST None: not written."""
+    from . import capi
+    try:
+        return capi.run_passes(src, f"{name}{{{options}}}" if options else name, dst)
+    except capi.ActError as e:
+        raise ToolError(f"act-opt {src} -{name}={options} failed:\n{e}") from None
+
+
 def insert(src, dst, options):
     """act-opt -act-insert-encode-decode=options."""
-    run("act-opt", src, f"-act-insert-encode-decode={options}", "-o", dst)
-    return dst
+    return passes(src, dst, "act-insert-encode-decode", options)
 
 
 def memory_report(src, json_path):
-    run("act-opt", src, f"-act-memory-report=json={json_path}", "-o", os.devnull)
+    passes(src, None, "act-memory-report", f"json={option_value(json_path)}")
     with open(json_path) as f:
         return json.load(f)
 

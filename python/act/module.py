@@ -296,8 +296,8 @@ class Module(nn.Module):
                                     1 + nparams + nupdated + len(layout["outputs"])))
             mlir = variant.forward_only_source.replace(".mlir", "_forward_only.mlir")
             with _progress("compiling the forward-only step", who="act.Module"):
-                driver.run("act-opt", variant.forward_only_source,
-                           "-act-forward-only=keep=" + ",".join(map(str, keep)), "-o", mlir)
+                driver.passes(variant.forward_only_source, mlir, "act-forward-only",
+                              "keep=" + ",".join(map(str, keep)))
                 variant.forward_only = capi.CompiledStep.from_file(mlir)
         return variant.forward_only
 

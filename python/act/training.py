@@ -195,8 +195,9 @@ class Step:
             fw, bw = self.compute_bits
             report = os.path.join(self.work_dir, f"{name}_cost.json")
             quantized = os.path.join(self.work_dir, f"{name}_compute.mlir")
-            driver.run("act-opt", mlir, "-act-quantize-compute=forward-bits="
-                       f"{fw} backward-bits={bw} report={report}", "-o", quantized)
+            driver.passes(mlir, quantized, "act-quantize-compute",
+                          f"forward-bits={fw} backward-bits={bw} "
+                          f"report={driver.option_value(report)}")
             with open(report) as f:
                 self.cost[self.compute_bits] = json.load(f)["totals"]
             mlir = quantized
@@ -391,8 +392,7 @@ class Step:
             keep = [0] + list(range(1 + nparams, 1 + nparams + nupdated + len(layout["records"])))
             mlir = os.path.join(self.work_dir, f"{name}_forward_only.mlir")
             with _progress(f"compiling the forward-only step of {name}"):
-                driver.run("act-opt", src, "-act-forward-only=keep=" + ",".join(map(str, keep)),
-                           "-o", mlir)
+                driver.passes(src, mlir, "act-forward-only", "keep=" + ",".join(map(str, keep)))
                 self.compiled[key] = (capi.CompiledStep.from_file(mlir), layout, (0, 0))
         step = self.compiled[key][0]
         self.calls += 1

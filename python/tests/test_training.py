@@ -1095,3 +1095,30 @@ def test_the_code_cache_directory_follows_the_environment(monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", "/home/user")
     assert capi.default_cache_dir() == "/home/user/.cache/act"
+
+
+def test_passes_run_in_process_as_act_opt_runs_them(tmp_path):
+    """capi.run_passes (the C API's actRunPasses), what act.compile inserts
+    encodings and reports memory with: the same module as act-opt writes,
+    and bad input as a message with its location, never a crash."""
+    from act import driver
+    src = os.path.join(ROOT, "examples", "cnn.mlir")
+    options = "encoding=" + driver.option_value("#act.quant<bits = 4>")
+    ours = driver.insert(src, str(tmp_path / "ours.mlir"), options)
+    driver.run("act-opt", src, f"-act-insert-encode-decode={options}", "-o",
+               str(tmp_path / "theirs.mlir"))
+    assert open(ours).read() == open(tmp_path / "theirs.mlir").read()
+    assert "act.encode" in open(ours).read()
+    report = driver.memory_report(ours, str(tmp_path / "report.json"))
+    assert report["graphs"][0]["totals"]["saved_bytes_after"] < \
+        report["graphs"][0]["totals"]["saved_bytes_before"]
+    with pytest.raises(capi.ActError, match="invalid pass pipeline 'act-no-such-pass'"):
+        capi.run_passes(src, "act-no-such-pass")
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f(%x: f32) -> f32 {\n  return %y : f32\n}\n")
+    with pytest.raises(capi.ActError, match=r"bad.mlir:2:\d+: error: use of undeclared SSA value"):
+        capi.run_passes(str(bad), "act-insert-encode-decode")
+    with pytest.raises(capi.ActError, match="no-such-file"):
+        capi.run_passes(str(tmp_path / "no-such-file.mlir"), "act-insert-encode-decode")
+    with pytest.raises(driver.ToolError, match="act-insert-encode-decode"):
+        driver.insert(src, str(tmp_path / "x.mlir"), "encoding=#act.nonsense")

@@ -3,7 +3,7 @@
 
 Each graph is one training step: forward pass, loss, and the backward pass
 written out by hand (the gradients of every parameter), in the joint form of
-DESIGN.md (the loss is result 0, marked `act.loss`) and, for the MLP, also in
+docs/Design.md (the loss is result 0, marked `act.loss`) and, for the MLP, also in
 the split form that AOTAutograd produces.
 
     python3 examples/graphgen.py            # rewrite examples/*.mlir

@@ -83,7 +83,7 @@ ACT_CAPI_EXPORTED intptr_t actStepGetLossIndex(ActStep step);
 ACT_CAPI_EXPORTED int actStepHasSeeds(ActStep step);
 
 /// Runs the step on `args` (numArgs of them, in actStepGetArgument's
-/// order); `stepSeed` seeds its stochastic encodings (DESIGN.md
+/// order); `stepSeed` seeds its stochastic encodings (docs/Design.md
 /// "Randomness": tensor id's seed is splitmix64(stepSeed + id)).
 ACT_CAPI_EXPORTED ActRun actStepRun(ActStep step, const ActTensor *args,
                                     intptr_t numArgs, uint64_t stepSeed,

@@ -1,4 +1,4 @@
-"""Export a PyTorch training step to act's input IR (DESIGN.md's two forms).
+"""Export a PyTorch training step to act's input IR (docs/Design.md's two forms).
 
     python3 -m act.export MODEL [--batch N] [--seed S] [-o DIR]
 

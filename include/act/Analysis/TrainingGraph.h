@@ -1,7 +1,7 @@
 //===- TrainingGraph.h - forward/backward split, saved values ---*- C++ -*-===//
 //
-// Finds the training graphs of a module (DESIGN.md: joint and split forms),
-// classifies their ops as forward or backward, and lists the saved
+// Finds the training graphs of a module (docs/Design.md: joint and split
+// forms), classifies their ops as forward or backward, and lists the saved
 // activations: tensors defined in the forward pass and used in the backward
 // pass, each with a stable id.
 //
@@ -19,7 +19,7 @@
 
 namespace mlir::act {
 
-/// Attribute names of the training-graph conventions (DESIGN.md).
+/// Attribute names of the training-graph conventions (docs/Design.md).
 /// A result attribute marking the loss of a joint step (default: result 0).
 inline constexpr llvm::StringLiteral kLossAttrName = "act.loss";
 /// On a split forward function: the symbol of its backward function.
@@ -91,7 +91,7 @@ struct SavedValue {
   RankedTensorType getTensorType() const;
 };
 
-/// A training graph in one of the two forms of DESIGN.md.
+/// A training graph in one of the two forms of docs/Design.md.
 class TrainingGraph {
 public:
   GraphForm form = GraphForm::Joint;

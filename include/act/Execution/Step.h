@@ -5,7 +5,7 @@
 // through act-cpu-pipeline (or act-gpu-pipeline) and run many times on
 // caller-owned host tensors. It holds the saved values between a split
 // form's forward and backward, feeds the backward its tangents, seeds the
-// stochastic encodings (Step::setSeeds, DESIGN.md "Randomness"), and
+// stochastic encodings (Step::setSeeds, docs/Design.md "Randomness"), and
 // measures each run's peak memory through runtime/'s allocation hooks.
 // GACT's sensitivity estimator and the compression-variance measurement
 // run on top of it. Nothing here prints: results are values, failures

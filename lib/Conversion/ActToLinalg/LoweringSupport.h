@@ -28,7 +28,7 @@ inline Value i32Const(OpBuilder &b, Location loc, int64_t v) {
 
 /// 1 + u for the offset `u` a stochastic rounding `floor(y + u)` adds, from
 /// an element's 8 random bits `r` (an i32 in [0, 255]): u = (r + 0.5) / 256
-/// (act::rt::stochasticOffset; DESIGN.md, "Randomness"). Exact, built from
+/// (act::rt::stochasticOffset; docs/Design.md, "Randomness"). Exact, built from
 /// its bits (r in mantissa bits 22..15, the half in bit 14): integer ops
 /// LLVM merges with the byte's extraction, no conversion.
 inline Value stochasticOnePlusOffset(OpBuilder &b, Location loc, Value r) {
@@ -94,7 +94,7 @@ struct IndexMath {
   }
 };
 
-/// The 8 random bits of each lane of one word (DESIGN.md, "Randomness";
+/// The 8 random bits of each lane of one word (docs/Design.md, "Randomness";
 /// docs/Encodings.md, "Philox4x32-10"): one Philox block (128 bits) serves
 /// 16 lanes. With P = perWord rounded up to a power of two, lane l of word
 /// w of tile t has the global lane L = t * P + l; it reads byte L % 4 of

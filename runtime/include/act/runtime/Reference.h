@@ -26,7 +26,7 @@ struct PackedPosition {
 };
 PackedPosition locatePacked(int64_t i, int64_t n, unsigned perWord);
 /// Where element `i` of an n-element tensor quantized `perWord` codes to a
-/// word takes its 8 random bits (DESIGN.md, "Randomness"; one Philox block
+/// word takes its 8 random bits (docs/Design.md, "Randomness"; one Philox block
 /// serves 16 lanes): with P = perWord rounded up to a power of two and the
 /// global lane L = tile * P + lane, byte L % 4 of word (L % 16) / 4 of the
 /// block with counter (L / 16) * 16 + word (at 4 and 8 bits two and four
@@ -41,7 +41,7 @@ uint32_t philox(int64_t i, int64_t n, unsigned perWord, uint64_t seed,
                 uint64_t id);
 /// The offset `u` a stochastic rounding `floor(y + u)` adds, from an
 /// element's 8 random bits `r` (0..255): (r + 0.5) / 256, exact in f32 (the
-/// rounding's bias is at most 1/512 of a step; DESIGN.md, "Randomness").
+/// rounding's bias is at most 1/512 of a step; docs/Design.md, "Randomness").
 inline float stochasticOffset(uint32_t r) {
   return (float(r) + 0.5f) * (1.0f / 256.0f);
 }

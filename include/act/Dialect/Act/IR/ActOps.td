@@ -100,7 +100,7 @@ def Act_FakeQuantOp : Act_Op<"fake_quant", [Pure,
     FracTrain builds on): `u = (r + 0.5) / 256` from the element's 8 random
     bits `r`, byte `i % 4` of word `(i / 4) % 4` of the Philox4x32-10 block
     with counter `i / 16` keyed by (`seed`, `id`), `i` the element's
-    row-major index (DESIGN.md, "Randomness"; `id` keeps its stream apart
+    row-major index (docs/Design.md, "Randomness"; `id` keeps its stream apart
     from the encodings').
 
     ```mlir

@@ -115,7 +115,7 @@ def decompositions():
 def philox_uniform(seed, k, stream, shape):
     """u in [0, 1) per element of `shape` (row-major i): word 0 of
     Philox4x32-10(counter = (i, i >> 32, k, stream), key = (seed, seed >>
-    32)) >> 8, times 2^-24: the lowering's stream (act.aten._philox_uniform),
+    32)) >> 8, times 2^-24: the lowering's stream (act.aten.random._philox_uniform),
     in NumPy, float32."""
     from .aten import PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1
     M = np.uint64(0xFFFFFFFF)

@@ -58,6 +58,12 @@ int actRunPasses(const char *input, const char *pipeline, const char *output,
     parseErrors += what.str();
     return failure();
   };
+  auto invalid = [&](const llvm::Twine &why) {
+    setError(error, ("invalid pass pipeline '" +
+                     llvm::StringRef(pipeline ? pipeline : "") + "': " + why)
+                        .str());
+    return 1;
+  };
   while (!text.trim().empty()) {
     size_t end = 0;
     for (int depth = 0; end < text.size(); ++end) {
@@ -69,27 +75,15 @@ int actRunPasses(const char *input, const char *pipeline, const char *output,
     text = text.drop_front(std::min(end + 1, text.size()));
     llvm::StringRef name = element.take_until([](char c) { return c == '{'; });
     llvm::StringRef options = element.drop_front(name.size());
-    if (options.consume_front("{") && !options.consume_back("}")) {
-      setError(error, "invalid pass pipeline '" +
-                          std::string(pipeline ? pipeline : "") +
-                          "': unbalanced braces in '" + element.str() + "'");
-      return 1;
-    }
+    if (options.consume_front("{") && !options.consume_back("}"))
+      return invalid("unbalanced braces in '" + element + "'");
     const PassRegistryEntry *info = PassInfo::lookup(name.trim());
     if (!info)
       info = PassPipelineInfo::lookup(name.trim());
-    if (!info) {
-      setError(error, "invalid pass pipeline '" +
-                          std::string(pipeline ? pipeline : "") +
-                          "': no pass or pipeline '" + name.trim().str() + "'");
-      return 1;
-    }
-    if (failed(info->addToPipeline(pm, options, onError))) {
-      setError(error, "invalid pass pipeline '" +
-                          std::string(pipeline ? pipeline : "") +
-                          "': " + parseErrors);
-      return 1;
-    }
+    if (!info)
+      return invalid("no pass or pipeline '" + name.trim() + "'");
+    if (failed(info->addToPipeline(pm, options, onError)))
+      return invalid(parseErrors);
   }
   if (failed(pm.run(*module))) {
     setError(error, messages.empty() ? "the pass pipeline failed" : messages);

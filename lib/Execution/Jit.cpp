@@ -107,19 +107,32 @@ void mlir::act::quiesceAsyncRuntime() {
   barrier->cv.wait(lock, [&] { return barrier->arrived >= barrier->total; });
 }
 
+/// Fails if the async runtime's library did not load.
+static llvm::Error checkAsyncRuntime() {
+  if (!getAsyncRuntimeSymbols().empty())
+    return llvm::Error::success();
+  return llvm::createStringError("MLIR's async runtime (" +
+                                 std::string(ACT_ASYNC_RUNTIME) +
+                                 ") could not be loaded");
+}
+
+/// The async runtime's entry points as absolute symbols (empty if its
+/// library did not load: checkAsyncRuntime).
+static llvm::orc::SymbolMap
+getAsyncRuntimeSymbolMap(llvm::orc::MangleAndInterner &interner) {
+  llvm::orc::SymbolMap map;
+  for (const auto &entry : getAsyncRuntimeSymbols())
+    map[interner(entry.getKey())] = {
+        llvm::orc::ExecutorAddr::fromPtr(entry.getValue()),
+        llvm::JITSymbolFlags::Exported};
+  return map;
+}
+
 llvm::Error mlir::act::registerAsyncRuntime(ExecutionEngine &engine) {
-  const llvm::StringMap<void *> *symbols = &getAsyncRuntimeSymbols();
-  if (symbols->empty())
-    return llvm::createStringError("MLIR's async runtime (" +
-                                   std::string(ACT_ASYNC_RUNTIME) +
-                                   ") could not be loaded");
-  engine.registerSymbols([&](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    for (const auto &entry : *symbols)
-      map[interner(entry.getKey())] = {
-          llvm::orc::ExecutorAddr::fromPtr(entry.getValue()),
-          llvm::JITSymbolFlags::Exported};
-    return map;
+  if (llvm::Error error = checkAsyncRuntime())
+    return error;
+  engine.registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    return getAsyncRuntimeSymbolMap(interner);
   });
   return llvm::Error::success();
 }
@@ -147,12 +160,12 @@ getRuntimeSymbols(llvm::orc::MangleAndInterner &interner) {
   return map;
 }
 
-/// Links cached object code (CodeCache) into a JIT of its own, resolving
-/// what the ExecutionEngine resolves for code it compiles: act's runtime,
-/// the async runtime (`asyncRuntime`), MLIR's C runner utilities and the
+/// Links cached CPU object code (CodeCache) into a JIT of its own,
+/// resolving what the ExecutionEngine resolves for a CPU step it compiles:
+/// act's runtime, the async runtime, MLIR's C runner utilities and the
 /// process's own symbols.
 static llvm::Expected<std::shared_ptr<llvm::orc::LLJIT>>
-loadCachedCode(std::unique_ptr<llvm::MemoryBuffer> object, bool asyncRuntime) {
+loadCachedCode(std::unique_ptr<llvm::MemoryBuffer> object) {
   auto machine = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!machine)
     return machine.takeError();
@@ -175,18 +188,11 @@ loadCachedCode(std::unique_ptr<llvm::MemoryBuffer> object, bool asyncRuntime) {
   char prefix = jit->getDataLayout().getGlobalPrefix();
   llvm::orc::MangleAndInterner interner(jit->getExecutionSession(),
                                         jit->getDataLayout());
+  if (llvm::Error error = checkAsyncRuntime())
+    return std::move(error);
   llvm::orc::SymbolMap symbols = getRuntimeSymbols(interner);
-  if (asyncRuntime) {
-    const llvm::StringMap<void *> &async = getAsyncRuntimeSymbols();
-    if (async.empty())
-      return llvm::createStringError("MLIR's async runtime (" +
-                                     std::string(ACT_ASYNC_RUNTIME) +
-                                     ") could not be loaded");
-    for (const auto &entry : async)
-      symbols[interner(entry.getKey())] = {
-          llvm::orc::ExecutorAddr::fromPtr(entry.getValue()),
-          llvm::JITSymbolFlags::Exported};
-  }
+  llvm::orc::SymbolMap async = getAsyncRuntimeSymbolMap(interner);
+  symbols.insert(async.begin(), async.end());
   if (llvm::Error error =
           main.define(llvm::orc::absoluteSymbols(std::move(symbols))))
     return std::move(error);
@@ -370,7 +376,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     key =
         CodeCache::getKey(module, names, countAllocations, target, cpuFeatures);
     if (std::unique_ptr<llvm::MemoryBuffer> object = cache->lookup(key)) {
-      auto loaded = loadCachedCode(std::move(object), /*asyncRuntime=*/true);
+      auto loaded = loadCachedCode(std::move(object));
       if (loaded) {
         std::shared_ptr<llvm::orc::LLJIT> jit = std::move(*loaded);
         // (Tasks may return through the code after a call: see below.)

@@ -293,7 +293,7 @@ class CompiledStep:
                 raise ActError(f"argument {i} of the {what} is on {a.device}; act's steps run "
                                f"on the CPU")
             kind = _TORCH_KINDS.get(str(getattr(a, "dtype", None)))
-            if (kind is not None and hasattr(a, "data_ptr") and a.device.type == "cpu"
+            if (kind is not None and hasattr(a, "data_ptr")
                     and KINDS[kind] is dtype.type and a.is_contiguous()):
                 # A contiguous CPU torch tensor of the argument's type: its
                 # memory as it is (the common case, without NumPy).

@@ -111,17 +111,25 @@ def step(mlir, inputs, out_dir, num_results, *extra, timeout=None):
     return results, peak, ms
 
 
+def _blas():
+    """The BLAS library PyTorch loaded (libblas.so.3), or None."""
+    import ctypes
+
+    import torch  # noqa: F401 (loads the BLAS)
+    try:
+        return ctypes.CDLL("libblas.so.3")
+    except OSError:
+        return None
+
+
 def torch_blas():
     """The BLAS PyTorch's matmuls run on here: "OpenBLAS <config>", or
     "the reference BLAS" (Debian's torch links libblas.so.3, which is
     OpenBLAS once libopenblas0-pthread is installed; scripts/setup.sh
     installs it)."""
     import ctypes
-
-    import torch  # noqa: F401 (loads the BLAS)
-    try:
-        lib = ctypes.CDLL("libblas.so.3")
-    except OSError:
+    lib = _blas()
+    if lib is None:
         return "an unknown BLAS"
     if hasattr(lib, "openblas_get_config"):
         lib.openblas_get_config.restype = ctypes.c_char_p
@@ -133,15 +141,10 @@ def set_torch_threads(threads):
     """torch.set_num_threads(threads), and OpenBLAS's own pool to the same
     count (PyTorch does not set it: without this a "1-thread" peer's
     matmuls run on every core)."""
-    import ctypes
-
     import torch
     torch.set_num_threads(threads)
-    try:
-        lib = ctypes.CDLL("libblas.so.3")
-    except OSError:
-        return
-    if hasattr(lib, "openblas_set_num_threads"):
+    lib = _blas()
+    if lib is not None and hasattr(lib, "openblas_set_num_threads"):
         lib.openblas_set_num_threads(int(threads))
 
 
@@ -151,8 +154,6 @@ def torch_step_ms(spec, batch, threads, runs):
     of `runs` steps after two warm-up steps (the peer of act-run --repeat)."""
     import statistics
     import time
-
-    import torch
 
     from . import models
 

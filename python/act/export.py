@@ -1314,7 +1314,6 @@ class Traced:
             self.record_names = [n for n, _ in records]
             return (loss, *[v for _, v in records]) if records else loss
 
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             primals = [p.detach().requires_grad_(True) for p in self.params]

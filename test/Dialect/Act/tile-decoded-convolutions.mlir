@@ -1,5 +1,6 @@
 // RUN: act-opt %s -act-tile-decoded-convolutions=chunk-bytes=2048 | FileCheck %s
 // RUN: act-opt %s -act-tile-decoded-convolutions | FileCheck %s --check-prefix=WHOLE
+// RUN: act-opt %s -act-tile-decoded-convolutions="chunk-bytes=1024 max-unrolled=2" | FileCheck %s --check-prefix=LOOP
 
 // A weight gradient dW = conv(transpose(pad(X)), transpose(dY)) whose X is
 // a per-element decode (a generic without inputs; here one that reads a
@@ -24,6 +25,27 @@
 // CHECK:       tensor.extract_slice %[[DY]][4, 0, 0, 0] [4, 3, 8, 8] [1, 1, 1, 1]
 // CHECK:       %[[A1:.*]] = linalg.conv_2d_nchw_fchw {{.*}} outs(%[[A0]] : tensor<2x3x3x3xf32>)
 // CHECK:       return %[[A1]]
+// Chunks of 2 images: 4 chunks, more than max-unrolled, are one loop whose
+// body decodes images [i, i + 2) (the batch index shifted by the induction
+// variable), pads, transposes, slices dY at i and accumulates: the IR does
+// not grow with the batch.
+// LOOP-LABEL: func.func @weight_gradient
+// LOOP-SAME:  (%[[P:.*]]: tensor<1024xf32>, %[[DY:.*]]: tensor<8x3x8x8xf32>)
+// LOOP-DAG:   %[[C0:.*]] = arith.constant 0 : index
+// LOOP-DAG:   %[[C2:.*]] = arith.constant 2 : index
+// LOOP-DAG:   %[[C8:.*]] = arith.constant 8 : index
+// LOOP:       %[[R:.*]] = scf.for %[[IV:.*]] = %[[C0]] to %[[C8]] step %[[C2]] iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<2x3x3x3xf32>)
+// LOOP:         linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x8x8xf32>)
+// LOOP:           %[[I:.*]] = linalg.index 0 : index
+// LOOP:           arith.addi %[[I]], %[[IV]]
+// LOOP:         tensor.pad
+// LOOP:         linalg.transpose ins(%{{.*}} : tensor<2x2x10x10xf32>)
+// LOOP:         %[[S:.*]] = tensor.extract_slice %[[DY]][%[[IV]], 0, 0, 0] [2, 3, 8, 8] [1, 1, 1, 1]
+// LOOP:         linalg.transpose ins(%[[S]] : tensor<2x3x8x8xf32>)
+// LOOP:         %[[A:.*]] = linalg.conv_2d_nchw_fchw {{.*}} outs(%[[ACC]] : tensor<2x3x3x3xf32>)
+// LOOP:         scf.yield %[[A]]
+// LOOP-NOT:   linalg.conv_2d_nchw_fchw
+// LOOP:       return %[[R]]
 // With the default chunk (512 KB) the 4 KB input is one chunk: unchanged.
 // WHOLE-LABEL: func.func @weight_gradient
 // WHOLE-COUNT-1: linalg.conv_2d_nchw_fchw

@@ -15,9 +15,12 @@
 #include "act/Support/TransposedConvolution.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -74,8 +77,10 @@ struct TileDecodedConvolutionsPass
   }
 
   /// conv(transpose(pad(decode)), filter) as a sum over chunks of the
-  /// batch, each chunk decoded, padded and transposed on its own (unrolled:
-  /// static offsets, so the transposes stay views for act-transpose-views).
+  /// batch, each chunk decoded, padded and transposed on its own. Up to
+  /// `maxUnrolled` chunks are unrolled (static offsets); more are an
+  /// `scf.for` over the chunks, so that the step's size does not grow with
+  /// the batch (a batch of 512 was 95 convolutions, each its own decode).
   LogicalResult chunk(IRRewriter &rewriter, linalg::Conv2DNchwFchwOp conv) {
     SmallVector<Operation *> chain = decodedInput(conv);
     auto transpose = cast<linalg::TransposeOp>(chain.front());
@@ -96,10 +101,16 @@ struct TileDecodedConvolutionsPass
     rewriter.setInsertionPoint(conv);
     Value filter = conv.getInputs()[1];
     auto filterType = cast<RankedTensorType>(filter.getType());
-    Value acc = conv.getOutputs()[0];
-    for (int64_t first = 0; first < batch; first += size) {
-      // The decode of images [first, first + size): the same generic over
-      // the chunk, its batch index shifted.
+    auto filterTranspose = filter.getDefiningOp<linalg::TransposeOp>();
+    bool sliceSource = filterTranspose && filterTranspose.getPermutation() ==
+                                              ArrayRef<int64_t>{1, 0, 2, 3};
+    Value sliced = sliceSource ? filterTranspose.getInput() : filter;
+
+    // The convolution of images [first, first + size) accumulated into
+    // `acc`: `first` a constant or the loop's induction variable.
+    auto addChunk = [&](OpFoldResult first, Value acc) -> Value {
+      // The decode of the chunk: the same generic over the chunk, its
+      // batch index shifted.
       RankedTensorType chunkType = act::withBatch(decoded, size);
       Value init = tensor::EmptyOp::create(rewriter, loc, chunkType.getShape(),
                                            decoded.getElementType());
@@ -107,15 +118,14 @@ struct TileDecodedConvolutionsPass
       map.map(decode.getDpsInits()[0], init);
       auto part = cast<linalg::GenericOp>(rewriter.clone(*decode, map));
       part->getResult(0).setType(chunkType);
-      if (first != 0)
+      if (!isConstantIntValue(first, 0))
         part.walk([&](linalg::IndexOp index) {
           if (index.getDim() != 0)
             return;
           OpBuilder::InsertionGuard guard(rewriter);
           rewriter.setInsertionPointAfter(index);
-          Value shifted = arith::AddIOp::create(
-              rewriter, loc, index,
-              arith::ConstantIndexOp::create(rewriter, loc, first));
+          Value offset = getValueOrCreateConstantIndexOp(rewriter, loc, first);
+          Value shifted = arith::AddIOp::create(rewriter, loc, index, offset);
           rewriter.replaceAllUsesExcept(index, shifted,
                                         shifted.getDefiningOp());
         });
@@ -141,21 +151,10 @@ struct TileDecodedConvolutionsPass
                   ->getResult(0);
       // The filter's channels are the batch too: the slice of the output
       // gradient before its transpose when it is one (a view again).
-      Value filterPart;
-      auto filterTranspose = filter.getDefiningOp<linalg::TransposeOp>();
-      bool sliceSource = filterTranspose && filterTranspose.getPermutation() ==
-                                                ArrayRef<int64_t>{1, 0, 2, 3};
-      Value sliced = sliceSource ? filterTranspose.getInput() : filter;
-      auto slicedType = cast<RankedTensorType>(sliced.getType());
       int64_t batchDim = sliceSource ? 0 : 1;
-      SmallVector<OpFoldResult> offsets(4, rewriter.getIndexAttr(0)), sizes,
-          strides(4, rewriter.getIndexAttr(1));
-      offsets[batchDim] = rewriter.getIndexAttr(first);
-      for (int64_t d = 0; d < 4; ++d)
-        sizes.push_back(rewriter.getIndexAttr(
-            d == batchDim ? size : slicedType.getDimSize(d)));
-      filterPart = tensor::ExtractSliceOp::create(rewriter, loc, sliced,
-                                                  offsets, sizes, strides);
+      act::BatchSlice slice(rewriter, sliced.getType(), first, size, batchDim);
+      Value filterPart = tensor::ExtractSliceOp::create(
+          rewriter, loc, sliced, slice.offsets, slice.sizes, slice.strides);
       if (sliceSource) {
         SmallVector<int64_t> filterShape(filterType.getShape());
         filterShape[1] = size;
@@ -166,10 +165,28 @@ struct TileDecodedConvolutionsPass
                                         filterTranspose.getPermutation())
                 ->getResult(0);
       }
-      acc = linalg::Conv2DNchwFchwOp::create(
-                rewriter, loc, acc.getType(), ValueRange{input, filterPart},
-                ValueRange{acc}, conv.getStrides(), conv.getDilations())
-                ->getResult(0);
+      return linalg::Conv2DNchwFchwOp::create(
+                 rewriter, loc, acc.getType(), ValueRange{input, filterPart},
+                 ValueRange{acc}, conv.getStrides(), conv.getDilations())
+          ->getResult(0);
+    };
+
+    Value acc = conv.getOutputs()[0];
+    if (batch / size <= maxUnrolled) {
+      for (int64_t first = 0; first < batch; first += size)
+        acc = addChunk(rewriter.getIndexAttr(first), acc);
+    } else {
+      auto c = [&](int64_t v) {
+        return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
+      };
+      auto loop =
+          scf::ForOp::create(rewriter, loc, c(0), c(batch), c(size), acc);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(loop.getBody());
+      Value next =
+          addChunk(loop.getInductionVar(), loop.getRegionIterArgs()[0]);
+      scf::YieldOp::create(rewriter, loc, next);
+      acc = loop.getResult(0);
     }
     Operation *filterOp = filter.getDefiningOp();
     rewriter.replaceOp(conv, acc);

@@ -652,22 +652,26 @@ def ActTileDecodedConvolutionsPass
     `convert-act-to-linalg{decode-into-consumers}` builds for a lossy
     encoding), the convolution becomes a sum of convolutions over chunks of
     the batch, each reading its own decode (the generic over the chunk, its
-    batch index shifted), pad and transpose, and its slice of the filter;
-    unrolled, so every offset is static and the transposes stay views for
-    act-transpose-views. The decoded input exists one chunk of `chunk-bytes`
-    at a time instead of whole. (Upstream's tile-and-fuse builds the same
-    as an `scf.for`, but its tiled `tensor.pad` is guarded by an `scf.if`
-    and its filter slices have dynamic offsets: both allocate.) The sum over the batch is
-    then taken chunk by chunk (float32 reassociation; lossless encodings
-    are never decoded this way, so their steps stay bitwise those without
-    encodings).
+    batch index shifted), pad and transpose, and its slice of the filter.
+    Up to `max-unrolled` chunks are unrolled (static offsets); more are one
+    `scf.for` over the chunks, so the step's size, and its compile time, do
+    not grow with the batch. The pad is not guarded by an `scf.if` (it pads
+    only the image's border, the same for every chunk), unlike upstream's
+    tile-and-fuse. The decoded input exists one chunk of `chunk-bytes` at a
+    time instead of whole. The sum over the batch is then taken chunk by
+    chunk (float32 reassociation; lossless encodings are never decoded this
+    way, so their steps stay bitwise those without encodings).
   }];
   let options = [
     Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"524288",
            "Largest decoded chunk (the batch is split into the largest "
            "divisor whose images fit)">,
+    Option<"maxUnrolled", "max-unrolled", "int64_t", /*default=*/"4",
+           "Most chunks written out one after the other; more chunks are a "
+           "loop">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 def ActForwardOnlyPass : Pass<"act-forward-only", "::mlir::func::FuncOp"> {

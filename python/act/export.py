@@ -26,6 +26,7 @@ as eager PyTorch would hold the argument itself.
 import argparse
 import contextlib
 import copy
+import dataclasses
 import dis
 import json
 import math
@@ -86,6 +87,13 @@ OWN_LOWERINGS = {
 # Constant tensors captured by tracing with at most this many elements are
 # arith.constants of the step; larger ones are arguments (.npy files).
 MAX_INLINE_CONSTANT = 64
+
+# Batches larger than this are traced for their shapes only (fake tensors:
+# nothing computed at the batch's size, so a batch of 512 traces as fast
+# as one of 16), and PyTorch's trace is checked against eager autograd on
+# the first CHECK_BATCH examples (Traced).
+SHAPES_ONLY_ABOVE = 32
+CHECK_BATCH = 8
 
 
 def decompositions():
@@ -1200,17 +1208,59 @@ def external_buffers_kept(modules):
                 b.copy_(value)
 
 
+def first_examples(workload, count, above):
+    """`workload` cut to the first `count` examples when its batch is larger
+    than `above`: every input and target a tensor whose first dimension is
+    that batch. None otherwise (a sequence-first recurrent input, an
+    unbatched argument: the batch is not known)."""
+    tensors = tensors_of(workload.inputs) + tensors_of(workload.targets)
+    if not tensors or any(t.dim() == 0 for t in tensors):
+        return None
+    batch = tensors[0].shape[0]
+    if batch <= above or any(t.shape[0] != batch for t in tensors):
+        return None
+
+    def cut(value):
+        return rebuilt(value, [t[:count] for t in tensors_of(value)])
+    return dataclasses.replace(workload, inputs=cut(workload.inputs),
+                               targets=cut(workload.targets))
+
+
 class Traced:
     """The aten graphs of a workload and the values around them."""
 
-    def __init__(self, workload, seed=0):
+    def __init__(self, workload, seed=0, shapes_only=None):
+        """shapes_only: trace without computing at the batch's size
+        (torchversion.aot_trace): PyTorch's check against eager then runs on
+        the first CHECK_BATCH examples, traced again with real tensors. None:
+        so when the batch is larger than SHAPES_ONLY_ABOVE and every input
+        and target can be cut to CHECK_BATCH along its first dimension;
+        1.13's fake tensors refusing the step, it is traced with real ones."""
         # Tracing and the checks run the model and the loss several times:
         # other modules they call (a GAN's discriminator in the loss) keep
         # their buffers (BatchNorm's running statistics) as they were.
         self.external_modules = external_modules(workload)
+        check = None
+        if shapes_only is None:
+            check = first_examples(workload, CHECK_BATCH, SHAPES_ONLY_ABOVE)
+            shapes_only = check is not None
+        self.shapes_only = False
         with external_buffers_kept(self.external_modules) as kept:
             self._external_buffers = kept
-            self._trace(workload, seed)
+            if shapes_only:
+                try:
+                    self.shapes_only = True
+                    self._trace(workload, seed)
+                except torchversion.FakeTraceError:
+                    self.shapes_only, check = False, None
+            if not self.shapes_only:
+                self._trace(workload, seed)
+        if check is not None and not self.random:
+            # (It raises as this trace's check would; its warnings are about
+            # its batch, not the step's.)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                Traced(check, seed, shapes_only=False)
         # The trace ran the step on real tensors: its activations are freed
         # now, and the process need not keep their pages.
         release_freed_memory()
@@ -1342,7 +1392,7 @@ class Traced:
                 try:
                     graphs, loss, mutated = torchversion.aot_trace(
                         step, [*primals, *[b.clone() for b in self.buffers], *inputs, *targets],
-                        decompositions())
+                        decompositions(), shapes_only=self.shapes_only)
                 except Exception as e:
                     if torchversion.data_dependent_shape(e):
                         raise ExportError(f"{getattr(e, 'func', 'an op')}: {aten.BOOLEAN_MASK} "
@@ -1389,7 +1439,15 @@ class Traced:
                     id(self.buffers[i - nparams]) not in statistics:
                 raise ExportError(_buffer_read_again(
                     "act", f"'{self.buffer_names[i - nparams]}'; "))
-        self._check_against_eager(step, primals)
+        self.random = any(n.op == "call_function" and str(n.target) in (
+            "aten.native_dropout.default", "aten.rand_like.default")
+            for gm in (self.forward, self.backward) for n in gm.graph.nodes)
+        if not self.shapes_only:
+            self._check_against_eager(step, primals)
+        elif any(isinstance(getattr(gm, n.target), torch._subclasses.FakeTensor)
+                 for gm in (self.forward, self.backward) for n in gm.graph.nodes
+                 if n.op == "get_attr"):
+            raise torchversion.FakeTraceError("the trace captured a fake constant")
         # Constant tensors the trace captured: small ones are arith.constants
         # of the step, large ones arguments (written with the inputs).
         self.constants = {}
@@ -1663,10 +1721,7 @@ class Traced:
         advanced indexing into a view, functionalized wrongly), and act would
         then compute those wrong gradients faithfully. Steps that draw
         random numbers are skipped (the graph and eager draw differently)."""
-        random = any(n.op == "call_function" and str(n.target) in (
-            "aten.native_dropout.default", "aten.rand_like.default")
-            for gm in (self.forward, self.backward) for n in gm.graph.nodes)
-        if random:
+        if self.random:
             return
         w = self.workload
 

@@ -34,12 +34,21 @@ BATCH_NORM_OPS = ("_native_batch_norm_legit_functional", "_native_batch_norm_leg
                   "_native_batch_norm_legit_no_training")
 
 
-def aot_trace(step, args, decompositions):
+def aot_trace(step, args, decompositions, shapes_only=False):
     """Runs `step(*args)` traced by AOTAutograd (functorch's aot_function,
     the default partition, `decompositions`); returns (graphs, result,
     mutated): graphs["forward"] now and graphs["backward"] once the caller
     has run the result's backward; `mutated` the positions of the arguments
-    the step wrote (normalize_forward)."""
+    the step wrote (normalize_forward).
+
+    shapes_only: nothing is computed at the arguments' size. The trace runs
+    on fake tensors (2.x always does; 1.13 with functorch's
+    use_fake_tensor and meta kernels for what it lacks, meta_kernels), and
+    the traced forward and backward, as PyTorch runs them after tracing,
+    only return empty tensors of their outputs' shapes: the result and the
+    gradients hold no values. A trace 1.13's fake tensors refuse (a real
+    tensor the step captured, a shape that depends on the data) raises
+    FakeTraceError: the caller traces with real tensors instead."""
     import warnings
 
     from functorch.compile import aot_function, default_partition
@@ -48,17 +57,84 @@ def aot_trace(step, args, decompositions):
     def keep(kind):
         def compiler(gm, example_inputs):
             graphs[kind] = gm
-            return _runnable(gm)
+            return _shapes_of_outputs(gm) if shapes_only else _runnable(gm)
         return compiler
 
-    with warnings.catch_warnings(), _traced_as_in_1_13():
+    with warnings.catch_warnings(), _traced_as_in_1_13(), _fake_in_1_13(shapes_only):
         warnings.simplefilter("ignore")
         fn = aot_function(step, keep("forward"), keep("backward"),
                           partition_fn=default_partition, decompositions=decompositions)
         versions = [a._version for a in args]
-        result = fn(*args)
+        if shapes_only and not TORCH2:
+            try:
+                result = fn(*args)
+            except FakeTraceError:
+                raise
+            except Exception as e:  # noqa: BLE001 (whatever 1.13's fake tensors refuse)
+                raise FakeTraceError(f"{type(e).__name__}: {e}") from e
+        else:
+            result = fn(*args)
     mutated = [i for i, (a, v) in enumerate(zip(args, versions)) if a._version != v]
     return graphs, result, mutated
+
+
+class FakeTraceError(Exception):
+    """1.13's fake tensors could not trace the step (aot_trace's
+    shapes_only)."""
+
+
+def _shapes_of_outputs(gm):
+    """A stand-in for running traced graph `gm`: empty tensors of its
+    outputs' shapes and dtypes (from the trace's tensor_meta)."""
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    metas = [getattr(n, "meta", {}).get("tensor_meta") if n is not None else None
+             for n in out]
+    if any(n is not None and m is None for n, m in zip(out, metas)):
+        raise FakeTraceError("an output of the traced graph has no shape")
+
+    def run(*args):
+        return [None if m is None else torch.empty(m.shape, dtype=m.dtype) for m in metas]
+    return run
+
+
+_META_LIBRARY = []
+
+
+def meta_kernels():
+    """Meta kernels 1.13 lacks for ops its fake tensors meet in a training
+    step (2.x has them): without one, a fake tensor runs the op's real
+    kernel on zeros of the full size (convolution_backward: most of a CNN's
+    trace at batch 512). Registered once per process."""
+    if TORCH2 or _META_LIBRARY:
+        return
+    lib = torch.library.Library("aten", "IMPL", "Meta")
+
+    def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding,
+                             dilation, transposed, output_padding, groups, output_mask):
+        grads = (input.new_empty(input.shape) if output_mask[0] else None,
+                 weight.new_empty(weight.shape) if output_mask[1] else None,
+                 grad_output.new_empty(bias_sizes) if output_mask[2] and bias_sizes is not None
+                 else None)
+        return grads
+    lib.impl("convolution_backward", convolution_backward)
+    _META_LIBRARY.append(lib)
+
+
+@contextlib.contextmanager
+def _fake_in_1_13(enabled):
+    """1.13: AOTAutograd traces on fake tensors (functorch's config), with
+    the meta kernels it lacks."""
+    if TORCH2 or not enabled:
+        yield
+        return
+    from functorch._src import config
+    meta_kernels()
+    previous = config.use_fake_tensor
+    config.use_fake_tensor = True
+    try:
+        yield
+    finally:
+        config.use_fake_tensor = previous
 
 
 def data_dependent_shape(error):

@@ -9,6 +9,24 @@
 // RUN: for e in attention kept; do act-run %s --entry=$e --output-dir=%t/whole_$e > /dev/null && act-run %t/chunked.mlir --entry=$e --output-dir=%t/chunked_$e > /dev/null || exit 1; done
 // RUN: %python -c "import sys, glob, numpy as np; d = sys.argv[1]; w = sorted(glob.glob(d + '/whole_*/*.npy')); assert len(w) == 4, w; assert all(np.load(f).tobytes() == np.load(f.replace('whole_', 'chunked_')).tobytes() for f in w); print('bitwise identical:', len(w))" %t | FileCheck %s --check-prefix=SAME
 // SAME: bitwise identical: 4
+// More chunks than max-unrolled: one loop over them, the same bits.
+// RUN: act-opt %s -act-chunk-batch="chunk-bytes=4096 max-unrolled=1" | FileCheck %s --check-prefix=LOOP
+// RUN: act-opt %s -act-chunk-batch="chunk-bytes=4096 max-unrolled=1" -o %t/looped.mlir
+// RUN: for e in attention kept; do act-run %t/looped.mlir --entry=$e --output-dir=%t/looped_$e > /dev/null || exit 1; done
+// RUN: %python -c "import sys, glob, numpy as np; d = sys.argv[1]; w = sorted(glob.glob(d + '/whole_*/*.npy')); assert len(w) == 4, w; assert all(np.load(f).tobytes() == np.load(f.replace('whole_', 'looped_')).tobytes() for f in w); print('bitwise identical:', len(w))" %t | FileCheck %s --check-prefix=SAME
+// The same chunks of 4 as a loop of 2 iterations whose body slices at the
+// induction variable, offsets the payload's index by it and inserts its
+// part into the carried result.
+// LOOP-LABEL: func.func @attention
+// LOOP:       %[[OUT:.*]] = tensor.empty() : tensor<8x16x4xf32>
+// LOOP:       %[[R:.*]] = scf.for %[[IV:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[OUT]]) -> (tensor<8x16x4xf32>)
+// LOOP:         tensor.extract_slice %{{.*}}[%[[IV]], 0, 0] [4, 16, 4] [1, 1, 1]
+// LOOP:         linalg.batch_matmul {{.*}} -> tensor<4x16x16xf32>
+// LOOP:         %[[I:.*]] = linalg.index 0 : index
+// LOOP:         affine.apply {{.*}}(%[[IV]])[%[[I]]]
+// LOOP:         %[[A:.*]] = tensor.insert_slice %{{.*}} into %[[ACC]][%[[IV]], 0, 0] [4, 16, 4] [1, 1, 1]
+// LOOP:         scf.yield %[[A]]
+// LOOP:       return %[[R]]
 
 // An attention backward over batch x heads = 8: dP = dO V^T (16 x 16 per
 // element, 8 KB in all) and dS = P * (dP - rowsum(dP * P)) never exist

@@ -12,10 +12,13 @@
 #include "act/Dialect/Act/Transforms/Passes.h"
 #include "act/Support/BatchChunks.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/SetVector.h"
@@ -177,7 +180,8 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
     if (computing < 2 || largest <= chunkBytes)
       return;
     // The largest divisor of the batch whose share fits, in at most
-    // kMaxChunks chunks (they are unrolled).
+    // kMaxChunks chunks (fewer, larger chunks past it: each chunk pays the
+    // fixed cost of its kernels' calls).
     constexpr int64_t kMaxChunks = 16;
     int64_t size =
         act::getChunkSize(batch, largest / batch, chunkBytes, kMaxChunks);
@@ -192,7 +196,10 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
       accs.push_back(tensor::EmptyOp::create(
           rewriter, loc, cast<RankedTensorType>(output.getType()).getShape(),
           cast<RankedTensorType>(output.getType()).getElementType()));
-    for (int64_t first = 0; first < batch; first += size) {
+    // The region on elements [first, first + size) of the batch (`first` a
+    // constant or the loop's induction variable), its outputs inserted
+    // into `accs`.
+    auto computeChunk = [&](OpFoldResult first, SmallVector<Value> &accs) {
       IRMapping map;
       // Every tensor the region reads from outside, sliced once per chunk.
       DenseMap<Value, Value> slices;
@@ -231,10 +238,11 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
         for (OpResult result : clone->getResults())
           result.setType(act::withBatch(result.getType(), size));
         if (auto linalgOp = dyn_cast<linalg::LinalgOp>(clone);
-            linalgOp && first != 0 && linalgOp.hasIndexSemantics()) {
+            linalgOp && !isConstantIntValue(first, 0) &&
+            linalgOp.hasIndexSemantics()) {
           SmallVector<OpFoldResult> offsets(linalgOp.getNumLoops(),
                                             rewriter.getIndexAttr(0));
-          offsets[0] = rewriter.getIndexAttr(first);
+          offsets[0] = first;
           linalg::offsetIndices(rewriter, linalgOp, offsets);
         }
       }
@@ -244,6 +252,24 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
                                             acc, chunk.offsets, chunk.sizes,
                                             chunk.strides);
       }
+    };
+    if (batch / size <= maxUnrolled) {
+      for (int64_t first = 0; first < batch; first += size)
+        computeChunk(rewriter.getIndexAttr(first), accs);
+    } else {
+      // More chunks: one loop over them, so that the step's size does not
+      // grow with the batch.
+      auto c = [&](int64_t v) {
+        return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
+      };
+      auto loop =
+          scf::ForOp::create(rewriter, loc, c(0), c(batch), c(size), accs);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> carried(loop.getRegionIterArgs());
+      computeChunk(loop.getInductionVar(), carried);
+      scf::YieldOp::create(rewriter, loc, carried);
+      accs.assign(loop.getResults().begin(), loop.getResults().end());
     }
     for (auto [acc, output] : llvm::zip(accs, outputs))
       rewriter.replaceAllUsesWith(output, acc);

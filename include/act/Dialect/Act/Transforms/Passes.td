@@ -560,13 +560,21 @@ def ActChunkBatchPass : Pass<"act-chunk-batch", "::mlir::func::FuncOp"> {
     decoded per element for their batch-matmul readers, one chunk at a time
     too. An op whose value is read outside the region before the region's
     last op stays where it is. Each batch element is computed as before:
-    the same results, so lossless encodings stay bitwise identical.
+    the same results, so lossless encodings stay bitwise identical. Up to
+    `max-unrolled` chunks are written out one after the other (static
+    offsets); more are one `scf.for` over the chunks carrying the
+    assembled values, so that the step does not grow with the batch.
   }];
   let options = [
     Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"131072",
            "Largest share of a region's internal tensor one chunk may hold">,
+    Option<"maxUnrolled", "max-unrolled", "int64_t", /*default=*/"4",
+           "Most chunks written out one after the other; more chunks are a "
+           "loop">,
   ];
-  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def ActChunkInPassesPass

@@ -69,13 +69,16 @@ def option_value(value):
     raise ValueError(f"cannot quote {value!r} as a pass option value")
 
 
-def insertion_options(encoding, few_bit=0):
+def insertion_options(encoding, few_bit=0, include=None):
     """act-insert-encode-decode's options for act.compile's and act.Module's
     `encoding=` (an act encoding, "lossless" for Gist's lossless encodings
-    only, None or "none" for none) and `few_bit=`."""
+    only, None or "none" for none), `few_bit=` and `include=` (the saved
+    values' ids that may be encoded; None: all)."""
     options = ("policy=none" if encoding in (None, "none")
                else "policy=lossless" if encoding == "lossless"
                else f"encoding={option_value(encoding)}")
+    if include is not None:
+        options += " include=" + ",".join(str(int(i)) for i in include)
     return options + (f" few-bit={few_bit}" if few_bit else "")
 
 

@@ -304,7 +304,8 @@ def progress(total, desc):
 
 
 def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=None,
-          info=None, adapt_interval=0, adapt_batches=2, rank=0, world=1, steps_per_epoch=None):
+          info=None, adapt_interval=0, adapt_batches=2, rank=0, world=1, steps_per_epoch=None,
+          include=None):
     """Trains `task` (a TASKS name) with act (encoding: an act encoding,
     "none" for act without encodings, or None for PyTorch eager;
     "+compute=F/B" or "+pfq=STAGES" appended for FracTrain); epochs, batch
@@ -322,7 +323,9 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     its share of each batch (numpy.array_split of the batch's indices),
     runs its own act step and the gradients are summed by all_reduce,
     weighted by share, so the update is the whole batch's, as one process
-    would compute it."""
+    would compute it.
+    include: with a fixed encoding, the saved values' ids it applies to
+    (act.compile's include=)."""
     from .pfq import PlateauSchedule, parse_schedule, parse_stages
     schedule, compute_bits, dfq, targets = None, None, None, None
     if encoding is not None and "+dfq=" in encoding:
@@ -378,7 +381,7 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
             step = act_compile(model, loss_fn, xtr[:local], ytr[:local],
                                encoding=None if encoding == "none" else encoding,
                                seed=seed + 1000 * rank,
-                               few_bit=few_bit, compute_bits=compute_bits)
+                               few_bit=few_bit, compute_bits=compute_bits, include=include)
     gen = torch.Generator().manual_seed(seed)
     times = []
     epochs_log = []

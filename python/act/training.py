@@ -56,10 +56,16 @@ from .tune import allocate, measuring_step
 class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
                  measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
-                 adapt_batches=2, keep_work_dir=False):
+                 adapt_batches=2, keep_work_dir=False, include=None):
         _refuse_wrappers(module)
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
+        if include is not None:
+            include = tuple(sorted({int(i) for i in include}))
+            if not include or encoding in (None, "none") or average_bits is not None:
+                raise ValueError("include= names the saved values (ids of step.report) that "
+                                 "encoding= applies to: at least one id, with an encoding")
+        self.include = include
         if adapt_interval and average_bits is None:
             raise ValueError("adapt_interval= re-allocates average_bits=; give average_bits=")
         if adapt_interval < 0 or adapt_batches < 1:
@@ -111,6 +117,7 @@ class Step:
         # variant, and summed over calls (PFQ and partial batches change them).
         self.saved_bytes = None
         self.saved_sum = [0, 0]
+        self.report = None  # act's memory report of the last variant compiled (JSON)
         # Modules outside `module` that the loss or the model reach by name
         # (a criterion with weights, a GAN's discriminator): their
         # parameters and buffers are the step's too (Traced), and their
@@ -188,7 +195,7 @@ class Step:
         if self.average_bits is None:
             # "lossless": Gist's lossless encodings only (sign masks, narrow
             # indices, sparse storage of values with structural zeros).
-            options = driver.insertion_options(self.encoding, self.few_bit)
+            options = driver.insertion_options(self.encoding, self.few_bit, self.include)
             mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"),
                                  options)
         if self.compute_bits is not None:
@@ -205,6 +212,7 @@ class Step:
                        f"{variant if isinstance(variant, str) else 'allocated bits'})"):
             step = capi.CompiledStep.from_file(mlir)
         report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
+        self.report = report  # the last compiled variant's (docs/MemoryReport.md)
         totals = report["graphs"][0]["totals"]
         self.compiled[key] = (step, layout,
                               (totals["saved_bytes_before"], totals["saved_bytes_after"]))
@@ -564,7 +572,8 @@ def _cloned(value):
 
 def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
             encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
-            compute_bits=None, adapt_interval=0, adapt_batches=2, keep_work_dir=False):
+            compute_bits=None, adapt_interval=0, adapt_batches=2, keep_work_dir=False,
+            include=None):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), "lossless" for Gist's
@@ -592,10 +601,13 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     work_dir: where the exported and encoded graphs go (kept); by default
     a temporary directory removed with the step (keep_work_dir=True or
     ACT_KEEP_WORK_DIR=1 keeps it).
+    include: with encoding=, the ids of the saved values it applies to (the
+    others stay float32; ids as `step.report` lists them, act's memory
+    report of the last variant compiled: docs/MemoryReport.md); None: all.
     The example batch, if given, compiles the step now (and `saved_bytes`
     is known from then on)."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
-                compute_bits, adapt_interval, adapt_batches, keep_work_dir)
+                compute_bits, adapt_interval, adapt_batches, keep_work_dir, include)
     if example_inputs is not None and example_targets is not None:
         inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
         require_cpu("act.compile", tensors_of(inputs) + tensors_of(targets), module)

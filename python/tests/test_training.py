@@ -432,6 +432,33 @@ def test_fewbit_needs_a_lossy_encoding():
         act.compile(model, F.cross_entropy, encoding="#act.quant<bits=4>", few_bit=9)
 
 
+def test_include_encodes_only_the_named_saved_values(tmp_path):
+    """include= (act-insert-encode-decode's include): only the saved values
+    with these ids are encoded, the others stay float32 (the saved bytes
+    between none and all encoded); step.report is act's memory report of
+    the variant compiled; include= without an encoding, or empty, is an
+    error."""
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
+                          nn.Linear(32, 4))
+    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+    full = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "all"),
+                       encoding="#act.quant<bits=2>")
+    saved = full.report["graphs"][0]["saved"]
+    encoded = [t["id"] for t in saved if t["status"] == "encoded"]
+    assert len(encoded) >= 2, saved
+    one = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "one"),
+                      encoding="#act.quant<bits=2>", include=[encoded[0]])
+    status = {t["id"]: t["status"] for t in one.report["graphs"][0]["saved"]}
+    assert status[encoded[0]] == "encoded"
+    assert all(status[i] != "encoded" for i in encoded[1:]), status
+    assert one.saved_bytes[1] > full.saved_bytes[1] and one.saved_bytes[1] < one.saved_bytes[0]
+    with pytest.raises(ValueError, match="include= names the saved values"):
+        act.compile(model, F.cross_entropy, include=[0])
+    with pytest.raises(ValueError, match="include= names the saved values"):
+        act.compile(model, F.cross_entropy, encoding="#act.quant<bits=2>", include=[])
+
+
 def test_kernel_threads_are_set_through_the_c_api():
     capi.set_num_threads(1)
     assert capi.get_num_threads() == 1

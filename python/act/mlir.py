@@ -1,7 +1,7 @@
 """act's builder of textual MLIR on tensors (linalg, tensor, arith, math).
 
 MLIR's Python bindings are not packaged on Debian, so act writes text that
-act-opt parses: the PyTorch exporter (export.py, aten/), the example graphs
+act-opt parses: the PyTorch exporter (export/, aten/), the example graphs
 (examples/graphgen.py) and the compile-time benchmark's graphs
 (bench/compile_time/gen_graph.py). Every value is a ranked tensor; `V`
 carries its SSA name, shape (None for a dynamic dim, printed `?`) and element

@@ -4,7 +4,8 @@ element-wise generics with PyTorch's type rules."""
 
 import math
 
-from ..mlir import V
+from ..dtypes import WIDENED, mlir_dtype
+from ..mlir import V, scalar_literal, ttype
 
 __all__ = ['FLOAT_TYPES', 'LOWERINGS', 'UnsupportedError', 'arith', 'compare', 'convert', 'lowering', 'meta_shape', 'node_dtype', 'promote', 'require', 'resolve_sizes', 'typed_ew']
 
@@ -54,7 +55,6 @@ FLOAT_TYPES = ("f32", "f64", "f16", "bf16")
 
 def node_dtype(node):
     """The MLIR element type PyTorch says `node` (its first output) has."""
-    from ..export import WIDENED, mlir_dtype
     tm = node.meta.get("tensor_meta")
     if tm is not None and not hasattr(tm, "dtype"):
         tm = tm[0]  # a multi-output op
@@ -174,3 +174,13 @@ def _binary_typed(op):
             return arith(bb, op, x, y, compute)
         return typed_ew(g, node, [a, b], fn, compute, out)
     return lower
+
+
+def dense_constant(g, value, name):
+    """A constant tensor captured by tracing, as an arith.constant."""
+    dtype = mlir_dtype(value.dtype)
+    flat = [scalar_literal(x, dtype) for x in value.flatten().tolist()]
+    shape = tuple(value.shape)
+    r = g.fresh("const_" + name)
+    g.emit(f"{r} = arith.constant dense<[{', '.join(flat)}]> : {ttype((len(flat),), dtype)}")
+    return g.reshape(V(r, (len(flat),), dtype), shape, hint="const")

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from ..mlir import V, dims
-from .core import lowering, meta_shape, require
+from .core import dense_constant, lowering, meta_shape, require
 from .reductions import amin
 from .pooling import _adaptive_weights, _index_expr, max_pool2d, max_pool2d_backward
 
@@ -140,7 +140,6 @@ def _nearest_plan(h, w, oh, ow, scales):
 
 def _index_table(g, values, hint):
     """A small i64 constant tensor of `values` (per-position tables)."""
-    from ..export import dense_constant
     return dense_constant(g, torch.tensor(np.asarray(values), dtype=torch.int64), hint)
 
 
@@ -302,7 +301,6 @@ def upsample_bilinear2d_backward(g, node, grad, output_size, input_size, align_c
                                  scale_factors):
     """grad_input = Wh^T grad Ww, with PyTorch's interpolation matrices
     (constants of the step), in two contractions."""
-    from ..export import dense_constant
     n, c, h, w = input_size
     oh, ow = grad.shape[-2:]
     size = output_size if output_size is not None else None

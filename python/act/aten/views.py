@@ -1,7 +1,7 @@
 """Views and layout (reshape, transpose, permute, expand, slicing, concat),
 indexing and gathers."""
 
-from ..mlir import V, dims
+from ..mlir import V, broadcast_shape, dims
 from .core import LOWERINGS, arith, convert, lowering, meta_shape, require, resolve_sizes
 
 __all__ = ['BOOLEAN_MASK', 'RESHAPE_VIEWS', 'STORAGE_SPLITS', 'STORAGE_VIEWS', 'as_strided', 'as_strided_scatter', 'cat', 'constant_pad_nd', 'embedding', 'expand', 'gather', 'identity', 'index', 'index_put', 'index_select', 'permute', 'reshape_alias', 'reshape_like_meta', 'reshape_to_meta', 'roll', 'scatter_add', 'select', 'select_scatter', 'slice_', 'slice_scatter', 'split', 'split_with_sizes', 'stack', 'storage_root', 't', 'transpose', 'unbind', 'view']
@@ -349,7 +349,6 @@ def index(g, node, x, indices):
     # the data, but the trace fixed the count of the example batch.
     require(all(indices[k].dtype != "i1" for k in pos), node, BOOLEAN_MASK)
     require(pos == list(range(pos[0], pos[-1] + 1)), node, "non-adjacent index tensors")
-    from ..mlir import broadcast_shape
     ishape = broadcast_shape([indices[k].shape for k in pos])
     out_shape = meta_shape(node)
     lead = pos[0]
@@ -386,7 +385,6 @@ def index_put(g, node, x, indices, values, accumulate=False, *args):
     if any(indices[k].dtype == "i1" for k in pos):
         return _masked_put(g, node, x, pos, indices[pos[0]], values, accumulate)
     require(pos == list(range(pos[0], pos[0] + len(pos))), node, "non-adjacent index tensors")
-    from ..mlir import broadcast_shape
     ishape = broadcast_shape([indices[k].shape for k in pos])
     r, p, lead = len(ishape), len(pos), pos[0]
     tail = x.rank - lead - p

@@ -1,0 +1,62 @@
+"""Export a PyTorch training step to act's input IR (docs/Design.md's two forms).
+
+    python3 -m act.export MODEL [--batch N] [--seed S] [-o DIR]
+
+MODEL is one of act.models.MODELS or `file.py:factory`. AOTAutograd
+(functorch's aot_function with the default partition) traces the step
+`loss_fn(module(inputs), targets)` with the parameters as explicit inputs
+into an aten forward graph returning `(loss, *saved)` and a backward graph
+taking `(*saved, tangent)`; act.aten lowers each node. Written to DIR:
+
+- `NAME.mlir`: the joint form, `@NAME_step(params..., inputs, targets) ->
+  (loss {act.loss}, grads...)` with the gradients in parameter order;
+- `NAME_split.mlir`: `@NAME_forward` -> (loss, saved...) marked
+  `act.backward = @NAME_backward, act.num_saved`, and `@NAME_backward(saved...,
+  tangent) -> grads...`;
+- `NAME_inputs/*.npy`: the arguments (parameters, inputs, targets), and with
+  `--batches K` the inputs and targets of K - 1 more mini-batches;
+- `NAME_reference/`: loss.npy and grad_<i>.npy by eager autograd in float64;
+- `NAME.json`: the manifest (arguments, files, saved-tensor bytes).
+
+A saved value that is only a view of an argument (a transposed weight, a
+flattened input) is not saved: the backward re-derives it from the argument,
+as eager PyTorch would hold the argument itself.
+
+The package, one layer per module (each imports only those before it, and
+act.aten, act.dtypes and act.errors below them): `standins` (what the
+trace runs in place of PyTorch's own: decompositions, traceable losses and
+resizing, packed sequences, checkpoints, Philox randomness), `trace`
+(Traced: AOTAutograd's trace of the step and its checks), `emit` (Lowerer
+and Exporter: the graphs as act's IR), `cli` (export() and the command
+line).
+"""
+
+from ..aten.core import dense_constant
+from ..dtypes import DTYPES, UINT8_PRESERVING, WIDENED, argument_dtype, mlir_dtype
+from ..errors import ExportError
+from .standins import (OWN_LOWERINGS, affine_grid_traceable, copy_module, ctc_loss_static,
+                       cross_entropy_static, decompositions, embedding_traceable,
+                       gaussian_nll_static, grid_sample_traceable, interpolate_traceable,
+                       local_response_norm_static, multi_margin_static, nll_loss_static,
+                       one_hot_static, packed_sequences, pdist_static, philox_keep,
+                       philox_uniform, quantile_static, random_ops, reentrant_checkpoints,
+                       reference_precision, static_losses, substituted, traced_loss)
+from .trace import (CHECK_BATCH, MAX_INLINE_CONSTANT, SHAPES_ONLY_ABOVE, VIEW_OPS, Traced,
+                    check_classification, external_buffers_kept, external_modules,
+                    first_examples, record, target_range)
+from .emit import Exporter, Lowerer, header
+from .cli import export, main
+
+__all__ = [
+    "ExportError", "OWN_LOWERINGS", "affine_grid_traceable", "copy_module", "ctc_loss_static",
+    "cross_entropy_static", "decompositions", "embedding_traceable", "gaussian_nll_static",
+    "grid_sample_traceable", "interpolate_traceable", "local_response_norm_static",
+    "multi_margin_static", "nll_loss_static", "one_hot_static", "packed_sequences",
+    "pdist_static", "philox_keep", "philox_uniform", "quantile_static", "random_ops",
+    "reentrant_checkpoints", "reference_precision", "static_losses", "substituted",
+    "traced_loss", "CHECK_BATCH", "DTYPES", "MAX_INLINE_CONSTANT", "SHAPES_ONLY_ABOVE",
+    "UINT8_PRESERVING", "VIEW_OPS", "WIDENED", "Traced", "argument_dtype",
+    "check_classification", "external_buffers_kept", "external_modules", "first_examples",
+    "mlir_dtype", "record", "target_range", "Exporter", "Lowerer", "dense_constant", "header",
+    "export", "main",
+]

@@ -11,6 +11,8 @@ import subprocess
 
 import numpy as np
 
+from . import capi, models
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -85,7 +87,6 @@ def insertion_options(encoding, few_bit=0, include=None):
 def passes(src, dst, name, options=""):
     """act-opt SRC -NAME=OPTIONS -o DST, in this process (the C API's
     actRunPasses: no act-opt process); DST None: not written."""
-    from . import capi
     try:
         return capi.run_passes(src, f"{name}{{{options}}}" if options else name, dst)
     except capi.ActError as e:
@@ -158,7 +159,6 @@ def torch_step_ms(spec, batch, threads, runs):
     import statistics
     import time
 
-    from . import models
 
     set_torch_threads(threads)
     w = models.load(spec, batch, 0)

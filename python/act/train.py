@@ -59,6 +59,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .dfq import DFQ
+from .pfq import PlateauSchedule, parse_schedule, parse_stages
+from .training import compile as act_compile
+
 
 def digits():
     from sklearn.datasets import load_digits
@@ -326,7 +330,6 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     would compute it.
     include: with a fixed encoding, the saved values' ids it applies to
     (act.compile's include=)."""
-    from .pfq import PlateauSchedule, parse_schedule, parse_stages
     schedule, compute_bits, dfq, targets = None, None, None, None
     if encoding is not None and "+dfq=" in encoding:
         # DFQ at a target cost; several targets: FracTrain (PFQ's plateau
@@ -356,7 +359,6 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     model = task.model()
     loss_fn = task.loss_fn
     if targets:
-        from .dfq import DFQ
         model = dfq = DFQ(model, targets[0])  # (the gates after the same initial weights)
         loss_fn = dfq.loss_fn(task.loss_fn)
     if task.optimizer == "adamw":
@@ -366,7 +368,6 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     local = len(np.array_split(np.arange(batch), world)[rank])  # this process's share
     step = None
     if encoding is not None:
-        from . import compile as act_compile
         # "ENCODING+few-bit=B": Few-bit codes where the backward reads
         # phi(x), ENCODING elsewhere; "average-bits=A+few-bit=B": few-bit
         # codes as the allocator's other family.

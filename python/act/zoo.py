@@ -28,6 +28,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from . import driver
+from .export import ExportError, export
+
 BOUND = 1e-4
 
 
@@ -732,7 +735,6 @@ BATCH = {"resnet18": 8, "mobilenet_v2": 4, "mnasnet0_5": 4, "efficientnet_b0": 4
 def export_model(name, out_root):
     """Exports zoo model `name` into out_root/name; returns (row, manifest),
     the manifest None if it does not export."""
-    from .export import ExportError, export
     row = {"model": name}
     t0 = time.time()
     try:
@@ -761,7 +763,6 @@ def exported_model(name, out_root):
 
 
 def run_model(name, out_root, encodings, timeout, exported=False):
-    from . import driver
     out = os.path.join(out_root, name)
     row, m = (exported_model if exported else export_model)(name, out_root)
     if m is None:
@@ -837,7 +838,6 @@ def compare_exports(names, dir_a, dir_b):
     two PyTorch versions), both printed by act-opt (which drops the
     exporter's value names and comments): one line per model, 'same' or the
     first line that differs."""
-    from . import driver
     same, versions = 0, [set(), set()]
     for name in names:
         manifests = [exported_model(name, d)[1] for d in (dir_a, dir_b)]

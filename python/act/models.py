@@ -16,6 +16,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .zoo import ZOO
+
 
 @dataclass
 class Workload:
@@ -117,7 +119,6 @@ def load(spec, batch, seed):
     """A named model or `file.py:factory`, built under torch.manual_seed(seed)."""
     torch.manual_seed(seed)
     if spec.startswith("zoo."):
-        from .zoo import ZOO
         if spec[4:] not in ZOO:
             raise ValueError(f"unknown zoo model '{spec[4:]}' (one of {', '.join(ZOO)})")
         name, made = spec[4:], ZOO[spec[4:]](batch)

@@ -19,7 +19,8 @@ import torch.nn.functional as F
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
-from act import driver, zoo  # noqa: E402
+from act import driver  # noqa: E402
+from act.zoo import run as zoo  # noqa: E402
 from act import export as export_module  # noqa: E402
 from act.export import main  # noqa: E402
 

@@ -1,0 +1,7 @@
+"""python3 -m act.zoo (act.zoo.run)."""
+
+import sys
+
+from .run import main
+
+sys.exit(main())

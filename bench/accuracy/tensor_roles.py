@@ -31,8 +31,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from act import train as T  # noqa: E402
 from act.training import compile  # noqa: E402
+from gradient_bias import gradient  # noqa: E402 (one step's gradient, as there)
 
 
 def roles(report):
@@ -67,16 +69,6 @@ def roles(report):
         out.setdefault(role, []).append(t["id"])
         previous = role
     return out
-
-
-def gradient(step, x, y):
-    """The step's parameter gradients (float64, concatenated); every call
-    draws new step seeds."""
-    for p in step.module.parameters():
-        p.grad = None
-    step(x, y)
-    return np.concatenate([p.grad.detach().double().numpy().ravel()
-                           for p in step.module.parameters()])
 
 
 def warm_up(model, task, steps, seed):

@@ -3,7 +3,8 @@
 // What act's rewrites that compute a tensor one chunk of its batch at a
 // time share (act-tile-decoded-convolutions, act-in-place's convolutions,
 // act-chunk-batch): how many batch elements a chunk takes, a type with its
-// batch changed, and the slice of one chunk.
+// batch changed, the slice of one chunk, and the chunks written out or
+// looped over.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,10 +13,13 @@
 
 #include "act/Support/OptionLoc.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <cstdint>
 #include <limits>
@@ -72,6 +76,37 @@ struct BatchSlice {
       : BatchSlice(b, type, b.getIndexAttr(first), size) {}
   SmallVector<OpFoldResult> offsets, sizes, strides;
 };
+
+/// The chunks [first, first + size) of a batch of `batch` elements, each
+/// computed by `body(first, values)`, which updates `values` (the results
+/// carried from chunk to chunk: a sum, the tensors chunks are inserted
+/// into): written out one after the other with constant offsets up to
+/// `maxUnrolled` chunks, else one `scf.for` over them carrying `values`, so
+/// that the IR does not grow with the batch. Builds at the rewriter's
+/// insertion point; on return `values` holds the final results.
+inline void forEachChunk(
+    RewriterBase &rewriter, Location loc, int64_t batch, int64_t size,
+    int64_t maxUnrolled, SmallVectorImpl<Value> &values,
+    llvm::function_ref<void(OpFoldResult, SmallVectorImpl<Value> &)> body) {
+  if (batch / size <= maxUnrolled) {
+    for (int64_t first = 0; first < batch; first += size)
+      body(rewriter.getIndexAttr(first), values);
+    return;
+  }
+  auto c = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
+  };
+  auto loop =
+      scf::ForOp::create(rewriter, loc, c(0), c(batch), c(size), values);
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> carried(loop.getRegionIterArgs());
+    body(loop.getInductionVar(), carried);
+    scf::YieldOp::create(rewriter, loc, carried);
+  }
+  values.assign(loop.getResults().begin(), loop.getResults().end());
+}
 
 } // namespace mlir::act
 

@@ -16,7 +16,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -199,7 +198,7 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
     // The region on elements [first, first + size) of the batch (`first` a
     // constant or the loop's induction variable), its outputs inserted
     // into `accs`.
-    auto computeChunk = [&](OpFoldResult first, SmallVector<Value> &accs) {
+    auto computeChunk = [&](OpFoldResult first, SmallVectorImpl<Value> &accs) {
       IRMapping map;
       // Every tensor the region reads from outside, sliced once per chunk.
       DenseMap<Value, Value> slices;
@@ -253,24 +252,8 @@ struct ChunkBatchPass : act::impl::ActChunkBatchPassBase<ChunkBatchPass> {
                                             chunk.strides);
       }
     };
-    if (batch / size <= maxUnrolled) {
-      for (int64_t first = 0; first < batch; first += size)
-        computeChunk(rewriter.getIndexAttr(first), accs);
-    } else {
-      // More chunks: one loop over them, so that the step's size does not
-      // grow with the batch.
-      auto c = [&](int64_t v) {
-        return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
-      };
-      auto loop =
-          scf::ForOp::create(rewriter, loc, c(0), c(batch), c(size), accs);
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(loop.getBody());
-      SmallVector<Value> carried(loop.getRegionIterArgs());
-      computeChunk(loop.getInductionVar(), carried);
-      scf::YieldOp::create(rewriter, loc, carried);
-      accs.assign(loop.getResults().begin(), loop.getResults().end());
-    }
+    act::forEachChunk(rewriter, loc, batch, size, maxUnrolled, accs,
+                      computeChunk);
     for (auto [acc, output] : llvm::zip(accs, outputs))
       rewriter.replaceAllUsesWith(output, acc);
     for (Operation *op : llvm::reverse(region))

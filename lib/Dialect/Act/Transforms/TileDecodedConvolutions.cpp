@@ -18,7 +18,6 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -171,25 +170,13 @@ struct TileDecodedConvolutionsPass
           ->getResult(0);
     };
 
-    Value acc = conv.getOutputs()[0];
-    if (batch / size <= maxUnrolled) {
-      for (int64_t first = 0; first < batch; first += size)
-        acc = addChunk(rewriter.getIndexAttr(first), acc);
-    } else {
-      auto c = [&](int64_t v) {
-        return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
-      };
-      auto loop =
-          scf::ForOp::create(rewriter, loc, c(0), c(batch), c(size), acc);
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(loop.getBody());
-      Value next =
-          addChunk(loop.getInductionVar(), loop.getRegionIterArgs()[0]);
-      scf::YieldOp::create(rewriter, loc, next);
-      acc = loop.getResult(0);
-    }
+    SmallVector<Value> acc = {conv.getOutputs()[0]};
+    act::forEachChunk(rewriter, loc, batch, size, maxUnrolled, acc,
+                      [&](OpFoldResult first, SmallVectorImpl<Value> &sum) {
+                        sum[0] = addChunk(first, sum[0]);
+                      });
     Operation *filterOp = filter.getDefiningOp();
-    rewriter.replaceOp(conv, acc);
+    rewriter.replaceOp(conv, acc[0]);
     for (Operation *op : chain)
       if (op->use_empty())
         rewriter.eraseOp(op);

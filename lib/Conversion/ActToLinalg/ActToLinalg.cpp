@@ -2,7 +2,7 @@
 //
 // A 1:N dialect conversion: each encoded value becomes the tensors of its
 // explicit storage; each encoding builds its encode/decode IR through its
-// EncodingLoweringAttrInterface model (EncodingLowering.cpp).
+// EncodingLoweringAttrInterface model (Encoding<Name>.cpp).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,7 +1,7 @@
 //===- ActLowering.h - building blocks of encoding lowerings ----*- C++ -*-===//
 //
 // Helpers the encodings' lowering models use (EncodingLoweringAttrInterface::
-// buildEncode / buildDecode, EncodingLowering.cpp) to linalg, tensor and arith
+// buildEncode / buildDecode, Encoding<Name>.cpp) to linalg, tensor and arith
 // on tensors, with the storage of docs/Encodings.md made explicit: 32-bit
 // payload words holding `perWord` elements of `bits` bits each, over the
 // row-major flattened element index. The same IR runs on CPU and GPU.

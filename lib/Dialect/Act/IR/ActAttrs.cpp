@@ -3,7 +3,7 @@
 // The encodings' parameters, their storage arithmetic and what they decode
 // to. The storage layout is documented in docs/Encodings.md; how each
 // encoding lowers is its model in lib/Conversion/ActToLinalg/
-// EncodingLowering.cpp.
+// Encoding<Name>.cpp.
 //
 //===----------------------------------------------------------------------===//
 

@@ -96,8 +96,8 @@ inline void forEachChunk(
   auto c = [&](int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
   };
-  auto loop =
-      scf::ForOp::create(rewriter, loc, c(0), c(batch), c(size), values);
+  Value lower = c(0), upper = c(batch), step = c(size);
+  auto loop = scf::ForOp::create(rewriter, loc, lower, upper, step, values);
   {
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(loop.getBody());

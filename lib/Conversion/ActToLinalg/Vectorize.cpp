@@ -33,27 +33,20 @@ namespace mlir::act {
 using namespace mlir;
 
 namespace {
-/// Collects the vector.reduction ops a rewrite creates.
-struct ReductionCollector : RewriterBase::Listener {
-  SmallVector<vector::ReductionOp> created;
+/// Collects the ops of type OpT a rewrite creates: the vectorizer's
+/// vector.multi_reduction ops, so that each vectorization lowers its own
+/// without a walk of the whole function (which made the pass quadratic in
+/// the kernels of a step: 4 s of resnet18's 14 s pipeline), and the
+/// vector.reduction ops their lowering creates.
+template <typename OpT> struct CreatedOps : RewriterBase::Listener {
+  SmallVector<OpT> created;
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
-    if (auto reduction = dyn_cast<vector::ReductionOp>(op))
-      created.push_back(reduction);
+    if (auto typed = dyn_cast<OpT>(op))
+      created.push_back(typed);
   }
+  SmallVector<OpT> take() { return std::exchange(created, {}); }
 };
-
-/// Collects the vector.multi_reduction ops a rewrite creates (the
-/// vectorizer's), so that each vectorization lowers its own without a walk
-/// of the whole function (which made the pass quadratic in the kernels of
-/// a step: 4 s of resnet18's 14 s pipeline).
-struct MultiReductionCollector : RewriterBase::Listener {
-  SmallVector<Operation *> created;
-  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
-    if (isa<vector::MultiDimReductionOp>(op))
-      created.push_back(op);
-  }
-  SmallVector<Operation *> take() { return std::exchange(created, {}); }
-};
+using MultiReductionCollector = CreatedOps<vector::MultiDimReductionOp>;
 
 struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
   using Base::Base;
@@ -401,14 +394,17 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
   /// Lowers `reductions` (vector.multi_reduction ops the vectorizer just
   /// created) to one vector.reduction per row (min/max without NaN
   /// semantics; sums and products reassociable when `reassociate`).
-  LogicalResult lowerReductions(SmallVector<Operation *> reductions,
-                                bool reassociate) {
-    if (reductions.empty())
+  LogicalResult
+  lowerReductions(ArrayRef<vector::MultiDimReductionOp> multiReductions,
+                  bool reassociate) {
+    if (multiReductions.empty())
       return success();
+    SmallVector<Operation *> reductions(multiReductions.begin(),
+                                        multiReductions.end());
     RewritePatternSet patterns(&getContext());
     vector::populateVectorMultiReductionLoweringPatterns(
         patterns, vector::VectorMultiReductionLowering::InnerReduction);
-    ReductionCollector collector;
+    CreatedOps<vector::ReductionOp> collector;
     GreedyRewriteConfig config;
     config.setListener(&collector);
     if (failed(

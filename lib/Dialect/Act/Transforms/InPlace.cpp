@@ -245,38 +245,34 @@ LogicalResult convolveInPlace(RewriterBase &rewriter,
   RankedTensorType chunkType = act::withBatch(type, size);
   Value filter = conv.getInputs()[1];
   Value zero = fill.getInputs()[0];
-  auto c = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
-  };
-  Value lower = c(0), upper = c(batch), step = c(size);
-  auto loop = scf::ForOp::create(rewriter, loc, lower, upper, step,
-                                 ValueRange{input->source});
-  {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(loop.getBody());
-    Value acc = loop.getRegionIterArgs()[0];
-    act::BatchSlice slice(rewriter, type, OpFoldResult(loop.getInductionVar()),
-                          size);
-    Value chunk = tensor::ExtractSliceOp::create(rewriter, loc, chunkType, acc,
-                                                 slice.offsets, slice.sizes,
-                                                 slice.strides);
-    if (input->pad)
-      chunk = createZeroPad(rewriter, loc, chunk, *input);
-    // The output's zeros after the read: written into the input's chunk
-    // only once its values are copied.
-    Value empty = tensor::EmptyOp::create(rewriter, loc, chunkType.getShape(),
-                                          type.getElementType());
-    Value zeros =
-        linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
-    Value out = linalg::Conv2DNchwFchwOp::create(
-                    rewriter, loc, zeros.getType(), ValueRange{chunk, filter},
-                    ValueRange{zeros}, conv.getStrides(), conv.getDilations())
-                    ->getResult(0);
-    Value next = tensor::InsertSliceOp::create(
-        rewriter, loc, out, acc, slice.offsets, slice.sizes, slice.strides);
-    scf::YieldOp::create(rewriter, loc, next);
-  }
-  rewriter.replaceOp(conv, loop.getResult(0));
+  // Always a loop (maxUnrolled 0): chunks written out made one-shot
+  // bufferization's conflict analysis quadratic in their number.
+  SmallVector<Value> result = {input->source};
+  act::forEachChunk(
+      rewriter, loc, batch, size, /*maxUnrolled=*/0, result,
+      [&](OpFoldResult first, SmallVectorImpl<Value> &values) {
+        Value acc = values[0];
+        act::BatchSlice slice(rewriter, type, first, size);
+        Value chunk = tensor::ExtractSliceOp::create(
+            rewriter, loc, chunkType, acc, slice.offsets, slice.sizes,
+            slice.strides);
+        if (input->pad)
+          chunk = createZeroPad(rewriter, loc, chunk, *input);
+        // The output's zeros after the read: written into the input's
+        // chunk only once its values are copied.
+        Value empty = tensor::EmptyOp::create(
+            rewriter, loc, chunkType.getShape(), type.getElementType());
+        Value zeros =
+            linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+        Value out =
+            linalg::Conv2DNchwFchwOp::create(
+                rewriter, loc, zeros.getType(), ValueRange{chunk, filter},
+                ValueRange{zeros}, conv.getStrides(), conv.getDilations())
+                ->getResult(0);
+        values[0] = tensor::InsertSliceOp::create(
+            rewriter, loc, out, acc, slice.offsets, slice.sizes, slice.strides);
+      });
+  rewriter.replaceOp(conv, result[0]);
   // The whole padded copy and the whole output's zeros, now unread, and
   // what they alone read (an insert_slice's zero-filled destination; the
   // pad's source, the input, stays read).

@@ -159,7 +159,6 @@ def torch_step_ms(spec, batch, threads, runs):
     import statistics
     import time
 
-
     set_torch_threads(threads)
     w = models.load(spec, batch, 0)
     w.module.train()

@@ -876,7 +876,7 @@ def test_a_large_batch_is_traced_for_its_shapes_only(name, monkeypatch):
     # autograd, while act's step from the same graph is 5e-6 off float64.)
     with monkeypatch.context() as m:
         m.setattr(ex.Traced, "_check_against_eager", lambda *args: None)
-        real = ex.Traced(workload, shapes_only=False)
+        real = ex.Traced(workload, real_tensors=True)
     assert fake.shapes_only == (name != "zoo.tiny_gpt") and not real.shapes_only
     assert ex.Exporter(fake).joint() == ex.Exporter(real).joint()
     if not fake.shapes_only:
@@ -925,5 +925,5 @@ def test_a_shapes_only_trace_that_fake_tensors_refuse_is_traced_for_real(tmp_pat
     workload = models.Workload("scaled", Scaled(), torch.randn(48, 6), torch.randint(0, 3, (48,)))
     traced = ex.Traced(workload)
     assert traced.shapes_only == torchversion.TORCH2
-    real = ex.Traced(workload, shapes_only=False)
+    real = ex.Traced(workload, real_tensors=True)
     assert ex.Exporter(traced).joint() == ex.Exporter(real).joint()

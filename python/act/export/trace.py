@@ -193,27 +193,25 @@ def first_examples(workload, count, above):
 class Traced:
     """The aten graphs of a workload and the values around them."""
 
-    def __init__(self, workload, seed=0, shapes_only=None):
-        """shapes_only: trace without computing at the batch's size
-        (torchversion.aot_trace): PyTorch's check against eager then runs on
-        the first CHECK_BATCH examples, traced again with real tensors. None:
-        so when the batch is larger than SHAPES_ONLY_ABOVE and every input
-        and target can be cut to CHECK_BATCH along its first dimension;
-        1.13's fake tensors refusing the step, it is traced with real ones."""
+    def __init__(self, workload, seed=0, real_tensors=False):
+        """A batch larger than SHAPES_ONLY_ABOVE whose inputs and targets
+        can all be cut to CHECK_BATCH along their first dimension is traced
+        for its shapes only (torchversion.aot_trace: nothing computed at the
+        batch's size), PyTorch's check against eager running on a real
+        trace of those first examples; a step 1.13's fake tensors refuse is
+        traced with real ones. real_tensors: a real trace whatever the
+        batch (the check on the step itself)."""
         # Tracing and the checks run the model and the loss several times:
         # other modules they call (a GAN's discriminator in the loss) keep
         # their buffers (BatchNorm's running statistics) as they were.
         self.external_modules = external_modules(workload)
-        check = None
-        if shapes_only is None:
-            check = first_examples(workload, CHECK_BATCH, SHAPES_ONLY_ABOVE)
-            shapes_only = check is not None
-        self.shapes_only = False
+        check = None if real_tensors else first_examples(workload, CHECK_BATCH,
+                                                         SHAPES_ONLY_ABOVE)
         with external_buffers_kept(self.external_modules) as kept:
             self._external_buffers = kept
-            if shapes_only:
+            self.shapes_only = check is not None
+            if self.shapes_only:
                 try:
-                    self.shapes_only = True
                     self._trace(workload, seed)
                 except torchversion.FakeTraceError:
                     self.shapes_only, check = False, None
@@ -224,7 +222,7 @@ class Traced:
             # its batch, not the step's.)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                Traced(check, seed, shapes_only=False)
+                Traced(check, seed, real_tensors=True)
         # The trace ran the step on real tensors: its activations are freed
         # now, and the process need not keep their pages.
         release_freed_memory()

@@ -53,6 +53,21 @@ from .models import Workload, not_tensors, rebuilt, tensors_of
 from .tune import allocate, measuring_step
 
 
+def _saved_ids(include):
+    """include= as sorted unique saved-value ids (non-negative integers),
+    or a ValueError that names include=."""
+    if isinstance(include, (str, bytes)) or not hasattr(include, "__iter__"):
+        raise ValueError(f"include= is a list of saved-value ids (integers from "
+                         f"step.report), not {include!r}")
+    ids = set()
+    for i in include:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or i < 0:
+            raise ValueError(f"include= is a list of saved-value ids (non-negative "
+                             f"integers from step.report); got {i!r}")
+        ids.add(int(i))
+    return tuple(sorted(ids))
+
+
 class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
                  measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
@@ -61,7 +76,7 @@ class Step:
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
         if include is not None:
-            include = tuple(sorted({int(i) for i in include}))
+            include = _saved_ids(include)
             if not include or encoding in (None, "none") or average_bits is not None:
                 raise ValueError("include= names the saved values (ids of step.report) that "
                                  "encoding= applies to: at least one id, with an encoding")
@@ -213,6 +228,13 @@ class Step:
             step = capi.CompiledStep.from_file(mlir)
         report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
         self.report = report  # the last compiled variant's (docs/MemoryReport.md)
+        if self.include:
+            ids = {t["id"] for g in report["graphs"] for t in g["saved"]}
+            unknown = [i for i in self.include if i not in ids]
+            if unknown:
+                raise ValueError(
+                    f"include= names saved values {unknown} that this step does not have "
+                    f"(its saved values are ids 0..{len(ids) - 1}: step.report)")
         totals = report["graphs"][0]["totals"]
         self.compiled[key] = (step, layout,
                               (totals["saved_bytes_before"], totals["saved_bytes_after"]))

@@ -457,6 +457,15 @@ def test_include_encodes_only_the_named_saved_values(tmp_path):
         act.compile(model, F.cross_entropy, include=[0])
     with pytest.raises(ValueError, match="include= names the saved values"):
         act.compile(model, F.cross_entropy, encoding="#act.quant<bits=2>", include=[])
+    # Not ids: a message that names include=, not Python's int().
+    for bad in ("a", ["a"], [1.5], [-1], [True], 3):
+        with pytest.raises(ValueError, match="include= is a list of saved-value ids"):
+            act.compile(model, F.cross_entropy, encoding="#act.quant<bits=2>", include=bad)
+    # An id the step does not have: refused when the step is compiled.
+    with pytest.raises(ValueError, match=r"include= names saved values \[999\] that this "
+                                         r"step does not have"):
+        act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "unknown"),
+                    encoding="#act.quant<bits=2>", include=[encoded[0], 999])
 
 
 def test_kernel_threads_are_set_through_the_c_api():

@@ -17,7 +17,7 @@ pkgs=(
   cmake ninja-build g++ git python3 googletest libgtest-dev
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 clang-format-22
   libclang-rt-22-dev libdnnl-dev libzstd-dev zlib1g-dev
-  python3-numpy python3-pytest python3-tqdm
+  python3-numpy python3-pytest python3-tqdm python3-pyflakes
   python3-torch python3-torchvision python3-matplotlib python3-sklearn
   # PyTorch's matmuls on OpenBLAS: without it Debian's torch runs them on
   # the reference BLAS (15x slower at 1024^2), which slows the exporter's

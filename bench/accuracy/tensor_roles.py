@@ -18,7 +18,8 @@ low-bit error comes from").
 
     cd python && ACT_BIN_DIR=../build/bin ACT_LIB_DIR=../build/lib \\
       /usr/bin/python3 ../bench/accuracy/tensor_roles.py [--bits 1,2,4] [--seeds N]
-        [--warm 300] [--train 2] [--train-bits 2]
+        [--warm 300] [--train 2] [--train-bits 2] [--only-train]
+        [--roles ROLE,...] [--all-but ROLE]
 """
 import argparse
 import os
@@ -113,6 +114,10 @@ def main():
     ap.add_argument("--train", type=int, default=0, help="training seeds (0: no training)")
     ap.add_argument("--train-bits", type=int, default=2)
     ap.add_argument("--only-train", action="store_true")
+    ap.add_argument("--roles", help="train only these roles (comma-separated names of the "
+                                    "first table; none and all are always trained)")
+    ap.add_argument("--all-but", action="append", default=[], metavar="ROLE",
+                    help="also train every role but ROLE encoded (repeatable)")
     args = ap.parse_args()
     bits = [int(b) for b in args.bits.split(",")]
     task = T.TASKS["python-lm"]
@@ -143,7 +148,14 @@ def main():
         print("|---|---|---|---|")
         enc = f"#act.quant<bits={args.train_bits}>"
         baseline = None
-        for role, ids in [("none", None), ("all", None)] + list(groups.items()):
+        rows = [(r, i) for r, i in groups.items()
+                if args.roles is None or r in args.roles.split(",")]
+        for role in args.all_but:
+            if role not in groups:
+                sys.exit(f"tensor_roles.py: no role '{role}' (roles: {', '.join(groups)})")
+            rows.append((f"all but {role}",
+                         sorted(i for r, ids in groups.items() if r != role for i in ids)))
+        for role, ids in [("none", None), ("all", None)] + rows:
             losses = []
             for seed in range(args.train):
                 start = time.perf_counter()

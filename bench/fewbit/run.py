@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 os.environ.setdefault("ACT_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 
 from act import driver  # noqa: E402
-from act.export import export  # noqa: E402
+from act.export.cli import export  # noqa: E402
 
 MODELS = ["gelu", "silu", "softplus", "selu", "tanh", "elu", "mish", "mlp", "transformer"]
 

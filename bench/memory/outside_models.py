@@ -30,7 +30,8 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 os.environ.setdefault("ACT_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 
 from act import driver  # noqa: E402
-from act.export import export  # noqa: E402
+from act.export.cli import export  # noqa: E402
+from act.peer import torch_step_ms  # noqa: E402
 
 
 class DWNet(nn.Module):
@@ -110,7 +111,7 @@ def main():
             manifest = export(spec, args.batch, 0, out)
             reference = driver.reference(manifest)
             count = 1 + manifest["parameters"]
-            peer = driver.torch_step_ms(spec, args.batch, 1, args.runs)
+            peer = torch_step_ms(spec, args.batch, 1, args.runs)
             base = None
             for config, options in [("none", "policy=none"),
                                     ("uniform 4", "encoding=#act.quant<bits=4>"),

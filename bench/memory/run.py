@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 os.environ.setdefault("ACT_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 
 from act import driver, tune  # noqa: E402
-from act.export import export  # noqa: E402
+from act.export.cli import export  # noqa: E402
 
 MODELS = os.path.join(ROOT, "bench", "step_speed", "models.py")
 WORKLOADS = {  # label -> (exporter spec, default batches)

@@ -24,7 +24,8 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 os.environ.setdefault("ACT_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 
 from act import driver  # noqa: E402
-from act.export import export  # noqa: E402
+from act.export.cli import export  # noqa: E402
+from act.peer import torch_blas, torch_step_ms  # noqa: E402
 
 WORKLOADS = [  # (label, exporter spec, batch)
     ("cnn", "cnn", 16),
@@ -52,7 +53,7 @@ def main():
     p.add_argument("--only", default="", help="comma-separated labels (substrings)")
     args = p.parse_args()
     threads = sorted({int(t) for t in args.threads.split(",")})
-    blas = driver.torch_blas()
+    blas = torch_blas()
     print(f"PyTorch {__import__('torch').__version__}, matmuls on {blas}")
     if "OpenBLAS" not in blas:
         print("warning: PyTorch's matmuls run on the reference BLAS, a weak peer "
@@ -73,7 +74,7 @@ def main():
                 # is reported.
                 rounds = [(act_ms(manifest, out, "policy=none", t, args.runs),
                            act_ms(manifest, out, "encoding=#act.quant<bits=4>", t, args.runs),
-                           driver.torch_step_ms(spec, batch, t, args.runs)) for _ in range(args.rounds)]
+                           torch_step_ms(spec, batch, t, args.runs)) for _ in range(args.rounds)]
                 none, quant, peer = (statistics.median(r[i] for r in rounds) for i in range(3))
                 ratios = (none / peer, quant / peer)
                 marks = ["" if r <= args.limit else " (over)" for r in ratios]

@@ -14,6 +14,8 @@ import os
 
 import numpy as np
 
+from .process import release_freed_memory
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 KINDS = [np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.bool_]
@@ -112,29 +114,6 @@ def set_cache_dir(path):
     loaded from there in milliseconds instead of compiled (docs/Running.md,
     "The code cache")."""
     library().actSetCacheDir(str(path or "").encode())
-
-
-_libc = None
-
-
-def release_freed_memory():
-    """Gives the memory the process has freed back to the system (Python's
-    cycles collected, then glibc's malloc_trim): tracing a step and
-    compiling it free hundreds of MB (the fmnist-cnn at batch 128: 570 MiB
-    resident after its export, 300 once trimmed) that glibc would otherwise
-    keep resident, and count in the process's peak, for the rest of the
-    run. Called after each export and each compile (docs/benchmarks.md,
-    "The memory a user sees")."""
-    global _libc
-    import gc
-    gc.collect()
-    if _libc is None:
-        try:
-            _libc = ctypes.CDLL("libc.so.6")
-        except OSError:
-            _libc = False
-    if _libc and hasattr(_libc, "malloc_trim"):
-        _libc.malloc_trim(0)
 
 
 def run_passes(src, pipeline, dst=None):

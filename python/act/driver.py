@@ -11,7 +11,7 @@ import subprocess
 
 import numpy as np
 
-from . import capi, models
+from . import capi
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -113,63 +113,6 @@ def step(mlir, inputs, out_dir, num_results, *extra, timeout=None):
     ms = float(re.search(r"time: median ([0-9.]+) ms", r.stdout).group(1))
     results = [np.load(os.path.join(out_dir, f"result_{i}.npy")) for i in range(num_results)]
     return results, peak, ms
-
-
-def _blas():
-    """The BLAS library PyTorch loaded (libblas.so.3), or None."""
-    import ctypes
-
-    import torch  # noqa: F401 (loads the BLAS)
-    try:
-        return ctypes.CDLL("libblas.so.3")
-    except OSError:
-        return None
-
-
-def torch_blas():
-    """The BLAS PyTorch's matmuls run on here: "OpenBLAS <config>", or
-    "the reference BLAS" (Debian's torch links libblas.so.3, which is
-    OpenBLAS once libopenblas0-pthread is installed; scripts/setup.sh
-    installs it)."""
-    import ctypes
-    lib = _blas()
-    if lib is None:
-        return "an unknown BLAS"
-    if hasattr(lib, "openblas_get_config"):
-        lib.openblas_get_config.restype = ctypes.c_char_p
-        return lib.openblas_get_config().decode().strip()  # "OpenBLAS 0.3.21 ..."
-    return "the reference BLAS"
-
-
-def set_torch_threads(threads):
-    """torch.set_num_threads(threads), and OpenBLAS's own pool to the same
-    count (PyTorch does not set it: without this a "1-thread" peer's
-    matmuls run on every core)."""
-    import torch
-    torch.set_num_threads(threads)
-    lib = _blas()
-    if lib is not None and hasattr(lib, "openblas_set_num_threads"):
-        lib.openblas_set_num_threads(int(threads))
-
-
-def torch_step_ms(spec, batch, threads, runs):
-    """PyTorch eager forward + loss + backward of the exporter's workload
-    `spec` at `batch` on `threads` threads (set_torch_threads): the median ms
-    of `runs` steps after two warm-up steps (the peer of act-run --repeat)."""
-    import statistics
-    import time
-
-    set_torch_threads(threads)
-    w = models.load(spec, batch, 0)
-    w.module.train()
-    times = []
-    for i in range(runs + 2):
-        w.module.zero_grad(set_to_none=True)
-        start = time.perf_counter()
-        w.loss_fn(w.module(w.inputs), w.targets).backward()
-        if i >= 2:
-            times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def stored_bytes(mlir, inputs):

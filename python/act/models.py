@@ -9,47 +9,14 @@ defaults to cross-entropy.
 import importlib.util
 import inspect
 import os
-from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
+from .workload import Workload, not_tensors, rebuilt, tensors_of
 from .zoo import ZOO
 
-
-@dataclass
-class Workload:
-    """inputs and targets: a tensor, or a tuple of tensors (a model called
-    as module(*inputs): tokens and a padding mask, a source and a target
-    sequence; a loss given the targets tuple as it is)."""
-    name: str
-    module: nn.Module
-    inputs: object
-    targets: object
-    loss_fn: Callable = F.cross_entropy
-
-
-def tensors_of(value):
-    """A workload's inputs or targets as a tuple of tensors."""
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
-
-
-def not_tensors(what, value):
-    """None if `value` is a tensor or a tuple/list of tensors; otherwise
-    what is wrong with it, as a message about `what` (inputs, targets)."""
-    parts = tensors_of(value)
-    if parts and all(isinstance(t, torch.Tensor) for t in parts):
-        return None
-    return (f"{what} must be a tensor or a tuple of tensors, got {type(value).__name__}"
-            + (f" of {', '.join(type(t).__name__ for t in parts)}"
-               if isinstance(value, (tuple, list)) else ""))
-
-
-def rebuilt(like, tensors):
-    """`tensors` in the structure of `like` (one tensor, or a tuple)."""
-    return tuple(tensors) if isinstance(like, (tuple, list)) else tensors[0]
+__all__ = ["MODELS", "Workload", "load", "not_tensors", "rebuilt", "tensors_of"]
 
 
 def _classification_batch(batch, shape, classes=10):

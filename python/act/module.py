@@ -49,7 +49,7 @@ import torch.nn as nn
 from . import capi, driver
 from .export import (ExportError, Exporter, Traced, copy_module, header, random_ops,
                      record)
-from .models import Workload, not_tensors, tensors_of
+from .workload import Workload, not_tensors, tensors_of
 from .training import _progress, require_cpu, step_layout, update_buffers
 
 

@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 from . import driver
-from .export import export
+from .export.cli import export
 
 DEFAULT_BATCH = {"mlp": 8, "cnn": 8, "transformer": 4, "resnet18": 8}
 DEFAULT_ENCODINGS = "none;#act.quant<bits=8>;#act.quant<bits=4>"

@@ -49,7 +49,7 @@ import torch.nn.functional as F
 
 from . import capi, driver
 from .export import Exporter, Traced, external_modules, header
-from .models import Workload, not_tensors, rebuilt, tensors_of
+from .workload import Workload, not_tensors, rebuilt, tensors_of
 from .tune import allocate, measuring_step
 
 

@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 from act import driver, torchversion  # noqa: E402
-from act.export import export, main  # noqa: E402
+from act.export.cli import export, main  # noqa: E402
 
 # Relative L2 error of each gradient and the loss against float64 autograd.
 EXACT_TOL = 1e-4

@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 from act import driver  # noqa: E402
-from act.export import export  # noqa: E402
+from act.export.cli import export  # noqa: E402
 
 MODELS = os.path.join(ROOT, "bench", "fewbit", "models.py")
 

@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 from act import driver  # noqa: E402
-from act.export import export  # noqa: E402
+from act.export.cli import export  # noqa: E402
 
 VGG = os.path.join(ROOT, "bench", "step_speed", "models.py") + ":vgg"
 

@@ -8,7 +8,6 @@ Needs libact_malloc_peak.so (ACT_LIB_DIR); lit sets it.
 """
 
 import os
-import subprocess
 import sys
 
 import pytest

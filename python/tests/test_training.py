@@ -9,6 +9,7 @@ Needs act-opt (ACT_BIN_DIR) and libActCAPI.so (ACT_LIB_DIR); lit sets both.
 import copy
 import json
 import os
+import subprocess
 import sys
 import warnings
 
@@ -466,6 +467,37 @@ def test_include_encodes_only_the_named_saved_values(tmp_path):
                                          r"step does not have"):
         act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "unknown"),
                     encoding="#act.quant<bits=2>", include=[encoded[0], 999])
+
+
+def test_compiling_and_training_run_no_subprocess(tmp_path, monkeypatch):
+    """act.compile (a fixed encoding, and GACT's average bits with its
+    re-allocation) and act.Module compile and run in this process through
+    the C API: with act's tools unreachable (ACT_BIN_DIR an empty folder)
+    and every subprocess refused, they train as before."""
+    monkeypatch.setenv("ACT_BIN_DIR", str(tmp_path / "no-tools"))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a subprocess was started: {args[0] if args else kwargs}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(os, "system", refuse)
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
+    x, y = torch.randn(32, 16), torch.randint(0, 4, (32,))
+    with pytest.raises(AssertionError, match="a subprocess was started"):
+        subprocess.run(["true"])  # the refusal works
+    fixed = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "fixed"),
+                        encoding="#act.quant<bits=4>")
+    adaptive = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "gact"),
+                           average_bits=2, adapt_interval=2)
+    for step in (fixed, adaptive):
+        for _ in range(3):
+            model.zero_grad()
+            assert torch.isfinite(step(x, y))
+            assert all(p.grad is not None for p in model.parameters())
+    assert len(adaptive.adaptations) >= 2  # re-allocated in process
+    module = act.Module(model, x, work_dir=str(tmp_path / "module"))
+    F.cross_entropy(module(x), y).backward()
 
 
 def test_kernel_threads_are_set_through_the_c_api():

@@ -11,7 +11,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
-from act.export import export  # noqa: E402
+from act.export.cli import export  # noqa: E402
 from act.tune import tune  # noqa: E402
 
 

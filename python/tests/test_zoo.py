@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 from act import driver  # noqa: E402
 from act.zoo import run as zoo  # noqa: E402
 from act import export as export_module  # noqa: E402
-from act.export import main  # noqa: E402
+from act.export.cli import main  # noqa: E402
 
 # Models that cover the ops the zoo needs and run in seconds: hand-written
 # blocks (grouped conv, SiLU, Hardswish, ReLU6, Mish, RMSNorm, tanh-GELU),

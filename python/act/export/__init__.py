@@ -27,8 +27,10 @@ act.aten, act.dtypes and act.errors below them): `standins` (what the
 trace runs in place of PyTorch's own: decompositions, traceable losses and
 resizing, packed sequences, checkpoints, Philox randomness), `trace`
 (Traced: AOTAutograd's trace of the step and its checks), `emit` (Lowerer
-and Exporter: the graphs as act's IR), `cli` (export() and the command
-line).
+and Exporter: the graphs as act's IR); above them `cli` (export() of a
+model by name, act.models, and the command line: `from act.export.cli
+import export`), which the package does not import, as it is a layer above
+(python/tests/test_layers.py).
 """
 
 from ..aten.core import dense_constant
@@ -45,7 +47,6 @@ from .trace import (CHECK_BATCH, MAX_INLINE_CONSTANT, SHAPES_ONLY_ABOVE, VIEW_OP
                     check_classification, external_buffers_kept, external_modules,
                     first_examples, record, target_range)
 from .emit import Exporter, Lowerer, header
-from .cli import export, main
 
 __all__ = [
     "ExportError", "OWN_LOWERINGS", "affine_grid_traceable", "copy_module", "ctc_loss_static",
@@ -58,5 +59,4 @@ __all__ = [
     "UINT8_PRESERVING", "VIEW_OPS", "WIDENED", "Traced", "argument_dtype",
     "check_classification", "external_buffers_kept", "external_modules", "first_examples",
     "mlir_dtype", "record", "target_range", "Exporter", "Lowerer", "dense_constant", "header",
-    "export", "main",
 ]

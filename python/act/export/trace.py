@@ -12,8 +12,8 @@ import warnings
 import torch
 
 from .. import aten, torchversion
-from ..capi import release_freed_memory
-from ..models import rebuilt, tensors_of
+from ..process import release_freed_memory
+from ..workload import rebuilt, tensors_of
 from ..dtypes import DTYPES, UINT8_PRESERVING, WIDENED
 from ..errors import ExportError
 from .standins import (_ORIGINAL_F, _closure_cells, _forward_functions, copy_module,

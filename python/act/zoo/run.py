@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 from .. import driver
-from ..export import ExportError, export
+from ..errors import ExportError
+from ..export.cli import export
 from .models import BATCH, BOUND, ZOO
 
 

@@ -16,6 +16,7 @@
 #include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
 #include "act/Support/OptionLoc.h"
+#include "act/Support/OutputFile.h"
 #include "act/runtime/Sensitivity.h"
 #include "mlir/AsmParser/AsmParser.h"
 
@@ -408,7 +409,8 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
 
   // The table and GACT's variance alert.
   double predicted = chosen.objective;
-  auto &os = llvm::errs();
+  std::string table;
+  llvm::raw_string_ostream os(table);
   bool capped = wanted > double(widest);
   os << llvm::formatv(
       "act bit allocation: @{0}, {1} tensors, average {2} "
@@ -443,11 +445,21 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
   for (const auto &[file, profile] : profiles)
     if (!gradientVariance)
       gradientVariance = profile.gradientVariance;
-  if (gradientVariance) {
-    double ratio = predicted / *gradientVariance;
+  if (gradientVariance)
     os << llvm::formatv("predicted compression variance {0:e}, gradient "
                         "variance {1:e}: {2:f1}%\n",
-                        predicted, *gradientVariance, 100 * ratio);
+                        predicted, *gradientVariance,
+                        100 * predicted / *gradientVariance);
+  else
+    os << llvm::formatv("predicted compression variance {0:e} (the profile "
+                        "has no gradient variance: measure more than one "
+                        "mini-batch for the alert)\n",
+                        predicted);
+  if (failed(writeOutput(graph.forward.getLoc(), "act-allocate-bits", tableFile,
+                         [&](raw_ostream &out) { out << table; })))
+    return failure();
+  if (gradientVariance) {
+    double ratio = predicted / *gradientVariance;
     if (ratio > 0.1) {
       std::vector<const Entry *> top;
       for (const Entry &e : entries)
@@ -481,11 +493,6 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
       }
       w << "; raise average-bits";
     }
-  } else {
-    os << llvm::formatv("predicted compression variance {0:e} (the profile "
-                        "has no gradient variance: measure more than one "
-                        "mini-batch for the alert)\n",
-                        predicted);
   }
   if (!reportFile.empty())
     writeReport(graph, entries, exact, greedy, totalBudget, predicted,

@@ -10,13 +10,12 @@
 #include "act/Analysis/TrainingGraph.h"
 #include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Support/OutputFile.h"
 #include "act/Support/PrintLocation.h"
 
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTMEMORYREPORTPASS
@@ -369,20 +368,10 @@ struct MemoryReportPass : act::impl::ActMemoryReportPassBase<MemoryReportPass> {
       return signalPassFailure();
   }
 
-  /// Writes to `path` ('-': stdout, empty: stderr).
   LogicalResult write(StringRef path,
                       function_ref<void(raw_ostream &)> writer) {
-    if (path.empty()) {
-      writer(llvm::errs());
-      return success();
-    }
-    std::string error;
-    std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
-    if (!file)
-      return getOperation().emitError("act-memory-report: ") << error;
-    writer(file->os());
-    file->keep();
-    return success();
+    return writeOutput(getOperation().getLoc(), "act-memory-report", path,
+                       writer);
   }
 };
 

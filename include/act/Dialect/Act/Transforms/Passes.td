@@ -174,6 +174,10 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
     error, and the option costs c * L(b) with W = b D_l; the measured table
     must be the one this pass computes at B (else an error).
 
+    The allocation's table (each tensor's sensitivity and bits, both
+    objectives, the predicted variance) goes to stderr (or `table`), its
+    JSON to `report`.
+
     Run it on the graph before act-insert-encode-decode. A tensor missing
     from the profile gets `default-bits` and a warning; loss-head tensors are
     allocated only when the profile has them. A profile of a different
@@ -209,6 +213,8 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
            "leave saved tensors smaller than this many bytes unencoded">,
     Option<"reportFile", "report", "std::string", "\"\"",
            "write the allocation as JSON to this file">,
+    Option<"tableFile", "table", "std::string", "\"\"",
+           "write the table to this file ('-' for stdout; default stderr)">,
     ListOption<"fewBitRange", "few-bit-range", "double",
                "A,B: the range of the few-bit tables (as measured; default "
                "-10,10)">,

@@ -24,14 +24,11 @@ Writes DIR/tune_report.json, DIR/tune_report.md and DIR/sensitivity.svg
 (per-tensor sensitivity and allocated bits, as GACT's Fig. 3a).
 """
 
-import argparse
 import json
 import os
 import re
-import sys
 
-from . import driver
-from .export import export
+from .. import driver
 
 
 def measured_variance(mlir, manifest, runs, reference=None):
@@ -115,14 +112,20 @@ def measure_fewbit(joint, inputs, batches, profile_path, bits=2, progress=False)
 
 def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", min_bytes=1024):
     """act-allocate-bits on `joint` for the average budget, written to
-    `mlir`; `profile_path` is one profile or a list (one per encoding
-    family); returns (its table, the report's JSON)."""
+    `mlir`, in this process (driver.passes); `profile_path` is one profile
+    or a list (one per encoding family); returns (its table, the report's
+    JSON)."""
     paths = [profile_path] if isinstance(profile_path, str) else list(profile_path)
-    r = driver.run("act-opt", joint, "-act-allocate-bits=" + " ".join([
-        f"profile={','.join(paths)}", f"average-bits={average_bits}",
-        f"solver={solver}", f"report={report}", f"min-bytes={min_bytes}"]), "-o", mlir)
+    table = os.path.splitext(report)[0] + ".txt"
+    driver.passes(joint, mlir, "act-allocate-bits", " ".join([
+        f"profile={','.join(map(driver.option_value, paths))}",
+        f"average-bits={average_bits}", f"solver={solver}",
+        f"report={driver.option_value(report)}", f"table={driver.option_value(table)}",
+        f"min-bytes={min_bytes}"]))
+    with open(table) as f:
+        text = f.read().rstrip()
     with open(report) as f:
-        return r.stderr.rstrip(), json.load(f)
+        return text, json.load(f)
 
 
 def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_bytes=1024,
@@ -231,42 +234,3 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
     say("\n".join(lines[4:4 + 2 + len(table)]))
     say(f"act-tune: wrote {out}/tuned.mlir, profile.json, tune_report.md, sensitivity.svg")
     return report
-
-
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="act-tune", description=__doc__.split("\n\n")[0])
-    p.add_argument("model", help="a model for act.export, or an export's manifest .json")
-    p.add_argument("--average-bits", type=float, default=4.0)
-    p.add_argument("--measure-bits", type=int, default=4, choices=[1, 2, 4, 8])
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--batches", type=int, default=4, help="mini-batches to measure on")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--variance-runs", type=int, default=16)
-    p.add_argument("--division", type=int, metavar="B",
-                   help="also measure #act.division<block=B> on the spatial maps and let the "
-                        "allocator choose it against #act.quant per tensor")
-    p.add_argument("--few-bit", type=int, metavar="B", choices=[1, 2, 3, 4],
-                   help="also measure few-bit codes (B bits) of the values the backward reads "
-                        "only through an activation's derivative, and let the allocator "
-                        "choose them against #act.quant per tensor")
-    p.add_argument("--min-bytes", type=int, default=1024,
-                   help="leave smaller saved tensors in f32 (as act-insert-encode-decode)")
-    p.add_argument("-o", "--output-dir", default="act-tune-out")
-    a = p.parse_args(argv)
-    try:
-        if a.model.endswith(".json"):
-            with open(a.model) as f:
-                manifest = json.load(f)
-        else:
-            manifest = export(a.model, a.batch, a.seed, os.path.join(a.output_dir, "export"),
-                              batches=a.batches)
-        tune(manifest, a.output_dir, a.average_bits, a.measure_bits, a.variance_runs,
-             a.min_bytes, division=a.division, few_bit=a.few_bit)
-    except (driver.ToolError, ValueError, OSError) as e:
-        print(f"act-tune: error: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -144,6 +144,21 @@ actStepEstimateFewBitSensitivity(ActStep step, unsigned bits,
                                  const ActTensor *const *batches,
                                  intptr_t numBatches, intptr_t numArgs,
                                  const char *profilePath, char **error);
+/// The compression variance of the step's gradient on one argument list
+/// (actStepRun's order) over `runs` (at least 2) step seeds drawn from
+/// `stepSeed`, trace(Var[g]), what `act-run --variance-runs` measures: into
+/// `variance`, and the squared norm of the mean gradient into `meanNorm2`.
+/// With a `reference` step (compiled from the same graph without encodings,
+/// taking the same arguments), also the mean squared error against its
+/// gradient, mean_r ||g_r - g_ref||^2 (variance plus squared bias), into
+/// `meanSquaredError` (act-run --reference); a null reference handle leaves
+/// it untouched. Non-zero and a message on failure (a step without
+/// stochastic encodings measured without a reference, for one).
+ACT_CAPI_EXPORTED int
+actStepMeasureVariance(ActStep step, const ActTensor *args, intptr_t numArgs,
+                       unsigned runs, uint64_t stepSeed, ActStep reference,
+                       double *variance, double *meanNorm2,
+                       double *meanSquaredError, char **error);
 /// Joint form: the step's results; split form: the forward's outputs, then
 /// the backward's results.
 ACT_CAPI_EXPORTED intptr_t actRunGetNumResults(ActRun run);

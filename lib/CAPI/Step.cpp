@@ -457,6 +457,62 @@ int actStepEstimateSensitivity(ActStep step, const ActTensor *const *batches,
   return 0;
 }
 
+int actStepMeasureVariance(ActStep step, const ActTensor *args,
+                           intptr_t numArgs, unsigned runs, uint64_t stepSeed,
+                           ActStep reference, double *variance,
+                           double *meanNorm2, double *meanSquaredError,
+                           char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, kNoStep);
+    return 1;
+  }
+  if (!variance || !meanNorm2 || (reference.ptr && !meanSquaredError)) {
+    setError(error, "the variance measurement's outputs are null");
+    return 1;
+  }
+  auto values = viewArguments(handle, args, numArgs, error);
+  if (!values)
+    return 1;
+  std::optional<std::vector<double>> exact;
+  if (reference.ptr) {
+    StepHandle *ref = unwrap(reference);
+    if (!ref) {
+      setError(error, "the reference is not a live step");
+      return 1;
+    }
+    if (ref->step->getSeedsIndex()) {
+      setError(error, "the reference step has stochastic encodings: give the "
+                      "step of the graph without them");
+      return 1;
+    }
+    auto refValues = viewArguments(ref, args, numArgs, error);
+    if (!refValues)
+      return 1;
+    auto outs = ref->step->run(*refValues);
+    if (!outs) {
+      setError(error, llvm::toString(outs.takeError()));
+      return 1;
+    }
+    exact = flattenGradient(outs->values, ref->step->getLossIndex());
+  }
+  // measureVariance sets every run's seeds in this tensor.
+  const auto &specs = handle->step->getArguments();
+  if (std::optional<unsigned> seeds = handle->step->getSeedsIndex())
+    (*values)[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
+  auto measured = measureVariance(*handle->step, std::move(*values), runs,
+                                  stepSeed, exact ? &*exact : nullptr);
+  if (!measured) {
+    setError(error, llvm::toString(measured.takeError()));
+    return 1;
+  }
+  *variance = measured->variance;
+  *meanNorm2 = measured->meanNorm2;
+  if (measured->meanSquaredError)
+    *meanSquaredError = *measured->meanSquaredError;
+  return 0;
+}
+
 int actStepEstimateFewBitSensitivity(ActStep step, unsigned bits,
                                      const ActTensor *const *batches,
                                      intptr_t numBatches, intptr_t numArgs,

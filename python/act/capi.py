@@ -66,6 +66,11 @@ _SIGNATURES = {
     "actStepEstimateFewBitSensitivity": (
         ctypes.c_int, [_Handle, ctypes.c_uint, ctypes.POINTER(ctypes.POINTER(_Tensor)),
                        ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_char_p, _ERROR]),
+    "actStepMeasureVariance": (
+        ctypes.c_int, [_Handle, ctypes.POINTER(_Tensor), ctypes.c_ssize_t, ctypes.c_uint,
+                       ctypes.c_uint64, _Handle, ctypes.POINTER(ctypes.c_double),
+                       ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
+                       _ERROR]),
     "actRunGetNumResults": (ctypes.c_ssize_t, [_Handle]),
     "actRunGetResult": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
     "actRunGetPeakBytes": (ctypes.c_int64, [_Handle]),
@@ -381,6 +386,22 @@ class CompiledStep:
             len(self.arguments), str(profile_path).encode(), ctypes.byref(error))
         if status:
             _check(_Handle(None), error)
+
+    def measure_variance(self, args, runs, seed=0, reference=None):
+        """The compression variance of the step's gradient on `args` over
+        `runs` step seeds (act-run --variance-runs), in process: (variance,
+        squared norm of the mean gradient, mean squared error against
+        `reference`'s gradient or None). `reference`: the CompiledStep of
+        the same graph without encodings (act-run --reference)."""
+        keep, error = [], ctypes.c_void_p()
+        out = [ctypes.c_double() for _ in range(3)]
+        status = library().actStepMeasureVariance(
+            self._handle, self._tensors(args, keep), len(args), runs, seed,
+            reference._handle if reference is not None else _Handle(None),
+            *[ctypes.byref(o) for o in out], ctypes.byref(error))
+        if status:
+            _check(_Handle(None), error)
+        return out[0].value, out[1].value, out[2].value if reference is not None else None
 
     def __del__(self):
         if getattr(self, "_handle", None) is not None and _lib is not None:

@@ -9,6 +9,7 @@ Needs act-opt (ACT_BIN_DIR) and libActCAPI.so (ACT_LIB_DIR); lit sets both.
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -23,7 +24,9 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import act  # noqa: E402
 from act import capi  # noqa: E402
+from act.export.cli import export  # noqa: E402
 from act.train import train  # noqa: E402
+from act.tune import tune  # noqa: E402
 
 warnings.simplefilter("ignore")
 
@@ -327,6 +330,42 @@ def test_capi_sensitivity_is_act_runs(tmp_path):
         plain.estimate_sensitivity([first], tmp_path / "none.json")
 
 
+def test_capi_variance_is_act_runs(tmp_path):
+    """actStepMeasureVariance (act.tune's check, in process) gives the
+    gradient variance over step seeds and the mean squared error against
+    the step without encodings that act-run --variance-runs [--reference]
+    prints for the same step, batch and step seed; a reference with
+    encodings, and one step seed, are error messages."""
+    from act import driver
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 64), nn.Tanh(),
+                          nn.Linear(64, 4))
+    src, batches, files = _two_batches(model, tmp_path)
+    quant = driver.insert(src, str(tmp_path / "q.mlir"), "encoding=\"#act.quant<bits=2>\"")
+    out = driver.run("act-run", quant, "--inputs=" + ",".join(files[0]), "--threads=1",
+                     "--step-seed=3", "--variance-runs=8", f"--reference={src}").stdout
+    want_mse = float(re.search(r"reference over 8 step seeds: (\S+)", out).group(1))
+    want_var, want_norm = map(float, re.search(
+        r"variance over 8 step seeds: (\S+) \(squared norm of the mean gradient (\S+)\)",
+        out).groups())
+    step, exact = capi.CompiledStep.from_file(quant), capi.CompiledStep.from_file(src)
+    capi.set_num_threads(1)
+    try:
+        variance, norm2, mse = step.measure_variance(batches[0], 8, seed=3, reference=exact)
+        alone = step.measure_variance(batches[0], 8, seed=3)
+    finally:
+        capi.set_num_threads(0)
+    # act-run prints 7 significant digits.
+    for got, want in ((variance, want_var), (norm2, want_norm), (mse, want_mse)):
+        assert got == pytest.approx(want, rel=1e-6)
+    assert alone[:2] == (variance, norm2) and alone[2] is None
+    assert 0 < variance < mse  # 2-bit codes: a variance and a little bias
+    with pytest.raises(capi.ActError, match="the reference step has stochastic encodings"):
+        step.measure_variance(batches[0], 8, reference=step)
+    with pytest.raises(capi.ActError, match="at least 2 runs"):
+        step.measure_variance(batches[0], 1)
+
+
 def test_capi_fewbit_sensitivity_is_act_runs(tmp_path):
     """actStepEstimateFewBitSensitivity (act.compile's allocator with
     few_bit= measures in process with it) writes the profile act-run
@@ -471,8 +510,8 @@ def test_include_encodes_only_the_named_saved_values(tmp_path):
 
 def test_compiling_and_training_run_no_subprocess(tmp_path, monkeypatch):
     """act.compile (a fixed encoding, and GACT's average bits with its
-    re-allocation) and act.Module compile and run in this process through
-    the C API: with act's tools unreachable (ACT_BIN_DIR an empty folder)
+    re-allocation), act.Module and act.tune's loop compile and run in this
+    process through the C API: with act's tools unreachable (ACT_BIN_DIR an empty folder)
     and every subprocess refused, they train as before."""
     monkeypatch.setenv("ACT_BIN_DIR", str(tmp_path / "no-tools"))
 
@@ -498,6 +537,11 @@ def test_compiling_and_training_run_no_subprocess(tmp_path, monkeypatch):
     assert len(adaptive.adaptations) >= 2  # re-allocated in process
     module = act.Module(model, x, work_dir=str(tmp_path / "module"))
     F.cross_entropy(module(x), y).backward()
+    # act-tune's whole loop: export, measure, allocate, check.
+    manifest = export("mlp", 8, 0, str(tmp_path / "export"), batches=2)
+    report = tune(manifest, str(tmp_path / "tune"), average_bits=2.0, variance_runs=4,
+                  quiet=True, few_bit=2)
+    assert {r["allocation"] for r in report["variance"]} == {"uniform", "exact", "greedy"}
 
 
 def test_kernel_threads_are_set_through_the_c_api():

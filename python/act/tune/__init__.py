@@ -7,9 +7,10 @@ MODEL is exported first (act.export); MANIFEST.json is an existing export.
 Then, on the joint form:
 1. compile: `act-insert-encode-decode` with `#act.quant<bits = measure-bits>`
    on every candidate tensor (loss head included);
-2. estimate: `act-run --sensitivity` over K mini-batches (GACT Alg. 1,
-   L + 1 step evaluations per batch) -> DIR/profile.json; with --few-bit B,
-   also `act-run --fewbit-sensitivity` on the graph without encodings (the
+2. estimate: act-run --sensitivity's estimator over K mini-batches (GACT
+   Alg. 1, L + 1 step evaluations per batch) -> DIR/profile.json; with
+   --few-bit B, also act-run --fewbit-sensitivity's on the graph without
+   encodings (the
    gradient error of B-bit few-bit codes of each value the backward reads
    only through an activation's derivative) -> DIR/profile_fewbit.json;
    with --division B, #act.division's sensitivities -> profile_division.json;
@@ -20,29 +21,45 @@ Then, on the joint form:
    the same budget, next to the variance the profile predicts (with
    --few-bit: the mean squared error against the step without encodings,
    act-run --reference, since few-bit codes add a bias, not a variance).
+Every step runs in this process, through the C API (no act-run, no act-opt).
 Writes DIR/tune_report.json, DIR/tune_report.md and DIR/sensitivity.svg
 (per-tensor sensitivity and allocated bits, as GACT's Fig. 3a).
 """
 
 import json
 import os
-import re
 
-from .. import driver
+import numpy as np
+
+from .. import capi, driver
+
+# act-run's default --step-seed: the same measurements as act-run's.
+STEP_SEED = 1
+
+
+def arguments(inputs, batches=()):
+    """An export's step arguments (.npy paths, act-run --inputs' order) as
+    arrays, then one list per extra mini-batch whose files replace the last
+    arguments (act-run --batch-inputs)."""
+    first = [np.load(p) for p in inputs]
+    lists = [first]
+    for files in batches:
+        extra = [np.load(p) for p in files]
+        lists.append(first[:len(first) - len(extra)] + extra)
+    return lists
 
 
 def measured_variance(mlir, manifest, runs, reference=None):
-    """The compression variance of `mlir` over `runs` step seeds; with a
-    `reference` (the graph without encodings), the mean squared error of
-    the gradient against it instead (variance plus squared bias: what
-    few-bit codes' cost predicts)."""
-    args = [mlir, "--inputs=" + ",".join(manifest["inputs"]), f"--variance-runs={runs}"]
-    if reference:
-        args.append(f"--reference={reference}")
-    r = driver.run("act-run", *args)
-    pattern = (r"mean squared error against the reference over \d+ step seeds: (\S+)"
-               if reference else r"gradient variance over \d+ step seeds: (\S+)")
-    return float(re.search(pattern, r.stdout).group(1))
+    """The compression variance of `mlir` over `runs` step seeds on the
+    export's batch; with a `reference` (the graph without encodings), the
+    mean squared error of the gradient against it instead (variance plus
+    squared bias: what few-bit codes' cost predicts). In process (the C
+    API), with act-run's default step seed."""
+    step = capi.CompiledStep.from_file(mlir)
+    exact = capi.CompiledStep.from_file(reference) if reference else None
+    variance, _, error = step.measure_variance(arguments(manifest["inputs"])[0], runs,
+                                               seed=STEP_SEED, reference=exact)
+    return error if reference else variance
 
 
 def plot(profile, allocation, path, title):
@@ -87,27 +104,44 @@ def measuring_step(joint, path, measure_bits=4, min_bytes=1024, loss_head=False,
                          f"encode-loss-head={int(loss_head)} min-bytes={min_bytes}")
 
 
+def profile_table(path, title):
+    """A sensitivity profile (docs/Profile.md) as the table act-run prints."""
+    with open(path) as f:
+        profile = json.load(f)
+    m = profile["measurement"]
+    lines = [f"{title} of @{profile['graph']['function']}: {len(profile['tensors'])} tensors, "
+             f"{m['batches']} mini-batch(es), {m['evaluations']} step evaluations",
+             f"{'id':>6} {'elements':>10} {'bits':>5} {'sensitivity':>14}"]
+    lines += [f"{t['id']:>6} {t['elements']:>10} {t['bits']:>5} {t['sensitivity']:>14.6e}"
+              for t in profile["tensors"]]
+    if profile.get("gradient_variance") is not None:
+        lines.append(f"gradient variance over {m['batches']} mini-batches: "
+                     f"{profile['gradient_variance']:.6e}")
+    lines.append(f"profile: {path}")
+    return "\n".join(lines)
+
+
 def measure(joint, inputs, batches, profile_path, measure_bits=4, min_bytes=1024,
             loss_head=False, progress=False, encoding=None):
     """GACT's sensitivities of the joint step `joint` (its measuring_step),
-    measured by act-run --sensitivity on the mini-batch `inputs` (.npy
-    paths) and the extra `batches` into profile_path. Returns act-run's
-    report."""
+    measured in process (the C API; act-run --sensitivity's estimator and
+    step seed) on the mini-batch `inputs` (.npy paths) and the extra
+    `batches` into profile_path. Returns the profile as a table."""
     measured = measuring_step(joint, os.path.splitext(profile_path)[0] + "_measure.mlir",
                               measure_bits, min_bytes, loss_head, encoding)
-    args = [measured, "--inputs=" + ",".join(inputs), f"--sensitivity={profile_path}"]
-    args += [f"--batch-inputs={','.join(b)}" for b in batches]
-    return driver.run("act-run", *args, progress=progress).stdout.rstrip()
+    step = capi.CompiledStep.from_file(measured)
+    step.estimate_sensitivity(arguments(inputs, batches), profile_path, seed=STEP_SEED)
+    return profile_table(profile_path, "sensitivity")
 
 
 def measure_fewbit(joint, inputs, batches, profile_path, bits=2, progress=False):
     """Few-bit codes' gradient error on the graph `joint` without encodings
-    (act-run --fewbit-sensitivity at `bits` bits) into profile_path, the
-    #act.fewbit family of act-allocate-bits. Returns act-run's report."""
-    args = [joint, "--inputs=" + ",".join(inputs), f"--fewbit-sensitivity={profile_path}",
-            f"--few-bit={bits}"]
-    args += [f"--batch-inputs={','.join(b)}" for b in batches]
-    return driver.run("act-run", *args, progress=progress).stdout.rstrip()
+    (act-run --fewbit-sensitivity's estimator at `bits` bits, in process)
+    into profile_path, the #act.fewbit family of act-allocate-bits. Returns
+    the profile as a table."""
+    step = capi.CompiledStep.from_file(joint)
+    step.estimate_fewbit_sensitivity(arguments(inputs, batches), profile_path, bits)
+    return profile_table(profile_path, "few-bit sensitivity")
 
 
 def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", min_bytes=1024):

@@ -44,5 +44,5 @@ echo "test.sh: the ISA-dependent tests again, capped at AVX2"
 ONEDNN_MAX_CPU_ISA=AVX2 ACT_CPU_FEATURES=-avx512f \
   /usr/lib/llvm-22/bin/lit -sv -j "${ACT_JOBS:-$(nproc)}" \
   --filter-out 'GpuKernelsEmulated|GroupSizes' \
-  "$build_dir"/test/{Integration,Dialect,Conversion,GPU,Pipelines,Tools} \
+  "$build_dir"/test/{Integration,Dialect,Conversion,Codegen,GPU,Pipelines,Tools} \
   "$build_dir"/test/Unit

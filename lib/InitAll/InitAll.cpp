@@ -2,6 +2,7 @@
 
 #include "act/InitAll.h"
 
+#include "act/Codegen/Passes.h"
 #include "act/Conversion/ActToLinalg/EncodingLowering.h"
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/IR/Act.h"
@@ -80,6 +81,7 @@ void mlir::act::registerAllDialects(DialectRegistry &registry) {
 void mlir::act::registerActPassesAndPipelines() {
   registerActPasses();
   registerActConversionPasses();
+  registerActCodegenPasses();
   registerPipelines();
 }
 

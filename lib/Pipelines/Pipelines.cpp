@@ -2,6 +2,7 @@
 
 #include "act/Pipelines/Pipelines.h"
 
+#include "act/Codegen/Passes.h"
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/IR/Act.h"
 #include "act/Dialect/Act/Transforms/Passes.h"

@@ -28,9 +28,6 @@
 // become loops in convert-act-to-linalg; a thread recomputes its cluster's
 // parts instead of shuffling), so the CPU tests check them bit for bit.
 //
-// act-collapse-parallel-loops, at the end, prepares the step's other loop
-// nests for act-gpu-pipeline's mapping to launches.
-//
 //===----------------------------------------------------------------------===//
 
 #include "LoweringSupport.h"
@@ -46,14 +43,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
 
-#include <numeric>
-
 using namespace mlir;
 
-namespace mlir::act {
-#define GEN_PASS_DEF_ACTCOLLAPSEPARALLELLOOPSPASS
-#include "act/Conversion/Passes.h.inc"
-} // namespace mlir::act
 using namespace mlir::act;
 using namespace mlir::act::detail;
 
@@ -537,24 +528,3 @@ Value mlir::act::detail::buildGpuElementwise(
               {inBuffer, out}, body);
   return asTensor(b, loc, out);
 }
-
-namespace {
-struct ActCollapseParallelLoopsPass
-    : act::impl::ActCollapseParallelLoopsPassBase<
-          ActCollapseParallelLoopsPass> {
-  void runOnOperation() override {
-    SmallVector<scf::ParallelOp> loops;
-    getOperation().walk([&](scf::ParallelOp loop) {
-      if (loop.getNumLoops() > 1 && !loop->getParentOfType<scf::ParallelOp>())
-        loops.push_back(loop);
-    });
-    IRRewriter rewriter(&getContext());
-    for (scf::ParallelOp loop : loops) {
-      std::vector<unsigned> all(loop.getNumLoops());
-      std::iota(all.begin(), all.end(), 0u);
-      rewriter.setInsertionPoint(loop);
-      collapseParallelLoops(rewriter, loop, {all});
-    }
-  }
-};
-} // namespace

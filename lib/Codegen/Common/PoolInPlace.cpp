@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/Transforms/BufferViewFlowAnalysis.h"
@@ -21,7 +21,7 @@
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTPOOLINPLACEPASS
 #define GEN_PASS_DEF_ACTSHRINKREALLOCSPASS
-#include "act/Dialect/Act/Transforms/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

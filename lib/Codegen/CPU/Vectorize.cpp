@@ -1,7 +1,7 @@
 //===- Vectorize.cpp - vector code for act's lowered kernels --------------===//
 
+#include "act/Codegen/Passes.h"
 #include "act/Conversion/ActToLinalg/ActLowering.h"
-#include "act/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,7 +27,7 @@ namespace mlir::act {
 #define GEN_PASS_DEF_ACTBYTEI1VECTORSPASS
 #define GEN_PASS_DEF_ACTUNITSTRIDEGATHERSPASS
 #define GEN_PASS_DEF_ACTSTRIDEDCOPIESTOLOOPSPASS
-#include "act/Conversion/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

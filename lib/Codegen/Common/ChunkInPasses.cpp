@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "act/Analysis/TrainingGraph.h"
-#include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Codegen/Passes.h"
 #include "act/Support/BatchChunks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -26,7 +26,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTCHUNKINPASSESPASS
-#include "act/Dialect/Act/Transforms/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

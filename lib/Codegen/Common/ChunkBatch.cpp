@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "act/Analysis/TrainingGraph.h"
-#include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Codegen/Passes.h"
 #include "act/Support/BatchChunks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,7 +24,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTCHUNKBATCHPASS
-#include "act/Dialect/Act/Transforms/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

@@ -1,6 +1,6 @@
 //===- TransposeViews.cpp - transposed kernel operands as strided views ---===//
 
-#include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Codegen/Passes.h"
 #include "act/Support/BufferWrites.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -10,7 +10,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTTRANSPOSEVIEWSPASS
-#include "act/Dialect/Act/Transforms/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

@@ -1,12 +1,12 @@
 //===- EarlyDealloc.cpp - free buffers right after their last use ---------===//
 
-#include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Codegen/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/BufferViewFlowAnalysis.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTEARLYDEALLOCPASS
-#include "act/Dialect/Act/Transforms/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

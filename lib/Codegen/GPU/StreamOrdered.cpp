@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "act/Conversion/Passes.h"
+#include "act/Codegen/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -33,7 +33,7 @@
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTSCALAROPSTOKERNELSPASS
 #define GEN_PASS_DEF_ACTMARKSTREAMORDEREDPASS
-#include "act/Conversion/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "act/Conversion/Passes.h"
+#include "act/Codegen/Passes.h"
 #include "act/Support/OptionLoc.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -25,7 +25,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTPREFETCHSTREAMSPASS
-#include "act/Conversion/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

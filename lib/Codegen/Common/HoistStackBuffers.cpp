@@ -1,13 +1,13 @@
 //===- HoistStackBuffers.cpp - chunk temporaries on the stack -------------===//
 
-#include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Codegen/Passes.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTCHUNKBUFFERSTOSTACKPASS
 #define GEN_PASS_DEF_ACTHOISTSTACKBUFFERSPASS
-#include "act/Dialect/Act/Transforms/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

@@ -1,7 +1,7 @@
 //===- InPlace.cpp - ops write into an input that dies --------------------===//
 
 #include "act/Analysis/TrainingGraph.h"
-#include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Codegen/Passes.h"
 #include "act/Support/BatchChunks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -15,7 +15,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTINPLACEPASS
-#include "act/Dialect/Act/Transforms/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

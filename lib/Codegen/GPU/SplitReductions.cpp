@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "act/Conversion/Passes.h"
+#include "act/Codegen/Passes.h"
 #include "act/Support/OptionLoc.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -24,7 +24,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTSPLITREDUCTIONSPASS
-#include "act/Conversion/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

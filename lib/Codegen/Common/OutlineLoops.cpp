@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "act/Conversion/Passes.h"
+#include "act/Codegen/Passes.h"
 
 #include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,7 +19,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTOUTLINELOOPSPASS
-#include "act/Conversion/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

@@ -1,7 +1,7 @@
 //===- FuseElementwise.cpp - single-use elementwise producers fused -------===//
 
 #include "act/Analysis/TrainingGraph.h"
-#include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Codegen/Passes.h"
 #include "act/Support/BlockOrder.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -13,7 +13,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTFUSEELEMENTWISEPASS
-#include "act/Dialect/Act/Transforms/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "act/Analysis/TrainingGraph.h"
-#include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Codegen/Passes.h"
 #include "act/Support/BatchChunks.h"
 #include "act/Support/TransposedConvolution.h"
 
@@ -25,7 +25,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTTILEDECODEDCONVOLUTIONSPASS
-#include "act/Dialect/Act/Transforms/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

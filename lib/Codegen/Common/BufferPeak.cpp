@@ -1,6 +1,6 @@
 //===- BufferPeak.cpp - the peak of a bufferized step's own buffers -------===//
 
-#include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Codegen/Passes.h"
 #include "act/Support/PrintLocation.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,7 +14,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTBUFFERPEAKPASS
-#include "act/Dialect/Act/Transforms/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

@@ -1,0 +1,36 @@
+//===- Passes.h - act's code generation passes ------------------*- C++ -*-===//
+//
+// Passes on the lowered step (linalg, memref, scf, vector): Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ACT_CODEGEN_PASSES_H
+#define ACT_CODEGEN_PASSES_H
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::act {
+
+#define GEN_PASS_DECL
+#include "act/Codegen/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "act/Codegen/Passes.h.inc"
+
+} // namespace mlir::act
+
+#endif // ACT_CODEGEN_PASSES_H

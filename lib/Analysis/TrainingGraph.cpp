@@ -42,6 +42,8 @@ StringRef mlir::act::stringifySaveStatus(SaveStatus status) {
     return "unranked";
   case SaveStatus::ComparedExactly:
     return "compared-exactly";
+  case SaveStatus::RowStatistics:
+    return "row-statistics";
   }
   llvm_unreachable("unknown save status");
 }
@@ -81,6 +83,41 @@ static bool isComparedExactly(Value value) {
         if (other != arg && !matchPattern(other, m_Constant()))
           return true;
       }
+    }
+  }
+  return false;
+}
+
+/// Whether `value` is a row's statistics (SaveStatus::RowStatistics): a
+/// float tensor [..., K, 1], K > 1, that a linalg.generic among its users
+/// (through reshapes and casts of that shape) reads broadcast along the
+/// unit dimension: its indexing map's last result is the constant 0.
+static bool isRowStatistic(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !isa<FloatType>(type.getElementType()) || type.getRank() < 2 ||
+      type.getShape().back() != 1 || type.getShape()[type.getRank() - 2] == 1)
+    return false;
+  SmallVector<Value> worklist = {value};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<tensor::CastOp>(user)) {
+        worklist.push_back(user->getResult(0));
+        continue;
+      }
+      auto generic = dyn_cast<linalg::GenericOp>(user);
+      if (!generic || !generic.isDpsInput(&use))
+        continue;
+      // Read as x[..., 0] in a loop nest with a dimension it does not
+      // index: broadcast over the row.
+      AffineMap map = generic.getMatchingIndexingMap(&use);
+      auto last = dyn_cast<AffineConstantExpr>(map.getResults().back());
+      if (map.getNumResults() == type.getRank() && last &&
+          last.getValue() == 0 &&
+          llvm::count_if(map.getResults(), llvm::IsaPred<AffineDimExpr>) <
+              int64_t(generic.getNumLoops()))
+        return true;
     }
   }
   return false;
@@ -350,6 +387,8 @@ FailureOr<TrainingGraph> TrainingGraphBuilder::buildJoint(func::FuncOp func) {
           saved.status = SaveStatus::LossHead;
         else if (isComparedExactly(result))
           saved.status = SaveStatus::ComparedExactly;
+        else if (isRowStatistic(result))
+          saved.status = SaveStatus::RowStatistics;
       }
       graph.saved.push_back(saved);
     }
@@ -445,6 +484,11 @@ FailureOr<TrainingGraph> TrainingGraphBuilder::buildSplit(func::FuncOp forward,
                  return isComparedExactly(backward.getArgument(k));
                }))
         saved.status = SaveStatus::ComparedExactly;
+      else if (isRowStatistic(v) ||
+               llvm::any_of(saved.savedPositions, [&](unsigned k) {
+                 return isRowStatistic(backward.getArgument(k));
+               }))
+        saved.status = SaveStatus::RowStatistics;
     }
     graph.saved.push_back(saved);
   }

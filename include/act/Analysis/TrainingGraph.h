@@ -60,6 +60,13 @@ enum class SaveStatus {
   /// gradient mask of amax, amin, max): a lossy encoding would change the
   /// comparison (no decoded element equals the exact maximum, 0/0).
   ComparedExactly,
+  /// Per-row statistics: a float tensor of shape [..., K, 1] (K > 1) that a
+  /// linalg.generic reads broadcast along its unit dimension (LayerNorm's
+  /// mean and reciprocal standard deviation, a softmax's maximum or sum).
+  /// The backward shifts or scales every element of a row by them, so a
+  /// code's error is the whole row's and does not average out (a bias:
+  /// docs/Tuning.md); they are 1/C of their rows' bytes. Kept exact.
+  RowStatistics,
 };
 
 llvm::StringRef stringifySaveStatus(SaveStatus status);

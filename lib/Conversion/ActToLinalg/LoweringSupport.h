@@ -1,8 +1,9 @@
 //===- LoweringSupport.h - internals shared by act's lowerings --*- C++ -*-===//
 //
 // Private to lib/Conversion/ActToLinalg: index arithmetic, the Philox lanes of
-// a packed word, and the GPU kernels (ActGpuKernels.cpp) that ActLowering.cpp
-// dispatches to for LoweringTarget::GPU.
+// a packed word, the slicing helpers of the storage building blocks
+// (ActLowering.cpp, PackedCodes.cpp, SparseStorage.cpp), and the GPU kernels
+// (ActGpuKernels.cpp) they dispatch to for LoweringTarget::GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -192,6 +195,23 @@ void parallelInsert(OpBuilder &b, Location loc, Value part, Value into,
                     Value offset);
 /// `input` as a 1-D tensor (row-major; a view, no copy).
 Value flatten(OpBuilder &b, Location loc, Value input);
+/// Inserts `part` into `into` at `offset` along dim 0.
+Value insert(OpBuilder &b, Location loc, Value part, Value into, Value offset);
+
+/// The ranked tensor type of `shape` and `type`.
+inline RankedTensorType tensorOf(ArrayRef<int64_t> shape, Type type) {
+  return RankedTensorType::get(shape, type);
+}
+
+/// The reassociation that collapses all `rank` dims into one.
+inline SmallVector<ReassociationIndices> collapseAll(int64_t rank) {
+  if (rank == 0)
+    return {};
+  ReassociationIndices all;
+  for (int64_t i = 0; i < rank; ++i)
+    all.push_back(i);
+  return {all};
+}
 
 /// The static shape of `rows` x `inner` (dim 0 dynamic unless `rows` folds)
 /// and the dynamic size that goes with it.
@@ -202,6 +222,15 @@ inline SmallVector<int64_t> rowsShape(Value rows, ArrayRef<int64_t> inner,
   if (ShapedType::isDynamic(shape[0]))
     dynamic.push_back(rows);
   return shape;
+}
+
+/// An empty tensor with dim 0 of `rows` (inline when it folds).
+static Value emptyRows(OpBuilder &b, Location loc, Value rows,
+                       ArrayRef<int64_t> inner, Type type) {
+  SmallVector<Value> dyn;
+  SmallVector<int64_t> shape = rowsShape(rows, inner, dyn);
+  return tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>(shape), type,
+                                 ValueRange(dyn));
 }
 
 /// Bytes of an element of `type` in memory (i1: one).

@@ -17,6 +17,7 @@ LAYERS = [
         "act.process", "act.pfq", "act.memory_plot", "act.mallocpeak"]),
     ("front end: tracing, decompositions, lowering to MLIR", [
         "act.decomp", "act.aten", "act.aten.*", "act.export", "act.export.standins",
+        "act.export.randomness",
         "act.export.trace", "act.export.emit"]),
     ("backend: the C API and the tools", ["act.capi", "act.driver"]),
     ("training and tuning", ["act.training", "act.module", "act.dfq", "act.tune"]),

@@ -25,8 +25,9 @@ as eager PyTorch would hold the argument itself.
 The package, one layer per module (each imports only those before it, and
 act.aten, act.dtypes and act.errors below them): `standins` (what the
 trace runs in place of PyTorch's own: decompositions, traceable losses and
-resizing, packed sequences, checkpoints, Philox randomness), `trace`
-(Traced: AOTAutograd's trace of the step and its checks), `emit` (Lowerer
+resizing, packed sequences, checkpoints), `randomness` (act's Philox
+randomness in the trace and the reference), `trace` (Traced:
+AOTAutograd's trace of the step and its checks), `emit` (Lowerer
 and Exporter: the graphs as act's IR); above them `cli` (export() of a
 model by name, act.models, and the command line: `from act.export.cli
 import export`), which the package does not import, as it is a layer above
@@ -40,9 +41,10 @@ from .standins import (OWN_LOWERINGS, affine_grid_traceable, copy_module, ctc_lo
                        cross_entropy_static, decompositions, embedding_traceable,
                        gaussian_nll_static, grid_sample_traceable, interpolate_traceable,
                        local_response_norm_static, multi_margin_static, nll_loss_static,
-                       one_hot_static, packed_sequences, pdist_static, philox_keep,
-                       philox_uniform, quantile_static, random_ops, reentrant_checkpoints,
-                       reference_precision, static_losses, substituted, traced_loss)
+                       one_hot_static, packed_sequences, pdist_static, quantile_static,
+                       reentrant_checkpoints, reference_precision, static_losses,
+                       substituted, traced_loss)
+from .randomness import philox_keep, philox_uniform, random_ops
 from .trace import (CHECK_BATCH, MAX_INLINE_CONSTANT, SHAPES_ONLY_ABOVE, VIEW_OPS, Traced,
                     check_classification, external_buffers_kept, external_modules,
                     first_examples, record, target_range)

@@ -16,8 +16,9 @@ from ..process import release_freed_memory
 from ..workload import rebuilt, tensors_of
 from ..dtypes import DTYPES, UINT8_PRESERVING, WIDENED
 from ..errors import ExportError
+from .randomness import random_ops
 from .standins import (_ORIGINAL_F, _closure_cells, _forward_functions, copy_module,
-                       decompositions, packed_sequences, random_ops, reentrant_checkpoints,
+                       decompositions, packed_sequences, reentrant_checkpoints,
                        reference_precision, static_losses, substituted, traced_loss)
 
 

@@ -1,5 +1,6 @@
-"""Runs act's tools and reads their outputs: act's passes in this process
-(the C API's actRunPasses, what act-opt does), act-run as a process.
+"""Runs act's passes and steps: in this process through the C API (passes
+by name as act-opt takes them, one step on .npy inputs), or act-run as a
+process (step(): the benchmarks, a table that isolates each model).
 
 The binaries come from ACT_BIN_DIR, else the repository's build/bin.
 """
@@ -8,6 +9,8 @@ import json
 import os
 import re
 import subprocess
+import tempfile
+import time
 
 import numpy as np
 
@@ -113,6 +116,30 @@ def step(mlir, inputs, out_dir, num_results, *extra, timeout=None):
     ms = float(re.search(r"time: median ([0-9.]+) ms", r.stdout).group(1))
     results = [np.load(os.path.join(out_dir, f"result_{i}.npy")) for i in range(num_results)]
     return results, peak, ms
+
+
+def run_step(mlir, inputs, num_results, step_seed=1):
+    """One step of the file `mlir` on the .npy `inputs`, in this process (the
+    C API, act-run's default step seed): (the first `num_results` results as
+    arrays, the step's peak bytes, its milliseconds)."""
+    step = capi.CompiledStep.from_file(mlir)
+    args = [np.load(p) for p in inputs]
+    start = time.perf_counter()
+    run = step.run(args, seed=step_seed)
+    ms = 1e3 * (time.perf_counter() - start)
+    return [np.array(run.result(i)) for i in range(num_results)], run.peak_bytes, ms
+
+
+def print_module(src):
+    """The module in `src` as act-opt prints it (in this process)."""
+    fd, path = tempfile.mkstemp(suffix=".mlir")
+    os.close(fd)
+    try:
+        capi.run_passes(src, "", path)
+        with open(path) as f:
+            return f.read()
+    finally:
+        os.unlink(path)
 
 
 def stored_bytes(mlir, inputs):

@@ -30,8 +30,7 @@ def evaluate(manifest, out, encoding):
     mlir = driver.insert(src, os.path.join(out, f"step_{tag}.mlir"), options)
     report = driver.memory_report(mlir, os.path.join(out, f"report_{tag}.json"))
     totals = report["graphs"][0]["totals"]
-    results, peak, ms = driver.step(mlir, manifest["inputs"], os.path.join(out, tag),
-                                    manifest["parameters"] + 1)
+    results, peak, ms = driver.run_step(mlir, manifest["inputs"], manifest["parameters"] + 1)
     reference = driver.reference(manifest)
     errors = driver.relative_errors(results, reference)
     _, scaled, _ = driver.scaled_errors(results, reference, manifest["parameters"])

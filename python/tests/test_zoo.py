@@ -8,6 +8,7 @@ Needs act-opt and act-run: ACT_BIN_DIR (lit sets it) or build/bin.
 import json
 import math
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -51,6 +52,27 @@ SUBSET = ["blocks", "tiny_gpt", "lstm", "multihead_attention", "upsample_cat", "
           "ops_indexing", "ops_segmentation", "ops_likelihoods", "ops_spatial_transformer",
           "ops_pooling", "ops_setitem", "ops_setitem_view", "ops_fold",
           "ops_lrn_margin", "ops_bicubic"]
+
+
+def test_the_zoo_runs_in_process(tmp_path, monkeypatch, capsys):
+    """The zoo's table and its --compare run no subprocess (the steps and
+    the printing through the C API: act's tools unreachable, every
+    subprocess refused); --isolate runs the same steps in act-run, with the
+    same results."""
+    isolated = zoo.run_model("blocks", str(tmp_path / "isolated"), ["none"], timeout=600,
+                             isolate=True)
+    monkeypatch.setenv("ACT_BIN_DIR", str(tmp_path / "no-tools"))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a subprocess was started: {args[0] if args else kwargs}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    inside = zoo.run_model("blocks", str(tmp_path / "inside"), ["none"], timeout=600)
+    for key in ("loss_error", "grad_error", "peak", "saved_before", "saved_after"):
+        assert inside["none"][key] == isolated["none"][key], (key, inside, isolated)
+    assert zoo.main(["blocks", "--export-only", "-o", str(tmp_path / "x")]) == 0
+    assert zoo.main(["blocks", "--compare", str(tmp_path / "x"), str(tmp_path / "x")]) == 0
+    assert "blocks: same" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", SUBSET)

@@ -1,7 +1,7 @@
 """The model zoo: every classification family of Debian's torchvision and
 the PyTorch blocks users build models from, through the exporter and act.
 
-    python3 -m act.zoo [NAME ...] [--encodings E;E] [--timeout S] [-o DIR]
+    python3 -m act.zoo [NAME ...] [--encodings E;E] [--isolate [--timeout S]] [-o DIR]
 
 Per model: does it export; the gradient error of act's step against float64
 autograd with no encoding (the largest per-gradient L2 error divided by the
@@ -16,7 +16,7 @@ The names are usable wherever the exporter takes a model (`zoo.NAME`).
 
 The package: `models` (the models by name, ZOO; imported by act.models for
 `zoo.NAME`, so it imports nothing of act's) and `run` (the table and the
-command line, through the exporter and act-run).
+command line: steps in this process, or in act-run with --isolate).
 """
 
 from .models import BATCH, BOUND, ZOO

@@ -46,7 +46,11 @@ def exported_model(name, out_root):
         return {"model": name, "exports": "yes"}, json.load(f)
 
 
-def run_model(name, out_root, encodings, timeout, exported=False):
+def run_model(name, out_root, encodings, timeout, exported=False, isolate=False):
+    """One row of the table: `name` exported (or read from `out_root` with
+    `exported`), each encoding inserted and its step run, in this process,
+    or with `isolate` in act-run (a process per step, killed after
+    `timeout` seconds: a model that hangs or crashes act costs its row)."""
     out = os.path.join(out_root, name)
     row, m = (exported_model if exported else export_model)(name, out_root)
     if m is None:
@@ -65,8 +69,11 @@ def run_model(name, out_root, encodings, timeout, exported=False):
             mlir = driver.insert(m["files"]["joint"], os.path.join(out, f"{tag}.mlir"), options)
             report = driver.memory_report(mlir, os.path.join(out, f"report_{tag}.json"))
             totals = report["graphs"][0]["totals"]
-            results, peak, ms = driver.step(mlir, m["inputs"], os.path.join(out, tag),
-                                            m["parameters"] + 1, timeout=timeout)
+            if isolate:
+                results, peak, ms = driver.step(mlir, m["inputs"], os.path.join(out, tag),
+                                                m["parameters"] + 1, timeout=timeout)
+            else:
+                results, peak, ms = driver.run_step(mlir, m["inputs"], m["parameters"] + 1)
         except Exception as e:  # noqa: BLE001
             row[tag] = {"error": str(e).strip().splitlines()[-1][:200]}
             continue
@@ -119,9 +126,10 @@ def export_all(names, out_root):
 
 def compare_exports(names, dir_a, dir_b):
     """--compare: the MLIR of each model exported into two directories (by
-    two PyTorch versions), both printed by act-opt (which drops the
-    exporter's value names and comments): one line per model, 'same' or the
-    first line that differs."""
+    two PyTorch versions), both printed as act-opt prints them
+    (driver.print_module, which drops the exporter's value names and
+    comments): one line per model, 'same' or the first line that
+    differs."""
     same, versions = 0, [set(), set()]
     for name in names:
         manifests = [exported_model(name, d)[1] for d in (dir_a, dir_b)]
@@ -132,7 +140,7 @@ def compare_exports(names, dir_a, dir_b):
             seen.add(m.get("torch", "?"))
         verdict = "same"
         for form in ("", "_split"):
-            a, b = (driver.run("act-opt", os.path.join(d, name, f"{name}{form}.mlir")).stdout
+            a, b = (driver.print_module(os.path.join(d, name, f"{name}{form}.mlir"))
                     .splitlines() for d in (dir_a, dir_b))
             diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y),
                         None if len(a) == len(b) else min(len(a), len(b)))
@@ -151,7 +159,11 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m act.zoo", description=__doc__.split("\n\n")[0])
     p.add_argument("models", nargs="*", default=list(ZOO))
     p.add_argument("--encodings", default="none;#act.quant<bits=4>;#act.float<format=bf16>")
-    p.add_argument("--timeout", type=float, default=600, help="seconds per act-run step")
+    p.add_argument("--isolate", action="store_true",
+                   help="run each model's steps in act-run, a process each (--timeout applies): "
+                        "a model that hangs or crashes act costs its row, not the table")
+    p.add_argument("--timeout", type=float, default=600,
+                   help="seconds per act-run step (with --isolate)")
     p.add_argument("-o", "--output-dir")
     p.add_argument("--export-only", action="store_true",
                    help="export into the output directory and stop (under another PyTorch, "
@@ -174,7 +186,8 @@ def main(argv=None):
     print(HEADER, flush=True)
     failed = 0
     for name in a.models:
-        r = run_model(name, out_root, a.encodings.split(";"), a.timeout, bool(a.exported))
+        r = run_model(name, out_root, a.encodings.split(";"), a.timeout, bool(a.exported),
+                      a.isolate)
         print(_fmt_row(r), flush=True)
         none = r.get("none", {})
         failed += not (none.get("grad_error", 1) <= BOUND and none.get("loss_error", 1) <= BOUND)

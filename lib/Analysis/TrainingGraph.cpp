@@ -48,79 +48,77 @@ StringRef mlir::act::stringifySaveStatus(SaveStatus status) {
   llvm_unreachable("unknown save status");
 }
 
-/// Whether a linalg.generic among `value`'s users (through reshapes and
-/// casts of it) compares the element for (in)equality with something other
-/// than a constant: `arith.cmpf oeq/ueq/one/une` on the block argument.
-static bool isComparedExactly(Value value) {
+/// Whether `read` holds for a linalg.generic input operand reading `value`,
+/// directly or through the ops `through` accepts (views of it).
+static bool
+anyGenericRead(Value value, function_ref<bool(Operation *)> through,
+               function_ref<bool(linalg::GenericOp, OpOperand &)> read) {
   SmallVector<Value> worklist = {value};
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp,
-              tensor::ExtractSliceOp>(user)) {
+      if (through(user)) {
         worklist.push_back(user->getResult(0));
         continue;
       }
       auto generic = dyn_cast<linalg::GenericOp>(user);
-      if (!generic || !generic.isDpsInput(&use))
-        continue;
-      BlockArgument arg = generic.getMatchingBlockArgument(&use);
-      for (Operation *cmpUser : arg.getUsers()) {
-        auto cmp = dyn_cast<arith::CmpFOp>(cmpUser);
-        if (!cmp)
-          continue;
-        switch (cmp.getPredicate()) {
-        case arith::CmpFPredicate::OEQ:
-        case arith::CmpFPredicate::UEQ:
-        case arith::CmpFPredicate::ONE:
-        case arith::CmpFPredicate::UNE:
-          break;
-        default:
-          continue;
-        }
-        Value other = cmp.getLhs() == arg ? cmp.getRhs() : cmp.getLhs();
-        if (other != arg && !matchPattern(other, m_Constant()))
-          return true;
-      }
+      if (generic && generic.isDpsInput(&use) && read(generic, use))
+        return true;
     }
   }
   return false;
 }
 
+/// Whether a linalg.generic among `value`'s users (through reshapes and
+/// casts of it) compares the element for (in)equality with something other
+/// than a constant: `arith.cmpf oeq/ueq/one/une` on the block argument.
+static bool isComparedExactly(Value value) {
+  auto views = [](Operation *op) {
+    return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp,
+               tensor::ExtractSliceOp>(op);
+  };
+  return anyGenericRead(
+      value, views, [](linalg::GenericOp generic, OpOperand &use) {
+        BlockArgument arg = generic.getMatchingBlockArgument(&use);
+        return llvm::any_of(arg.getUsers(), [&](Operation *user) {
+          auto cmp = dyn_cast<arith::CmpFOp>(user);
+          if (!cmp)
+            return false;
+          switch (cmp.getPredicate()) {
+          case arith::CmpFPredicate::OEQ:
+          case arith::CmpFPredicate::UEQ:
+          case arith::CmpFPredicate::ONE:
+          case arith::CmpFPredicate::UNE:
+            break;
+          default:
+            return false;
+          }
+          Value other = cmp.getLhs() == arg ? cmp.getRhs() : cmp.getLhs();
+          return other != arg && !matchPattern(other, m_Constant());
+        });
+      });
+}
+
 /// Whether `value` is a row's statistics (SaveStatus::RowStatistics): a
 /// float tensor [..., K, 1], K > 1, that a linalg.generic among its users
-/// (through reshapes and casts of that shape) reads broadcast along the
-/// unit dimension: its indexing map's last result is the constant 0.
+/// (through casts) reads broadcast along the unit dimension: as x[..., 0]
+/// in a loop nest with a dimension it does not index.
 static bool isRowStatistic(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!type || !isa<FloatType>(type.getElementType()) || type.getRank() < 2 ||
       type.getShape().back() != 1 || type.getShape()[type.getRank() - 2] == 1)
     return false;
-  SmallVector<Value> worklist = {value};
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    for (OpOperand &use : v.getUses()) {
-      Operation *user = use.getOwner();
-      if (isa<tensor::CastOp>(user)) {
-        worklist.push_back(user->getResult(0));
-        continue;
-      }
-      auto generic = dyn_cast<linalg::GenericOp>(user);
-      if (!generic || !generic.isDpsInput(&use))
-        continue;
-      // Read as x[..., 0] in a loop nest with a dimension it does not
-      // index: broadcast over the row.
-      AffineMap map = generic.getMatchingIndexingMap(&use);
-      auto last = dyn_cast<AffineConstantExpr>(map.getResults().back());
-      if (map.getNumResults() == type.getRank() && last &&
-          last.getValue() == 0 &&
-          llvm::count_if(map.getResults(), llvm::IsaPred<AffineDimExpr>) <
-              int64_t(generic.getNumLoops()))
-        return true;
-    }
-  }
-  return false;
+  auto casts = [](Operation *op) { return isa<tensor::CastOp>(op); };
+  return anyGenericRead(
+      value, casts, [&](linalg::GenericOp generic, OpOperand &use) {
+        AffineMap map = generic.getMatchingIndexingMap(&use);
+        auto last = dyn_cast<AffineConstantExpr>(map.getResults().back());
+        return map.getNumResults() == type.getRank() && last &&
+               last.getValue() == 0 &&
+               llvm::count_if(map.getResults(), llvm::IsaPred<AffineDimExpr>) <
+                   int64_t(generic.getNumLoops());
+      });
 }
 
 RankedTensorType SavedValue::getTensorType() const {

@@ -7,6 +7,15 @@ the process's resident memory after `import torch` alone.
 
     ACT_BIN_DIR=build/bin ACT_LIB_DIR=build/lib python3 bench/memory/process_rss.py \
         [--batch 128] [--steps 20] [--encoding "#act.quant<bits=4>"]
+        [--largest-under MIB --steps 2]
+
+--largest-under MIB: the largest batch PyTorch eager, eager with
+torch.utils.checkpoint on each of the CNN's four convolution blocks, and act
+(none, 4 bits, 2 bits) train with while the whole process peaks at most MIB
+MiB of resident memory, found by doubling and bisection, each probe a fresh
+process. Uniform 2 bits stands in for GACT's average 2 bits (the same
+bytes by the allocation's budget; its sensitivity estimate at a batch of
+thousands would cost minutes per probe).
 """
 
 import argparse
@@ -24,6 +33,16 @@ import json, resource, sys, warnings
 sys.path.insert(0, sys.argv[1])
 warnings.simplefilter("ignore")
 import torch, torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+def checkpointed(model, x):  # each conv-BatchNorm-ReLU block recomputed in the backward
+    mods, i = list(model.children()), 0
+    while i < len(mods):
+        if isinstance(mods[i], torch.nn.Conv2d):
+            x = checkpoint(torch.nn.Sequential(*mods[i:i + 3]), x, use_reentrant=False)
+            i += 3
+        else:
+            x, i = mods[i](x), i + 1
+    return x
 def rss():  # peak resident set so far, bytes
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 def rss_now():  # resident set now, bytes
@@ -39,17 +58,24 @@ model = fashion_cnn()
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 x, y = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
 step_peak = 0
-if mode == "compile":
+if mode == "compile" and encoding and encoding.startswith("average-bits="):
+    step = act.compile(model, F.cross_entropy, x, y,
+                       average_bits=float(encoding.split("=", 1)[1]))
+elif mode == "compile":
     step = act.compile(model, F.cross_entropy, x, y, encoding=encoding)
 elif mode == "module":
     wrapped = act.Module(model, x, encoding=encoding)
 after_compile = rss()
 for i in range(steps):
     opt.zero_grad(set_to_none=True)
-    if mode == "eager":
+    if mode in ("eager", "checkpoint"):
         from act import mallocpeak
         mallocpeak.reset(); before = mallocpeak.live()
-        F.cross_entropy(model(x), y).backward()
+        if mode == "eager":
+            out = model(x)
+        else:
+            out = checkpointed(model, x)
+        F.cross_entropy(out, y).backward()
         step_peak = max(step_peak, mallocpeak.peak() - before)
     elif mode == "compile":
         step(x, y)
@@ -67,7 +93,7 @@ def measure(mode, encoding, batch, steps, cache):
     argv = [sys.executable, "-c", WORKER, os.path.abspath(PYTHON), mode, encoding, str(batch),
             str(steps)]
     env = dict(os.environ, ACT_PROGRESS="0", ACT_CACHE_DIR=cache)
-    if mode == "eager":
+    if mode in ("eager", "checkpoint"):
         sys.path.insert(0, os.path.abspath(PYTHON))
         from act import mallocpeak
         env = mallocpeak.environment(env)
@@ -77,12 +103,72 @@ def measure(mode, encoding, batch, steps, cache):
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+def largest_batch(mode, encoding, cap, steps, cache, start=64, resolution=0.125):
+    """The largest batch whose fresh process peaks at most `cap` bytes of
+    resident memory: doubling from `start`, then bisection until the bounds
+    are within `resolution` of each other (batches multiples of 16).
+    Returns (batch, its measurement, the probes: (batch, peak RSS))."""
+    probes, fits = [], {}
+
+    def fits_at(batch):
+        m = measure(mode, encoding, batch, steps, cache)
+        probes.append((batch, m["peak_rss"]))
+        fits[batch] = m
+        return m["peak_rss"] <= cap
+
+    low, high = 0, None
+    batch = start
+    while high is None:
+        if fits_at(batch):
+            low, batch = batch, 2 * batch
+        else:
+            high = batch
+    while low and high - low > max(16, resolution * low):
+        mid = (low + high) // 2 // 16 * 16
+        if fits_at(mid):
+            low = mid
+        else:
+            high = mid
+    return low, fits.get(low), probes
+
+
+def largest_table(cap_mib, steps):
+    """--largest-under: for PyTorch eager, eager with checkpointing of the
+    CNN's four convolution blocks, and act without encodings, at 4 bits and at 2
+    bits, the largest batch under the same cap on the process's peak
+    resident memory."""
+    cap = cap_mib * 2 ** 20
+    rows = [("PyTorch eager", "eager", "none"),
+            ("PyTorch eager, torch.utils.checkpoint per conv block", "checkpoint", "none"),
+            ("act.compile, none", "compile", "none"),
+            ("act.compile, #act.quant<bits=4>", "compile", "#act.quant<bits=4>"),
+            ("act.compile, #act.quant<bits=2>", "compile", "#act.quant<bits=2>")]
+    print(f"| fmnist-cnn, peak RSS at most {cap_mib} MiB, {steps} steps | largest batch | "
+          f"vs eager | its peak RSS | its step's own peak | probes (batch: MiB) |")
+    print("|---|---|---|---|---|---|")
+    eager = None
+    mib = 2 ** 20
+    for label, mode, encoding in rows:
+        with tempfile.TemporaryDirectory(prefix="act-rss-cache-") as cache:
+            batch, m, probes = largest_batch(mode, encoding, cap, steps, cache)
+        eager = eager or batch
+        shown = ", ".join(f"{b}: {r / mib:.0f}" for b, r in probes)
+        print(f"| {label} | {batch} | {batch / max(eager, 1):.2f}x | "
+              f"{m['peak_rss'] / mib:.0f} MiB | {m['step_peak'] / mib:.1f} MiB | {shown} |"
+              if m else f"| {label} | none fits | | | | {shown} |", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--encoding", default="#act.quant<bits=4>")
+    p.add_argument("--largest-under", type=int, metavar="MIB",
+                   help="instead: the largest batch each configuration trains with under a "
+                        "cap of MIB MiB on the process's peak resident memory")
     args = p.parse_args()
+    if args.largest_under:
+        return largest_table(args.largest_under, args.steps)
     # act's rows start with an empty code cache (compiled in the process);
     # the "cache warm" rows are a second process finding the step there
     # (docs/Running.md, "The code cache").

@@ -243,37 +243,6 @@ def ActMemoryReportPass : Pass<"act-memory-report", "::mlir::ModuleOp"> {
   ];
 }
 
-def ActReleaseArgumentsPass
-    : Pass<"act-release-arguments", "::mlir::func::FuncOp"> {
-  let summary = "Let the caller free a function's arguments after their "
-                "last use";
-  let description = [{
-    A split step's backward receives the saved activations as arguments,
-    which the ownership-based deallocation never frees (the caller owns
-    them): the whole set stays allocated until the backward returns, where
-    the joint step frees each after its last use. In a function marked
-    `act.release_arguments` (a unit attribute; act's step engine marks the
-    backward it runs for act.Module), this pass inserts, after the last op
-    of the entry block that uses a memref argument or any view of it
-    (`BufferViewFlowAnalysis`), a call `act_release_argument(index)`: act's
-    runtime then drops the caller's reference to that argument, which frees
-    it when nothing else holds it. Arguments a result aliases, or used
-    inside `async.execute` (which may still be running), are left alone.
-    Runs after bufferization, act-early-dealloc and the passes that match a
-    buffer dying right after its reader (act-pool-in-place, the kernels'
-    conversion), whose patterns its calls would interrupt.
-
-    ```mlir
-    func.func @bwd(%s: memref<64xf32>, %t: memref<f32>) -> memref<64xf32>
-        attributes {act.release_arguments} {
-      "use"(%s) ...          // last use of %s
-      // becomes: "use"(%s); call @act_release_argument(%c0)
-    ```
-  }];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
-                           "::mlir::func::FuncDialect"];
-}
-
 def ActForwardOnlyPass : Pass<"act-forward-only", "::mlir::func::FuncOp"> {
   let summary = "Keep only the listed results of a step (default: the "
                 "loss): its backward, and every saved value, go away";

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "act/Dialect/Act/Transforms/Passes.h"
+#include "act/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Async/IR/Async.h"
@@ -17,7 +17,7 @@
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTRELEASEARGUMENTSPASS
-#include "act/Dialect/Act/Transforms/Passes.h.inc"
+#include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
 using namespace mlir;

@@ -3,7 +3,8 @@
 // LoweringTarget::GPU: the whole tiles of a packed encoding and the whole
 // 16-byte pieces of a byte-coded one are encoded and decoded by gpu.launch
 // kernels written for memory bandwidth; the ragged rest stays with the
-// generic lowering (ActLowering.cpp), which computes the same bits.
+// generic lowering (PackedCodes.cpp; byte-aligned codes in ActLowering.cpp),
+// which computes the same bits.
 //
 // The kernels sit in the tensor program as buffers: their inputs through
 // bufferization.to_buffer (read only), their outputs new buffers returned

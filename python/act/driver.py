@@ -118,12 +118,24 @@ def step(mlir, inputs, out_dir, num_results, *extra, timeout=None):
     return results, peak, ms
 
 
+def arguments(inputs, batches=()):
+    """A step's arguments from .npy paths (act-run --inputs' order) as
+    arrays, then one list per extra mini-batch whose files replace the last
+    arguments (act-run --batch-inputs)."""
+    first = [np.load(p) for p in inputs]
+    lists = [first]
+    for files in batches:
+        extra = [np.load(p) for p in files]
+        lists.append(first[:len(first) - len(extra)] + extra)
+    return lists
+
+
 def run_step(mlir, inputs, num_results, step_seed=1):
     """One step of the file `mlir` on the .npy `inputs`, in this process (the
     C API, act-run's default step seed): (the first `num_results` results as
     arrays, the step's peak bytes, its milliseconds)."""
     step = capi.CompiledStep.from_file(mlir)
-    args = [np.load(p) for p in inputs]
+    args = arguments(inputs)[0]
     start = time.perf_counter()
     run = step.run(args, seed=step_seed)
     ms = 1e3 * (time.perf_counter() - start)

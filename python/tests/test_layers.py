@@ -55,13 +55,12 @@ def layer_of(name):
     return None
 
 
-def act_imports(name, path):
+def act_imports(name, path, known):
     """(imported act module, line, inside a function) for every import of
-    act's own modules in `path`; `from . import x` counts as act.x when x
-    is a module."""
+    act's own modules in `path` (`known`: modules()); `from . import x`
+    counts as act.x when x is a module."""
     with open(path) as f:
         tree = ast.parse(f.read(), path)
-    known = modules()
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
     found = []
 
@@ -97,9 +96,10 @@ def test_every_module_has_a_layer():
 
 def test_no_module_imports_a_layer_above_its_own():
     upward = []
-    for name, path in sorted(modules().items()):
+    known = modules()
+    for name, path in sorted(known.items()):
         mine = layer_of(name)
-        for target, line, _ in act_imports(name, path):
+        for target, line, _ in act_imports(name, path, known):
             # Importing act.x.y runs act.x's __init__ too.
             parts = target.split(".")
             for k in range(2, len(parts) + 1):
@@ -113,9 +113,10 @@ def test_no_module_imports_a_layer_above_its_own():
 
 
 def test_no_import_of_act_inside_a_function():
+    known = modules()
     inside = [f"{os.path.relpath(path, PACKAGE)}:{line}: {name} imports {target}"
-              for name, path in sorted(modules().items())
-              for target, line, in_function in act_imports(name, path)
+              for name, path in sorted(known.items())
+              for target, line, in_function in act_imports(name, path, known)
               if in_function and (name, target) not in LAZY]
     assert not inside, "act modules imported inside functions:\n" + "\n".join(inside)
 
@@ -132,4 +133,4 @@ def test_the_walk_sees_relative_and_nested_imports(tmp_path, source, expected):
     path = tmp_path / "probe.py"
     path.write_text(source)
     name = "act.export.probe" if source.startswith("from ..") else "act.probe"
-    assert act_imports(name, str(path)) == expected
+    assert act_imports(name, str(path), modules()) == expected

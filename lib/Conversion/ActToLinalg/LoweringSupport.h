@@ -213,6 +213,18 @@ inline SmallVector<ReassociationIndices> collapseAll(int64_t rank) {
   return {all};
 }
 
+/// The number of elements of a tensor of `type` whose dynamic dimensions are
+/// `dynamicSizes` (in order), as an index.
+inline Value elementCount(IndexMath &ix, RankedTensorType type,
+                          ValueRange dynamicSizes) {
+  Value n = ix.c(1);
+  unsigned next = 0;
+  for (int64_t d : type.getShape())
+    n = ix.b.createOrFold<arith::MulIOp>(
+        ix.loc, n, ShapedType::isDynamic(d) ? dynamicSizes[next++] : ix.c(d));
+  return n;
+}
+
 /// The static shape of `rows` x `inner` (dim 0 dynamic unless `rows` folds)
 /// and the dynamic size that goes with it.
 inline SmallVector<int64_t> rowsShape(Value rows, ArrayRef<int64_t> inner,
@@ -224,8 +236,8 @@ inline SmallVector<int64_t> rowsShape(Value rows, ArrayRef<int64_t> inner,
   return shape;
 }
 
-/// An empty tensor with dim 0 of `rows` (inline when it folds).
-static Value emptyRows(OpBuilder &b, Location loc, Value rows,
+/// An empty tensor with dim 0 of `rows` (static when it folds).
+inline Value emptyRows(OpBuilder &b, Location loc, Value rows,
                        ArrayRef<int64_t> inner, Type type) {
   SmallVector<Value> dyn;
   SmallVector<int64_t> shape = rowsShape(rows, inner, dyn);

@@ -545,11 +545,7 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
                                    ValueRange dynamicSizes, Value meta,
                                    int64_t group, ElementValue value) {
   IndexMath ix{b, loc};
-  Value n = ix.c(1);
-  unsigned next = 0;
-  for (int64_t d : type.getShape())
-    n = b.createOrFold<arith::MulIOp>(
-        loc, n, ShapedType::isDynamic(d) ? dynamicSizes[next++] : ix.c(d));
+  Value n = elementCount(ix, type, dynamicSizes);
   PackedSplit split(ix, f, meta ? group : 0, n, options.target,
                     /*decode=*/true);
   int64_t tile = split.tile, chunk = split.chunk, perWord = f.perWord;

@@ -599,11 +599,7 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
                                    ValueRange dynamicSizes,
                                    const LoweringOptions &options) {
   IndexMath ix{b, loc};
-  Value n = ix.c(1);
-  unsigned next = 0;
-  for (int64_t d : type.getShape())
-    n = b.createOrFold<arith::MulIOp>(
-        loc, n, ShapedType::isDynamic(d) ? dynamicSizes[next++] : ix.c(d));
+  Value n = elementCount(ix, type, dynamicSizes);
   Type elementType = type.getElementType();
   Type i32 = b.getI32Type();
   // The words stored: ceil(n / 32), or none in the dense fallback.

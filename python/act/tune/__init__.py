@@ -29,24 +29,10 @@ Writes DIR/tune_report.json, DIR/tune_report.md and DIR/sensitivity.svg
 import json
 import os
 
-import numpy as np
-
 from .. import capi, driver
 
 # act-run's default --step-seed: the same measurements as act-run's.
 STEP_SEED = 1
-
-
-def arguments(inputs, batches=()):
-    """An export's step arguments (.npy paths, act-run --inputs' order) as
-    arrays, then one list per extra mini-batch whose files replace the last
-    arguments (act-run --batch-inputs)."""
-    first = [np.load(p) for p in inputs]
-    lists = [first]
-    for files in batches:
-        extra = [np.load(p) for p in files]
-        lists.append(first[:len(first) - len(extra)] + extra)
-    return lists
 
 
 def measured_variance(mlir, manifest, runs, reference=None):
@@ -57,7 +43,7 @@ def measured_variance(mlir, manifest, runs, reference=None):
     API), with act-run's default step seed."""
     step = capi.CompiledStep.from_file(mlir)
     exact = capi.CompiledStep.from_file(reference) if reference else None
-    variance, _, error = step.measure_variance(arguments(manifest["inputs"])[0], runs,
+    variance, _, error = step.measure_variance(driver.arguments(manifest["inputs"])[0], runs,
                                                seed=STEP_SEED, reference=exact)
     return error if reference else variance
 
@@ -122,7 +108,7 @@ def profile_table(path, title):
 
 
 def measure(joint, inputs, batches, profile_path, measure_bits=4, min_bytes=1024,
-            loss_head=False, progress=False, encoding=None):
+            loss_head=False, encoding=None):
     """GACT's sensitivities of the joint step `joint` (its measuring_step),
     measured in process (the C API; act-run --sensitivity's estimator and
     step seed) on the mini-batch `inputs` (.npy paths) and the extra
@@ -130,17 +116,17 @@ def measure(joint, inputs, batches, profile_path, measure_bits=4, min_bytes=1024
     measured = measuring_step(joint, os.path.splitext(profile_path)[0] + "_measure.mlir",
                               measure_bits, min_bytes, loss_head, encoding)
     step = capi.CompiledStep.from_file(measured)
-    step.estimate_sensitivity(arguments(inputs, batches), profile_path, seed=STEP_SEED)
+    step.estimate_sensitivity(driver.arguments(inputs, batches), profile_path, seed=STEP_SEED)
     return profile_table(profile_path, "sensitivity")
 
 
-def measure_fewbit(joint, inputs, batches, profile_path, bits=2, progress=False):
+def measure_fewbit(joint, inputs, batches, profile_path, bits=2):
     """Few-bit codes' gradient error on the graph `joint` without encodings
     (act-run --fewbit-sensitivity's estimator at `bits` bits, in process)
     into profile_path, the #act.fewbit family of act-allocate-bits. Returns
     the profile as a table."""
     step = capi.CompiledStep.from_file(joint)
-    step.estimate_fewbit_sensitivity(arguments(inputs, batches), profile_path, bits)
+    step.estimate_fewbit_sensitivity(driver.arguments(inputs, batches), profile_path, bits)
     return profile_table(profile_path, "few-bit sensitivity")
 
 
@@ -172,7 +158,7 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
     # 1.-2. compile with a uniform stochastic quantizer and estimate.
     profile_path = os.path.join(out, "profile.json")
     say(measure(joint, manifest["inputs"], manifest.get("batches", []), profile_path,
-                measure_bits, min_bytes, loss_head=True, progress=not quiet))
+                measure_bits, min_bytes, loss_head=True))
     with open(profile_path) as f:
         profile = json.load(f)
     profiles = [profile_path]
@@ -180,14 +166,14 @@ def tune(manifest, out, average_bits=4.0, measure_bits=4, variance_runs=16, min_
         # DIVISION as a second family: its own sensitivities (spatial maps).
         profiles.append(os.path.join(out, "profile_division.json"))
         say(measure(joint, manifest["inputs"], manifest.get("batches", []), profiles[-1],
-                    measure_bits, min_bytes, progress=not quiet,
+                    measure_bits, min_bytes,
                     encoding=f"#act.division<block={division}, bits={measure_bits}>"))
 
     if few_bit:
         # Few-bit codes as another family: their gradient error (a bias).
         profiles.append(os.path.join(out, "profile_fewbit.json"))
         say(measure_fewbit(joint, manifest["inputs"], manifest.get("batches", []), profiles[-1],
-                           few_bit, progress=not quiet))
+                           few_bit))
 
     # 3. allocate (exact, then greedy for comparison) and recompile.
     results = {}

@@ -445,11 +445,13 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
   for (const auto &[file, profile] : profiles)
     if (!gradientVariance)
       gradientVariance = profile.gradientVariance;
+  std::optional<double> ratio;
   if (gradientVariance)
+    ratio = predicted / *gradientVariance;
+  if (ratio)
     os << llvm::formatv("predicted compression variance {0:e}, gradient "
                         "variance {1:e}: {2:f1}%\n",
-                        predicted, *gradientVariance,
-                        100 * predicted / *gradientVariance);
+                        predicted, *gradientVariance, 100 * *ratio);
   else
     os << llvm::formatv("predicted compression variance {0:e} (the profile "
                         "has no gradient variance: measure more than one "
@@ -458,41 +460,38 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
   if (failed(writeOutput(graph.forward.getLoc(), "act-allocate-bits", tableFile,
                          [&](raw_ostream &out) { out << table; })))
     return failure();
-  if (gradientVariance) {
-    double ratio = predicted / *gradientVariance;
-    if (ratio > 0.1) {
-      std::vector<const Entry *> top;
-      for (const Entry &e : entries)
-        if (e.measured)
-          top.push_back(&e);
-      auto contribution = [](const Entry *e) {
-        return e->options[e->chosen].cost;
-      };
-      llvm::sort(top, [&](const Entry *a, const Entry *b) {
-        return contribution(a) > contribution(b);
-      });
-      InFlightDiagnostic w =
-          emitWarning(graph.forward.getLoc())
-          << llvm::formatv("act: predicted compression variance "
-                           "{0:e} is {1:f1}% of the gradient "
-                           "variance {2:e} (GACT's limit: 10%); most "
-                           "from",
-                           predicted, 100 * ratio, *gradientVariance)
-                 .str();
-      for (size_t i = 0; i < top.size() && i < 3; ++i) {
-        const Choice &c = top[i]->options[top[i]->chosen];
-        w << (i ? ", " : " ") << "tensor " << top[i]->saved->id << " ("
-          << (isa_and_nonnull<QuantEncodingAttr>(c.encoding) || !c.encoding
-                  ? ""
-                  : (getFamily(c.encoding) + " ").str())
-          << c.bits << " bits, "
-          << llvm::formatv("{0:f0}%", 100 * contribution(top[i]) /
-                                          std::max(predicted, 1e-300))
-                 .str()
-          << ")";
-      }
-      w << "; raise average-bits";
+  if (ratio && *ratio > 0.1) {
+    std::vector<const Entry *> top;
+    for (const Entry &e : entries)
+      if (e.measured)
+        top.push_back(&e);
+    auto contribution = [](const Entry *e) {
+      return e->options[e->chosen].cost;
+    };
+    llvm::sort(top, [&](const Entry *a, const Entry *b) {
+      return contribution(a) > contribution(b);
+    });
+    InFlightDiagnostic w =
+        emitWarning(graph.forward.getLoc())
+        << llvm::formatv("act: predicted compression variance "
+                         "{0:e} is {1:f1}% of the gradient "
+                         "variance {2:e} (GACT's limit: 10%); most "
+                         "from",
+                         predicted, 100 * *ratio, *gradientVariance)
+               .str();
+    for (size_t i = 0; i < top.size() && i < 3; ++i) {
+      const Choice &c = top[i]->options[top[i]->chosen];
+      w << (i ? ", " : " ") << "tensor " << top[i]->saved->id << " ("
+        << (isa_and_nonnull<QuantEncodingAttr>(c.encoding) || !c.encoding
+                ? ""
+                : (getFamily(c.encoding) + " ").str())
+        << c.bits << " bits, "
+        << llvm::formatv("{0:f0}%", 100 * contribution(top[i]) /
+                                        std::max(predicted, 1e-300))
+               .str()
+        << ")";
     }
+    w << "; raise average-bits";
   }
   if (!reportFile.empty())
     writeReport(graph, entries, exact, greedy, totalBudget, predicted,

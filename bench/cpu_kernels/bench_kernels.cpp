@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "act/Conversion/ActToLinalg/EncodingLowering.h"
 #include "act/Dialect/Act/IR/Act.h"
+#include "act/Dialect/Act/IR/EncodingLowering.h"
 #include "act/Execution/Jit.h"
 #include "act/InitAll.h"
 #include "act/Pipelines/Pipelines.h"

@@ -3,7 +3,7 @@
 #include "act/InitAll.h"
 
 #include "act/Codegen/Passes.h"
-#include "act/Conversion/ActToLinalg/EncodingLowering.h"
+#include "act/Conversion/ActToLinalg/EncodingLoweringImpl.h"
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/IR/Act.h"
 #include "act/Dialect/Act/Transforms/Passes.h"

@@ -3,7 +3,7 @@
 #ifndef ACT_CONVERSION_PASSES_H
 #define ACT_CONVERSION_PASSES_H
 
-#include "act/Conversion/ActToLinalg/EncodingLowering.h"
+#include "act/Dialect/Act/IR/EncodingLowering.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

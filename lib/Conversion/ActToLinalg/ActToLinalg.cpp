@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "act/Conversion/ActToLinalg/ActLowering.h"
+#include "act/Conversion/ActToLinalg/EncodingLoweringImpl.h"
 #include "act/Conversion/Passes.h"
 #include "act/Dialect/Act/IR/Act.h"
 #include "act/Support/CpuFeatures.h"

@@ -1,7 +1,7 @@
 //===- EncodingModel.h - the encodings' lowering models ---------*- C++ -*-===//
 //
 // What the files of act's encoding lowering share (one file per encoding,
-// Encoding<Name>.cpp, and EncodingLowering.cpp, which attaches them): the
+// Encoding<Name>.cpp, and EncodingLoweringImpl.cpp, which attaches them): the
 // model template each encoding specializes, the declarations of those
 // specializations, and the helpers of packed storage. Private to
 // lib/Conversion/ActToLinalg.
@@ -12,8 +12,8 @@
 #define ACT_CONVERSION_ACTTOLINALG_ENCODINGMODEL_H
 
 #include "act/Conversion/ActToLinalg/ActLowering.h"
-#include "act/Conversion/ActToLinalg/EncodingLowering.h"
 #include "act/Dialect/Act/IR/Act.h"
+#include "act/Dialect/Act/IR/EncodingLowering.h"
 
 #include "LoweringSupport.h"
 
@@ -52,7 +52,7 @@ struct EncodingModel
 using mlir::act::detail::EncodingModel;
 
 // The specializations each encoding's file defines, declared here so that
-// EncodingLowering.cpp's attachment refers to them.
+// EncodingLoweringImpl.cpp's attachment refers to them.
 #define ACT_ENCODING_MODEL(Attr)                                               \
   template <>                                                                  \
   void EncodingModel<Attr>::getStorageTypes(                                   \

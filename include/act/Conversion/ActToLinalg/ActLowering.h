@@ -11,7 +11,7 @@
 #ifndef ACT_CONVERSION_ACTTOLINALG_ACTLOWERING_H
 #define ACT_CONVERSION_ACTTOLINALG_ACTLOWERING_H
 
-#include "act/Conversion/ActToLinalg/EncodingLowering.h"
+#include "act/Dialect/Act/IR/EncodingLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"

@@ -1,7 +1,7 @@
 //===- ActDialect.cpp - act dialect and its type --------------------------===//
 
-#include "act/Conversion/ActToLinalg/EncodingLowering.h"
 #include "act/Dialect/Act/IR/Act.h"
+#include "act/Dialect/Act/IR/EncodingLowering.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -11,6 +11,10 @@ using namespace mlir;
 using namespace mlir::act;
 
 #include "act/Dialect/Act/IR/ActDialect.cpp.inc"
+
+// The lowering interface the dialect defines and promises; its models are
+// attached by the conversion (registerEncodingLoweringExternalModels).
+#include "act/Dialect/Act/IR/EncodingLowering.cpp.inc"
 
 #define GET_TYPEDEF_CLASSES
 #include "act/Dialect/Act/IR/ActTypes.cpp.inc"
@@ -25,7 +29,7 @@ void ActDialect::initialize() {
 #define GET_OP_LIST
 #include "act/Dialect/Act/IR/ActOps.cpp.inc"
       >();
-  // How encodings lower lives with the conversion (lib/Conversion/
+  // How encodings lower is implemented by the conversion (lib/Conversion/
   // ActToLinalg); using it without registering the models is an error that
   // names them, not a silent miss.
   declarePromisedInterfaces<

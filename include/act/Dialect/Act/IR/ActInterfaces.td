@@ -3,8 +3,8 @@
 // The one interface every act encoding implements: what is true of the IR
 // (which tensors it holds, what it decodes to, its exact storage). Passes see
 // encodings only through it. How an encoding lowers is a separate interface,
-// EncodingLoweringAttrInterface (include/act/Conversion/ActToLinalg), which
-// the dialect promises and the conversion implements.
+// EncodingLoweringAttrInterface (EncodingLowering.td, beside this file),
+// which the dialect promises and the conversion implements.
 //
 //===----------------------------------------------------------------------===//
 

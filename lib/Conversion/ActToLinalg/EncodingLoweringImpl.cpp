@@ -1,17 +1,18 @@
-//===- EncodingLowering.cpp - how act's encodings lower -------------------===//
+//===- EncodingLoweringImpl.cpp - how act's encodings lower ---------------===//
 //
 // The EncodingLoweringAttrInterface models of act's encodings: each builds
 // its explicit storage types and its encode/decode IR from the building
 // blocks of ActLowering.h, one file per encoding (Encoding<Name>.cpp, the
-// model declared in EncodingModel.h). The dialect promises the interface;
-// this file attaches the models (registerEncodingLoweringExternalModels),
-// as upstream's BufferizableOpInterfaceImpl.cpp files do for their
-// dialects. A new encoding: its attribute, its Encoding<Name>.cpp, one line
-// in EncodingModel.h and one here.
+// model declared in EncodingModel.h). The dialect defines and promises the
+// interface (act/Dialect/Act/IR/EncodingLowering.td); this file attaches the
+// models (registerEncodingLoweringExternalModels), as upstream's
+// BufferizableOpInterfaceImpl.cpp files do for their dialects. A new encoding:
+// its attribute, its Encoding<Name>.cpp, one line in EncodingModel.h and one
+// here.
 //
 //===----------------------------------------------------------------------===//
 
-#include "act/Conversion/ActToLinalg/EncodingLowering.h"
+#include "act/Conversion/ActToLinalg/EncodingLoweringImpl.h"
 
 #include "EncodingModel.h"
 
@@ -19,8 +20,6 @@
 
 using namespace mlir;
 using namespace mlir::act;
-
-#include "act/Conversion/ActToLinalg/EncodingLowering.cpp.inc"
 
 //===----------------------------------------------------------------------===//
 // Registration

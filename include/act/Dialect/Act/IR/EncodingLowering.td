@@ -1,16 +1,16 @@
 //===- EncodingLowering.td - how an encoding lowers --------*- tablegen -*-===//
 //
-// The lowering hooks of act's encodings, kept out of the IR the way
-// upstream keeps bufferization out of the tensor dialect: the dialect
-// promises this interface for each encoding attribute, and the models that
-// implement it live beside convert-act-to-linalg (lib/Conversion/
-// ActToLinalg/*Lowering.cpp), attached by
-// registerEncodingLoweringExternalModels.
+// The lowering hooks of act's encodings, defined beside the dialect and kept
+// out of its IR the way upstream keeps bufferization out of the tensor
+// dialect: the dialect promises this interface for each encoding attribute,
+// and the models that implement it live beside convert-act-to-linalg
+// (lib/Conversion/ActToLinalg/Encoding<Name>.cpp), attached by
+// registerEncodingLoweringExternalModels (EncodingLoweringImpl.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_TD
-#define ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_TD
+#ifndef ACT_DIALECT_ACT_IR_ENCODINGLOWERING_TD
+#define ACT_DIALECT_ACT_IR_ENCODINGLOWERING_TD
 
 include "mlir/IR/OpBase.td"
 
@@ -67,4 +67,4 @@ def Act_EncodingLoweringAttrInterface
   ];
 }
 
-#endif // ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_TD
+#endif // ACT_DIALECT_ACT_IR_ENCODINGLOWERING_TD

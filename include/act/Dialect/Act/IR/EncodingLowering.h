@@ -2,12 +2,16 @@
 //
 // The lowering side of an encoding: the target and options of
 // convert-act-to-linalg and the EncodingLoweringAttrInterface that every
-// encoding attribute implements through an external model.
+// encoding attribute implements through an external model. The dialect
+// defines and promises the interface; the conversion attaches the models
+// (act/Conversion/ActToLinalg/EncodingLoweringImpl.h), as upstream's
+// BufferizableOpInterface lives with bufferization's IR and its models with
+// each dialect's transforms.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_H
-#define ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_H
+#ifndef ACT_DIALECT_ACT_IR_ENCODINGLOWERING_H
+#define ACT_DIALECT_ACT_IR_ENCODINGLOWERING_H
 
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/Builders.h"
@@ -17,7 +21,6 @@
 #include <cstdint>
 
 namespace mlir {
-class DialectRegistry;
 namespace act {
 
 /// What the encode/decode IR is built for (convert-act-to-linalg{target}).
@@ -59,13 +62,9 @@ struct LoweringOptions {
   bool cpuAvx2 = true;
 };
 
-/// Attaches the lowering models of act's encodings (the promised
-/// EncodingLoweringAttrInterface) to their attributes.
-void registerEncodingLoweringExternalModels(DialectRegistry &registry);
-
 } // namespace act
 } // namespace mlir
 
-#include "act/Conversion/ActToLinalg/EncodingLowering.h.inc"
+#include "act/Dialect/Act/IR/EncodingLowering.h.inc"
 
-#endif // ACT_CONVERSION_ACTTOLINALG_ENCODINGLOWERING_H
+#endif // ACT_DIALECT_ACT_IR_ENCODINGLOWERING_H

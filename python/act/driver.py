@@ -102,7 +102,11 @@ def insert(src, dst, options):
 
 
 def memory_report(src, json_path):
-    passes(src, None, "act-memory-report", f"json={option_value(json_path)}")
+    """act-memory-report's JSON (and its table, beside it as .txt, not on
+    stderr: in process, the pass's default stream is the caller's)."""
+    table = os.path.splitext(json_path)[0] + ".txt"
+    passes(src, None, "act-memory-report",
+           f"json={option_value(json_path)} table={option_value(table)}")
     with open(json_path) as f:
         return json.load(f)
 

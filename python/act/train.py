@@ -143,6 +143,41 @@ def fashion_cnn():
                          nn.Linear(128, 10))
 
 
+class ResidualBlock(nn.Module):
+    """ResNet's basic block (He et al. 2016): two 3x3 conv-BatchNorm layers
+    and the input added back, through a 1x1 conv-BatchNorm projection where
+    the shape changes (the paper's option B)."""
+
+    def __init__(self, i, o, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(i, o, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(o)
+        self.conv2 = nn.Conv2d(o, o, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(o)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or i != o:
+            self.shortcut = nn.Sequential(nn.Conv2d(i, o, 1, stride, bias=False),
+                                          nn.BatchNorm2d(o))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
+
+
+def fashion_resnet20():
+    """ResNet-20 (the paper's CIFAR network: a 3x3 stem, three stages of
+    three basic blocks with 16, 32 and 64 channels, global average pooling,
+    one linear layer) on 28x28 grayscale images: stages at 28, 14 and 7
+    pixels."""
+    layers = [nn.Conv2d(1, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
+    channels = 16
+    for width, stride in ((16, 1), (32, 2), (64, 2)):
+        for b in range(3):
+            layers.append(ResidualBlock(channels, width, stride if b == 0 else 1))
+            channels = width
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+
 # The character-level language model: text the Python standard library's
 # sources ship (Debian's libpython3.11-stdlib; no download).
 CONTEXT = 64
@@ -263,6 +298,8 @@ TASKS = {
                        description="test accuracy on 360 held-out digits"),
     "fmnist-cnn": Task(fashion_mnist, fashion_cnn, batch=128, epochs=10, lr=0.02,
                        description="test accuracy on Fashion-MNIST's 10,000 test images"),
+    "fmnist-resnet20": Task(fashion_mnist, fashion_resnet20, batch=128, epochs=10, lr=0.05,
+                            description="test accuracy on Fashion-MNIST's 10,000 test images"),
     "python-lm": Task(python_text, CharLM, next_character_loss, metric="loss",
                       optimizer="adamw", lr=3e-3, batch=16, epochs=10, steps_per_epoch=100,
                       description="validation loss (nats per character) on 256 windows of "

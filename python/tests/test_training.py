@@ -1054,6 +1054,39 @@ def test_saved_bytes_are_known_after_compile_and_work_dirs_are_removed():
     assert set(glob.glob(os.path.join(tempfile.gettempdir(), "act-compile-*"))) <= before
 
 
+def test_compiling_and_stepping_print_nothing(capfd):
+    """A short compile and its steps are silent: the memory report the step
+    reads (step.report) goes to the work directory, not to the caller's
+    stdout or stderr (in process, a pass's default stream is theirs)."""
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    step = act.compile(model, F.cross_entropy, x, y, encoding="#act.quant<bits = 4>")
+    step(x, y)
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", (out, err)
+    assert step.report["graphs"][0]["saved"], step.report
+
+
+def test_fashion_resnet20_follows_eager():
+    """act.train's ResNet-20 (fmnist-resnet20: projection shortcuts, global
+    average pooling): one step without encodings gives eager's loss, its
+    gradients and BatchNorm's running statistics."""
+    from act.train import fashion_resnet20
+    torch.manual_seed(0)
+    model = fashion_resnet20()
+    eager = copy.deepcopy(model)
+    x, y = torch.randn(2, 1, 28, 28), torch.randint(0, 10, (2,))
+    step = act.compile(model, F.cross_entropy, x, y)
+    loss = step(x, y)
+    reference = F.cross_entropy(eager(x), y)
+    reference.backward()
+    assert abs(float(loss) - float(reference)) < 1e-5
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-5), name
+    for (name, b), c in zip(model.named_buffers(), eager.buffers()):
+        assert torch.allclose(b.float(), c.float(), rtol=1e-5, atol=1e-6), name
+
+
 def test_the_reference_snippet_runs_as_written():
     """docs/Training.md's reference example, executed as pasted."""
     text = open(os.path.join(ROOT, "docs", "Training.md")).read()

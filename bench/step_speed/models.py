@@ -131,3 +131,10 @@ def gpt(batch):
     """6 decoder blocks, width 512, 8 heads, context 256, 256 tokens."""
     return (GPT(), torch.randint(0, 256, (batch, 256)),
             torch.randint(0, 256, (batch * 256,)))
+
+
+def resnet20(batch):
+    """act.train's fmnist-resnet20: ResNet-20 on 28x28 grayscale images."""
+    from act.train import fashion_resnet20
+    return (fashion_resnet20(), torch.randn(batch, 1, 28, 28),
+            torch.randint(0, 10, (batch,)))

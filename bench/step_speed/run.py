@@ -33,6 +33,7 @@ WORKLOADS = [  # (label, exporter spec, batch)
     ("resnet18 32x32", "resnet18", 8),
     ("VGG-style CIFAR CNN", os.path.join(HERE, "models.py:vgg"), 16),
     ("2 pre-norm encoder blocks", os.path.join(HERE, "models.py:encoder"), 8),
+    ("ResNet-20 28x28", os.path.join(HERE, "models.py:resnet20"), 128),
 ]
 
 

@@ -412,7 +412,10 @@ void getFarPadding(const ConvShape &s, int64_t far[2]) {
 /// direct convolution primitive (the one PyTorch's CPU convolutions run
 /// on): ordinary convolutions (one group, at least 8 channels in and out,
 /// kernels up to 7x7, no padding beyond what the output reads, weights up
-/// to kPrimitiveWeightBytes, the per-image GEMM form for the forward).
+/// to kPrimitiveWeightBytes, the per-image GEMM form for the forward, or
+/// the per-position one with a kernel no larger than the output: small
+/// maps at a large batch, ResNet-20's 7x7 at batch 128, 13 % of its step on
+/// one thread with the weight gradients below, docs/benchmarks.md).
 /// act-bench-conv measured it 1.2-2x faster than the GEMMs over gathered
 /// windows on such layers, and slower on 3-channel inputs.
 bool isPrimitiveShape(const ConvShape &s, bool backward = false) {
@@ -423,7 +426,9 @@ bool isPrimitiveShape(const ConvShape &s, bool backward = false) {
   return primitivesEnabled && s.g == 1 && s.c >= 8 && s.f >= 8 && s.kh <= 7 &&
          s.kw <= 7 && far[0] >= 0 && far[1] >= 0 &&
          s.f * s.c * s.kh * s.kw * 4 <= kPrimitiveWeightBytes &&
-         (backward || chooseConvAlgorithm(s) == ConvAlgorithm::PerImage);
+         (backward || chooseConvAlgorithm(s) == ConvAlgorithm::PerImage ||
+          (chooseConvAlgorithm(s) == ConvAlgorithm::PerPosition &&
+           s.kh <= s.oh && s.kw <= s.ow));
 }
 
 /// A convolution's primitive, forward or input gradient, for a batch of
@@ -784,16 +789,18 @@ getWeightGradientPrimitive(const ConvShape &s, int64_t batch,
 /// Whether `s` is a weight gradient (see WeightGradientPrimitive) oneDNN's
 /// backward-weights primitive takes, and takes faster than the GEMMs: one
 /// group, at least 8 channels in and out, the forward's kernel up to 7x7
-/// and its output at least 8 wide or high (a "kernel" that large marks a
+/// and its output at least 7 wide or high (a "kernel" that large marks a
 /// weight gradient: a forward convolution on a small map, whose kernel is
 /// larger than its output, is not one and is slower on this primitive), at
 /// least 1024 output positions over the batch (the VGG's 32x32 to 8x8 maps
-/// at batch 16 run faster on it), the weight up to 1 MB.
+/// at batch 16 run faster on it), the weight up to 1 MB. (ResNet-20's 7x7
+/// maps at batch 128: its step 9 % faster on one thread than with the
+/// GEMMs over gathered windows.)
 bool isWeightGradientShape(const ConvShape &s) {
   int64_t far[2];
   getFarPadding(s, far);
   return primitivesEnabled && s.g == 1 && s.n >= 8 && s.f >= 8 && s.oh <= 7 &&
-         s.ow <= 7 && std::max(s.kh, s.kw) >= 8 && s.c * s.kh * s.kw >= 1024 &&
+         s.ow <= 7 && std::max(s.kh, s.kw) >= 7 && s.c * s.kh * s.kw >= 1024 &&
          far[0] >= 0 && far[1] >= 0 &&
          s.f * s.n * s.oh * s.ow * 4 <= kPrimitiveWeightBytes;
 }

@@ -100,11 +100,16 @@ TEST_P(ConvTest, MatchesTheDefinitionOnAnyThreadCount) {
   // linalg accumulates into its output: start from a non-zero one.
   std::vector<float> init = randomVector(s.n * s.g * s.f * s.oh * s.ow, 3);
   std::vector<double> want = referenceConv(s, in, wt, init);
-  for (int threads : {1, 2, 3}) {
-    setThreads(threads);
-    std::vector<float> out = init;
-    conv2d(s, in.data(), wt.data(), out.data());
-    expectClose(out, want, 1e-5);
+  // The algorithm itself, and whatever conv2d dispatches to (oneDNN's
+  // primitive where the shape takes it).
+  for (bool primitives : {false, true}) {
+    setConvPrimitives(primitives);
+    for (int threads : {1, 2, 3}) {
+      setThreads(threads);
+      std::vector<float> out = init;
+      conv2d(s, in.data(), wt.data(), out.data());
+      expectClose(out, want, 1e-5);
+    }
   }
   setThreads(0);
 }
@@ -496,6 +501,19 @@ TEST(KernelsTest, OrdinaryConvolutionsRunOnTheDirectPrimitive) {
   conv2dBackwardData(s, dy.data(), nullptr, wt.data(), dx.data());
   EXPECT_EQ(getConvPrimitiveRuns(), runs + 1);
   expectClose(dx, dxWant, 1e-5);
+  // Small maps at a large batch (ResNet-20's last stage, 7x7): the GEMM
+  // per output position would be chosen, the primitive is faster.
+  ConvShape small{64, 1, 16, 7, 7, 32, 3, 3, 7, 7, {1, 1}, {1, 1}, {1, 1}};
+  ASSERT_EQ(chooseConvAlgorithm(small), ConvAlgorithm::PerPosition);
+  std::vector<float> smallIn = randomVector(64 * 16 * 49, 8);
+  std::vector<float> smallWt = randomVector(32 * 16 * 9, 9);
+  std::vector<float> smallOut = randomVector(64 * 32 * 49, 10);
+  std::vector<double> smallWant =
+      referenceConv(small, smallIn, smallWt, smallOut);
+  runs = getConvPrimitiveRuns();
+  conv2d(small, smallIn.data(), smallWt.data(), smallOut.data());
+  EXPECT_EQ(getConvPrimitiveRuns(), runs + 1);
+  expectClose(smallOut, smallWant, 1e-5);
   // Three input channels: the GEMMs (faster there).
   ConvShape first{2, 1, 3, 9, 9, 16, 3, 3, 9, 9, {1, 1}, {1, 1}, {1, 1}};
   int64_t before = getConvPrimitiveRuns();
@@ -509,14 +527,16 @@ TEST(KernelsTest, OrdinaryConvolutionsRunOnTheDirectPrimitive) {
 /// of the input and the output gradient with batch and channels swapped,
 /// into the weight gradient's transposed place) runs on oneDNN's
 /// backward-weights primitive, reading all three through their strides,
-/// in chunks of the batch: plain and with the forward's stride 2 and
-/// padding 1. (A forward convolution whose kernel is larger than its
-/// output keeps the GEMMs: ConvTest's PerPosition cases.)
+/// in chunks of the batch: plain, with the forward's stride 2 and padding
+/// 1, and on a 7x7 map (ResNet-20's last stage at batch 32). (A forward
+/// convolution whose kernel is larger than its output keeps the GEMMs:
+/// ConvTest's PerPosition cases.)
 TEST(KernelsTest, WeightGradientsRunOnTheBackwardWeightsPrimitive) {
   // batch, input channels, output channels, input size, forward stride.
   for (auto [batch, cin, cout, h, stride] :
        {std::array<int64_t, 5>{16, 8, 12, 10, 1},
-        std::array<int64_t, 5>{16, 16, 8, 17, 2}}) {
+        std::array<int64_t, 5>{16, 16, 8, 17, 2},
+        std::array<int64_t, 5>{32, 16, 8, 9, 1}}) {
     const int64_t k = 3, pad = stride == 1 ? 0 : 1;
     const int64_t oh = (h + 2 * pad - k) / stride + 1;
     std::vector<float> x = randomVector(batch * cin * h * h, 7);

@@ -1,16 +1,19 @@
 """Train with act: a compiled, compressed step in an ordinary PyTorch loop,
 next to PyTorch eager on the same data, initial weights and batches.
 
-    python3 -m act.train digits-mlp|digits-cnn [--encoding E;E;...] [--epochs N]
+    python3 -m act.train TASK [--encoding E;E;...] [--epochs N]
                          [--seeds S,S,...] [--batch B] [--lr LR]
                          [--pfq-eps 0.05] [--pfq-alpha 0.3] [--pfq-window 5]
                          [--adapt-interval N] [--adapt-batches K] [--processes P]
                          [--log FILE.jsonl] [--plot FILE.svg]
 
-Data: the handwritten digits scikit-learn ships (sklearn.datasets.load_digits,
-1,797 8x8 images, no download); fixed split: a permutation by
+TASK: a name of TASKS (digits-mlp, digits-cnn, digits-vgg, fmnist-cnn,
+fmnist-resnet20, python-lm; docs/Training.md). The digits tasks train on the
+handwritten digits scikit-learn ships (sklearn.datasets.load_digits, 1,797
+8x8 images, no download; fixed split: a permutation by
 numpy.random.RandomState(0), the first 1,437 images train, the other 360
-test. Prints, per configuration (PyTorch eager fp32, and act
+test), the fmnist tasks on Debian's Fashion-MNIST, python-lm on the standard
+library's sources. Prints, per configuration (PyTorch eager fp32, and act
 with each encoding; "none" is act without encodings), the final test
 accuracy as mean +- std over the seeds, the measured peak of act's step and
 its median step time.

@@ -423,12 +423,16 @@ bool isPrimitiveShape(const ConvShape &s, bool backward = false) {
   getFarPadding(s, far);
   // (The blocked copy of the weight is made per call: large weights, as
   // on small maps in deep layers, keep the GEMMs.)
-  return primitivesEnabled && s.g == 1 && s.c >= 8 && s.f >= 8 && s.kh <= 7 &&
-         s.kw <= 7 && far[0] >= 0 && far[1] >= 0 &&
-         s.f * s.c * s.kh * s.kw * 4 <= kPrimitiveWeightBytes &&
-         (backward || chooseConvAlgorithm(s) == ConvAlgorithm::PerImage ||
-          (chooseConvAlgorithm(s) == ConvAlgorithm::PerPosition &&
-           s.kh <= s.oh && s.kw <= s.ow));
+  if (!primitivesEnabled || s.g != 1 || s.c < 8 || s.f < 8 || s.kh > 7 ||
+      s.kw > 7 || far[0] < 0 || far[1] < 0 ||
+      s.f * s.c * s.kh * s.kw * 4 > kPrimitiveWeightBytes)
+    return false;
+  if (backward)
+    return true;
+  ConvAlgorithm algorithm = chooseConvAlgorithm(s);
+  return algorithm == ConvAlgorithm::PerImage ||
+         (algorithm == ConvAlgorithm::PerPosition && s.kh <= s.oh &&
+          s.kw <= s.ow);
 }
 
 /// A convolution's primitive, forward or input gradient, for a batch of

@@ -17,11 +17,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 from act import mallocpeak  # noqa: E402
+from act.train import TASKS  # noqa: E402
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("task")
+    p.add_argument("task", choices=sorted(TASKS))
     p.add_argument("--batch", type=int, help="default: the task's")
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--threads", type=int, default=os.cpu_count())
@@ -31,7 +32,6 @@ def main():
         sys.exit(mallocpeak.run([sys.executable, os.path.abspath(__file__)] + sys.argv[1:]).returncode)
     warnings.simplefilter("ignore")
     import torch
-    from act.train import TASKS
     task = TASKS[args.task]
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

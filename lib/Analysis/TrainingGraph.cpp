@@ -125,8 +125,10 @@ RankedTensorType SavedValue::getTensorType() const {
   return dyn_cast<RankedTensorType>(origin.getType());
 }
 
-std::optional<int64_t> mlir::act::getTensorBytes(RankedTensorType type) {
-  if (!type || !type.hasStaticShape())
+std::optional<int64_t>
+mlir::act::getTensorBytes(RankedTensorType type,
+                          std::optional<int64_t> dynamicSize) {
+  if (!type || (!type.hasStaticShape() && !dynamicSize))
     return std::nullopt;
   Type element = type.getElementType();
   int64_t bits;
@@ -138,10 +140,27 @@ std::optional<int64_t> mlir::act::getTensorBytes(RankedTensorType type) {
     return std::nullopt;
   // Memory holds every element in whole bytes (i1 too); shapes too large to
   // size are of unknown size (their bytes would overflow).
-  std::optional<int64_t> n = getSizedElementCount(type.getShape());
+  SmallVector<int64_t> shape(type.getShape());
+  for (int64_t &d : shape)
+    if (ShapedType::isDynamic(d))
+      d = *dynamicSize;
+  std::optional<int64_t> n = getSizedElementCount(shape);
   if (!n)
     return std::nullopt;
   return *n * ((bits + 7) / 8);
+}
+
+std::optional<int64_t> mlir::act::getBatchHint(Value value) {
+  Region *region = value.getParentRegion();
+  Operation *scope = region ? region->getParentOp() : nullptr;
+  auto func = dyn_cast_or_null<func::FuncOp>(scope);
+  if (!func && scope)
+    func = scope->getParentOfType<func::FuncOp>();
+  auto hint = func ? func->getAttrOfType<IntegerAttr>(kBatchHintAttrName)
+                   : IntegerAttr();
+  if (!hint || hint.getInt() < 1)
+    return std::nullopt;
+  return hint.getInt();
 }
 
 bool TrainingGraph::isForward(Operation *op) const {

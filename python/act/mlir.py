@@ -14,12 +14,57 @@ import math
 FLOAT = "f32"
 
 
+class Sym(int):
+    """k * N for a step compiled for every batch size N (export/dynamic.py):
+    an int whose value is k times the batch being lowered, so that shape
+    arithmetic runs unchanged, printed `?` in types; where the step uses it
+    as a size (Graph.size) or a scalar (Graph.const) it is computed from
+    the batch at run time. Products with an int, and exact quotients, stay
+    symbolic; any other arithmetic gives a plain int, which the exporter's
+    check (lowering at two batches must give the same text) refuses."""
+
+    def __new__(cls, k, batch):
+        s = super().__new__(cls, k * batch)
+        s.k, s.batch = k, batch
+        return s
+
+    def __mul__(self, other):
+        if type(other) is int:
+            return Sym(self.k * other, self.batch) if other else 0
+        return int(self) * other
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other):
+        if type(other) is int and other and self.k % other == 0:
+            return Sym(self.k // other, self.batch)
+        return int(self) // other
+
+    def __repr__(self):
+        return f"{self.k}*N" if self.k != 1 else "N"
+
+
+class SymFloat(float):
+    """c * N**power (power 1 or -1), a float argument of a traced op that
+    depends on the batch (a mean's backward divides by the element count);
+    Graph.const computes it at run time in f64, as Python computed it."""
+
+    def __new__(cls, c, power, batch):
+        s = super().__new__(cls, c * batch if power == 1 else c / batch)
+        s.c, s.power, s.batch = c, power, batch
+        return s
+
+
+def is_dynamic(d):
+    return d is None or isinstance(d, Sym)
+
+
 class V:
     """An SSA value: its name, shape (None for a dynamic dim) and element type."""
 
     def __init__(self, name, shape, dtype=FLOAT):
         self.name, self.dtype = name, dtype
-        self.shape = tuple(None if d is None else int(d) for d in shape)
+        self.shape = tuple(d if d is None or isinstance(d, Sym) else int(d) for d in shape)
 
     @property
     def type(self):
@@ -41,7 +86,7 @@ class V:
 def ttype(shape, dtype=FLOAT):
     if not shape:
         return f"tensor<{dtype}>"
-    return f"tensor<{'x'.join('?' if d is None else str(d) for d in shape)}x{dtype}>"
+    return f"tensor<{'x'.join('?' if is_dynamic(d) else str(d) for d in shape)}x{dtype}>"
 
 
 def groups_text(groups):
@@ -148,6 +193,9 @@ class Graph:
     def __init__(self, prefix=""):
         self.lines, self.names, self.consts, self.used = [], {}, {}, set()
         self.prefix = prefix
+        # (V, dim) whose size is the batch N of a step compiled for every
+        # batch size (Sym dims), and the k * N computed so far.
+        self.batch, self.sizes = None, {}
 
     def fresh(self, hint="v"):
         hint = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in hint) or "v"
@@ -174,6 +222,8 @@ class Graph:
         return Body(self, self.lines)
 
     def const(self, value, dtype=FLOAT):
+        if isinstance(value, (Sym, SymFloat)):
+            return self._batch_scalar(value, dtype)
         key = (scalar_literal(value, dtype), dtype)
         if key not in self.consts:
             name = self.fresh("cst")
@@ -183,6 +233,43 @@ class Graph:
 
     def index_const(self, value):
         return self.const(value, "index")
+
+    def size(self, d):
+        """An index SSA value for dim d: k * N at run time for a Sym."""
+        if not isinstance(d, Sym):
+            return self.index_const(d)
+        if d.k not in self.sizes:
+            if self.batch is None:
+                raise ValueError("a batch-dependent size in a graph without a batch")
+            n = self.sizes.get(1) or self.dim(*self.batch, hint="batch")
+            self.sizes[1] = n
+            if d.k != 1:
+                r = self.fresh(f"batch{d.k}")
+                self.emit(f"{r} = arith.muli {n}, {self.index_const(d.k)} : index")
+                self.sizes[d.k] = r
+        return self.sizes[d.k]
+
+    def _batch_scalar(self, value, dtype):
+        """A Sym or SymFloat as a `dtype` scalar computed from the batch."""
+        key = ("batch", repr(value), getattr(value, "c", None), getattr(value, "power", None),
+               dtype)
+        if key in self.consts:
+            return self.consts[key]
+        b = self.scalars()
+        n = b.index_cast(self.size(value if isinstance(value, Sym) else Sym(1, value.batch)),
+                         "i64")
+        if isinstance(value, Sym):
+            r = n if dtype == "i64" else (b.cast("arith.sitofp", n, "i64", dtype)
+                                          if is_float(dtype) else
+                                          b.cast("arith.trunci", n, "i64", dtype))
+        else:
+            nf = b.cast("arith.sitofp", n, "i64", "f64")
+            c = self.const(value.c, "f64")
+            r = b.op("arith.mulf" if value.power == 1 else "arith.divf", c, nf, ty="f64")
+            if dtype != "f64":
+                r = b.cast("arith.truncf", r, "f64", dtype)
+        self.consts[key] = r
+        return r
 
     def dim(self, x, i, hint="dim"):
         """The size of dim i of x (tensor.dim), an index."""
@@ -197,7 +284,9 @@ class Graph:
         """sizes: per dim, the (V, dim) whose size a dynamic dim takes."""
         dyn = []
         for i, d in enumerate(shape):
-            if d is None:
+            if isinstance(d, Sym):
+                dyn.append(self.size(d))
+            elif d is None:
                 if not sizes or sizes[i] is None:
                     raise ValueError(f"dynamic dim {i} of {ttype(shape, dtype)} has no size")
                 dyn.append(self.dim(*sizes[i]))
@@ -361,22 +450,38 @@ class Graph:
         return out
 
     def expand_shape(self, x, groups, shape, hint="view"):
-        """Splits dim i of x into the dims groups[i] of the static `shape`."""
+        """Splits dim i of x into the dims groups[i] of `shape` (static, or
+        Sym dims of the batch)."""
         if None in shape:
             raise ValueError("expand_shape: dynamic output dims are not supported")
+        sizes = [self._size_text(d) for d in shape]
         r = self.fresh(hint)
         out = V(r, shape, x.dtype)
         self.emit(f"{r} = tensor.expand_shape {x.name} {groups_text(groups)} output_shape "
-                  f"[{', '.join(map(str, shape))}] : {x.type} into {out.type}")
+                  f"[{', '.join(sizes)}] : {x.type} into {out.type}")
         return out
 
+    def _size_text(self, d):
+        """A static size as written in an op's size list, or the SSA value
+        of a Sym's k * N."""
+        return self.size(d) if isinstance(d, Sym) else str(d)
+
     def reshape(self, x, shape, hint="view"):
-        """Row-major reshape of a static x through one dim (collapse_shape,
-        expand_shape: views after bufferization)."""
-        shape = tuple(int(d) for d in shape)
-        if shape == x.shape:
+        """Row-major reshape of x through one dim (collapse_shape,
+        expand_shape: views after bufferization); a leading batch dim that
+        both shapes have stays where it is."""
+        shape = tuple(d if isinstance(d, Sym) else int(d) for d in shape)
+        if shape == x.shape and list(map(is_dynamic, shape)) == list(map(is_dynamic, x.shape)):
             return x
         assert math.prod(shape) == x.numel, (x.shape, shape)
+        if (x.rank > 1 and len(shape) > 1 and isinstance(x.shape[0], Sym)
+                and isinstance(shape[0], Sym) and x.shape[0].k == shape[0].k):
+            inner = x
+            if x.rank > 2:
+                inner = self.collapse_shape(x, [[0], list(range(1, x.rank))], hint)
+            if len(shape) == 2:
+                return inner
+            return self.expand_shape(inner, [[0], list(range(1, len(shape)))], shape, hint)
         flat = x
         if x.rank > 1:
             flat = self.collapse_shape(x, [list(range(x.rank))], hint)
@@ -393,7 +498,7 @@ class Graph:
         r = self.fresh(hint)
         out = V(r, sizes, x.dtype)
         self.emit(f"{r} = tensor.extract_slice {x.name}[{', '.join(map(str, offsets))}] "
-                  f"[{', '.join(map(str, sizes))}] [{', '.join(map(str, strides))}] : "
+                  f"[{', '.join(map(self._size_text, sizes))}] [{', '.join(map(str, strides))}] : "
                   f"{x.type} to {out.type}")
         return out
 
@@ -401,14 +506,14 @@ class Graph:
         strides = strides or [1] * src.rank
         r = self.fresh(hint)
         self.emit(f"{r} = tensor.insert_slice {src.name} into {dest.name}"
-                  f"[{', '.join(map(str, offsets))}] [{', '.join(map(str, src.shape))}] "
+                  f"[{', '.join(map(str, offsets))}] [{', '.join(map(self._size_text, src.shape))}] "
                   f"[{', '.join(map(str, strides))}] : {src.type} into {dest.type}")
         return V(r, dest.shape, dest.dtype)
 
     def pad(self, x, low, high, value=0.0, hint="pad"):
         if not any(low) and not any(high):
             return x
-        shape = tuple(d + l + h for d, l, h in zip(x.shape, low, high))
+        shape = tuple(d if not l and not h else d + l + h for d, l, h in zip(x.shape, low, high))
         c = self.const(value, x.dtype)
         r = self.fresh(hint)
         out = V(r, shape, x.dtype)

@@ -16,8 +16,11 @@ into the parameters' .grad (a view of the step's result, no copy, when .grad
 is None; added to it otherwise, as autograd accumulates), copies BatchNorm's
 updated running statistics into the module's buffers (and counts
 num_batches_tracked), and returns the loss. Every call draws new seeds for
-stochastic rounding and dropout. A batch of another shape (the last, partial
-one) is exported and compiled once more and cached by shape; so is a change
+stochastic rounding and dropout. Batches of another size than the first
+(the last, partial one, evaluation batches) share one step exported and
+compiled for every batch size (a `?` batch dimension, export/dynamic.py),
+where the step can be exported so (dynamic_batch=False: one step per size);
+other shapes compile once more and are cached by shape; so is a change
 of mode (model.train() / eval(), a BatchNorm's own .eval()), of which
 parameters require gradients (unfreezing), or of the parameters themselves
 (a replaced layer).
@@ -49,6 +52,8 @@ import torch.nn.functional as F
 
 from . import capi, driver
 from .export import Exporter, Traced, external_modules, header
+from .export.dynamic import DynamicBatchError, batch_symbols, other_batch
+from .mlir import Sym
 from .workload import Workload, not_tensors, rebuilt, tensors_of
 from .tune import allocate, measuring_step
 
@@ -71,7 +76,7 @@ def _saved_ids(include):
 class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
                  measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
-                 adapt_batches=2, keep_work_dir=False, include=None):
+                 adapt_batches=2, keep_work_dir=False, include=None, dynamic_batch=True):
         _refuse_wrappers(module)
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
@@ -111,6 +116,14 @@ class Step:
         self.average_bits, self.measure_bits = average_bits, measure_bits
         self.allocation = None  # act-allocate-bits' report, with average_bits
         self._exports = {}  # shapes -> (name, exported joint graph, argument layout)
+        # Batches of another size than the first (the partial last batch,
+        # evaluation batches) share one step exported for every batch size,
+        # per mode ({mode: its data's shape pattern, or None: refused}).
+        self.dynamic_batch = dynamic_batch
+        self._dynamic = {}
+        self.dynamic_refused = None  # why the step cannot serve every batch size
+        self._main_batch = None  # the first batch's size
+        self._per_example = {}  # encoding -> saved bytes (before, after) per example
         self._allocated = {}  # shapes -> (tuned graph, allocation signature)
         self._measuring = {}  # shapes -> the compiled step that measures sensitivities
         self._exact = {}  # shapes -> the step without encodings (few-bit codes' reference)
@@ -160,15 +173,35 @@ class Step:
                          tuple((id(p), p.requires_grad) for top in [self.module] + self.externals
                                for p in top.parameters()))
 
-    def _export(self, inputs, targets):
-        """The step's joint graph for this batch shape (exported once)."""
+    def _key(self, inputs, targets):
+        """The cache key of this batch's step, exporting the step on first
+        use: the batch's shapes (_shapes), for a batch of the first batch's
+        size; for one of any other size, the key of the step exported for
+        every batch size (_dynamic_key), where the step can be exported so."""
         shapes = self._shapes(inputs, targets)
         if shapes in self._exports:
-            return self._exports[shapes]
+            return shapes
+        data = tensors_of(inputs) + tensors_of(targets)
+        first = data[0].shape[0] if data and data[0].dim() else None
+        if self._main_batch is None:
+            self._main_batch = first
+        elif first != self._main_batch:
+            key = self._dynamic_key(inputs, targets, shapes)
+            if key is not None:
+                return key
+        traced = self._trace(inputs, targets)
+        self._exports[shapes] = self._write(traced, Exporter(traced), lambda ex: ex.joint())
+        return shapes
+
+    def _export(self, inputs, targets):
+        """The step's joint graph for this batch (exported once)."""
+        return self._exports[self._key(inputs, targets)]
+
+    def _trace(self, inputs, targets, real_tensors=False):
         require_cpu("act.compile's step", (), self.module)
-        name = f"step{len(self._exports)}"
         # Tracing leaves the module's buffers alone (it substitutes copies).
-        traced = Traced(Workload(name, self.module, inputs, targets, self.loss_fn), self.seed)
+        traced = Traced(Workload(f"step{len(self._exports)}", self.module, inputs, targets,
+                                 self.loss_fn), self.seed, real_tensors)
         if traced.external and not self._exports:
             sizes = sorted({tuple(p.shape) for p in traced.external.values()})
             warnings.warn(
@@ -177,11 +210,17 @@ class Step:
                 f"{', ...' if len(sizes) > 4 else ''}; held by an object that is not a module): "
                 f"their current values are read at every call, but their gradients are not "
                 f"computed and their running statistics not updated; name the module in the "
-                f"loss or the model's code (a global or a closure variable)", stacklevel=3)
-        ex = Exporter(traced)
+                f"loss or the model's code (a global or a closure variable)", stacklevel=4)
+        return traced
+
+    def _write(self, traced, ex, joint):
+        """Writes the joint form (joint(ex): its text) into the work
+        directory: (name, path, argument layout)."""
+        name = f"step{len(self._exports)}"
+        text = joint(ex)
         src = os.path.join(self.work_dir, f"{name}.mlir")
         with open(src, "w") as f:
-            f.write(header(name, "joint", ["act.compile"]) + ex.joint())
+            f.write(header(name, "joint", ["act.compile"]) + text)
         layout = {
             **step_layout(traced, ex),
             "records": list(traced.record_names),
@@ -190,12 +229,79 @@ class Step:
             "bn_updates": {id(self.module.get_submodule(name)): k
                            for name, k in traced.bn_updates.items()},
         }
-        self._exports[shapes] = (name, src, layout)
-        return self._exports[shapes]
+        return name, src, layout
+
+    def _dynamic_key(self, inputs, targets, shapes):
+        """The key of the step exported for every batch size in this mode
+        (exported on first use: two traces, export/dynamic.py), if this
+        batch fits it; None where it does not, where such a step cannot be
+        exported (dynamic_refused says why; warned once) or is not wanted
+        (dynamic_batch=False; average_bits=, few_bit= and compute_bits=,
+        whose choices are made per shape)."""
+        if not (self.dynamic_batch and self.average_bits is None and not self.few_bit
+                and self.compute_bits is None):
+            return None
+        mode = shapes[2:]
+        if mode not in self._dynamic:
+            self._dynamic[mode] = self._export_dynamic(inputs, targets, mode)
+        pattern = self._dynamic[mode]
+        n = _batch_of(pattern, shapes) if pattern is not None else None
+        if n is None or (n == 1 and any(m.training for m in self.batch_norms)):
+            # (BatchNorm at a batch of 1: PyTorch's trace refuses what it
+            # refuses, a 2-d input, as eager does.)
+            return None
+        return (EVERY_BATCH_SIZE, pattern) + mode
+
+    def _export_dynamic(self, inputs, targets, mode):
+        data = tensors_of(inputs) + tensors_of(targets)
+        if any(t.dim() == 0 for t in data) or len({t.shape[0] for t in data}) != 1:
+            return self._refuse_dynamic("its inputs and targets do not all have the batch as "
+                                        "their first dimension")
+        batch = data[0].shape[0]
+        size = max(batch, 2)  # (PyTorch specializes dims of size 1)
+
+        def resized(value, n):  # the batch's examples, repeated to n of them
+            index = torch.arange(n) % batch
+            return rebuilt(value, [t.index_select(0, index) for t in tensors_of(value)])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                traces = [self._trace(resized(inputs, size), resized(targets, size))]
+                # (Both real or both shapes only: the fake tensors' shapes
+                # of some results differ from the real kernels', eval-mode
+                # BatchNorm's saved statistics.)
+                n = other_batch(size)
+                traces.append(self._trace(resized(inputs, n), resized(targets, n),
+                                          real_tensors=not traces[0].shapes_only))
+            spec = batch_symbols(traces[0], traces[1], size)
+            exported = self._write(traces[0], Exporter(traces[0]),
+                                   lambda ex: ex.dynamic(spec, size))
+        except DynamicBatchError as e:
+            return self._refuse_dynamic(str(e))
+        except Exception as e:  # (a model that runs at some batch sizes only)
+            return self._refuse_dynamic(f"tracing it at batches {size} and "
+                                        f"{other_batch(size)} failed with "
+                                        f"{type(e).__name__}: {e}")
+        t = traces[0]
+        shapes = [ph.meta["act_shape"] for ph in t.fw_placeholders[len(t.fw_placeholders)
+                                                                      - t.n_data:]]
+        pattern = (tuple((isinstance(v, (tuple, list)), len(tensors_of(v)))
+                         for v in (inputs, targets)),
+                   tuple((tuple(-d.k if isinstance(d, Sym) else int(d) for d in shape),
+                          str(x.dtype)) for shape, x in zip(shapes, data)))
+        self._exports[(EVERY_BATCH_SIZE, pattern) + mode] = exported
+        return pattern
+
+    def _refuse_dynamic(self, reason):
+        self.dynamic_refused = reason
+        warnings.warn(f"act.compile: each batch size other than the first compiles a step of "
+                      f"its own: the step cannot be exported for every batch size ({reason})",
+                      stacklevel=_outside_act())
+        return None
 
     def _compile(self, inputs, targets):
-        shapes = self._shapes(inputs, targets)
-        name, src, layout = self._export(inputs, targets)
+        shapes = self._key(inputs, targets)
+        name, src, layout = self._exports[shapes]
         if self.average_bits is not None:
             if shapes not in self._allocated:
                 self._allocate(shapes, [(inputs, targets)])
@@ -312,7 +418,7 @@ class Step:
         self._export(inputs, targets)
         start = time.perf_counter()
         fresh = (self.average_bits is not None
-                 and self._shapes(inputs, targets) not in self._allocated)
+                 and self._key(inputs, targets) not in self._allocated)
         compiled = self._compile(inputs, targets)
         if fresh:
             self._charge(start)
@@ -364,6 +470,15 @@ class Step:
                 self._compile(inputs, targets)  # a new allocation compiles here
                 self._charge(start)
         step, layout, self.saved_bytes = self._prepare(inputs, targets)
+        per_example = self._per_example.get(self.encoding)
+        if self.variant[0] == EVERY_BATCH_SIZE and per_example:
+            # (act's report cannot size the step for every batch size:
+            # the first batch's bytes per example, times this batch.)
+            n = _batch_of(self.variant[1], self._shapes(inputs, targets))
+            self.saved_bytes = tuple(round(b * n) for b in per_example)
+        elif per_example is None and self._main_batch and self.variant[0] != EVERY_BATCH_SIZE:
+            self._per_example[self.encoding] = tuple(b / self._main_batch
+                                                     for b in self.saved_bytes)
         run_start = time.perf_counter()
         self.saved_sum[0] += self.saved_bytes[0]
         self.saved_sum[1] += self.saved_bytes[1]
@@ -413,10 +528,10 @@ class Step:
         kept; no backward, nothing saved), compiled once per batch shape
         and mode. No .grad is written; BatchNorm in training mode updates
         its running statistics, as eager does under no_grad."""
-        shapes = self._shapes(inputs, targets)
-        key = shapes + ("forward-only",)
         with torch.enable_grad():  # (the export traces the training step)
-            name, src, layout = self._export(inputs, targets)
+            shapes = self._key(inputs, targets)
+        key = shapes + ("forward-only",)
+        name, src, layout = self._exports[shapes]
         if key not in self.compiled:
             nparams, nupdated = len(layout["params"]), len(layout["updated"])
             keep = [0] + list(range(1 + nparams, 1 + nparams + nupdated + len(layout["records"])))
@@ -544,7 +659,15 @@ def _refuse_wrappers(module):
 
 
 def _describe(shapes):
-    """A batch's shapes (a _shapes key) in words: `inputs 128x1x28x28`."""
+    """A batch's shapes (a _shapes key) in words: `inputs 128x1x28x28`;
+    `inputs Nx784` for the step exported for every batch size."""
+    if shapes[0] == EVERY_BATCH_SIZE:
+        (flags, dims) = shapes[1]
+        inputs = dims[:flags[0][1]]
+        text = ", ".join("x".join(("N" if d == -1 else f"{-d}N") if d < 0 else str(d)
+                                  for d in shape) or "scalar" for shape, _ in inputs)
+        return f"inputs {'(' + text + ')' if flags[0][0] else text}"
+
     def one(part):
         is_tuple, tensors = part
         text = ", ".join("x".join(map(str, shape)) or "scalar" for shape, _ in tensors)
@@ -588,6 +711,44 @@ class _progress:
         return False
 
 
+def _outside_act():
+    """warnings.warn's stacklevel, called where this is called, that names
+    the first caller outside act (the user's loop)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+# The first element of the keys of the step exported for every batch size.
+EVERY_BATCH_SIZE = "every batch size"
+
+
+def _batch_of(pattern, shapes):
+    """The batch N at which a batch of these shapes (Step._shapes) fits the
+    shape pattern of a step exported for every batch size (static dims
+    equal, -k for k * N), or None."""
+    (flags, dims) = pattern
+    got = [(is_tuple, len(parts)) for is_tuple, parts in shapes[:2]]
+    if tuple(got) != flags:
+        return None
+    tensors = [t for _, parts in shapes[:2] for t in parts]
+    n = None
+    for (want, dtype), (shape, got_dtype) in zip(dims, tensors):
+        if dtype != got_dtype or len(want) != len(shape):
+            return None
+        for w, d in zip(want, shape):
+            if w >= 0:
+                if w != d:
+                    return None
+            elif d % -w or (n is not None and d // -w != n) or d == 0:
+                return None
+            else:
+                n = d // -w
+    return n
+
+
 def _cloned(value):
     return rebuilt(value, [t.detach().clone() for t in tensors_of(value)])
 
@@ -595,7 +756,7 @@ def _cloned(value):
 def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
             encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
             compute_bits=None, adapt_interval=0, adapt_batches=2, keep_work_dir=False,
-            include=None):
+            include=None, dynamic_batch=True):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), "lossless" for Gist's
@@ -626,10 +787,17 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     include: with encoding=, the ids of the saved values it applies to (the
     others stay float32; ids as `step.report` lists them, act's memory
     report of the last variant compiled: docs/MemoryReport.md); None: all.
+    dynamic_batch: batches of another size than the first share one step
+    compiled for every batch size (exported from two traces; refused with a
+    warning, and `step.dynamic_refused` saying why, where the graph depends
+    on the batch otherwise than through its size); False: one step per
+    batch size. The first batch's size keeps a step of its own (the
+    fastest). Not with average_bits=, few_bit= or compute_bits=.
     The example batch, if given, compiles the step now (and `saved_bytes`
     is known from then on)."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
-                compute_bits, adapt_interval, adapt_batches, keep_work_dir, include)
+                compute_bits, adapt_interval, adapt_batches, keep_work_dir, include,
+                dynamic_batch)
     if example_inputs is not None and example_targets is not None:
         inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
         require_cpu("act.compile", tensors_of(inputs) + tensors_of(targets), module)

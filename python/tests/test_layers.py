@@ -18,7 +18,7 @@ LAYERS = [
     ("front end: tracing, decompositions, lowering to MLIR", [
         "act.decomp", "act.aten", "act.aten.*", "act.export", "act.export.standins",
         "act.export.randomness",
-        "act.export.trace", "act.export.emit"]),
+        "act.export.trace", "act.export.dynamic", "act.export.emit"]),
     ("backend: the C API and the tools", ["act.capi", "act.driver"]),
     ("training and tuning", ["act.training", "act.module", "act.dfq", "act.tune"]),
     ("models and command lines", [

@@ -71,14 +71,121 @@ def test_gradients_accumulate_like_autograd(tmp_path):
     assert torch.allclose(model.weight.grad, 2 * once, atol=1e-6)
 
 
-def test_partial_last_batch_is_compiled_once_more(tmp_path):
+def _grads_close(a, b, rtol=1e-5):
+    """Every gradient of `a` within rtol of `b`'s, relative to the largest
+    (a conv's bias before BatchNorm has a gradient of rounding noise)."""
+    scale = max(float(q.grad.abs().max()) for q in b.parameters()) or 1.0
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert float((p.grad - q.grad).abs().max()) <= rtol * scale
+
+
+def test_other_batch_sizes_share_one_step(tmp_path):
+    """Batches of another size than the first (a partial last batch, a
+    batch of one, a larger one) share one step compiled for every batch size
+    (a `?` batch dimension): two compiles in all, every call's loss and
+    gradients eager's, saved bytes the first batch's per example;
+    dynamic_batch=False compiles one step per size."""
     torch.manual_seed(2)
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    eager = copy.deepcopy(model)
     step = act.compile(model, F.cross_entropy, work_dir=str(tmp_path))
-    for n in (10, 10, 7, 10, 7):
-        loss = step(torch.randn(n, 6), torch.randint(0, 3, (n,)))
-        assert torch.isfinite(loss)
+    first = None
+    for n in (10, 10, 7, 10, 7, 3, 1, 37):
+        x, y = torch.randn(n, 6), torch.randint(0, 3, (n,))
+        model.zero_grad(set_to_none=True)
+        eager.zero_grad(set_to_none=True)
+        loss = step(x, y)
+        expected = F.cross_entropy(eager(x), y)
+        expected.backward()
+        assert abs(float(loss) - float(expected)) <= 1e-6 * abs(float(expected))
+        _grads_close(model, eager)
+        first = first or step.saved_bytes
+        assert step.saved_bytes[0] == round(first[0] * n / 10)
+    assert len(step.compiled) == 2 and step.dynamic_refused is None
+    assert sum(k[0] == "every batch size" for k in step.compiled) == 1
+    exported = open(os.path.join(str(tmp_path), "step1.mlir")).read()
+    assert "tensor<?x6xf32>" in exported and "act.batch_hint" in exported
+    per_size = act.compile(copy.deepcopy(model), F.cross_entropy, dynamic_batch=False)
+    for n in (10, 7, 3):
+        per_size(torch.randn(n, 6), torch.randint(0, 3, (n,)))
+    assert len(per_size.compiled) == 3
+
+
+def test_every_batch_size_step_follows_the_per_size_steps(tmp_path):
+    """A CNN with BatchNorm and dropout, in training: the step for every
+    batch size computes what a step compiled for the batch's size computes
+    (the same calls, so the same dropout masks), BatchNorm's statistics
+    included; under no_grad in eval mode one forward-only step serves every
+    evaluation batch size. With 2-bit stochastic codes (the same Philox
+    streams) the MLP's gradients are the per-size step's too."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Dropout(0.3), nn.Flatten(), nn.Linear(64, 5))
+    other = copy.deepcopy(model)
+    step = act.compile(model, F.cross_entropy, work_dir=str(tmp_path))
+    per_size = act.compile(other, F.cross_entropy, dynamic_batch=False)
+    for n in (12, 5, 12, 9, 5):
+        x, y = torch.randn(n, 1, 8, 8), torch.randint(0, 5, (n,))
+        model.zero_grad(set_to_none=True)
+        other.zero_grad(set_to_none=True)
+        a, b = float(step(x, y)), float(per_size(x, y))
+        assert abs(a - b) <= 1e-6 * abs(b)
+        _grads_close(model, other)
+        for u, v in zip(model.buffers(), other.buffers()):
+            assert torch.allclose(u.float(), v.float(), atol=1e-6)
     assert len(step.compiled) == 2
+    model.eval()
+    other.eval()
+    with torch.no_grad():
+        for n in (20, 7, 12):
+            x, y = torch.randn(n, 1, 8, 8), torch.randint(0, 5, (n,))
+            a, b = float(step(x, y)), float(per_size(x, y))
+            assert abs(a - b) <= 1e-6 * abs(b)
+    assert [k[0] for k in step.compiled if k[-1] == "forward-only"].count("every batch size") == 1
+    assert len(step.compiled) == 4 and len(per_size.compiled) == 6
+    mlp = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+    twin = copy.deepcopy(mlp)
+    step = act.compile(mlp, F.cross_entropy, encoding="#act.quant<bits=2>")
+    per_size = act.compile(twin, F.cross_entropy, encoding="#act.quant<bits=2>",
+                           dynamic_batch=False)
+    for n in (16, 7, 16, 7):
+        x, y = torch.randn(n, 6), torch.randint(0, 3, (n,))
+        mlp.zero_grad(set_to_none=True)
+        twin.zero_grad(set_to_none=True)
+        assert abs(float(step(x, y)) - float(per_size(x, y))) <= 1e-6
+        _grads_close(mlp, twin)
+
+
+def test_a_step_that_slices_the_batch_compiles_per_size(tmp_path):
+    """A graph that addresses positions along the batch (x[:4]: at batches
+    below 4 it would read past the end) cannot serve every batch size: a
+    warning says so once, step.dynamic_refused why, and each size compiles a
+    step of its own, eager's."""
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.l(x[:4])
+
+    torch.manual_seed(1)
+    model = Head()
+    eager = copy.deepcopy(model)
+
+    def loss_fn(out, t):
+        return F.cross_entropy(out, t[:4])
+    step = act.compile(model, loss_fn, work_dir=str(tmp_path))
+    for n, warns in ((8, False), (6, True), (5, False)):
+        x, y = torch.randn(n, 4), torch.randint(0, 3, (n,))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loss = step(x, y)
+        said = [str(w.message) for w in caught if "every batch size" in str(w.message)]
+        assert len(said) == int(warns), said
+        assert abs(float(loss) - float(loss_fn(eager(x), y))) <= 1e-6
+    assert "along a batch dimension" in step.dynamic_refused
+    assert len(step.compiled) == 3
 
 
 def test_tuple_inputs_and_targets_follow_eager(tmp_path):

@@ -28,6 +28,12 @@ inline constexpr llvm::StringLiteral kBackwardAttrName = "act.backward";
 /// the backward function, which takes them as its first arguments.
 inline constexpr llvm::StringLiteral kNumSavedAttrName = "act.num_saved";
 
+/// On a step whose batch dimension is dynamic (`?`): the batch it was traced
+/// at (an i64), written by the exporter. Heuristics that weigh bytes and
+/// operations (which values to encode, recompute) size its dynamic dims
+/// with it, so that they decide as for the static step of that batch.
+inline constexpr llvm::StringLiteral kBatchHintAttrName = "act.batch_hint";
+
 /// An argument attribute: the tensor<K x i64> of per-tensor seeds (indexed by
 /// id) that stochastic encodings draw from; act-run and the runtime fill it.
 inline constexpr llvm::StringLiteral kSeedsAttrName = "act.seeds";
@@ -138,8 +144,13 @@ void forEachValueRead(Operation *op, Block *block,
                       function_ref<void(Value)> fn);
 
 /// Bytes of a tensor's full-precision data; std::nullopt if its shape is not
-/// static.
-std::optional<int64_t> getTensorBytes(RankedTensorType type);
+/// static. With `dynamicSize`, dynamic dims count as that size.
+std::optional<int64_t>
+getTensorBytes(RankedTensorType type,
+               std::optional<int64_t> dynamicSize = std::nullopt);
+
+/// The `act.batch_hint` of the function that holds `value`, if any.
+std::optional<int64_t> getBatchHint(Value value);
 
 /// The argument of `func` marked `act.seeds`, or null.
 BlockArgument getSeedsArgument(func::FuncOp func);

@@ -31,7 +31,12 @@ def require(cond, node, what):
 
 
 def meta_shape(node):
-    """The shape PyTorch says `node` (its first output) has."""
+    """The shape PyTorch says `node` (its first output) has: with
+    act.mlir.Sym dims where the step is exported for every batch size
+    (export/dynamic.py)."""
+    sym = node.meta.get("act_shape")
+    if sym is not None:
+        return sym[0] if sym and isinstance(sym[0], tuple) else sym
     tm = node.meta.get("tensor_meta")
     if tm is not None and not hasattr(tm, "shape"):
         tm = tm[0]  # a multi-output op

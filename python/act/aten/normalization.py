@@ -2,6 +2,8 @@
 2.x's _native_batch_norm_legit family) and their backwards."""
 
 import math
+
+from ..mlir import Sym
 from .core import lowering, require
 
 __all__ = ['native_batch_norm', 'native_batch_norm_backward', 'native_batch_norm_legit', 'native_batch_norm_legit_functional', 'native_batch_norm_legit_no_stats', 'native_batch_norm_legit_no_training', 'native_layer_norm', 'native_layer_norm_backward']
@@ -17,7 +19,7 @@ def _mean_f64(g, x, axes, count):
 
 def _moments(g, x, axes, bshape, eps, hint):
     """mean and 1/sqrt(biased var + eps) over axes, shaped bshape."""
-    count = float(math.prod(x.shape[a] for a in axes))
+    count = math.prod(x.shape[a] for a in axes)  # (k * N over the batch: act.mlir.Sym)
     mean = _mean_f64(g, x, axes, count)
     mean = g.reshape(mean, bshape)
     sq = g.ew([x, mean], lambda b, u, m: b.mul(b.sub(u, m), b.sub(u, m)))
@@ -109,6 +111,21 @@ def _running_stats(g, running_mean, running_var, bshape, eps):
     return mean, rstd
 
 
+def _unbiased_momentum(g, m, count):
+    """m * count / max(count - 1, 1) as an f32 scalar computed at run time
+    (in f64, as ATen computes it) where count depends on the batch; None
+    where it is a number (the caller writes the constant)."""
+    if not isinstance(count, Sym):
+        return None
+    s = g.scalars()
+    c = s.c(count, "f64")
+    den = s.op("arith.maximumf", s.op("arith.subf", c, s.c(1.0, "f64"), ty="f64"),
+               s.c(1.0, "f64"), ty="f64")
+    return s.cast("arith.truncf", s.op("arith.mulf", s.c(m, "f64"),
+                                       s.op("arith.divf", c, den, ty="f64"), ty="f64"),
+                  "f64", "f32")
+
+
 @lowering("aten.native_batch_norm.default")
 def native_batch_norm(g, node, x, w, bias, running_mean, running_var, training, momentum, eps):
     """Training mode: the batch's statistics; running statistics, when the
@@ -132,6 +149,7 @@ def native_batch_norm(g, node, x, w, bias, running_mean, running_var, training, 
     if running_mean is not None and running_var is not None:
         m = float(momentum)
         unbias = count / max(count - 1.0, 1.0)
+        scale = _unbiased_momentum(g, m, count)
         updates = g.__dict__.setdefault("buffer_updates", {})
         updates[running_mean.name] = g.ew(
             [running_mean, mean1], lambda b, r, u: b.add(b.mul(r, b.c(1.0 - m)), b.mul(u, b.c(m))),
@@ -139,7 +157,7 @@ def native_batch_norm(g, node, x, w, bias, running_mean, running_var, training, 
         var = g.reshape(g.last_variance, (x.shape[1],))
         updates[running_var.name] = g.ew(
             [running_var, var],
-            lambda b, r, u: b.add(b.mul(r, b.c(1.0 - m)), b.mul(b.c(m * unbias), u)),
+            lambda b, r, u: b.add(b.mul(r, b.c(1.0 - m)), b.mul(scale or b.c(m * unbias), u)),
             hint=node.name + "_running_var")
     return out, mean1, rstd1
 
@@ -191,6 +209,6 @@ def native_batch_norm_backward(g, node, grad, x, w, running_mean, running_var, s
                       hint=node.name + "_input")
         xhat = g.ew([x, mean, rstd], lambda b, u, m, r: b.mul(b.sub(u, m), r))
         return (gi,) + _affine_grads(g, grad, xhat, w, axes, mask)
-    count = float(math.prod(x.shape[a] for a in axes))
+    count = math.prod(x.shape[a] for a in axes)
     return _norm_backward(g, grad, x, g.reshape(save_mean, bshape), g.reshape(save_invstd, bshape),
                           w, bshape, axes, axes, count, mask, node.name)

@@ -31,7 +31,7 @@ def mean_dims(g, node, x, axes, keepdim=False, dtype=None):
     axes = list(range(x.rank)) if not axes else axes
     count = math.prod(x.shape[a % x.rank] for a in axes)
     s = g.reduce(x, axes, keepdim)
-    return g.ew([s], lambda b, u: b.div(u, b.c(float(count))), hint=node.name)
+    return g.ew([s], lambda b, u: b.div(u, b.c(count)), hint=node.name)
 
 
 @lowering("aten.mean.default")

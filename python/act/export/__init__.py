@@ -27,8 +27,9 @@ act.aten, act.dtypes and act.errors below them): `standins` (what the
 trace runs in place of PyTorch's own: decompositions, traceable losses and
 resizing, packed sequences, checkpoints), `randomness` (act's Philox
 randomness in the trace and the reference), `trace` (Traced:
-AOTAutograd's trace of the step and its checks), `emit` (Lowerer
-and Exporter: the graphs as act's IR); above them `cli` (export() of a
+AOTAutograd's trace of the step and its checks), `dynamic` (which dims
+and numbers of a trace are the batch: one step for every batch size),
+`emit` (Lowerer and Exporter: the graphs as act's IR); above them `cli` (export() of a
 model by name, act.models, and the command line: `from act.export.cli
 import export`), which the package does not import, as it is a layer above
 (python/tests/test_layers.py).
@@ -48,6 +49,7 @@ from .randomness import philox_keep, philox_uniform, random_ops
 from .trace import (CHECK_BATCH, MAX_INLINE_CONSTANT, SHAPES_ONLY_ABOVE, VIEW_OPS, Traced,
                     check_classification, external_buffers_kept, external_modules,
                     first_examples, record, target_range)
+from .dynamic import DynamicBatchError, batch_symbols, other_batch
 from .emit import Exporter, Lowerer, header
 
 __all__ = [
@@ -61,4 +63,5 @@ __all__ = [
     "UINT8_PRESERVING", "VIEW_OPS", "WIDENED", "Traced", "argument_dtype",
     "check_classification", "external_buffers_kept", "external_modules", "first_examples",
     "mlir_dtype", "record", "target_range", "Exporter", "Lowerer", "dense_constant", "header",
+    "DynamicBatchError", "batch_symbols", "other_batch",
 ]

@@ -11,27 +11,39 @@ import torch
 
 from .. import torchversion
 from ..models import load, tensors_of
+from .dynamic import batch_symbols, other_batch
 from .emit import Exporter, header
 from ..errors import ExportError
 from ..dtypes import argument_dtype, mlir_dtype
 from .trace import Traced, _data_names
 
 
-def export(spec, batch, seed, out_dir, argv=(), batches=1):
+def export(spec, batch, seed, out_dir, argv=(), batches=1, dynamic_batch=False):
     """Writes the files of the module docstring; returns the manifest.
     batches > 1 adds mini-batches (inputs and targets only, drawn with seeds
-    derived from `seed`) for act-run --batch-inputs."""
+    derived from `seed`) for act-run --batch-inputs. dynamic_batch: the
+    forms take every batch size (`?`; traced at batch and 2 * batch + 1,
+    export/dynamic.py), the files' data at `batch`."""
     workload = load(spec, batch, seed)
     traced = Traced(workload, seed)
     ex = Exporter(traced)
     name = workload.name
+    forms = {"joint": ex.joint, "split": ex.split}
+    if dynamic_batch:
+        # (Both real or both shapes only: fake tensors give some results
+        # other shapes than the real kernels do.)
+        second = Traced(load(spec, other_batch(batch), seed), seed,
+                        real_tensors=not traced.shapes_only)
+        symbols = batch_symbols(traced, second, batch)
+        forms = {form: (lambda form: lambda: ex.dynamic(symbols, batch, form))(form)
+                 for form in forms}
     os.makedirs(out_dir, exist_ok=True)
     files = {"joint": os.path.join(out_dir, f"{name}.mlir"),
              "split": os.path.join(out_dir, f"{name}_split.mlir")}
-    with open(files["joint"], "w") as f:
-        f.write(header(name, "joint", argv) + ex.joint())
-    with open(files["split"], "w") as f:
-        f.write(header(name, "split", argv) + ex.split())
+    for form, path in files.items():
+        text = forms[form]()
+        with open(path, "w") as f:
+            f.write(header(name, form, argv) + text)
     in_dir = os.path.join(out_dir, f"{name}_inputs")
     ref_dir = os.path.join(out_dir, f"{name}_reference")
     os.makedirs(in_dir, exist_ok=True)
@@ -98,11 +110,18 @@ def main(argv=None):
     p.add_argument("-o", "--output-dir", default=".")
     p.add_argument("--batches", type=int, default=1,
                    help="mini-batches to write (the extra ones for act-run --batch-inputs)")
+    p.add_argument("--dynamic-batch", action="store_true",
+                   help="one step for every batch size: the batch dimension is `?` "
+                        "(traced at --batch and 2 * --batch + 1; refused where the graph "
+                        "depends on the batch otherwise than through its size)")
     a = p.parse_args(argv)
     if a.batch < 1:
         p.error("--batch must be positive")
+    if a.dynamic_batch and a.batch < 2:
+        p.error("--dynamic-batch needs --batch of at least 2 (PyTorch specializes dims of "
+                "size 1)")
     try:
-        m = export(a.model, a.batch, a.seed, a.output_dir, argv, a.batches)
+        m = export(a.model, a.batch, a.seed, a.output_dir, argv, a.batches, a.dynamic_batch)
     except (ExportError, ValueError) as e:
         print(f"act.export: error: {e}", file=sys.stderr)
         return 1

@@ -6,10 +6,11 @@ import operator
 from torch.fx.node import map_arg
 
 from .. import aten
-from ..mlir import Graph, V, func
+from ..mlir import Graph, Sym, V, func, is_dynamic
 from ..errors import ExportError
 from ..aten.core import dense_constant
 from ..dtypes import WIDENED, argument_dtype
+from .dynamic import DynamicBatchError, apply, other_batch
 from .trace import Traced
 
 
@@ -45,7 +46,9 @@ class Lowerer:
         except aten.UnsupportedError as e:
             raise ExportError(f"{e} in the {self.where} graph") from None
         expected = aten.meta_shape(n)
-        if isinstance(result, V) and expected is not None and tuple(expected) != result.shape:
+        if isinstance(result, V) and expected is not None and (
+                tuple(expected) != result.shape
+                or list(map(is_dynamic, expected)) != list(map(is_dynamic, result.shape))):
             raise ExportError(f"internal: {key} ({n.name}) lowered to shape {result.shape}, "
                               f"PyTorch says {tuple(expected)}")
         return result
@@ -60,7 +63,13 @@ class Exporter:
         # SSA names after the arguments' names (parameters prefixed p_).
         nparams = len(self.t.params)
         names = ["p_" + n for n in self.t.param_names] + self.t.arg_names[nparams:]
-        args = [V(g.fresh(nm), a.shape, argument_dtype(a.dtype)) for nm, a in zip(names, self.t.args)]
+        shapes = [tuple(a.shape) for a in self.t.args]
+        for i, ph in zip(self.t.placeholder_args, self.t.fw_placeholders):
+            if "act_shape" in ph.meta:  # the batch's dims: Sym (export/dynamic.py)
+                shapes[i] = ph.meta["act_shape"]
+        args = [V(g.fresh(nm), s, argument_dtype(a.dtype))
+                for nm, s, a in zip(names, shapes, self.t.args)]
+        _set_batch(g, args)
         if self.t.has_dropout:
             g.dropout_seed = args[self.t.arg_names.index("dropout_seed")]
         # Constants: large ones read their argument, small ones are inlined.
@@ -167,8 +176,10 @@ class Exporter:
         bw.run(self.t.backward.graph.nodes)
         results = ([fw.env[self.t.loss_node]] + self._gradients(bw) + [v for _, v in self.updated]
                    + self._records(fw))
+        hint = getattr(self, "batch_hint", None)
         return func(f"{self.name}_step", args, results, g.lines, result_attrs={0: "act.loss"},
-                    arg_attrs=self._index_range_attrs())
+                    arg_attrs=self._index_range_attrs(),
+                    attrs=f"act.batch_hint = {hint} : i64" if hint else None)
 
     def split(self):
         g, args, fw = self._forward()
@@ -194,13 +205,16 @@ class Exporter:
                 if v is a:
                     self.saved_arguments.setdefault(k, []).append(i)
         updated = [v for _, v in self._buffer_updates(g, args)]
+        hint = getattr(self, "batch_hint", None)
         fwd = func(f"{self.name}_forward", args,
                    [fw.env[self.t.loss_node]] + updated + self._records(fw) + saved,
                    g.lines,
-                   attrs=f"act.backward = @{self.name}_backward, act.num_saved = {len(saved)} : i64",
+                   attrs=f"act.backward = @{self.name}_backward, act.num_saved = {len(saved)} : i64"
+                   + (f", act.batch_hint = {hint} : i64" if hint else ""),
                    result_attrs={0: "act.loss"}, arg_attrs=self._index_range_attrs())
         g = Graph()
         bargs = [V(g.fresh(f"saved{i}"), v.shape, v.dtype) for i, v in enumerate(saved)]
+        _set_batch(g, bargs)
         tangent = V(g.fresh("tangent"), (), "f32")
         if seed_saved:
             g.dropout_seed = bargs[-1]
@@ -210,8 +224,32 @@ class Exporter:
         g.storage_of = {ph: (root, bargs[n + i]) for i, (ph, root) in enumerate(roots)}
         bw.env[self.t.bw_tangents[0]] = tangent
         bw.run(self.t.backward.graph.nodes)
-        bwd = func(f"{self.name}_backward", bargs + [tangent], self._gradients(bw), g.lines)
+        bwd = func(f"{self.name}_backward", bargs + [tangent], self._gradients(bw), g.lines,
+                   attrs=f"act.batch_hint = {hint} : i64" if hint else None)
         return fwd + "\n" + bwd
+
+    def dynamic(self, spec, batch, form="joint"):
+        """The joint (or split) form for every batch size: the trace's
+        symbols (spec, from dynamic.batch_symbols) at `batch`, which the
+        step's `act.batch_hint` records. Lowered at batch and another batch,
+        which must give the same text: a lowering that wrote a number
+        derived from the batch into the step is refused, with the line."""
+        texts = []
+        self.batch_hint = batch  # (the heuristics' size of `?`: TrainingGraph.h)
+        for n in (batch, other_batch(batch)):
+            apply(spec, n)
+            texts.append(getattr(self, form)())
+        apply(spec, batch)
+        if texts[0] != texts[1]:
+            for la, lb in zip(texts[0].splitlines(), texts[1].splitlines()):
+                if la != lb:
+                    break
+            raise DynamicBatchError(
+                f"a lowering writes a size that depends on the batch into the step "
+                f"(at batch {batch}: `{la.strip()}`; at {other_batch(batch)}: `{lb.strip()}`)")
+        if "?" not in texts[0].split("{", 1)[0]:
+            raise DynamicBatchError("no argument of the step has the batch as a dimension")
+        return texts[0]
 
     def saved_argument_bytes(self):
         """Bytes of the non-parameter arguments the backward reads (act's
@@ -225,6 +263,18 @@ class Exporter:
                 if index >= nparams:
                     roots.add(self.t.placeholder_args[index])
         return sum(self.t.args[i].numel() * self.t.args[i].element_size() for i in roots)
+
+
+def _set_batch(g, args):
+    """The graph's batch N (Graph.batch): the first argument dim that is N."""
+    for v in args:
+        for i, d in enumerate(v.shape):
+            if isinstance(d, Sym) and d.k == 1:
+                g.batch = (v, i)
+                return
+    if any(isinstance(d, Sym) for v in args for d in v.shape):
+        raise DynamicBatchError("no argument of the step has the batch itself as a dimension "
+                                "(only multiples of it)")
 
 
 def header(name, form, args):

@@ -29,7 +29,9 @@ bool mlir::act::isEncodingCandidate(const SavedValue &saved, bool lossHead,
   if (saved.status != SaveStatus::Encodable &&
       !(saved.status == SaveStatus::LossHead && lossHead))
     return false;
-  std::optional<int64_t> bytes = getTensorBytes(saved.getTensorType());
+  // (A dynamic batch counts as the batch the step was traced at.)
+  std::optional<int64_t> bytes =
+      getTensorBytes(saved.getTensorType(), getBatchHint(saved.origin));
   return !bytes || *bytes >= minBytes;
 }
 
@@ -762,15 +764,19 @@ bool mlir::act::hasStructuralZeros(Value v) {
 
 /// Operations an op computes, for the recompute cost: a linalg op's
 /// iteration count times the operations of its body, else 0 (views,
-/// padding, constants).
-static int64_t countOperations(Operation *op) {
+/// padding, constants). Dynamic loop ranges count as `dynamicSize` (-1
+/// without one).
+static int64_t countOperations(Operation *op,
+                               std::optional<int64_t> dynamicSize) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   if (!linalgOp)
     return 0;
   uint64_t iterations = 1;
   for (int64_t range : linalgOp.getStaticLoopRanges()) {
-    if (ShapedType::isDynamic(range))
+    if (ShapedType::isDynamic(range) && !dynamicSize)
       return -1;
+    if (ShapedType::isDynamic(range))
+      range = *dynamicSize;
     iterations = llvm::SaturatingMultiply(iterations, uint64_t(range));
   }
   uint64_t bodyOps =
@@ -785,7 +791,11 @@ mlir::act::getRecomputeSlice(TrainingGraph &graph, const SavedValue &saved,
                              function_ref<bool(Value)> isSaved,
                              double maxOperationsPerByte) {
   RankedTensorType type = saved.getTensorType();
-  std::optional<int64_t> bytes = type ? getTensorBytes(type) : std::nullopt;
+  // (Sizes and operations of a dynamic batch at the traced batch: their
+  // ratio, which decides, is the static step's at that batch.)
+  std::optional<int64_t> hint = getBatchHint(saved.origin);
+  std::optional<int64_t> bytes =
+      type ? getTensorBytes(type, hint) : std::nullopt;
   if (graph.form != GraphForm::Joint || !bytes || *bytes == 0 ||
       saved.value != saved.origin || !saved.getProducer())
     return std::nullopt;
@@ -803,7 +813,7 @@ mlir::act::getRecomputeSlice(TrainingGraph &graph, const SavedValue &saved,
     if (op->getBlock() != body || !graph.isForward(op) ||
         !isMemoryEffectFree(op) || op->getNumResults() == 0)
       return std::nullopt;
-    int64_t count = countOperations(op);
+    int64_t count = countOperations(op, hint);
     if (count < 0)
       return std::nullopt;
     slice.operations = int64_t(std::min<uint64_t>(
@@ -1306,11 +1316,15 @@ mlir::act::planRecomputation(TrainingGraph &graph, const FewBitPolicy &fewBit,
         graph, saved, [&](Value v) { return v != saved.value && isStored(v); },
         [&](Value v) { return savedValues.contains(v); },
         recompute.maxOperationsPerByte);
-    if (!slice ||
-        (recompute.maxOperationsPerByte <= 0 &&
-         !llvm::all_of(slice->ops, [](Operation *op) {
-           return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op);
-         })))
+    // (At no cost: views, and the sizes of a dynamic batch they take.)
+    if (!slice || (recompute.maxOperationsPerByte <= 0 &&
+                   !llvm::all_of(slice->ops, [](Operation *op) {
+                     return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+                                tensor::DimOp>(op) ||
+                            (isa<arith::ArithDialect>(op->getDialect()) &&
+                             llvm::all_of(op->getResultTypes(),
+                                          llvm::IsaPred<IndexType>));
+                   })))
       continue;
     recomputed.insert(saved.value);
     plan.push_back({&saved, std::move(*slice)});

@@ -1,0 +1,88 @@
+"""The step for every batch size (act.compile's batches of another size than
+the first: a `?` batch dimension) against the step compiled for that size,
+in the same process: its extra compile, its step time and its measured peak
+at the same batch, as ratios (medians of alternating calls). The first
+batch's size keeps a step of its own; this is what a partial last batch or
+an evaluation batch size costs instead of a compile of its own.
+
+    /usr/bin/python3 bench/step_speed/dynamic_batch.py [--workloads cnn,resnet20,lm,mlp]
+        [--main 128] [--batch 100] [--calls 7] [--encoding "#act.quant<bits=4>"]
+"""
+
+import argparse
+import copy
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+os.environ.setdefault("ACT_BIN_DIR", os.path.join(ROOT, "build", "bin"))
+os.environ.setdefault("ACT_PROGRESS", "0")
+os.environ.setdefault("ACT_CACHE_DIR", "")  # (compile times without the code cache)
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import act  # noqa: E402
+from act import train  # noqa: E402
+
+WORKLOADS = {  # (model, loss, a batch of n)
+    "mlp": (train.digits_mlp, F.cross_entropy,
+            lambda n: (torch.randn(n, 64), torch.randint(0, 10, (n,)))),
+    "cnn": (train.fashion_cnn, F.cross_entropy,
+            lambda n: (torch.randn(n, 1, 28, 28), torch.randint(0, 10, (n,)))),
+    "resnet20": (train.fashion_resnet20, F.cross_entropy,
+                 lambda n: (torch.randn(n, 1, 28, 28), torch.randint(0, 10, (n,)))),
+    "lm": (train.CharLM, train.next_character_loss,
+           lambda n: (torch.randint(0, train.VOCAB, (n, train.CONTEXT)),
+                      torch.randint(0, train.VOCAB, (n, train.CONTEXT)))),
+}
+
+
+def timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workloads", default="mlp,cnn,resnet20,lm")
+    p.add_argument("--main", type=int, default=128, help="the first batch's size")
+    p.add_argument("--batch", type=int, default=100, help="the other size, measured")
+    p.add_argument("--calls", type=int, default=7)
+    p.add_argument("--encoding", default=None)
+    a = p.parse_args()
+    print(f"threads {torch.get_num_threads()}, first batch {a.main}, measured batch {a.batch}, "
+          f"encoding {a.encoding}")
+    print("| workload | compile: every size / this size | step: every size / this size "
+          "| peak: every size / this size |")
+    print("|---|---|---|---|")
+    for name in a.workloads.split(","):
+        make, loss_fn, batch = WORKLOADS[name]
+        torch.manual_seed(0)
+        model = make()
+        twin = copy.deepcopy(model)
+        dynamic = act.compile(model, loss_fn, encoding=a.encoding)
+        per_size = act.compile(twin, loss_fn, encoding=a.encoding, dynamic_batch=False)
+        dynamic(*batch(a.main))
+        x, y = batch(a.batch)
+        compile_dynamic = timed(lambda: dynamic(x, y))
+        compile_static = timed(lambda: per_size(x, y))
+        assert dynamic.variant[0] == "every batch size", dynamic.dynamic_refused
+        times = {id(dynamic): [], id(per_size): []}
+        for _ in range(a.calls):
+            for step in (dynamic, per_size):
+                times[id(step)].append(timed(lambda: step(x, y)))
+        td, ts = (statistics.median(times[id(s)]) for s in (dynamic, per_size))
+        print(f"| {name} | {compile_dynamic:.1f} / {compile_static:.1f} s "
+              f"({compile_dynamic / compile_static:.2f}x) | {td * 1e3:.1f} / {ts * 1e3:.1f} ms "
+              f"({td / ts:.2f}x) | {dynamic.last_peak_bytes / 2**20:.1f} / "
+              f"{per_size.last_peak_bytes / 2**20:.1f} MiB "
+              f"({dynamic.last_peak_bytes / per_size.last_peak_bytes:.2f}x) |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

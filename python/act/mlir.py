@@ -256,6 +256,8 @@ class Graph:
         if key in self.consts:
             return self.consts[key]
         b = self.scalars()
+        if isinstance(value, Sym) and dtype == "index":
+            return self.size(value)
         n = b.index_cast(self.size(value if isinstance(value, Sym) else Sym(1, value.batch)),
                          "i64")
         if isinstance(value, Sym):

@@ -310,13 +310,16 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
 
   /// The tile along the innermost loop by which `op` is vectorized: the
   /// largest of width, width / 2, ... 4 dividing the loop's size; 0 if op is
-  /// not a candidate. Candidates are static generics on tensors whose
-  /// indexing maps are projected permutations (broadcasts allowed) with the
-  /// innermost loop, where an operand reads it, as that operand's innermost
-  /// dimension: every vector access is contiguous.
+  /// not a candidate. Candidates are generics on tensors with a static
+  /// innermost loop (outer loops may be dynamic: a step for every batch
+  /// size; they are tiled by 1) whose indexing maps are projected
+  /// permutations (broadcasts allowed) with the innermost loop, where an
+  /// operand reads it, as that operand's innermost dimension: every vector
+  /// access is contiguous.
   int64_t getInnerTile(linalg::GenericOp op) const {
-    if (!op.hasPureTensorSemantics() || op.hasDynamicShape() ||
-        op.getNumLoops() == 0 || op->hasAttr(act::kVectorizeAttr))
+    if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 ||
+        op->hasAttr(act::kVectorizeAttr) ||
+        ShapedType::isDynamic(op.getStaticLoopRanges().back()))
       return 0;
     for (Type type : op->getOperandTypes()) {
       if (!getElementTypeOrSelf(type).isIntOrIndexOrFloat())
@@ -358,8 +361,11 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
       // tiled.)
       if (!isa<TilingInterface>(op.getOperation()))
         return;
+      // (The vectorizer's precondition is checked on the tile of an op
+      // with dynamic loops: the tile is static.)
       if (int64_t tile = getInnerTile(op))
-        if (succeeded(linalg::vectorizeOpPrecondition(op)))
+        if (op.hasDynamicShape() ||
+            succeeded(linalg::vectorizeOpPrecondition(op)))
           candidates.push_back({op, tile});
     });
     for (auto [op, tile] : candidates) {
@@ -374,9 +380,12 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
       FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
           rewriter, cast<TilingInterface>(op.getOperation()), options);
       if (failed(tiled))
-        return op.emitError("act-vectorize: tiling a static generic failed");
+        return op.emitError("act-vectorize: tiling a generic failed");
       rewriter.replaceOp(op, tiled->replacements);
       auto tiledOp = cast<linalg::LinalgOp>(tiled->tiledOps.back());
+      if (tiledOp.hasDynamicShape() ||
+          failed(linalg::vectorizeOpPrecondition(tiledOp)))
+        continue; // (only for ops with dynamic loops: the tile stays scalar)
       rewriter.setInsertionPoint(tiledOp);
       FailureOr<linalg::VectorizationResult> result =
           linalg::vectorize(rewriter, tiledOp);
@@ -399,8 +408,33 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
                   bool reassociate) {
     if (multiReductions.empty())
       return success();
-    SmallVector<Operation *> reductions(multiReductions.begin(),
-                                        multiReductions.end());
+    // A reduction over unit dims only (the 1 x tile of a sum over an outer
+    // loop: a bias gradient, a BatchNorm statistic) is the accumulator
+    // combined with the tile, element by element; the inner-reduction
+    // lowering would make one reduction of a single element per lane.
+    SmallVector<Operation *> reductions;
+    IRRewriter rewriter(&getContext());
+    for (vector::MultiDimReductionOp op : multiReductions) {
+      ArrayRef<int64_t> shape = op.getSourceVectorType().getShape();
+      if (isa<vector::MaskingOpInterface>(op->getParentOp()) ||
+          !llvm::all_of(op.getReductionDims(),
+                        [&](int64_t d) { return shape[d] == 1; })) {
+        reductions.push_back(op);
+        continue;
+      }
+      rewriter.setInsertionPoint(op);
+      Location loc = op.getLoc();
+      Value tile = op.getSource();
+      if (auto type = dyn_cast<VectorType>(op.getType()))
+        tile = vector::ShapeCastOp::create(rewriter, loc, type, tile);
+      else
+        tile = vector::ExtractOp::create(
+            rewriter, loc, tile, SmallVector<int64_t>(shape.size(), 0));
+      rewriter.replaceOp(op, vector::makeArithReduction(
+                                 rewriter, loc, op.getKind(), tile, op.getAcc()));
+    }
+    if (reductions.empty())
+      return success();
     RewritePatternSet patterns(&getContext());
     vector::populateVectorMultiReductionLoweringPatterns(
         patterns, vector::VectorMultiReductionLowering::InnerReduction);

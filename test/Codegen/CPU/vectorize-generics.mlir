@@ -191,3 +191,40 @@ func.func @lane_quadratic_reads(%m: tensor<4096xf32>) -> tensor<2x32xf32> {
   } -> tensor<2x32xf32>
   return %r : tensor<2x32xf32>
 }
+
+// A step for every batch size: the batch loop is dynamic, the innermost
+// static. Tiled 1 x 16 (the dynamic loop by 1 up to its tensor.dim), each
+// tile vectorized: a bias add, and a bias gradient (a sum over the batch,
+// whose 1 x 16 tiles add to the accumulator lane by lane, not as 16
+// one-element reductions).
+// CHECK-LABEL: func.func @dynamic_batch
+// CHECK: scf.for {{.*}} to %dim{{.*}} step %c1
+// CHECK: scf.for {{.*}} to %c32 step %c16
+// CHECK: arith.addf {{.*}} : vector<1x16xf32>
+// CHECK: scf.for {{.*}} to %dim{{.*}} step %c1
+// CHECK: scf.for {{.*}} step %c16
+// CHECK: vector.shape_cast {{.*}} : vector<1x16xf32> to vector<16xf32>
+// CHECK-NEXT: arith.addf {{.*}} : vector<16xf32>
+// CHECK-NOT: vector.reduction
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// OFF-LABEL: func.func @dynamic_batch
+// OFF: linalg.generic
+func.func @dynamic_batch(%x: tensor<?x32xf32>, %b: tensor<32xf32>, %init: tensor<32xf32>) -> (tensor<?x32xf32>, tensor<32xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %e = tensor.empty(%n) : tensor<?x32xf32>
+  %r = linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (d1)>, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : tensor<?x32xf32>, tensor<32xf32>) outs(%e : tensor<?x32xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<?x32xf32>
+  %g = linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%r : tensor<?x32xf32>) outs(%init : tensor<32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<32xf32>
+  return %r, %g : tensor<?x32xf32>, tensor<32xf32>
+}

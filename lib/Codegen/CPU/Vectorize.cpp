@@ -428,10 +428,11 @@ struct ActVectorizePass : act::impl::ActVectorizePassBase<ActVectorizePass> {
       if (auto type = dyn_cast<VectorType>(op.getType()))
         tile = vector::ShapeCastOp::create(rewriter, loc, type, tile);
       else
-        tile = vector::ExtractOp::create(
-            rewriter, loc, tile, SmallVector<int64_t>(shape.size(), 0));
-      rewriter.replaceOp(op, vector::makeArithReduction(
-                                 rewriter, loc, op.getKind(), tile, op.getAcc()));
+        tile = vector::ExtractOp::create(rewriter, loc, tile,
+                                         SmallVector<int64_t>(shape.size(), 0));
+      rewriter.replaceOp(op,
+                         vector::makeArithReduction(rewriter, loc, op.getKind(),
+                                                    tile, op.getAcc()));
     }
     if (reductions.empty())
       return success();

@@ -40,8 +40,9 @@ class Sym(int):
             return Sym(self.k // other, self.batch)
         return int(self) // other
 
-    def __repr__(self):
-        return f"{self.k}*N" if self.k != 1 else "N"
+    # (It prints as its value: a Sym written into the step's text by a
+    # lowering that does not handle it differs between the exporter's two
+    # lowerings, which refuses the step.)
 
 
 class SymFloat(float):
@@ -251,8 +252,8 @@ class Graph:
 
     def _batch_scalar(self, value, dtype):
         """A Sym or SymFloat as a `dtype` scalar computed from the batch."""
-        key = ("batch", repr(value), getattr(value, "c", None), getattr(value, "power", None),
-               dtype)
+        key = ("batch", getattr(value, "k", None), getattr(value, "c", None),
+               getattr(value, "power", None), dtype)
         if key in self.consts:
             return self.consts[key]
         b = self.scalars()

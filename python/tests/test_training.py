@@ -156,6 +156,27 @@ def test_every_batch_size_step_follows_the_per_size_steps(tmp_path):
         _grads_close(mlp, twin)
 
 
+@pytest.mark.parametrize("name", ["lstm", "transformer_encoder_layer", "ops_random"])
+def test_zoo_models_share_one_step_for_every_batch_size(name):
+    """Zoo models (an LSTM, whose decomposition views its stacked outputs
+    through as_strided, a transformer layer, random ops) through the step
+    for every batch size: the per-size steps' losses and gradients."""
+    from act import models
+    torch.manual_seed(0)
+    w = models.load("zoo." + name, 6, 0)
+    module, twin = w.module, copy.deepcopy(w.module)
+    step = act.compile(module, w.loss_fn)
+    per_size = act.compile(twin, w.loss_fn, dynamic_batch=False)
+    for n in (6, 4, 9):
+        batch = models.load("zoo." + name, n, 1)
+        module.zero_grad(set_to_none=True)
+        twin.zero_grad(set_to_none=True)
+        a, b = float(step(batch.inputs, batch.targets)), float(per_size(batch.inputs, batch.targets))
+        assert abs(a - b) <= 1e-5 * abs(b)
+        _grads_close(module, twin)
+    assert step.dynamic_refused is None and len(step.compiled) == 2
+
+
 def test_a_step_that_slices_the_batch_compiles_per_size(tmp_path):
     """A graph that addresses positions along the batch (x[:4]: at batches
     below 4 it would read past the end) cannot serve every batch size: a

@@ -1,7 +1,9 @@
 """Views and layout (reshape, transpose, permute, expand, slicing, concat),
 indexing and gathers."""
 
-from ..mlir import V, broadcast_shape, dims
+import math
+
+from ..mlir import Sym, V, broadcast_shape, dims, is_dynamic
 from .core import LOWERINGS, arith, convert, lowering, meta_shape, require, resolve_sizes
 
 __all__ = ['BOOLEAN_MASK', 'RESHAPE_VIEWS', 'STORAGE_SPLITS', 'STORAGE_VIEWS', 'as_strided', 'as_strided_scatter', 'cat', 'constant_pad_nd', 'embedding', 'expand', 'gather', 'identity', 'index', 'index_put', 'index_select', 'permute', 'reshape_alias', 'reshape_like_meta', 'reshape_to_meta', 'roll', 'scatter_add', 'select', 'select_scatter', 'slice_', 'slice_scatter', 'split', 'split_with_sizes', 'stack', 'storage_root', 't', 'transpose', 'unbind', 'view']
@@ -235,8 +237,10 @@ def as_strided(g, node, x, size, stride, offset=0):
     of such tensors."""
     base = node.args[0]
     tm = base.meta.get("tensor_meta")
+    # (Strides with act.mlir.Sym where the step serves every batch size.)
+    base_stride = base.meta.get("act_stride") or (tm.stride if tm is not None else None)
     if tm is not None and storage_root(base) is base and not offset \
-            and list(size) == list(x.shape) and list(stride) == list(tm.stride):
+            and list(size) == list(x.shape) and list(stride) == list(base_stride):
         return x  # the operand itself, which owns its storage
     root = storage_root(base)
     # A saved view read in the backward: its storage is the forward's root
@@ -246,17 +250,48 @@ def as_strided(g, node, x, size, stride, offset=0):
     rtm = root.meta.get("tensor_meta")
     require(rtm is not None and isinstance(value, V), node,
             "as_strided of a tensor without layout metadata")
-    rstride = list(rtm.stride)
+    rstride = list(root.meta.get("act_stride") or rtm.stride)
     perm = sorted(range(value.rank), key=lambda k: (-rstride[k], k))
     dense = _contiguous_strides([value.shape[k] for k in perm]) == [rstride[k] for k in perm]
     require(dense, node, f"as_strided of a view of a tensor with strides {rstride} (not a "
                          f"permutation of a dense layout)")
+    # A view that is a permutation of the whole storage (a stacked or
+    # transposed result seen in another order): a transpose, not index
+    # arithmetic (whose strides would hold a dynamic batch).
+    sdims = [value.shape[k] for k in perm]
+    order = sorted(range(len(size)), key=lambda k: (-stride[k], k))
+    if (not offset and len(size) == value.rank and [size[k] for k in order] == sdims
+            and [stride[k] for k in order] == _contiguous_strides(sdims)
+            and [is_dynamic(size[k]) for k in order] == [is_dynamic(d) for d in sdims]):
+        ordered = g.transpose(value, perm)
+        return g.transpose(ordered, [order.index(k) for k in range(len(size))])
     storage = g.reshape(g.transpose(value, perm), (value.numel,))
     # Read from the span the view covers (from its offset): an expression
     # that is a plain dim (stride 1, the others 0) then has that dim's
     # size, which linalg infers loop bounds from.
     span = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
-    if offset or span != value.numel:
+    batch = next((d.batch for d in size if isinstance(d, Sym)), None)
+    if batch is not None and all(size):
+        # Sizes with the batch (a step for every batch size): the span is
+        # a * N + b, computed from the batch; the storage is k * N.
+        def at(n, dims):
+            return [d.k * n if isinstance(d, Sym) else d for d in dims]
+        spans = [1 + sum((d - 1) * t for d, t in zip(at(n, size), stride)) for n in (1, 2)]
+        a, b = spans[1] - spans[0], 2 * spans[0] - spans[1]
+        numels = [math.prod(at(n, value.shape)) for n in (1, 2)]
+        if offset or spans != numels:
+            require(a > 0 and not any(isinstance(t, Sym) for t in stride), node,
+                    "as_strided with strides that depend on the batch")
+            n = g.size(Sym(a, batch))
+            if b:
+                r = g.fresh("span")
+                g.emit(f"{r} = arith.addi {n}, {g.index_const(b)} : index")
+                n = r
+            r = g.fresh("slice")
+            g.emit(f"{r} = tensor.extract_slice {storage.name}[{offset or 0}] [{n}] [1] : "
+                   f"{storage.type} to tensor<?x{storage.dtype}>")
+            storage = V(r, (None,), storage.dtype)
+    elif offset or span != value.numel:
         storage = g.extract_slice(storage, [offset or 0], [span])
     expr = " + ".join([f"d{k} * {s}" for k, s in enumerate(stride)] + ["0"])
     return g.generic(tuple(size), [(storage, [expr])], lambda b, u, o: u, out_dtype=x.dtype,

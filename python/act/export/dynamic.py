@@ -25,6 +25,7 @@ import math
 import torch
 from torch.fx.node import Node
 
+from ..aten import storage_root
 from ..errors import ExportError
 from ..mlir import Sym, SymFloat
 
@@ -51,6 +52,9 @@ _ALONG_DIM = {
     "aten.as_strided.default": None, "aten.as_strided_scatter.default": None,
     "aten.diagonal.default": None, "aten.unfold.default": 1,
 }
+
+
+_SLICES = {"aten.slice.Tensor", "aten.slice_scatter.default", "aten.slice_backward.default"}
 
 
 class _SymInt:
@@ -92,7 +96,7 @@ def _symbol(va, vb, batches, where):
         raise DynamicBatchError(f"{where}: {va} at batch {b1} and {vb} at batch {b2} is not "
                                 f"a multiple of the batch")
     if type(va) is float and type(vb) is float:
-        if va == vb:
+        if va == vb or (math.isnan(va) and math.isnan(vb)):
             return va
         if math.isclose(va * b1, vb * b2, rel_tol=1e-12):
             return _SymFloat(va * b1, -1)
@@ -126,23 +130,73 @@ def _shapes(node):
     return tuple(tuple(t.shape) if hasattr(t, "shape") else None for t in tm)
 
 
-def _check_along_batch(node, spec, where):
-    """Refuses an op of _ALONG_DIM along a batch dimension of its input."""
+def _strides(node):
+    tm = node.meta.get("tensor_meta")
+    return tuple(tm.stride) if hasattr(tm, "stride") else None
+
+
+def _identity_view(node):
+    """An as_strided that views its operand exactly as its layout is (the
+    decompositions' view of a stacked or transposed result): it addresses
+    nothing the operand does not hold, at any batch."""
+    base = node.args[0]
+    size, stride = node.args[1], node.args[2]
+    offset = node.args[3] if len(node.args) > 3 else 0
+    return (not offset and _shapes(base) == tuple(size)
+            and _strides(base) == tuple(stride))
+
+
+def _in_bounds_at_every_batch(node, spec, batches):
+    """Whether an as_strided's positions lie inside its storage at every
+    batch N >= 1: its last position and the storage's size are affine in N
+    (sizes, strides and offset are k * N or numbers), so inside at N = 1
+    and growing no faster than the storage is inside everywhere (x[:4]
+    along the batch is not: at N = 1 it reads past the end)."""
+    root = storage_root(node.args[0])
+    shape = spec.get(root, (None,))[0]
+    if not isinstance(shape, tuple) or any(isinstance(d, tuple) for d in shape):
+        return False
+    args = spec[node][1]
+    size, stride = args[1], args[2]
+    offset = args[3] if len(args) > 3 and args[3] is not None else 0
+
+    def room(n):  # storage elements past the view's last position
+        sizes = [int(d) for d in _at(size, n)]
+        if 0 in sizes:
+            return None
+        last = int(_at(offset, n)) + sum((d - 1) * int(t) for d, t in zip(sizes, _at(stride, n)))
+        return math.prod(int(d) for d in _at(shape, n)) - 1 - last
+    first, at_b, at_b2 = room(1), room(batches[0]), room(batches[1])
+    return None not in (first, at_b, at_b2) and first >= 0 and at_b >= 0 and at_b2 >= at_b
+
+
+def _check_along_batch(node, other, spec, where, batches):
+    """Refuses an op of _ALONG_DIM along a batch dimension of its input
+    (`other`: the node in the second trace)."""
     target = str(node.target)
     if target not in _ALONG_DIM or not node.args or not isinstance(node.args[0], Node):
+        return
+    if target == "aten.as_strided.default" and (
+            (_identity_view(node) and _identity_view(other))
+            or _in_bounds_at_every_batch(node, spec, batches)):
         return
     shape = spec.get(node.args[0], (None,))[0]
     if not isinstance(shape, tuple) or (shape and isinstance(shape[0], tuple)):
         return
-    if target == "aten.slice.Tensor":  # x[:] along a dim: the whole dim
-        start, end, step = (list(node.args[2:]) + [None, None, 1])[:3]
-        if start in (None, 0) and (end is None or end >= 2**62) and step == 1:
-            return
     position = _ALONG_DIM[target]
     dims = range(len(shape))
     if position is not None:
         dim = node.args[position] if len(node.args) > position else node.kwargs.get("dim", 0)
         dims = [dim % len(shape)] if isinstance(dim, int) and shape else []
+        if target in _SLICES and dims:
+            # x[:] along a dim (its forward, scatter and backward): the whole dim.
+            rest = list(node.args[position + 1:position + 4])
+            start, end, step = rest + [None, None, 1][len(rest):]
+            size = shape[dims[0]]
+            whole = end is None or (isinstance(end, int) and end >= 2**62) or (
+                isinstance(end, _SymInt) and isinstance(size, _SymInt) and end.k == size.k)
+            if start in (None, 0) and whole and step == 1:
+                return
     if any(isinstance(shape[d], _SymInt) for d in dims):
         raise DynamicBatchError(f"{where} addresses positions along a batch dimension (its "
                                 f"bounds hold only for some batch sizes)")
@@ -176,8 +230,9 @@ def batch_symbols(a, b, batch):
             spec[x] = (_symbol(_shapes(x), _shapes(y), batches, where),
                        _symbol(x.args, y.args, batches, where),
                        {k: _symbol(v, y.kwargs.get(k), batches, where)
-                        for k, v in x.kwargs.items()})
-            _check_along_batch(x, spec, where)
+                        for k, v in x.kwargs.items()},
+                       _symbol(_strides(x), _strides(y), batches, where))
+            _check_along_batch(x, y, spec, where, batches)
     for k in a.constants:
         if k not in b.constants or not torch.equal(a.constants[k], b.constants[k]):
             raise DynamicBatchError(f"the constant '{k}' the trace captured depends on the batch")
@@ -186,8 +241,10 @@ def batch_symbols(a, b, batch):
 
 def apply(spec, batch):
     """Sets every node's symbolic shapes (meta "act_shape", read by
-    act.aten.meta_shape) and arguments at `batch`."""
-    for node, (shapes, args, kwargs) in spec.items():
+    act.aten.meta_shape), strides (meta "act_stride") and arguments at
+    `batch`."""
+    for node, (shapes, args, kwargs, strides) in spec.items():
         node.meta["act_shape"] = _at(shapes, batch)
+        node.meta["act_stride"] = _at(strides, batch)
         node.args = _at(args, batch)
         node.kwargs = _at(kwargs, batch)

@@ -156,11 +156,14 @@ def test_every_batch_size_step_follows_the_per_size_steps(tmp_path):
         _grads_close(mlp, twin)
 
 
-@pytest.mark.parametrize("name", ["lstm", "transformer_encoder_layer", "ops_random"])
+@pytest.mark.parametrize("name", ["lstm", "multihead_attention", "transformer_encoder_layer",
+                                  "ops_random"])
 def test_zoo_models_share_one_step_for_every_batch_size(name):
     """Zoo models (an LSTM, whose decomposition views its stacked outputs
-    through as_strided, a transformer layer, random ops) through the step
-    for every batch size: the per-size steps' losses and gradients."""
+    through as_strided; nn.MultiheadAttention, whose views of q, k and v
+    have strides that grow with the batch; a transformer layer; random ops)
+    through the step for every batch size: the per-size steps' losses and
+    gradients."""
     from act import models
     torch.manual_seed(0)
     w = models.load("zoo." + name, 6, 0)

@@ -265,6 +265,18 @@ def as_strided(g, node, x, size, stride, offset=0):
             and [is_dynamic(size[k]) for k in order] == [is_dynamic(d) for d in sdims]):
         ordered = g.transpose(value, perm)
         return g.transpose(ordered, [order.index(k) for k in range(len(size))])
+    if any(isinstance(v, Sym) for v in list(size) + list(stride) + [offset]):
+        # (A step for every batch size: strides that grow with the batch
+        # cannot be written into an index expression; a box of the storage
+        # split at the view's strides is a slice.)
+        box = _storage_box(value.numel, size, stride, offset or 0)
+        require(box is not None, node, "as_strided with strides that depend on the batch, "
+                                       "other than a box of its storage")
+        split, starts, lengths, exprs = box
+        flat = g.reshape(g.transpose(value, perm), (value.numel,))
+        part = g.extract_slice(g.reshape(flat, tuple(split)), starts, lengths)
+        return g.generic(tuple(size), [(part, exprs)], lambda b, u, o: u, out_dtype=x.dtype,
+                         hint=node.name)
     storage = g.reshape(g.transpose(value, perm), (value.numel,))
     # Read from the span the view covers (from its offset): an expression
     # that is a plain dim (stride 1, the others 0) then has that dim's
@@ -296,6 +308,50 @@ def as_strided(g, node, x, size, stride, offset=0):
     expr = " + ".join([f"d{k} * {s}" for k, s in enumerate(stride)] + ["0"])
     return g.generic(tuple(size), [(storage, [expr])], lambda b, u, o: u, out_dtype=x.dtype,
                      hint=node.name)
+
+
+def _ratio(a, b):
+    """a / b where it divides exactly, keeping act.mlir.Sym (k * N / c is
+    (k / c) * N; k * N / (j * N) is k / j); None otherwise."""
+    if isinstance(a, Sym) and isinstance(b, Sym):
+        return a.k // b.k if a.k % b.k == 0 else None
+    if isinstance(b, Sym) or not b:
+        return None
+    if isinstance(a, Sym):
+        return Sym(a.k // b, a.batch) if a.k % b == 0 else None
+    return a // b if a % b == 0 else None
+
+
+def _storage_box(numel, size, stride, offset):
+    """A view (size, stride, offset) of a dense storage of `numel` elements
+    that is a box of it: its dims of size > 1, by decreasing stride, split
+    the storage row-major (each stride divides the one before). Returns the
+    storage's dims so split, the box's starts and lengths in them, and the
+    split dims' expressions over the view's loops; None otherwise."""
+    order = sorted((k for k, n in enumerate(size) if n != 1 or isinstance(n, Sym)),
+                   key=lambda k: -int(stride[k]))
+    strides = [stride[k] for k in order]
+    dims, above = [], numel
+    for t in strides + [1]:
+        d = _ratio(above, t)
+        if d is None:
+            return None
+        dims.append(d)
+        above = t
+    # (dims[i] is the extent of stride strides[i]; the last, strides[-1]
+    # elements within it.)
+    lengths, exprs = [1] * len(dims), ["0"] * len(dims)
+    for i, k in enumerate(order):
+        lengths[i], exprs[i] = size[k], f"d{k}"
+    starts, rest = [], int(offset)
+    for t in strides:
+        starts.append(rest // int(t))
+        rest %= int(t)
+    starts.append(rest)
+    if any(st + int(n) > int(d) or (st and isinstance(n, Sym))
+           for st, n, d in zip(starts, lengths, dims)):
+        return None
+    return dims, starts, lengths, exprs
 
 
 @lowering("aten.as_strided_scatter.default")

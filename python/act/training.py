@@ -210,7 +210,8 @@ class Step:
                 f"{', ...' if len(sizes) > 4 else ''}; held by an object that is not a module): "
                 f"their current values are read at every call, but their gradients are not "
                 f"computed and their running statistics not updated; name the module in the "
-                f"loss or the model's code (a global or a closure variable)", stacklevel=4)
+                f"loss or the model's code (a global or a closure variable)",
+                stacklevel=_outside_act())
         return traced
 
     def _write(self, traced, ex, joint):
@@ -253,6 +254,11 @@ class Step:
         return (EVERY_BATCH_SIZE, pattern) + mode
 
     def _export_dynamic(self, inputs, targets, mode):
+        """Exports the step for every batch size in this mode from this
+        batch's examples, repeated to two sizes and traced at both
+        (export/dynamic.py); its key goes into _exports. Returns the shape
+        pattern of its data (static dims, and -k for k * N), or None where
+        it is refused (warned once)."""
         data = tensors_of(inputs) + tensors_of(targets)
         if any(t.dim() == 0 for t in data) or len({t.shape[0] for t in data}) != 1:
             return self._refuse_dynamic("its inputs and targets do not all have the batch as "

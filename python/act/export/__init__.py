@@ -1,6 +1,6 @@
 """Export a PyTorch training step to act's input IR (docs/Design.md's two forms).
 
-    python3 -m act.export MODEL [--batch N] [--seed S] [-o DIR]
+    python3 -m act.export MODEL [--batch N] [--seed S] [-o DIR] [--dynamic-batch]
 
 MODEL is one of act.models.MODELS or `file.py:factory`. AOTAutograd
 (functorch's aot_function with the default partition) traces the step
@@ -17,6 +17,9 @@ taking `(*saved, tangent)`; act.aten lowers each node. Written to DIR:
   `--batches K` the inputs and targets of K - 1 more mini-batches;
 - `NAME_reference/`: loss.npy and grad_<i>.npy by eager autograd in float64;
 - `NAME.json`: the manifest (arguments, files, saved-tensor bytes).
+
+With --dynamic-batch both forms take every batch size (the batch dimension
+`?`, `act.batch_hint` the traced batch; `dynamic`, below).
 
 A saved value that is only a view of an argument (a transposed weight, a
 flattened input) is not saved: the backward re-derives it from the argument,

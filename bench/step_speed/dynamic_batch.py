@@ -7,6 +7,11 @@ an evaluation batch size costs instead of a compile of its own.
 
     /usr/bin/python3 bench/step_speed/dynamic_batch.py [--workloads cnn,resnet20,lm,mlp]
         [--main 128] [--batch 100] [--calls 7] [--encoding "#act.quant<bits=4>"]
+
+With --zoo NAMES (zoo models, `all` for every one), the coverage instead:
+for each model, through act.compile at batches 6, 4 and 9, whether it
+shares one step (or why it is refused) and its largest difference from the
+per-size steps (loss, and gradients relative to the largest gradient).
 """
 
 import argparse
@@ -47,6 +52,38 @@ def timed(fn):
     return time.perf_counter() - start
 
 
+def zoo_coverage(names):
+    import warnings
+    from act import models
+    from act.zoo.models import ZOO
+    for name in list(ZOO) if names == "all" else names.split(","):
+        try:
+            torch.manual_seed(0)
+            w = models.load("zoo." + name, 6, 0)
+            module, twin = w.module, copy.deepcopy(w.module)
+            step = act.compile(module, w.loss_fn)
+            per_size = act.compile(twin, w.loss_fn, dynamic_batch=False)
+            worst = 0.0
+            for n in (6, 4, 9):
+                batch = models.load("zoo." + name, n, 1)
+                module.zero_grad(set_to_none=True)
+                twin.zero_grad(set_to_none=True)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    a = float(step(batch.inputs, batch.targets))
+                    b = float(per_size(batch.inputs, batch.targets))
+                grads = [(p.grad, q.grad) for p, q in zip(module.parameters(), twin.parameters())
+                         if q.grad is not None]
+                scale = max([float(q.abs().max()) for _, q in grads] + [1e-30])
+                worst = max([worst, abs(a - b) / max(abs(b), 1e-30)]
+                            + [float((p - q).abs().max()) / scale for p, q in grads])
+            shared = step.dynamic_refused is None
+            print(f"| {name} | {'one step' if shared else 'per size: ' + step.dynamic_refused[:160]}"
+                  f" | {worst:.1e} |", flush=True)
+        except Exception as e:  # (a row, not the end of the table)
+            print(f"| {name} | error: {type(e).__name__}: {str(e)[:160]} | |", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workloads", default="mlp,cnn,resnet20,lm")
@@ -54,7 +91,12 @@ def main():
     p.add_argument("--batch", type=int, default=100, help="the other size, measured")
     p.add_argument("--calls", type=int, default=7)
     p.add_argument("--encoding", default=None)
+    p.add_argument("--zoo", default=None, help="zoo models (or all): the coverage table")
     a = p.parse_args()
+    if a.zoo:
+        print("| zoo model | step for every batch size | largest difference from per-size |")
+        print("|---|---|---|")
+        return zoo_coverage(a.zoo)
     print(f"threads {torch.get_num_threads()}, first batch {a.main}, measured batch {a.batch}, "
           f"encoding {a.encoding}")
     print("| workload | compile: every size / this size | step: every size / this size "

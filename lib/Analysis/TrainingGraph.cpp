@@ -152,10 +152,7 @@ mlir::act::getTensorBytes(RankedTensorType type,
 
 std::optional<int64_t> mlir::act::getBatchHint(Value value) {
   Region *region = value.getParentRegion();
-  Operation *scope = region ? region->getParentOp() : nullptr;
-  auto func = dyn_cast_or_null<func::FuncOp>(scope);
-  if (!func && scope)
-    func = scope->getParentOfType<func::FuncOp>();
+  auto func = region ? region->getParentOfType<func::FuncOp>() : func::FuncOp();
   auto hint = func ? func->getAttrOfType<IntegerAttr>(kBatchHintAttrName)
                    : IntegerAttr();
   if (!hint || hint.getInt() < 1)

@@ -254,11 +254,11 @@ class Graph:
         """A Sym or SymFloat as a `dtype` scalar computed from the batch."""
         key = ("batch", getattr(value, "k", None), getattr(value, "c", None),
                getattr(value, "power", None), dtype)
+        if isinstance(value, Sym) and dtype == "index":
+            return self.size(value)
         if key in self.consts:
             return self.consts[key]
         b = self.scalars()
-        if isinstance(value, Sym) and dtype == "index":
-            return self.size(value)
         n = b.index_cast(self.size(value if isinstance(value, Sym) else Sym(1, value.batch)),
                          "i64")
         if isinstance(value, Sym):

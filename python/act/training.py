@@ -482,9 +482,11 @@ class Step:
             # the first batch's bytes per example, times this batch.)
             n = _batch_of(self.variant[1], self._shapes(inputs, targets))
             self.saved_bytes = tuple(round(b * n) for b in per_example)
-        elif per_example is None and self._main_batch and self.variant[0] != EVERY_BATCH_SIZE:
-            self._per_example[self.encoding] = tuple(b / self._main_batch
-                                                     for b in self.saved_bytes)
+        elif per_example is None and self.variant[0] != EVERY_BATCH_SIZE:
+            data = tensors_of(inputs) + tensors_of(targets)
+            if data and data[0].dim() and data[0].shape[0]:
+                self._per_example[self.encoding] = tuple(b / data[0].shape[0]
+                                                         for b in self.saved_bytes)
         run_start = time.perf_counter()
         self.saved_sum[0] += self.saved_bytes[0]
         self.saved_sum[1] += self.saved_bytes[1]

@@ -1,8 +1,6 @@
 """Views and layout (reshape, transpose, permute, expand, slicing, concat),
 indexing and gathers."""
 
-import math
-
 from ..mlir import Sym, V, broadcast_shape, dims, is_dynamic
 from .core import LOWERINGS, arith, convert, lowering, meta_shape, require, resolve_sizes
 
@@ -282,28 +280,7 @@ def as_strided(g, node, x, size, stride, offset=0):
     # that is a plain dim (stride 1, the others 0) then has that dim's
     # size, which linalg infers loop bounds from.
     span = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
-    batch = next((d.batch for d in size if isinstance(d, Sym)), None)
-    if batch is not None and all(size):
-        # Sizes with the batch (a step for every batch size): the span is
-        # a * N + b, computed from the batch; the storage is k * N.
-        def at(n, dims):
-            return [d.k * n if isinstance(d, Sym) else d for d in dims]
-        spans = [1 + sum((d - 1) * t for d, t in zip(at(n, size), stride)) for n in (1, 2)]
-        a, b = spans[1] - spans[0], 2 * spans[0] - spans[1]
-        numels = [math.prod(at(n, value.shape)) for n in (1, 2)]
-        if offset or spans != numels:
-            require(a > 0 and not any(isinstance(t, Sym) for t in stride), node,
-                    "as_strided with strides that depend on the batch")
-            n = g.size(Sym(a, batch))
-            if b:
-                r = g.fresh("span")
-                g.emit(f"{r} = arith.addi {n}, {g.index_const(b)} : index")
-                n = r
-            r = g.fresh("slice")
-            g.emit(f"{r} = tensor.extract_slice {storage.name}[{offset or 0}] [{n}] [1] : "
-                   f"{storage.type} to tensor<?x{storage.dtype}>")
-            storage = V(r, (None,), storage.dtype)
-    elif offset or span != value.numel:
+    if offset or span != value.numel:
         storage = g.extract_slice(storage, [offset or 0], [span])
     expr = " + ".join([f"d{k} * {s}" for k, s in enumerate(stride)] + ["0"])
     return g.generic(tuple(size), [(storage, [expr])], lambda b, u, o: u, out_dtype=x.dtype,

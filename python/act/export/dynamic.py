@@ -104,7 +104,7 @@ def _symbol(va, vb, batches, where):
             return _SymFloat(va / b1, 1)
         raise DynamicBatchError(f"{where}: the number {va} at batch {b1} and {vb} at batch "
                                 f"{b2} is neither c * N nor c / N")
-    if va != vb and not (isinstance(va, float) and math.isnan(va) and math.isnan(vb)):
+    if va != vb:
         raise DynamicBatchError(f"{where}: {va!r} at batch {b1}, {vb!r} at {b2}")
     return va
 

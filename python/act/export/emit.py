@@ -58,6 +58,11 @@ class Exporter:
     def __init__(self, traced):
         self.t = traced
         self.name = traced.workload.name
+        self.batch_hint = None  # the traced batch of a step for every batch size (dynamic)
+
+    def _hint_attr(self):
+        """`act.batch_hint` (TrainingGraph.h), for a step for every batch size."""
+        return f"act.batch_hint = {self.batch_hint} : i64" if self.batch_hint else None
 
     def _arguments(self, g):
         # SSA names after the arguments' names (parameters prefixed p_).
@@ -176,10 +181,8 @@ class Exporter:
         bw.run(self.t.backward.graph.nodes)
         results = ([fw.env[self.t.loss_node]] + self._gradients(bw) + [v for _, v in self.updated]
                    + self._records(fw))
-        hint = getattr(self, "batch_hint", None)
         return func(f"{self.name}_step", args, results, g.lines, result_attrs={0: "act.loss"},
-                    arg_attrs=self._index_range_attrs(),
-                    attrs=f"act.batch_hint = {hint} : i64" if hint else None)
+                    arg_attrs=self._index_range_attrs(), attrs=self._hint_attr())
 
     def split(self):
         g, args, fw = self._forward()
@@ -205,12 +208,12 @@ class Exporter:
                 if v is a:
                     self.saved_arguments.setdefault(k, []).append(i)
         updated = [v for _, v in self._buffer_updates(g, args)]
-        hint = getattr(self, "batch_hint", None)
         fwd = func(f"{self.name}_forward", args,
                    [fw.env[self.t.loss_node]] + updated + self._records(fw) + saved,
                    g.lines,
-                   attrs=f"act.backward = @{self.name}_backward, act.num_saved = {len(saved)} : i64"
-                   + (f", act.batch_hint = {hint} : i64" if hint else ""),
+                   attrs=", ".join(filter(None, [
+                       f"act.backward = @{self.name}_backward, act.num_saved = {len(saved)} : i64",
+                       self._hint_attr()])),
                    result_attrs={0: "act.loss"}, arg_attrs=self._index_range_attrs())
         g = Graph()
         bargs = [V(g.fresh(f"saved{i}"), v.shape, v.dtype) for i, v in enumerate(saved)]
@@ -225,7 +228,7 @@ class Exporter:
         bw.env[self.t.bw_tangents[0]] = tangent
         bw.run(self.t.backward.graph.nodes)
         bwd = func(f"{self.name}_backward", bargs + [tangent], self._gradients(bw), g.lines,
-                   attrs=f"act.batch_hint = {hint} : i64" if hint else None)
+                   attrs=self._hint_attr())
         return fwd + "\n" + bwd
 
     def dynamic(self, spec, batch, form="joint"):
@@ -247,7 +250,8 @@ class Exporter:
             raise DynamicBatchError(
                 f"a lowering writes a size that depends on the batch into the step "
                 f"(at batch {batch}: `{la.strip()}`; at {other_batch(batch)}: `{lb.strip()}`)")
-        if "?" not in texts[0].split("{", 1)[0]:
+        if not any(isinstance(d, Sym) for ph in self.t.fw_placeholders
+                   for d in ph.meta.get("act_shape") or ()):
             raise DynamicBatchError("no argument of the step has the batch as a dimension")
         return texts[0]
 

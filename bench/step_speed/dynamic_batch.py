@@ -8,6 +8,13 @@ an evaluation batch size costs instead of a compile of its own.
     /usr/bin/python3 bench/step_speed/dynamic_batch.py [--workloads cnn,resnet20,lm,mlp]
         [--main 128] [--batch 100] [--calls 7] [--encoding "#act.quant<bits=4>"]
 
+And what compile_ahead=True (the default where the first compile takes 2 s
+or more) changes: the first call's time
+with and without it (the steps for every batch size exported then, their
+compile started in a background process), and the first call at the other
+size after --steps calls at the first size (loaded from the code cache the
+background process filled, or waiting for it), against compiling it then.
+
 With --zoo NAMES (zoo models, `all` for every one), the coverage instead:
 for each model, through act.compile at batches 6, 4 and 9, whether it
 shares one step (or why it is refused) and its largest difference from the
@@ -91,6 +98,8 @@ def main():
     p.add_argument("--batch", type=int, default=100, help="the other size, measured")
     p.add_argument("--calls", type=int, default=7)
     p.add_argument("--encoding", default=None)
+    p.add_argument("--steps", type=int, default=30,
+                   help="calls at the first size before the other size (compile_ahead)")
     p.add_argument("--zoo", default=None, help="zoo models (or all): the coverage table")
     a = p.parse_args()
     if a.zoo:
@@ -100,17 +109,25 @@ def main():
     print(f"threads {torch.get_num_threads()}, first batch {a.main}, measured batch {a.batch}, "
           f"encoding {a.encoding}")
     print("| workload | compile: every size / this size | step: every size / this size "
-          "| peak: every size / this size |")
-    print("|---|---|---|---|")
+          "| peak: every size / this size | first call: compile_ahead / without "
+          f"| first call at {a.batch} after {a.steps}: compiled ahead / then |")
+    print("|---|---|---|---|---|---|")
     for name in a.workloads.split(","):
         make, loss_fn, batch = WORKLOADS[name]
         torch.manual_seed(0)
         model = make()
-        twin = copy.deepcopy(model)
-        dynamic = act.compile(model, loss_fn, encoding=a.encoding)
+        twin, third = copy.deepcopy(model), copy.deepcopy(model)
+        dynamic = act.compile(model, loss_fn, encoding=a.encoding, compile_ahead=False)
         per_size = act.compile(twin, loss_fn, encoding=a.encoding, dynamic_batch=False)
-        dynamic(*batch(a.main))
+        ahead = act.compile(third, loss_fn, encoding=a.encoding, compile_ahead=True)
+        first = batch(a.main)
+        first_plain = timed(lambda: dynamic(*first))
+        first_ahead = timed(lambda: ahead(*first))
+        for _ in range(a.steps):
+            ahead(*first)
         x, y = batch(a.batch)
+        other_ahead = timed(lambda: ahead(x, y))
+        assert ahead.compiled[ahead.variant][0].from_cache, "not compiled ahead"
         compile_dynamic = timed(lambda: dynamic(x, y))
         compile_static = timed(lambda: per_size(x, y))
         assert dynamic.variant[0] == "every batch size", dynamic.dynamic_refused
@@ -123,7 +140,10 @@ def main():
               f"({compile_dynamic / compile_static:.2f}x) | {td * 1e3:.1f} / {ts * 1e3:.1f} ms "
               f"({td / ts:.2f}x) | {dynamic.last_peak_bytes / 2**20:.1f} / "
               f"{per_size.last_peak_bytes / 2**20:.1f} MiB "
-              f"({dynamic.last_peak_bytes / per_size.last_peak_bytes:.2f}x) |", flush=True)
+              f"({dynamic.last_peak_bytes / per_size.last_peak_bytes:.2f}x) | "
+              f"{first_ahead:.1f} / {first_plain:.1f} s ({first_ahead / first_plain:.2f}x) | "
+              f"{other_ahead:.2f} / {compile_dynamic:.2f} s "
+              f"({other_ahead / compile_dynamic:.2f}x) |", flush=True)
 
 
 if __name__ == "__main__":

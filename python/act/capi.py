@@ -8,6 +8,7 @@ The library comes from ACT_LIB_DIR, else the repository's build/lib. Errors
 raise ActError with act's message (diagnostics with locations included).
 """
 
+import contextlib
 import ctypes
 import math
 import os
@@ -113,12 +114,34 @@ def default_cache_dir():
     return os.path.join(base, "act")
 
 
+_cache_dir = None  # set_cache_dir's last directory
+
+
 def set_cache_dir(path):
     """Steps compiled from now on keep their code in `path` (None or "": no
     cache): a step compiled before, by this build of act for this CPU, is
     loaded from there in milliseconds instead of compiled (docs/Running.md,
     "The code cache")."""
+    global _cache_dir
     library().actSetCacheDir(str(path or "").encode())
+    _cache_dir = str(path or "")
+
+
+def get_cache_dir():
+    """The code cache steps compiled now use ("": none)."""
+    library()
+    return _cache_dir
+
+
+@contextlib.contextmanager
+def cache_dir(path):
+    """set_cache_dir(path) for the duration of a `with` block."""
+    before = get_cache_dir()
+    set_cache_dir(path)
+    try:
+        yield
+    finally:
+        set_cache_dir(before)
 
 
 def run_passes(src, pipeline, dst=None):

@@ -51,6 +51,7 @@ import torch
 import torch.nn.functional as F
 
 from . import capi, driver
+from .ahead import Ahead
 from .export import Exporter, Traced, external_modules, header
 from .export.dynamic import DynamicBatchError, batch_symbols, other_batch
 from .mlir import Sym
@@ -76,7 +77,8 @@ def _saved_ids(include):
 class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
                  measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
-                 adapt_batches=2, keep_work_dir=False, include=None, dynamic_batch=True):
+                 adapt_batches=2, keep_work_dir=False, include=None, dynamic_batch=True,
+                 compile_ahead=None):
         _refuse_wrappers(module)
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
@@ -121,7 +123,21 @@ class Step:
         # per mode ({mode: its data's shape pattern, or None: refused}).
         self.dynamic_batch = dynamic_batch
         self._dynamic = {}
+        self._refusals = {}  # mode -> why its step for every batch size was refused
         self.dynamic_refused = None  # why the step cannot serve every batch size
+        # After the first step of a training mode compiles, the steps for
+        # every batch size that the loop will want next (its partial last
+        # batch; evaluation under no_grad in eval mode) are exported here
+        # and compiled by a background process (act/ahead.py).
+        if compile_ahead is None and os.environ.get("ACT_COMPILE_AHEAD") == "0":
+            compile_ahead = False
+        self.compile_ahead = compile_ahead  # None: where the first compile was slow
+        self._ahead_modes = set()  # training modes whose next steps were started
+        self._prepared = {}  # compiled's key -> (name, graph to compile), lowered ahead
+        self._ahead = {}  # graph to compile -> the background process compiling it
+        self._workers = []  # every background process started
+        self._fresh = None  # (shapes, Traced) of the last static export, until ahead reuses it
+        self._lowered = 0  # variants lowered (their files' numbers)
         self._main_batch = None  # the first batch's size
         self._per_example = {}  # encoding -> saved bytes (before, after) per example
         self._allocated = {}  # shapes -> (tuned graph, allocation signature)
@@ -135,8 +151,9 @@ class Step:
         os.makedirs(self.work_dir, exist_ok=True)  # a work_dir given may not exist yet
         # A directory act made is removed with the step (or at exit); one
         # the caller named, or keep_work_dir=True / ACT_KEEP_WORK_DIR=1, stays.
-        if not (work_dir or keep_work_dir or os.environ.get("ACT_KEEP_WORK_DIR")):
-            weakref.finalize(self, shutil.rmtree, self.work_dir, ignore_errors=True)
+        # Background compiles stop then too.
+        remove = not (work_dir or keep_work_dir or os.environ.get("ACT_KEEP_WORK_DIR"))
+        weakref.finalize(self, _clean_up, self._workers, self.work_dir if remove else None)
         # (shapes, compute_bits, encoding) -> (CompiledStep, layout, saved bytes)
         self.compiled = {}
         self.last_peak_bytes = 0
@@ -173,11 +190,14 @@ class Step:
                          tuple((id(p), p.requires_grad) for top in [self.module] + self.externals
                                for p in top.parameters()))
 
-    def _key(self, inputs, targets):
+    def _key(self, inputs, targets, forward_only=False):
         """The cache key of this batch's step, exporting the step on first
         use: the batch's shapes (_shapes), for a batch of the first batch's
         size; for one of any other size, the key of the step exported for
-        every batch size (_dynamic_key), where the step can be exported so."""
+        every batch size (_dynamic_key), where the step can be exported so.
+        forward_only: a batch of the first batch's size too takes the step
+        for every batch size of its mode where that was exported (ahead)
+        and its own was not."""
         shapes = self._shapes(inputs, targets)
         if shapes in self._exports:
             return shapes
@@ -185,23 +205,25 @@ class Step:
         first = data[0].shape[0] if data and data[0].dim() else None
         if self._main_batch is None:
             self._main_batch = first
-        elif first != self._main_batch:
+        elif first != self._main_batch or (forward_only
+                                           and self._dynamic.get(shapes[2:]) is not None):
             key = self._dynamic_key(inputs, targets, shapes)
             if key is not None:
                 return key
         traced = self._trace(inputs, targets)
         self._exports[shapes] = self._write(traced, Exporter(traced), lambda ex: ex.joint())
+        self._fresh = (shapes, traced)
         return shapes
 
     def _export(self, inputs, targets):
         """The step's joint graph for this batch (exported once)."""
         return self._exports[self._key(inputs, targets)]
 
-    def _trace(self, inputs, targets, real_tensors=False):
+    def _trace(self, inputs, targets, real_tensors=False, checked=True):
         require_cpu("act.compile's step", (), self.module)
         # Tracing leaves the module's buffers alone (it substitutes copies).
         traced = Traced(Workload(f"step{len(self._exports)}", self.module, inputs, targets,
-                                 self.loss_fn), self.seed, real_tensors)
+                                 self.loss_fn), self.seed, real_tensors, checked)
         if traced.external and not self._exports:
             sizes = sorted({tuple(p.shape) for p in traced.external.values()})
             warnings.warn(
@@ -232,37 +254,52 @@ class Step:
         }
         return name, src, layout
 
-    def _dynamic_key(self, inputs, targets, shapes):
+    def _dynamic_wanted(self):
+        """Whether batches may share a step for every batch size: not with
+        dynamic_batch=False, nor average_bits=, few_bit= and compute_bits=,
+        whose choices are made per shape."""
+        return (self.dynamic_batch and self.average_bits is None and not self.few_bit
+                and self.compute_bits is None)
+
+    def _dynamic_key(self, inputs, targets, shapes, traced=None, ahead=False):
         """The key of the step exported for every batch size in this mode
-        (exported on first use: two traces, export/dynamic.py), if this
-        batch fits it; None where it does not, where such a step cannot be
-        exported (dynamic_refused says why; warned once) or is not wanted
-        (dynamic_batch=False; average_bits=, few_bit= and compute_bits=,
-        whose choices are made per shape)."""
-        if not (self.dynamic_batch and self.average_bits is None and not self.few_bit
-                and self.compute_bits is None):
+        (exported on first use: two traces, export/dynamic.py; `traced`, a
+        trace of this batch, is the first), if this batch fits it; None
+        where it does not, where such a step cannot be exported
+        (dynamic_refused says why; warned once, when a batch needs it, not
+        when exported `ahead`) or is not wanted (_dynamic_wanted)."""
+        if not self._dynamic_wanted():
             return None
         mode = shapes[2:]
         if mode not in self._dynamic:
-            self._dynamic[mode] = self._export_dynamic(inputs, targets, mode)
+            self._dynamic[mode] = self._export_dynamic(inputs, targets, mode, traced)
         pattern = self._dynamic[mode]
-        n = _batch_of(pattern, shapes) if pattern is not None else None
+        if pattern is None:
+            if not ahead and mode in self._refusals:
+                self._refuse_dynamic(self._refusals.pop(mode))
+            return None
+        n = _batch_of(pattern, shapes)
         if n is None or (n == 1 and any(m.training for m in self.batch_norms)):
             # (BatchNorm at a batch of 1: PyTorch's trace refuses what it
             # refuses, a 2-d input, as eager does.)
             return None
         return (EVERY_BATCH_SIZE, pattern) + mode
 
-    def _export_dynamic(self, inputs, targets, mode):
+    def _export_dynamic(self, inputs, targets, mode, traced=None):
         """Exports the step for every batch size in this mode from this
         batch's examples, repeated to two sizes and traced at both
-        (export/dynamic.py); its key goes into _exports. Returns the shape
-        pattern of its data (static dims, and -k for k * N), or None where
-        it is refused (warned once)."""
+        (export/dynamic.py; `traced`, a trace of this batch, is the first
+        where the batch has 2 examples or more); its key goes into
+        _exports. Returns the shape pattern of its data (static dims, and
+        -k for k * N), or None where it is refused (_refusals[mode] says
+        why)."""
+        def refused(reason):
+            self._refusals[mode] = reason
+            return None
         data = tensors_of(inputs) + tensors_of(targets)
         if any(t.dim() == 0 for t in data) or len({t.shape[0] for t in data}) != 1:
-            return self._refuse_dynamic("its inputs and targets do not all have the batch as "
-                                        "their first dimension")
+            return refused("its inputs and targets do not all have the batch as their first "
+                           "dimension")
         batch = data[0].shape[0]
         size = max(batch, 2)  # (PyTorch specializes dims of size 1)
 
@@ -272,22 +309,26 @@ class Step:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                traces = [self._trace(resized(inputs, size), resized(targets, size))]
+                if traced is None or size != batch:
+                    traced = self._trace(resized(inputs, size), resized(targets, size))
+                traces = [traced]
                 # (Both real or both shapes only: the fake tensors' shapes
                 # of some results differ from the real kernels', eval-mode
-                # BatchNorm's saved statistics.)
+                # BatchNorm's saved statistics. The first trace checked
+                # PyTorch's trace on the same first examples.)
                 n = other_batch(size)
                 traces.append(self._trace(resized(inputs, n), resized(targets, n),
-                                          real_tensors=not traces[0].shapes_only))
+                                          real_tensors=not traces[0].shapes_only,
+                                          checked=False))
             spec = batch_symbols(traces[0], traces[1], size)
-            exported = self._write(traces[0], Exporter(traces[0]),
-                                   lambda ex: ex.dynamic(spec, size))
+            exporter = Exporter(traces[0])
+            exporter.name = f"step{len(self._exports)}"  # (a trace reused keeps its own)
+            exported = self._write(traces[0], exporter, lambda ex: ex.dynamic(spec, size))
         except DynamicBatchError as e:
-            return self._refuse_dynamic(str(e))
+            return refused(str(e))
         except Exception as e:  # (a model that runs at some batch sizes only)
-            return self._refuse_dynamic(f"tracing it at batches {size} and "
-                                        f"{other_batch(size)} failed with "
-                                        f"{type(e).__name__}: {e}")
+            return refused(f"tracing it at batches {size} and {other_batch(size)} failed with "
+                           f"{type(e).__name__}: {e}")
         t = traces[0]
         shapes = [ph.meta["act_shape"] for ph in t.fw_placeholders[len(t.fw_placeholders)
                                                                       - t.n_data:]]
@@ -313,12 +354,43 @@ class Step:
                 self._allocate(shapes, [(inputs, targets)])
             mlir, variant = self._allocated[shapes]
         else:
-            variant = self.encoding
+            mlir, variant = None, self.encoding
         key = shapes + (self.compute_bits, variant)
         self.variant = key  # the compiled variant in use
         if key in self.compiled:
             return self.compiled[key]
-        name = f"{name}_v{len(self.compiled)}"
+        name, mlir = self._prepared.pop(key, None) or self._lower(name, src, mlir)
+        try:
+            step = self._compile_file(
+                mlir, f"compiling {name} ({_describe(shapes)}, "
+                f"{variant if isinstance(variant, str) else 'allocated bits'})")
+        except capi.ActError as e:
+            if shapes[0] != EVERY_BATCH_SIZE:
+                raise
+            # (A lowering act has for static sizes only: a step per size.)
+            self._dynamic[shapes[2:]] = None
+            self._refuse_dynamic(f"compiling it failed: {str(e).strip().splitlines()[0]}")
+            return self._compile(inputs, targets)
+        report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
+        self.report = report  # the last compiled variant's (docs/MemoryReport.md)
+        if self.include:
+            ids = {t["id"] for g in report["graphs"] for t in g["saved"]}
+            unknown = [i for i in self.include if i not in ids]
+            if unknown:
+                raise ValueError(
+                    f"include= names saved values {unknown} that this step does not have "
+                    f"(its saved values are ids 0..{len(ids) - 1}: step.report)")
+        totals = report["graphs"][0]["totals"]
+        self.compiled[key] = (step, layout,
+                              (totals["saved_bytes_before"], totals["saved_bytes_after"]))
+        return self.compiled[key]
+
+    def _lower(self, name, src, mlir=None):
+        """The graph to compile for the exported step `src` in the current
+        variant (`mlir`: average_bits='s, allocated), and its name: the
+        encodings inserted, FracTrain's compute quantization applied."""
+        name = f"{name}_v{self._lowered}"
+        self._lowered += 1
         if self.average_bits is None:
             # "lossless": Gist's lossless encodings only (sign masks, narrow
             # indices, sparse storage of values with structural zeros).
@@ -335,22 +407,88 @@ class Step:
             with open(report) as f:
                 self.cost[self.compute_bits] = json.load(f)["totals"]
             mlir = quantized
-        with _progress(f"compiling {name} ({_describe(shapes)}, "
-                       f"{variant if isinstance(variant, str) else 'allocated bits'})"):
-            step = capi.CompiledStep.from_file(mlir)
-        report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
-        self.report = report  # the last compiled variant's (docs/MemoryReport.md)
-        if self.include:
-            ids = {t["id"] for g in report["graphs"] for t in g["saved"]}
-            unknown = [i for i in self.include if i not in ids]
-            if unknown:
-                raise ValueError(
-                    f"include= names saved values {unknown} that this step does not have "
-                    f"(its saved values are ids 0..{len(ids) - 1}: step.report)")
-        totals = report["graphs"][0]["totals"]
-        self.compiled[key] = (step, layout,
-                              (totals["saved_bytes_before"], totals["saved_bytes_after"]))
-        return self.compiled[key]
+        return name, mlir
+
+    def _compile_file(self, mlir, what):
+        """The compiled step of the graph `mlir` (`what` it is, for the
+        progress output): loaded from the code cache where a background
+        process compiled it ahead (waiting for it if it has not finished),
+        else compiled here."""
+        ahead = self._ahead.pop(mlir, None)
+        if ahead is None:
+            with _progress(what):
+                return capi.CompiledStep.from_file(mlir)
+        if not ahead.done(mlir):
+            with _progress(f"{what}, compiling in the background", after=1.0):
+                while not ahead.done(mlir):
+                    time.sleep(0.02)
+        with capi.cache_dir(ahead.cache), _progress(what):
+            return capi.CompiledStep.from_file(mlir)
+
+    def _lower_forward_only(self, shapes):
+        """The forward-only graph (act-forward-only) of the exported step
+        of `shapes`: the loss, the updated buffers and the records kept."""
+        name, src, layout = self._exports[shapes]
+        nparams, nupdated = len(layout["params"]), len(layout["updated"])
+        keep = [0] + list(range(1 + nparams, 1 + nparams + nupdated + len(layout["records"])))
+        mlir = os.path.join(self.work_dir, f"{name}_forward_only.mlir")
+        driver.passes(src, mlir, "act-forward-only", "keep=" + ",".join(map(str, keep)))
+        return mlir
+
+    def _compile_ahead(self, inputs, targets, seconds):
+        """After the first step of a training mode compiles (compile_ahead;
+        by default where exporting and compiling it took `seconds` >=
+        AHEAD_AFTER, so that compiling the others later would be a wait):
+        the steps the loop will want next, exported and lowered here and
+        compiled by a background process into the code cache (act/ahead.py;
+        with the cache off, a cache of the work directory's): the step for
+        every batch size in this mode (the partial last batch), and the
+        forward-only step for every batch size in eval mode (evaluation
+        under torch.no_grad() after model.eval()). Where either cannot be
+        exported, nothing is said until a batch needs it."""
+        if self._fresh is None or not torch.is_grad_enabled():
+            return  # (no step was exported since the last time)
+        fresh, self._fresh = self._fresh, None
+        shapes = self._shapes(inputs, targets)
+        mode = shapes[2:]
+        if self.compile_ahead is False or not self._dynamic_wanted() or mode in self._ahead_modes:
+            return
+        self._ahead_modes.add(mode)
+        if self.compile_ahead is None and seconds < AHEAD_AFTER:
+            return
+        graphs = []
+        key = self._dynamic_key(inputs, targets, shapes, ahead=True,
+                                traced=fresh[1] if fresh and fresh[0] == shapes else None)
+        if key is not None:
+            key += (self.compute_bits, self.encoding)
+            if key not in self.compiled and key not in self._prepared:
+                name, src, _ = self._exports[key[:-2]]
+                self._prepared[key] = self._lower(name, src)
+                graphs.append(self._prepared[key][1])
+        # Eval mode: every module's training flag off while it is traced.
+        modules = [m for top in [self.module] + self.externals for m in top.modules()]
+        flags = [m.training for m in modules]
+        try:
+            for m in modules:
+                m.training = False
+            eval_shapes = self._shapes(inputs, targets)
+            key = self._dynamic_key(inputs, targets, eval_shapes, ahead=True,
+                                    traced=fresh[1] if fresh and fresh[0] == eval_shapes
+                                    else None)
+        finally:
+            for m, flag in zip(modules, flags):
+                m.training = flag
+        if key is not None:
+            key += ("forward-only",)
+            if key not in self.compiled and key not in self._prepared:
+                mlir = self._lower_forward_only(key[:-1])
+                self._prepared[key] = (self._exports[key[:-1]][0], mlir)
+                graphs.append(mlir)
+        if graphs:
+            cache = capi.get_cache_dir() or os.path.join(self.work_dir, "code-cache")
+            worker = Ahead(graphs, cache)
+            self._workers.append(worker)
+            self._ahead.update((g, worker) for g in graphs)
 
     def _allocate(self, shapes, batches):
         """GACT's allocation for this batch shape, as act-tune makes it:
@@ -421,6 +559,7 @@ class Step:
     def _prepare(self, inputs, targets):
         """The compiled step for this batch (exported, allocated and compiled
         on first use; the first allocation counts as adaptation time)."""
+        began = time.perf_counter()
         self._export(inputs, targets)
         start = time.perf_counter()
         fresh = (self.average_bits is not None
@@ -428,6 +567,7 @@ class Step:
         compiled = self._compile(inputs, targets)
         if fresh:
             self._charge(start)
+        self._compile_ahead(inputs, targets, time.perf_counter() - began)
         return compiled
 
     def _charge(self, start):
@@ -537,16 +677,20 @@ class Step:
         and mode. No .grad is written; BatchNorm in training mode updates
         its running statistics, as eager does under no_grad."""
         with torch.enable_grad():  # (the export traces the training step)
-            shapes = self._key(inputs, targets)
+            shapes = self._key(inputs, targets, forward_only=True)
         key = shapes + ("forward-only",)
         name, src, layout = self._exports[shapes]
         if key not in self.compiled:
-            nparams, nupdated = len(layout["params"]), len(layout["updated"])
-            keep = [0] + list(range(1 + nparams, 1 + nparams + nupdated + len(layout["records"])))
-            mlir = os.path.join(self.work_dir, f"{name}_forward_only.mlir")
-            with _progress(f"compiling the forward-only step of {name}"):
-                driver.passes(src, mlir, "act-forward-only", "keep=" + ",".join(map(str, keep)))
-                self.compiled[key] = (capi.CompiledStep.from_file(mlir), layout, (0, 0))
+            _, mlir = self._prepared.pop(key, None) or (name, self._lower_forward_only(shapes))
+            try:
+                step = self._compile_file(mlir, f"compiling the forward-only step of {name}")
+            except capi.ActError as e:
+                if shapes[0] != EVERY_BATCH_SIZE:
+                    raise
+                self._dynamic[shapes[2:]] = None
+                self._refuse_dynamic(f"compiling it failed: {str(e).strip().splitlines()[0]}")
+                return self._forward_only(inputs, targets)
+            self.compiled[key] = (step, layout, (0, 0))
         step = self.compiled[key][0]
         self.calls += 1
         call_seed = (self.seed * 1000003 + self.calls) & 0x7FFFFFFFFFFFFFFF
@@ -643,6 +787,15 @@ def _update_again(bn, before, updates):
         stat.data.copy_(value)
 
 
+def _clean_up(workers, work_dir):
+    """When a step is destroyed (or at exit): its background compiles
+    stopped, the work directory act made (`work_dir`, None: kept) removed."""
+    for worker in workers:
+        worker.stop()
+    if work_dir is not None:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
 def _refuse_wrappers(module):
     """act's step writes .grad itself: a wrapper whose work happens in
     autograd's hooks would silently do nothing (DistributedDataParallel's
@@ -729,6 +882,11 @@ def _outside_act():
     return level
 
 
+# compile_ahead=None: the steps for every batch size are compiled ahead where
+# the first step of a training mode took this long to export and compile
+# (below, compiling them when a batch needs them is about as quick).
+AHEAD_AFTER = 2.0
+
 # The first element of the keys of the step exported for every batch size.
 EVERY_BATCH_SIZE = "every batch size"
 
@@ -764,7 +922,7 @@ def _cloned(value):
 def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
             encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
             compute_bits=None, adapt_interval=0, adapt_batches=2, keep_work_dir=False,
-            include=None, dynamic_batch=True):
+            include=None, dynamic_batch=True, compile_ahead=None):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), "lossless" for Gist's
@@ -801,11 +959,18 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     on the batch otherwise than through its size); False: one step per
     batch size. The first batch's size keeps a step of its own (the
     fastest). Not with average_bits=, few_bit= or compute_bits=.
+    compile_ahead: with dynamic_batch, once the first step of a training
+    mode is compiled, the steps for every batch size that a loop wants next
+    (its partial last batch; evaluation under torch.no_grad() in eval mode)
+    are compiled by a background process at a low priority, and loaded from
+    the code cache when a batch first needs them; False: compiled then;
+    None (the default): ahead where the first step took 2 s or more to
+    export and compile (AHEAD_AFTER), unless ACT_COMPILE_AHEAD=0.
     The example batch, if given, compiles the step now (and `saved_bytes`
     is known from then on)."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
                 compute_bits, adapt_interval, adapt_batches, keep_work_dir, include,
-                dynamic_batch)
+                dynamic_batch, compile_ahead)
     if example_inputs is not None and example_targets is not None:
         inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
         require_cpu("act.compile", tensors_of(inputs) + tensors_of(targets), module)

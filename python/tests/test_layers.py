@@ -19,7 +19,7 @@ LAYERS = [
         "act.decomp", "act.aten", "act.aten.*", "act.export", "act.export.standins",
         "act.export.randomness",
         "act.export.trace", "act.export.dynamic", "act.export.emit"]),
-    ("backend: the C API and the tools", ["act.capi", "act.driver"]),
+    ("backend: the C API and the tools", ["act.capi", "act.driver", "act.ahead"]),
     ("training and tuning", ["act.training", "act.module", "act.dfq", "act.tune"]),
     ("models and command lines", [
         "act", "act.models", "act.zoo", "act.zoo.*", "act.export.cli", "act.export.__main__",

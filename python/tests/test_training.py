@@ -141,9 +141,14 @@ def test_every_batch_size_step_follows_the_per_size_steps(tmp_path):
             x, y = torch.randn(n, 1, 8, 8), torch.randint(0, 5, (n,))
             a, b = float(step(x, y)), float(per_size(x, y))
             assert abs(a - b) <= 1e-6 * abs(b)
-    assert [k[0] for k in step.compiled if k[-1] == "forward-only"].count("every batch size") == 1
-    assert len(step.compiled) == 4 and len(per_size.compiled) == 6
-    mlp = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+    # (The evaluation batch of the first batch's size too takes the
+    # forward-only step for every batch size, once there is one.)
+    assert [k[0] for k in step.compiled if k[-1] == "forward-only"] == ["every batch size"]
+    assert len(step.compiled) == 3 and len(per_size.compiled) == 6
+    # (Wide enough that act-insert-encode-decode's min-bytes encodes the
+    # hidden layer at both sizes: the step for every size decides at the
+    # first batch's, 16.)
+    mlp = nn.Sequential(nn.Linear(6, 64), nn.ReLU(), nn.Linear(64, 3))
     twin = copy.deepcopy(mlp)
     step = act.compile(mlp, F.cross_entropy, encoding="#act.quant<bits=2>")
     per_size = act.compile(twin, F.cross_entropy, encoding="#act.quant<bits=2>",
@@ -154,6 +159,78 @@ def test_every_batch_size_step_follows_the_per_size_steps(tmp_path):
         twin.zero_grad(set_to_none=True)
         assert abs(float(step(x, y)) - float(per_size(x, y))) <= 1e-6
         _grads_close(mlp, twin)
+
+
+def test_the_partial_batch_and_evaluation_load_steps_compiled_ahead(tmp_path, monkeypatch):
+    """Once the first step compiles, a background process compiles the step
+    for every batch size and the eval-mode forward-only step into the code
+    cache: the partial last batch and evaluation batches (of any size) load
+    them from there, compiling nothing in this process, with eager's losses
+    and gradients and BatchNorm's statistics. With the code cache off, the
+    work directory's serves. compile_ahead=False starts nothing, nor does
+    the default where the first compile was quicker than AHEAD_AFTER;
+    destroying the step stops its background process."""
+    import gc
+    monkeypatch.delenv("ACT_COMPILE_AHEAD", raising=False)
+    loaded = []
+    compile_file = capi.CompiledStep.from_file.__func__
+
+    def from_file(cls, path, entry=None):
+        step = compile_file(cls, path, entry)
+        loaded.append((os.path.basename(str(path)), step.from_cache))
+        return step
+    monkeypatch.setattr(capi.CompiledStep, "from_file", classmethod(from_file))
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.Dropout(0.0), nn.Flatten(), nn.Linear(64 * 4, 5))
+    eager = copy.deepcopy(model)
+    data = [(torch.randn(n, 1, 8, 8), torch.randint(0, 5, (n,))) for n in (16, 16, 16, 5)]
+    with capi.cache_dir(""):  # (the work directory's cache)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # (nothing to say ahead)
+            step = act.compile(model, F.cross_entropy, *data[0], work_dir=str(tmp_path),
+                               encoding="#act.quant<bits=8>", compile_ahead=True)
+        assert [name for name, _ in loaded] == ["step0_v0_encoded.mlir"]
+        (worker,) = step._workers
+        assert worker.cache == os.path.join(str(tmp_path), "code-cache")
+        assert worker.process.wait(timeout=300) == 0
+        for x, y in data:
+            model.zero_grad(set_to_none=True)
+            eager.zero_grad(set_to_none=True)
+            loss = step(x, y)
+            expected = F.cross_entropy(eager(x), y)
+            expected.backward()
+            assert abs(float(loss) - float(expected)) <= 1e-2 * abs(float(expected))
+            for p, q in zip(model.parameters(), eager.parameters()):
+                assert torch.allclose(p.grad, q.grad, rtol=0.1, atol=2e-2)
+        model.eval()
+        eager.eval()
+        with torch.no_grad():
+            for n in (16, 40, 3):
+                x, y = torch.randn(n, 1, 8, 8), torch.randint(0, 5, (n,))
+                expected = F.cross_entropy(eager(x), y)
+                assert abs(float(step(x, y)) - float(expected)) <= 1e-5 * abs(float(expected))
+        for u, v in zip(model.buffers(), eager.buffers()):
+            assert torch.allclose(u.float(), v.float(), atol=1e-3)
+    # The first step compiled here; the other two came from the cache (the
+    # evaluation batch of the first batch's size too).
+    assert [c for _, c in loaded] == [False, True, True], loaded
+    assert sum(k[0] == "every batch size" for k in step.compiled) == 2
+    assert step.dynamic_refused is None and len(step.compiled) == 3
+    other = act.compile(copy.deepcopy(model).train(), F.cross_entropy, *data[0],
+                        compile_ahead=False)
+    assert other._workers == [] and len(other.compiled) == 1
+    from act import training
+    monkeypatch.setattr(training, "AHEAD_AFTER", 1e9)
+    other = act.compile(copy.deepcopy(model).train(), F.cross_entropy, *data[0])
+    assert other._workers == [] and len(other.compiled) == 1
+    monkeypatch.setattr(training, "AHEAD_AFTER", 0.0)
+    twin = act.compile(copy.deepcopy(model).train(), F.cross_entropy, *data[0])
+    (worker,) = twin._workers
+    work_dir = twin.work_dir
+    del twin
+    gc.collect()
+    assert worker.process.poll() is not None and not os.path.exists(work_dir)
 
 
 @pytest.mark.parametrize("name", ["lstm", "multihead_attention", "transformer_encoder_layer",
@@ -646,7 +723,14 @@ def test_compiling_and_training_run_no_subprocess(tmp_path, monkeypatch):
     and every subprocess refused, they train as before."""
     monkeypatch.setenv("ACT_BIN_DIR", str(tmp_path / "no-tools"))
 
+    popen = subprocess.Popen
+
     def refuse(*args, **kwargs):
+        command = args[0] if args else kwargs.get("args")
+        if list(command[:3]) == [sys.executable, "-m", "act.ahead"]:
+            # (compile_ahead's background compile: Python and the C API,
+            # not act's tools)
+            return popen(*args, **kwargs)
         raise AssertionError(f"a subprocess was started: {args[0] if args else kwargs}")
 
     monkeypatch.setattr(subprocess, "Popen", refuse)

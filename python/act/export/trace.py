@@ -194,14 +194,16 @@ def first_examples(workload, count, above):
 class Traced:
     """The aten graphs of a workload and the values around them."""
 
-    def __init__(self, workload, seed=0, real_tensors=False):
+    def __init__(self, workload, seed=0, real_tensors=False, checked=True):
         """A batch larger than SHAPES_ONLY_ABOVE whose inputs and targets
         can all be cut to CHECK_BATCH along their first dimension is traced
         for its shapes only (torchversion.aot_trace: nothing computed at the
         batch's size), PyTorch's check against eager running on a real
         trace of those first examples; a step 1.13's fake tensors refuse is
         traced with real ones. real_tensors: a real trace whatever the
-        batch (the check on the step itself)."""
+        batch (the check on the step itself). checked=False: no check (a
+        second trace of the same model and first examples at another batch
+        size, whose check the first trace ran)."""
         # Tracing and the checks run the model and the loss several times:
         # other modules they call (a GAN's discriminator in the loss) keep
         # their buffers (BatchNorm's running statistics) as they were.
@@ -218,7 +220,7 @@ class Traced:
                     self.shapes_only, check = False, None
             if not self.shapes_only:
                 self._trace(workload, seed)
-        if check is not None and not self.random:
+        if check is not None and not self.random and checked:
             # (It raises as this trace's check would; its warnings are about
             # its batch, not the step's.)
             with warnings.catch_warnings():

@@ -459,12 +459,17 @@ class Step:
         graphs = []
         key = self._dynamic_key(inputs, targets, shapes, ahead=True,
                                 traced=fresh[1] if fresh and fresh[0] == shapes else None)
+        # (Ahead is only ahead: a step that fails to lower or compile here
+        # is left to the batch that needs it, which reports the error.)
         if key is not None:
             key += (self.compute_bits, self.encoding)
             if key not in self.compiled and key not in self._prepared:
                 name, src, _ = self._exports[key[:-2]]
-                self._prepared[key] = self._lower(name, src)
-                graphs.append(self._prepared[key][1])
+                try:
+                    self._prepared[key] = self._lower(name, src)
+                    graphs.append(self._prepared[key][1])
+                except driver.ToolError:
+                    pass
         # Eval mode: every module's training flag off while it is traced.
         modules = [m for top in [self.module] + self.externals for m in top.modules()]
         flags = [m.training for m in modules]
@@ -481,12 +486,18 @@ class Step:
         if key is not None:
             key += ("forward-only",)
             if key not in self.compiled and key not in self._prepared:
-                mlir = self._lower_forward_only(key[:-1])
-                self._prepared[key] = (self._exports[key[:-1]][0], mlir)
-                graphs.append(mlir)
+                try:
+                    mlir = self._lower_forward_only(key[:-1])
+                    self._prepared[key] = (self._exports[key[:-1]][0], mlir)
+                    graphs.append(mlir)
+                except driver.ToolError:
+                    pass
         if graphs:
             cache = capi.get_cache_dir() or os.path.join(self.work_dir, "code-cache")
-            worker = Ahead(graphs, cache)
+            try:
+                worker = Ahead(graphs, cache)
+            except OSError:  # (no process to start: compiled when needed)
+                return
             self._workers.append(worker)
             self._ahead.update((g, worker) for g in graphs)
 

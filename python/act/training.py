@@ -360,16 +360,9 @@ class Step:
         if key in self.compiled:
             return self.compiled[key]
         name, mlir = self._prepared.pop(key, None) or self._lower(name, src, mlir)
-        try:
-            step = self._compile_file(
-                mlir, f"compiling {name} ({_describe(shapes)}, "
-                f"{variant if isinstance(variant, str) else 'allocated bits'})")
-        except capi.ActError as e:
-            if shapes[0] != EVERY_BATCH_SIZE:
-                raise
-            # (A lowering act has for static sizes only: a step per size.)
-            self._dynamic[shapes[2:]] = None
-            self._refuse_dynamic(f"compiling it failed: {str(e).strip().splitlines()[0]}")
+        step = self._compile_file(mlir, shapes, f"compiling {name} ({_describe(shapes)}, "
+                                  f"{variant if isinstance(variant, str) else 'allocated bits'})")
+        if step is None:
             return self._compile(inputs, targets)
         report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
         self.report = report  # the last compiled variant's (docs/MemoryReport.md)
@@ -409,21 +402,31 @@ class Step:
             mlir = quantized
         return name, mlir
 
-    def _compile_file(self, mlir, what):
-        """The compiled step of the graph `mlir` (`what` it is, for the
-        progress output): loaded from the code cache where a background
-        process compiled it ahead (waiting for it if it has not finished),
-        else compiled here."""
-        ahead = self._ahead.pop(mlir, None)
-        if ahead is None:
-            with _progress(what):
+    def _compile_file(self, mlir, shapes, what):
+        """The compiled step of the graph `mlir`, exported for `shapes`
+        (`what` it is, for the progress output): loaded from the code cache
+        where a background process compiled it ahead (waiting for it if it
+        has not finished), else compiled here. None where a step for every
+        batch size fails to compile (a lowering act has for static sizes
+        only): refused for its mode, so that the caller's next try compiles
+        a step for the batch's size."""
+        try:
+            ahead = self._ahead.pop(mlir, None)
+            if ahead is None:
+                with _progress(what):
+                    return capi.CompiledStep.from_file(mlir)
+            if not ahead.done(mlir):
+                with _progress(f"{what}, compiling in the background", after=1.0):
+                    while not ahead.done(mlir):
+                        time.sleep(0.02)
+            with capi.cache_dir(ahead.cache), _progress(what):
                 return capi.CompiledStep.from_file(mlir)
-        if not ahead.done(mlir):
-            with _progress(f"{what}, compiling in the background", after=1.0):
-                while not ahead.done(mlir):
-                    time.sleep(0.02)
-        with capi.cache_dir(ahead.cache), _progress(what):
-            return capi.CompiledStep.from_file(mlir)
+        except capi.ActError as e:
+            if shapes[0] != EVERY_BATCH_SIZE:
+                raise
+            self._dynamic[shapes[2:]] = None
+            self._refuse_dynamic(f"compiling it failed: {str(e).strip().splitlines()[0]}")
+            return None
 
     def _lower_forward_only(self, shapes):
         """The forward-only graph (act-forward-only) of the exported step
@@ -693,13 +696,8 @@ class Step:
         name, src, layout = self._exports[shapes]
         if key not in self.compiled:
             _, mlir = self._prepared.pop(key, None) or (name, self._lower_forward_only(shapes))
-            try:
-                step = self._compile_file(mlir, f"compiling the forward-only step of {name}")
-            except capi.ActError as e:
-                if shapes[0] != EVERY_BATCH_SIZE:
-                    raise
-                self._dynamic[shapes[2:]] = None
-                self._refuse_dynamic(f"compiling it failed: {str(e).strip().splitlines()[0]}")
+            step = self._compile_file(mlir, shapes, f"compiling the forward-only step of {name}")
+            if step is None:
                 return self._forward_only(inputs, targets)
             self.compiled[key] = (step, layout, (0, 0))
         step = self.compiled[key][0]

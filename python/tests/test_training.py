@@ -233,6 +233,37 @@ def test_the_partial_batch_and_evaluation_load_steps_compiled_ahead(tmp_path, mo
     assert worker.process.poll() is not None and not os.path.exists(work_dir)
 
 
+def test_a_step_for_every_size_that_fails_to_compile_falls_back_per_size(tmp_path,
+                                                                         monkeypatch):
+    """Where the step for every batch size (or its forward-only step) does
+    not compile, the mode's batches compile steps per size instead: a
+    warning says why once, dynamic_refused keeps it, the losses are
+    eager's."""
+    compile_file = capi.CompiledStep.from_file.__func__
+
+    def from_file(cls, path, entry=None):
+        text = open(path).read()
+        if "tensor<?x" in text:  # (a batch dimension of every size)
+            raise capi.ActError("a lowering for static sizes only")
+        return compile_file(cls, path, entry)
+    monkeypatch.setattr(capi.CompiledStep, "from_file", classmethod(from_file))
+    torch.manual_seed(4)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    eager = copy.deepcopy(model)
+    step = act.compile(model, F.cross_entropy, work_dir=str(tmp_path), compile_ahead=False)
+    for n, no_grad in ((10, False), (7, False), (5, False), (7, True)):
+        x, y = torch.randn(n, 6), torch.randint(0, 3, (n,))
+        with warnings.catch_warnings(record=True) as caught, torch.set_grad_enabled(not no_grad):
+            warnings.simplefilter("always")
+            loss = step(x, y)
+        said = [str(w.message) for w in caught if "compiling it failed" in str(w.message)]
+        assert len(said) == int(n == 7 and not no_grad), said
+        assert abs(float(loss) - float(F.cross_entropy(eager(x), y))) <= 1e-5
+    assert "a lowering for static sizes only" in step.dynamic_refused
+    assert all(k[0] != "every batch size" for k in step.compiled)
+    assert len(step.compiled) == 4  # (10, 7, 5, and 7's forward-only)
+
+
 @pytest.mark.parametrize("name", ["lstm", "multihead_attention", "transformer_encoder_layer",
                                   "ops_random"])
 def test_zoo_models_share_one_step_for_every_batch_size(name):

@@ -81,6 +81,19 @@ ACT_CAPI_EXPORTED int actStepGetArgument(ActStep step, intptr_t pos,
 ACT_CAPI_EXPORTED intptr_t actStepGetLossIndex(ActStep step);
 /// Non-zero if the step has stochastic encodings (an act.seeds argument).
 ACT_CAPI_EXPORTED int actStepHasSeeds(ActStep step);
+/// The run-time widths of the step's #act.runtime_quant encodings (an
+/// act.bits argument), by saved-tensor id (0: an id without one): their
+/// count, and the widths into `bits` when it is not null (`capacity`
+/// of them at most). 0 for a step without run-time widths.
+ACT_CAPI_EXPORTED intptr_t actStepGetBits(ActStep step, int32_t *bits,
+                                          intptr_t capacity);
+/// Sets the widths of `count` saved tensors (`ids`, `bits`) for the next
+/// runs, without recompiling. Non-zero and `*error` (free with actFree)
+/// when an id takes no run-time width or a width is not one of its
+/// encoding's choices; then no width changes.
+ACT_CAPI_EXPORTED int actStepSetBits(ActStep step, const int64_t *ids,
+                                     const int32_t *bits, intptr_t count,
+                                     char **error);
 
 /// Runs the step on `args` (numArgs of them, in actStepGetArgument's
 /// order); `stepSeed` seeds its stochastic encodings (docs/Design.md

@@ -660,3 +660,60 @@ Value mlir::act::getOrCreateSeeds(func::FuncOp func, int64_t count) {
     return nullptr;
   return func.getArgument(index);
 }
+
+BlockArgument mlir::act::getBitsArgument(func::FuncOp func) {
+  for (BlockArgument arg : func.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), kBitsAttrName))
+      return arg;
+  return nullptr;
+}
+
+Value mlir::act::getOrCreateBits(func::FuncOp func, int64_t id, unsigned bits,
+                                 ArrayRef<unsigned> choices) {
+  MLIRContext *ctx = func.getContext();
+  BlockArgument arg = getBitsArgument(func);
+  SmallVector<int32_t> planned, allowed;
+  if (arg) {
+    auto current = dyn_cast<RankedTensorType>(arg.getType());
+    auto plannedAttr = dyn_cast_or_null<DenseI32ArrayAttr>(
+        func.getArgAttr(arg.getArgNumber(), kBitsAttrName));
+    auto allowedAttr = dyn_cast_or_null<DenseI32ArrayAttr>(
+        func.getArgAttr(arg.getArgNumber(), kBitChoicesAttrName));
+    if (!current || current.getRank() != 1 || current.isDynamicDim(0) ||
+        !plannedAttr || !allowedAttr ||
+        plannedAttr.size() != current.getDimSize(0) ||
+        allowedAttr.size() != current.getDimSize(0))
+      return nullptr;
+    planned.assign(plannedAttr.asArrayRef().begin(),
+                   plannedAttr.asArrayRef().end());
+    allowed.assign(allowedAttr.asArrayRef().begin(),
+                   allowedAttr.asArrayRef().end());
+  }
+  if (int64_t(planned.size()) <= id) {
+    planned.resize(id + 1, 0);
+    allowed.resize(id + 1, 0);
+  }
+  planned[id] = int32_t(bits);
+  allowed[id] = 0;
+  for (unsigned c : choices)
+    allowed[id] |= int32_t(1) << llvm::Log2_32(c);
+  auto type = RankedTensorType::get({int64_t(planned.size())},
+                                    IntegerType::get(ctx, 32));
+  if (!arg) {
+    unsigned index = func.getNumArguments();
+    if (failed(func.insertArgument(index, type, DictionaryAttr::get(ctx),
+                                   func.getLoc())))
+      return nullptr;
+    arg = func.getArgument(index);
+  } else if (arg.getType() != type) {
+    arg.setType(type);
+    SmallVector<Type> inputs(func.getArgumentTypes());
+    inputs[arg.getArgNumber()] = type;
+    func.setType(FunctionType::get(ctx, inputs, func.getResultTypes()));
+  }
+  func.setArgAttr(arg.getArgNumber(), kBitsAttrName,
+                  DenseI32ArrayAttr::get(ctx, planned));
+  func.setArgAttr(arg.getArgNumber(), kBitChoicesAttrName,
+                  DenseI32ArrayAttr::get(ctx, allowed));
+  return arg;
+}

@@ -161,7 +161,7 @@ static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
   // MB).
   handle->module = nullptr;
   for (auto [i, spec] : llvm::enumerate(handle->step->getArguments()))
-    if (!spec.isSeeds) {
+    if (!spec.isRuntimeFilled()) {
       handle->callerArgs.push_back(unsigned(i));
       auto &shape = handle->callerShapes.emplace_back(spec.shape);
       for (int64_t &d : shape)
@@ -230,6 +230,40 @@ intptr_t actStepGetLossIndex(ActStep step) {
 
 int actStepHasSeeds(ActStep step) {
   return unwrap(step) && unwrap(step)->step->getSeedsIndex() ? 1 : 0;
+}
+
+intptr_t actStepGetBits(ActStep step, int32_t *bits, intptr_t capacity) {
+  StepHandle *handle = unwrap(step);
+  if (!handle)
+    return 0;
+  llvm::ArrayRef<int32_t> widths = handle->step->getBits();
+  if (bits)
+    std::copy_n(widths.begin(), std::min<intptr_t>(capacity, widths.size()),
+                bits);
+  return intptr_t(widths.size());
+}
+
+int actStepSetBits(ActStep step, const int64_t *ids, const int32_t *bits,
+                   intptr_t count, char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, kNoStep);
+    return 1;
+  }
+  if (count < 0 || (count && (!ids || !bits))) {
+    setError(error, "the ids or widths are null");
+    return 1;
+  }
+  std::vector<int32_t> before = handle->step->getBits().vec();
+  for (intptr_t i = 0; i < count; ++i)
+    if (llvm::Error e = handle->step->setBits(ids[i], bits[i])) {
+      for (auto [id, width] : llvm::enumerate(before))
+        if (width)
+          llvm::consumeError(handle->step->setBits(int64_t(id), width));
+      setError(error, llvm::toString(std::move(e)));
+      return 1;
+    }
+  return 0;
 }
 
 /// The caller's tensor `a` as a view of its memory, or none if `a` is

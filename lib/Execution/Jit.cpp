@@ -350,6 +350,23 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
       if (llvm::Error e = getSpec(type.getInput(i), spec))
         return std::move(e);
       spec.isSeeds = bool(func.getArgAttr(i, kSeedsAttrName));
+      if (auto planned = dyn_cast_or_null<DenseI32ArrayAttr>(
+              func.getArgAttr(i, kBitsAttrName))) {
+        auto allowed = dyn_cast_or_null<DenseI32ArrayAttr>(
+            func.getArgAttr(i, kBitChoicesAttrName));
+        if (!allowed || allowed.size() != planned.size() ||
+            spec.shape != std::vector<int64_t>{planned.size()} ||
+            spec.kind != ElementKind::I32)
+          return llvm::createStringError(
+              "@" + name + " argument " + std::to_string(i) +
+              ": `act.bits` needs a tensor<K x i32> with K planned widths "
+              "and K masks in `act.bit_choices`");
+        spec.isBits = true;
+        spec.plannedBits.assign(planned.asArrayRef().begin(),
+                                planned.asArrayRef().end());
+        spec.bitChoices.assign(allowed.asArrayRef().begin(),
+                               allowed.asArrayRef().end());
+      }
       jit->arguments.push_back(spec);
     }
     for (auto [i, result] : llvm::enumerate(type.getResults())) {

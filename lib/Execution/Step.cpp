@@ -213,10 +213,44 @@ Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
   step->forward = step->jits[0].get();
   if (step->jits.size() > 1)
     step->backward = step->jits[1].get();
-  for (auto [i, spec] : llvm::enumerate(step->forward->getArguments()))
+  for (auto [i, spec] : llvm::enumerate(step->forward->getArguments())) {
     if (spec.isSeeds)
       step->seedsIndex = unsigned(i);
+    if (spec.isBits) {
+      step->bitsIndex = unsigned(i);
+      step->bits = HostTensor::allocate(ElementKind::I32, spec.shape);
+      llvm::copy(spec.plannedBits, step->bits.as<int32_t>());
+    }
+  }
   return std::move(step);
+}
+
+llvm::ArrayRef<int32_t> Step::getBits() const {
+  if (!bitsIndex)
+    return {};
+  return {bits.as<int32_t>(), size_t(bits.numElements())};
+}
+
+llvm::Error Step::setBits(int64_t id, int32_t width) {
+  if (!bitsIndex)
+    return fail("the step has no run-time widths (no act.bits argument: "
+                "encode with #act.runtime_quant)");
+  const ValueSpec &spec = getArguments()[*bitsIndex];
+  if (id < 0 || id >= int64_t(spec.bitChoices.size()) || !spec.bitChoices[id])
+    return fail("saved tensor " + std::to_string(id) +
+                " has no run-time width");
+  bool allowed = width > 0 && llvm::isPowerOf2_32(uint32_t(width)) &&
+                 (spec.bitChoices[id] >> llvm::Log2_32(uint32_t(width))) & 1;
+  if (!allowed) {
+    std::string choices;
+    for (int b = 0; b < 31; ++b)
+      if ((spec.bitChoices[id] >> b) & 1)
+        choices += (choices.empty() ? "" : ", ") + std::to_string(1 << b);
+    return fail("saved tensor " + std::to_string(id) + " takes widths " +
+                choices + "; got " + std::to_string(width));
+  }
+  bits.as<int32_t>()[id] = width;
+  return llvm::Error::success();
 }
 
 /// Element `i` of an integer tensor, widened.
@@ -281,6 +315,14 @@ llvm::Expected<StepOutputs> Step::runForward(llvm::ArrayRef<HostTensor> args) {
   }
   if (llvm::Error e = checkIndexRanges(args))
     return std::move(e);
+  // The run-time widths: the step's table, unless the caller gave them.
+  std::vector<HostTensor> withBits;
+  if (bitsIndex && *bitsIndex < args.size() && !args[*bitsIndex].data()) {
+    withBits.assign(args.begin(), args.end());
+    withBits[*bitsIndex] =
+        HostTensor::view(ElementKind::I32, bits.getShape(), bits.data());
+    args = withBits;
+  }
   StepOutputs result;
   rt::resetPeak();
   int64_t base = rt::getMemoryStats().liveBytes;

@@ -235,6 +235,13 @@ static cl::opt<unsigned> varianceRuns(
              "(the compression variance)"),
     cl::cat(measureCategory));
 
+static cl::list<std::string> runtimeBits(
+    "bits", cl::CommaSeparated,
+    cl::desc("ID=B,...: the width of saved tensor ID's run-time-width "
+             "encoding (#act.runtime_quant) for the runs; the others keep "
+             "their planned widths"),
+    cl::value_desc("id=bits"));
+
 static cl::opt<std::string> referenceFile(
     "reference",
     cl::desc("with --variance-runs: the same graph without encodings (.mlir); "
@@ -267,7 +274,7 @@ loadBatches(const Step &step, const std::vector<HostTensor> &first) {
   std::vector<std::vector<HostTensor>> batches = {first};
   std::vector<unsigned> slots;
   for (auto [i, spec] : llvm::enumerate(step.getArguments()))
-    if (!spec.isSeeds)
+    if (!spec.isRuntimeFilled())
       slots.push_back(unsigned(i));
   for (const std::string &list : batchInputs) {
     llvm::SmallVector<llvm::StringRef> files;
@@ -425,7 +432,7 @@ getReferenceGradient(MLIRContext &context, const Step &step,
     return reference.takeError();
   std::vector<HostTensor> referenceArgs;
   for (auto [i, value] : llvm::enumerate(args))
-    if (!step.getSeedsIndex() || i != *step.getSeedsIndex())
+    if (!step.getArguments()[i].isRuntimeFilled())
       referenceArgs.push_back(value);
   auto outs = (*reference)->run(referenceArgs);
   if (!outs)
@@ -564,23 +571,37 @@ int main(int argc, char **argv) {
                               .count();
 
   // Arguments: .npy files or random data; seeds from the step seed.
-  size_t expected = llvm::count_if(
-      step.getArguments(), [](const ValueSpec &s) { return !s.isSeeds; });
+  size_t expected = llvm::count_if(step.getArguments(), [](const ValueSpec &s) {
+    return !s.isRuntimeFilled();
+  });
   if (!inputs.empty() && inputs.size() != expected)
     return fail("--inputs gives " + std::to_string(inputs.size()) +
                 " files but @" + step.getForwardName() + " takes " +
-                std::to_string(expected) + " arguments (act.seeds excepted)");
+                std::to_string(expected) +
+                " arguments (act.seeds and act.bits excepted)");
   std::vector<HostTensor> args;
   std::mt19937_64 gen(dataSeed);
   unsigned fileIndex = 0;
   for (auto [i, spec] : llvm::enumerate(step.getArguments())) {
     llvm::Expected<HostTensor> value =
-        spec.isSeeds     ? Step::makeSeeds(spec, stepSeed)
+        spec.isBits      ? HostTensor() // the step's table (--bits)
+        : spec.isSeeds   ? Step::makeSeeds(spec, stepSeed)
         : inputs.empty() ? makeRandomArgument(spec, gen, init, dynamicSize)
                          : loadArgument(inputs[fileIndex++], spec, unsigned(i));
     if (!value)
       return fail(value.takeError());
     args.push_back(std::move(*value));
+  }
+
+  for (const std::string &item : runtimeBits) {
+    auto [idText, bitsText] = llvm::StringRef(item).split('=');
+    int64_t id;
+    int32_t width;
+    if (idText.trim().getAsInteger(10, id) ||
+        bitsText.trim().getAsInteger(10, width))
+      return fail("--bits '" + item + "': expected ID=BITS");
+    if (llvm::Error e = step.setBits(id, width))
+      return fail("--bits: " + llvm::toString(std::move(e)));
   }
 
   if (!referenceFile.empty() && varianceRuns == 0)

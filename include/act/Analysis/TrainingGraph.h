@@ -38,6 +38,15 @@ inline constexpr llvm::StringLiteral kBatchHintAttrName = "act.batch_hint";
 /// id) that stochastic encodings draw from; act-run and the runtime fill it.
 inline constexpr llvm::StringLiteral kSeedsAttrName = "act.seeds";
 
+/// An argument attribute: the tensor<K x i32> of per-tensor bit widths
+/// (indexed by id) that #act.runtime_quant encodes read. Its value is the
+/// widths the step is planned for (array<i32>, 0 for ids that take none);
+/// the runtime fills the argument from its own table, which starts there.
+inline constexpr llvm::StringLiteral kBitsAttrName = "act.bits";
+/// Beside act.bits: per id, the widths its encoding allows, a mask with bit
+/// log2(b) set for width b (0 for ids that take none).
+inline constexpr llvm::StringLiteral kBitChoicesAttrName = "act.bit_choices";
+
 /// An argument attribute on integer data (token ids, class targets) that an
 /// op indexes with: {lower, upper : i64, [ignore : i64], [unsigned], use :
 /// string}. Every element must lie in [lower, upper) (or equal `ignore`);
@@ -161,6 +170,15 @@ BlockArgument getSeedsArgument(func::FuncOp func);
 /// the function cannot take one. Shared by every pass that draws random
 /// numbers (the encodings' ids, compute quantization's gradients).
 Value getOrCreateSeeds(func::FuncOp func, int64_t count);
+
+/// The argument of `func` marked `act.bits`, or null.
+BlockArgument getBitsArgument(func::FuncOp func);
+
+/// The `act.bits` argument of `func` (a new last argument, or the existing
+/// one widened) with slot `id` planned at `bits` among `choices`. Null if
+/// the function cannot take one.
+Value getOrCreateBits(func::FuncOp func, int64_t id, unsigned bits,
+                      ArrayRef<unsigned> choices);
 
 /// Contractions and convolutions (linalg ops that are either, TOSA's
 /// matmul and convolutions): what ends the forward's loss head and what

@@ -54,8 +54,14 @@ struct ValueSpec {
   ElementKind kind = ElementKind::F32;
   /// Tensor shape; ShapedType::kDynamic for dynamic dimensions.
   std::vector<int64_t> shape;
-  /// Argument attributes the runtime acts on (act.seeds).
+  /// Argument attributes the runtime acts on (act.seeds, act.bits).
   bool isSeeds = false;
+  bool isBits = false;
+  /// act.bits: each id's planned width and allowed widths (a mask, bit
+  /// log2(b) for width b; 0 for ids without a run-time width).
+  std::vector<int32_t> plannedBits, bitChoices;
+  /// Filled by the runtime, not given by the caller (act.seeds, act.bits).
+  bool isRuntimeFilled() const { return isSeeds || isBits; }
 };
 
 /// Where compiled code runs.

@@ -75,6 +75,14 @@ public:
   }
   /// The position of the act.seeds argument, if the step has one.
   std::optional<unsigned> getSeedsIndex() const { return seedsIndex; }
+  /// The position of the act.bits argument, if the step has one.
+  std::optional<unsigned> getBitsIndex() const { return bitsIndex; }
+  /// The widths the run-time-width encodings (#act.runtime_quant) use, by
+  /// id (0: an id without one); they start at the planned widths.
+  llvm::ArrayRef<int32_t> getBits() const;
+  /// Sets tensor `id`'s width for the next runs: an error when `id` takes
+  /// none or `bits` is not one of its encoding's choices.
+  llvm::Error setBits(int64_t id, int32_t bits);
   /// The position of the loss among StepOutputs::values.
   unsigned getLossIndex() const { return lossIndex; }
   /// The stochastically quantized tensors with static shapes.
@@ -134,7 +142,10 @@ private:
   JitFunction *forward = nullptr, *backward = nullptr;
   std::string forwardName, backwardName, fingerprint;
   unsigned numOutputs = 0, lossIndex = 0;
-  std::optional<unsigned> seedsIndex;
+  std::optional<unsigned> seedsIndex, bitsIndex;
+  /// The act.bits argument's contents (what runs read when the caller
+  /// leaves its slot empty).
+  HostTensor bits;
   std::vector<StochasticTensor> stochastic;
   /// Groups of (argument, dimension) whose dynamic sizes must agree.
   std::vector<std::vector<std::pair<unsigned, unsigned>>> equalDims;

@@ -72,8 +72,10 @@ struct EncodeOpLowering : OpConversionPattern<EncodeOp> {
     Value input = adaptor.getInput().front();
     Value seed =
         adaptor.getSeed().empty() ? Value() : adaptor.getSeed().front();
+    Value bits =
+        adaptor.getBits().empty() ? Value() : adaptor.getBits().front();
     SmallVector<Value> storage = getLowering(type).buildEncode(
-        rewriter, loc, input, seed, op.getId(), options);
+        rewriter, loc, input, seed, bits, op.getId(), options);
     if (getDimsType(type)) {
       SmallVector<Value> dims;
       for (auto [i, d] : llvm::enumerate(type.getTensorType().getShape()))

@@ -610,7 +610,7 @@ static Value buildAveragesInLoops(OpBuilder &b, Location loc,
 
 template <>
 SmallVector<Value> EncodingModel<DivisionEncodingAttr>::buildEncode(
-    Attribute attr, OpBuilder &b, Location loc, Value input, Value seed,
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value seed, Value,
     int64_t id, const LoweringOptions &options) const {
   auto encoding = cast<DivisionEncodingAttr>(attr);
   auto type = cast<RankedTensorType>(input.getType());
@@ -644,7 +644,7 @@ SmallVector<Value> EncodingModel<DivisionEncodingAttr>::buildEncode(
                           type.clone(b.getF32Type()), dynamicSizes, subtract);
   }
   SmallVector<Value> storage = getResidualLowering(encoding).buildEncode(
-      b, loc, residual, seed, id, options);
+      b, loc, residual, seed, Value(), id, options);
   storage.push_back(averages);
   return storage;
 }

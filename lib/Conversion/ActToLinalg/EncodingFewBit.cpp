@@ -27,8 +27,8 @@ void EncodingModel<FewBitEncodingAttr>::getStorageTypes(
 
 template <>
 SmallVector<Value> EncodingModel<FewBitEncodingAttr>::buildEncode(
-    Attribute attr, OpBuilder &b, Location loc, Value input, Value, int64_t,
-    const LoweringOptions &options) const {
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value, Value,
+    int64_t, const LoweringOptions &options) const {
   auto encoding = cast<FewBitEncodingAttr>(attr);
   ArrayRef<float> boundaries = encoding.getBoundaries().asArrayRef();
   return {buildPackedEncode(

@@ -54,8 +54,8 @@ static FloatType getHalfType(MLIRContext *ctx, FloatFormat format) {
 
 template <>
 SmallVector<Value> EncodingModel<FloatEncodingAttr>::buildEncode(
-    Attribute attr, OpBuilder &b, Location loc, Value input, Value, int64_t,
-    const LoweringOptions &options) const {
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value, Value,
+    int64_t, const LoweringOptions &options) const {
   auto encoding = cast<FloatEncodingAttr>(attr);
   unsigned bits = encoding.getElementBits(),
            perWord = encoding.getElementsPerWord();

@@ -27,8 +27,8 @@ void EncodingModel<IndexEncodingAttr>::getStorageTypes(
 
 template <>
 SmallVector<Value> EncodingModel<IndexEncodingAttr>::buildEncode(
-    Attribute attr, OpBuilder &b, Location loc, Value input, Value, int64_t,
-    const LoweringOptions &options) const {
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value, Value,
+    int64_t, const LoweringOptions &options) const {
   auto encoding = cast<IndexEncodingAttr>(attr);
   unsigned bits = encoding.getBits();
   return {buildPackedEncode(

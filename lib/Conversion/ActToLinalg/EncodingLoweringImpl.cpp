@@ -29,6 +29,8 @@ void mlir::act::registerEncodingLoweringExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, ActDialect *) {
     QuantEncodingAttr::attachInterface<EncodingModel<QuantEncodingAttr>>(*ctx);
+    RuntimeQuantEncodingAttr::attachInterface<
+        EncodingModel<RuntimeQuantEncodingAttr>>(*ctx);
     FloatEncodingAttr::attachInterface<EncodingModel<FloatEncodingAttr>>(*ctx);
     MaskEncodingAttr::attachInterface<EncodingModel<MaskEncodingAttr>>(*ctx);
     FewBitEncodingAttr::attachInterface<EncodingModel<FewBitEncodingAttr>>(

@@ -26,8 +26,8 @@ void EncodingModel<MaskEncodingAttr>::getStorageTypes(
 
 template <>
 SmallVector<Value> EncodingModel<MaskEncodingAttr>::buildEncode(
-    Attribute attr, OpBuilder &b, Location loc, Value input, Value, int64_t,
-    const LoweringOptions &options) const {
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value, Value,
+    int64_t, const LoweringOptions &options) const {
   auto encoding = cast<MaskEncodingAttr>(attr);
   MaskPredicate predicate = encoding.getPredicate();
   return {buildPackedEncode(

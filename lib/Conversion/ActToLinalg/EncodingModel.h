@@ -34,7 +34,8 @@ struct EncodingModel
   void getStorageTypes(Attribute attr, RankedTensorType type,
                        SmallVectorImpl<Type> &types) const;
   SmallVector<Value> buildEncode(Attribute attr, OpBuilder &b, Location loc,
-                                 Value input, Value seed, int64_t id,
+                                 Value input, Value seed, Value bits,
+                                 int64_t id,
                                  const LoweringOptions &options) const;
   Value buildDecode(Attribute attr, OpBuilder &b, Location loc,
                     ValueRange storage, RankedTensorType decodedType,
@@ -61,7 +62,7 @@ using mlir::act::detail::EncodingModel;
   template <>                                                                  \
   llvm::SmallVector<mlir::Value> EncodingModel<Attr>::buildEncode(             \
       mlir::Attribute, mlir::OpBuilder &, mlir::Location, mlir::Value,         \
-      mlir::Value, int64_t, const LoweringOptions &) const;                    \
+      mlir::Value, mlir::Value, int64_t, const LoweringOptions &) const;       \
   template <>                                                                  \
   mlir::Value EncodingModel<Attr>::buildDecode(                                \
       mlir::Attribute, mlir::OpBuilder &, mlir::Location, mlir::ValueRange,    \
@@ -75,6 +76,7 @@ using mlir::act::detail::EncodingModel;
 namespace mlir::act::detail {
 ACT_ENCODING_MODEL(QuantEncodingAttr)
 ACT_ENCODING_MODEL_PER_ELEMENT(QuantEncodingAttr)
+ACT_ENCODING_MODEL(RuntimeQuantEncodingAttr)
 ACT_ENCODING_MODEL(FloatEncodingAttr)
 ACT_ENCODING_MODEL_PER_ELEMENT(FloatEncodingAttr)
 ACT_ENCODING_MODEL(MaskEncodingAttr)

@@ -375,7 +375,7 @@ SmallVector<Value> buildQuantEncode(QuantEncodingAttr encoding, OpBuilder &b,
 
 template <>
 SmallVector<Value> EncodingModel<QuantEncodingAttr>::buildEncode(
-    Attribute attr, OpBuilder &b, Location loc, Value input, Value seed,
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value seed, Value,
     int64_t id, const LoweringOptions &options) const {
   return buildQuantEncode(cast<QuantEncodingAttr>(attr), b, loc, input, seed,
                           id, Value(), options);

@@ -26,7 +26,7 @@ void EncodingModel<RecomputeEncodingAttr>::getStorageTypes(
 
 template <>
 SmallVector<Value> EncodingModel<RecomputeEncodingAttr>::buildEncode(
-    Attribute, OpBuilder &, Location, Value, Value, int64_t,
+    Attribute, OpBuilder &, Location, Value, Value, Value, int64_t,
     const LoweringOptions &) const {
   return {};
 }

@@ -31,7 +31,7 @@ void EncodingModel<SparseEncodingAttr>::getStorageTypes(
 
 template <>
 SmallVector<Value> EncodingModel<SparseEncodingAttr>::buildEncode(
-    Attribute, OpBuilder &b, Location loc, Value input, Value, int64_t,
+    Attribute, OpBuilder &b, Location loc, Value input, Value, Value, int64_t,
     const LoweringOptions &options) const {
   auto [bitmap, values] = buildSparseEncode(b, loc, input, options);
   return {bitmap, values};

@@ -109,6 +109,87 @@ StorageLayout QuantEncodingAttr::getStorageLayout(int64_t numElements,
 }
 
 //===----------------------------------------------------------------------===//
+// RuntimeQuantEncodingAttr
+//===----------------------------------------------------------------------===//
+
+/// f32 stored as it is: the widest choice of #act.runtime_quant.
+static constexpr unsigned kUncompressedBits = 32;
+
+LogicalResult
+RuntimeQuantEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 ArrayRef<unsigned> choices, unsigned bits,
+                                 int64_t group, Rounding) {
+  if (choices.empty())
+    return emitError() << "#act.runtime_quant needs at least one width";
+  for (auto [i, c] : llvm::enumerate(choices)) {
+    if (!isQuantizerBits(c) && c != kUncompressedBits)
+      return emitError() << "#act.runtime_quant widths must be 1, 2, 4, 8 or "
+                            "32; got "
+                         << static_cast<int32_t>(c);
+    if (llvm::is_contained(choices.take_front(i), c))
+      return emitError() << "#act.runtime_quant lists width " << c << " twice";
+  }
+  if (!llvm::is_contained(choices, bits))
+    return emitError() << "#act.runtime_quant bits = "
+                       << static_cast<int32_t>(bits)
+                       << " is not one of its widths";
+  if (group <= 0)
+    return emitError() << "#act.runtime_quant group size must be positive; got "
+                       << group;
+  return success();
+}
+
+QuantEncodingAttr RuntimeQuantEncodingAttr::getQuantAt(unsigned width) const {
+  return QuantEncodingAttr::get(getContext(), width, getGroup(), getRounding());
+}
+
+LogicalResult RuntimeQuantEncodingAttr::verifyTensorType(
+    RankedTensorType type, function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyFloatElements("runtime_quant", type, emitError);
+}
+
+RankedTensorType
+RuntimeQuantEncodingAttr::getDecodedType(RankedTensorType type) const {
+  return type;
+}
+
+bool RuntimeQuantEncodingAttr::isLossless(Type) const { return false; }
+
+bool RuntimeQuantEncodingAttr::isStochastic() const {
+  return getRounding() == Rounding::Stochastic;
+}
+
+bool RuntimeQuantEncodingAttr::hasRuntimeBits() const { return true; }
+
+std::optional<unsigned> RuntimeQuantEncodingAttr::getQuantizerBits() const {
+  if (getBits() == kUncompressedBits)
+    return std::nullopt;
+  return getBits();
+}
+
+EncodingAttrInterface
+RuntimeQuantEncodingAttr::withQuantizerBits(unsigned bits) const {
+  if (!llvm::is_contained(getChoices(), bits))
+    return nullptr;
+  return RuntimeQuantEncodingAttr::get(getContext(), getChoices(), bits,
+                                       getGroup(), getRounding());
+}
+
+StorageLayout RuntimeQuantEncodingAttr::getStorageLayout(int64_t numElements,
+                                                         Type type) const {
+  // At the planned width: #act.quant's (its group statistics), or the
+  // elements as they are at 32, plus the width itself.
+  StorageLayout layout =
+      getBits() == kUncompressedBits
+          ? StorageLayout::packed(numElements, kUncompressedBits, 1,
+                                  (numElements + getGroup() - 1) / getGroup() *
+                                      2 * sizeof(float))
+          : getQuantAt(getBits()).getStorageLayout(numElements, type);
+  layout.metadataBytes += sizeof(int32_t);
+  return layout;
+}
+
+//===----------------------------------------------------------------------===//
 // FloatEncodingAttr
 //===----------------------------------------------------------------------===//
 

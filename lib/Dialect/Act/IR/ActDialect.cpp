@@ -32,10 +32,11 @@ void ActDialect::initialize() {
   // How encodings lower is implemented by the conversion (lib/Conversion/
   // ActToLinalg); using it without registering the models is an error that
   // names them, not a silent miss.
-  declarePromisedInterfaces<
-      EncodingLoweringAttrInterface, QuantEncodingAttr, FloatEncodingAttr,
-      MaskEncodingAttr, FewBitEncodingAttr, IndexEncodingAttr,
-      SparseEncodingAttr, DivisionEncodingAttr, RecomputeEncodingAttr>();
+  declarePromisedInterfaces<EncodingLoweringAttrInterface, QuantEncodingAttr,
+                            RuntimeQuantEncodingAttr, FloatEncodingAttr,
+                            MaskEncodingAttr, FewBitEncodingAttr,
+                            IndexEncodingAttr, SparseEncodingAttr,
+                            DivisionEncodingAttr, RecomputeEncodingAttr>();
 }
 
 LogicalResult EncodedType::verify(function_ref<InFlightDiagnostic()> emitError,

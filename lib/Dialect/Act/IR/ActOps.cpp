@@ -8,6 +8,44 @@
 using namespace mlir;
 using namespace mlir::act;
 
+/// act.encode's `id = N` and optional `, seed %s` and `, bits %b`, in that
+/// order.
+static ParseResult
+parseIdSeedAndBits(OpAsmParser &parser, IntegerAttr &id,
+                   std::optional<OpAsmParser::UnresolvedOperand> &seed,
+                   std::optional<OpAsmParser::UnresolvedOperand> &bits) {
+  int64_t value;
+  if (parser.parseKeyword("id") || parser.parseEqual() ||
+      parser.parseInteger(value))
+    return failure();
+  id = parser.getBuilder().getI64IntegerAttr(value);
+  while (succeeded(parser.parseOptionalComma())) {
+    std::optional<OpAsmParser::UnresolvedOperand> *slot = nullptr;
+    if (!seed && !bits && succeeded(parser.parseOptionalKeyword("seed")))
+      slot = &seed;
+    else if (!bits && succeeded(parser.parseOptionalKeyword("bits")))
+      slot = &bits;
+    else
+      return parser.emitError(parser.getCurrentLocation(),
+                              bits   ? "expected ':'"
+                              : seed ? "expected 'bits'"
+                                     : "expected 'seed' or 'bits'");
+    slot->emplace();
+    if (parser.parseOperand(**slot))
+      return failure();
+  }
+  return success();
+}
+
+static void printIdSeedAndBits(OpAsmPrinter &printer, Operation *,
+                               IntegerAttr id, Value seed, Value bits) {
+  printer << "id = " << id.getInt();
+  if (seed)
+    printer << ", seed " << seed;
+  if (bits)
+    printer << ", bits " << bits;
+}
+
 #define GET_OP_CLASSES
 #include "act/Dialect/Act/IR/ActOps.cpp.inc"
 
@@ -17,6 +55,13 @@ LogicalResult EncodeOp::verify() {
     return emitOpError("result holds ")
            << encoded.getTensorType() << " but the input is "
            << getInput().getType();
+  bool runtimeBits = encoded.getEncoding().hasRuntimeBits();
+  if (runtimeBits != bool(getBits()))
+    return emitOpError() << encoded.getEncoding()
+                         << (runtimeBits
+                                 ? " takes its bit width at run time: a `bits` "
+                                   "operand is needed"
+                                 : " has a fixed bit width: no `bits` operand");
   return success();
 }
 

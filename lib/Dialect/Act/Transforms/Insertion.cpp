@@ -1068,8 +1068,20 @@ private:
       seed =
           tensor::ExtractOp::create(builder, loc, seedsArg, ValueRange{index});
     }
+    Value bits;
+    if (auto runtime = dyn_cast<RuntimeQuantEncodingAttr>(type.getEncoding())) {
+      // The width, read like the seed from the act.bits argument (which
+      // records the planned width and the choices for the runtime).
+      OpBuilder::InsertionGuard guard(builder);
+      Value bitsArg = getOrCreateBits(graph.forward, saved.id,
+                                      runtime.getBits(), runtime.getChoices());
+      builder.setInsertionPointToStart(bitsArg.getParentBlock());
+      Value index = arith::ConstantIndexOp::create(builder, loc, saved.id);
+      bits =
+          tensor::ExtractOp::create(builder, loc, bitsArg, ValueRange{index});
+    }
     auto encode =
-        EncodeOp::create(builder, loc, type, saved.value, saved.id, seed);
+        EncodeOp::create(builder, loc, type, saved.value, saved.id, seed, bits);
     last = encode;
     return encode;
   }

@@ -117,6 +117,46 @@ def Act_QuantEncoding
                            "::mlir::act::Rounding::Stochastic">:$rounding);
 }
 
+def Act_RuntimeQuantEncoding
+    : AttrDef<Act_Dialect, "RuntimeQuantEncoding",
+              [DeclareAttrInterfaceMethods<Act_EncodingAttrInterface,
+                                           ["getQuantizerBits",
+                                            "withQuantizerBits",
+                                            "hasRuntimeBits"]>]> {
+  let mnemonic = "runtime_quant";
+  let assemblyFormat = "`<` `[` $choices `]` `,` struct($bits, $group, $rounding) `>`";
+  let genVerifyDecl = 1;
+  let summary = "#act.quant at a bit width chosen at run time";
+  let description = [{
+    #act.quant whose bit width is an operand of `act.encode` (`bits`, an
+    `i32` the step reads from its `act.bits` argument), one of `choices`
+    (each 1, 2, 4, 8, or 32: stored as it is, not compressed), so that a
+    re-allocation (GACT's adaptive loop) changes the widths by changing an
+    argument instead of recompiling. At width `b < 32` the stored codes and
+    group statistics are bit for bit #act.quant<bits = b>'s (same group,
+    rounding and random stream); the storage is the payload at that width
+    (a dynamically sized `tensor<? x i32>`), the group statistics and the
+    width itself (`tensor<1 x i32>`), read by the decode. `bits` is the
+    width the step is planned for: what the memory report and the static
+    peak assume, and the `act.bits` argument's default.
+
+    ```mlir
+    #act.runtime_quant<[1, 2, 4, 8, 32], bits = 4>
+    #act.runtime_quant<[2, 4], bits = 2, group = 128, rounding = nearest>
+    ```
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"unsigned">:$choices,
+    "unsigned":$bits,
+    DefaultValuedParameter<"int64_t", "256">:$group,
+    DefaultValuedParameter<"::mlir::act::Rounding",
+                           "::mlir::act::Rounding::Stochastic">:$rounding);
+  let extraClassDeclaration = [{
+    /// #act.quant at `width` (< 32), the same group and rounding.
+    QuantEncodingAttr getQuantAt(unsigned width) const;
+  }];
+}
+
 def Act_FloatEncoding : Act_EncodingAttr<"FloatEncoding", "float"> {
   let summary = "delayed precision reduction to a narrow float (Gist)";
   let description = [{

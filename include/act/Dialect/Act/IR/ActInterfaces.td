@@ -87,6 +87,14 @@ def Act_EncodingAttrInterface : AttrInterface<"EncodingAttrInterface"> {
       (ins "unsigned":$bits),
       /*methodBody=*/"",
       /*defaultImplementation=*/"return nullptr;">,
+    InterfaceMethod<
+      /*desc=*/[{
+        True if the encoding's bit width is chosen at run time: its
+        `act.encode` takes a `bits` operand (#act.runtime_quant).
+      }],
+      "bool", "hasRuntimeBits", (ins),
+      /*methodBody=*/"",
+      /*defaultImplementation=*/"return false;">,
   ];
   let extraSharedClassDeclaration = [{
     /// Storage of a whole tensor; std::nullopt when its shape is not static

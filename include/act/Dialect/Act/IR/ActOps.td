@@ -6,26 +6,30 @@
 include "act/Dialect/Act/IR/ActTypes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Act_EncodeOp : Act_Op<"encode", [Pure]> {
+def Act_EncodeOp : Act_Op<"encode", [Pure, AttrSizedOperandSegments]> {
   let summary = "store a tensor in encoded form";
   let description = [{
     Encodes `input` with the encoding of the result type. `id` is the tensor's
     stable id: it names the tensor in the sensitivity profile and the bit
     allocator and keys its random stream. Stochastic encodings draw from
     Philox4x32-10 keyed by the run-time `seed` (0 when absent) and `id`.
+    An encoding whose width is chosen at run time (#act.runtime_quant)
+    takes it as `bits`, an `i32` (the step's `act.bits` argument at `id`).
 
     ```mlir
     %e = act.encode %x, id = 3 : tensor<64x256xf32>
            -> !act.encoded<tensor<64x256xf32>, #act.quant<bits = 4>>
+    %r = act.encode %x, id = 4, seed %s, bits %b : tensor<64x256xf32>
+           -> !act.encoded<tensor<64x256xf32>, #act.runtime_quant<[2, 4, 8], bits = 4>>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$id,
-                       Optional<I64>:$seed);
+                       Optional<I64>:$seed, Optional<I32>:$bits);
   let results = (outs Act_EncodedType:$result);
   let assemblyFormat = [{
-    $input `,` `id` `=` $id (`,` `seed` $seed^)? attr-dict `:` type($input)
-    `->` qualified(type($result))
+    $input `,` custom<IdSeedAndBits>($id, $seed, $bits) attr-dict
+    `:` type($input) `->` qualified(type($result))
   }];
   let hasVerifier = 1;
 }

@@ -36,11 +36,14 @@ def Act_EncodingLoweringAttrInterface
       /*desc=*/[{
         Builds the encoding of `input` into its explicit storage with
         linalg/tensor/arith ops on tensors; `seed` (i64, may be null for
-        deterministic encodings) and `id` key the random stream.
+        deterministic encodings) and `id` key the random stream; `bits`
+        (i32) is the width of an encoding that takes it at run time (null
+        for the others).
       }],
       "::llvm::SmallVector<::mlir::Value>", "buildEncode",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
-           "::mlir::Value":$input, "::mlir::Value":$seed, "int64_t":$id,
+           "::mlir::Value":$input, "::mlir::Value":$seed,
+           "::mlir::Value":$bits, "int64_t":$id,
            "const ::mlir::act::LoweringOptions &":$options)>,
     InterfaceMethod<
       /*desc=*/[{

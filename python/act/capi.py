@@ -49,6 +49,10 @@ _SIGNATURES = {
     "actStepGetArgument": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
     "actStepGetLossIndex": (ctypes.c_ssize_t, [_Handle]),
     "actStepHasSeeds": (ctypes.c_int, [_Handle]),
+    "actStepGetBits": (ctypes.c_ssize_t, [_Handle, ctypes.POINTER(ctypes.c_int32),
+                                          ctypes.c_ssize_t]),
+    "actStepSetBits": (ctypes.c_int, [_Handle, ctypes.POINTER(ctypes.c_int64),
+                                      ctypes.POINTER(ctypes.c_int32), ctypes.c_ssize_t, _ERROR]),
     "actStepRun": (_Handle, [_Handle, ctypes.POINTER(_Tensor), ctypes.c_ssize_t,
                              ctypes.c_uint64, _ERROR]),
     "actStepGetNumSaved": (ctypes.c_ssize_t, [_Handle]),
@@ -322,6 +326,27 @@ class CompiledStep:
             tensors[i] = _Tensor(KINDS.index(dtype.type), a.ndim, shape,
                                  a.ctypes.data_as(ctypes.c_void_p))
         return tensors
+
+    @property
+    def bits(self):
+        """The widths of the step's run-time-width encodings
+        (#act.runtime_quant) for the next runs: {saved id: bits}; {} for a
+        step without them."""
+        lib = library()
+        n = lib.actStepGetBits(self._handle, None, 0)
+        widths = (ctypes.c_int32 * max(1, n))()
+        lib.actStepGetBits(self._handle, widths, n)
+        return {i: int(widths[i]) for i in range(n) if widths[i]}
+
+    def set_bits(self, bits):
+        """Sets run-time widths ({saved id: bits}) for the next runs, without
+        recompiling; ActError (and no change) for an id without one or a
+        width its encoding does not allow."""
+        ids = (ctypes.c_int64 * max(1, len(bits)))(*bits.keys())
+        widths = (ctypes.c_int32 * max(1, len(bits)))(*bits.values())
+        error = ctypes.c_void_p()
+        if library().actStepSetBits(self._handle, ids, widths, len(bits), ctypes.byref(error)):
+            _check(_Handle(None), error)
 
     def run(self, args, seed=0):
         """Runs the step on `args` (NumPy arrays or CPU torch tensors,

@@ -78,7 +78,7 @@ class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
                  measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
                  adapt_batches=2, keep_work_dir=False, include=None, dynamic_batch=True,
-                 compile_ahead=None):
+                 compile_ahead=None, runtime_bits=None):
         _refuse_wrappers(module)
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
@@ -95,6 +95,15 @@ class Step:
         # GACT's adaptive loop: re-measure and re-allocate every
         # adapt_interval calls on the last adapt_batches batches.
         self.adapt_interval, self.adapt_batches = adapt_interval, adapt_batches
+        # Re-allocation without recompiling: the allocation's #act.quant and
+        # f32 choices placed as #act.runtime_quant, so that a later
+        # allocation of the same families only sets the step's widths
+        # (default: with the adaptive loop).
+        if runtime_bits and average_bits is None:
+            raise ValueError("runtime_bits= places average_bits='s allocation; give average_bits=")
+        self.runtime_bits = bool(adapt_interval) if runtime_bits is None else bool(runtime_bits)
+        self._widths = {}  # shapes -> the allocation's run-time widths {id: bits}
+        self._widths_set = {}  # compiled's key -> the widths its step was last given
         self.adaptations = []  # one entry per (re-)allocation, in order
         self.adapt_seconds = 0.0  # measuring, allocating, compiling new allocations
         self.step_seconds = 0.0  # running the compiled steps
@@ -358,7 +367,7 @@ class Step:
         key = shapes + (self.compute_bits, variant)
         self.variant = key  # the compiled variant in use
         if key in self.compiled:
-            return self.compiled[key]
+            return self._at_widths(shapes, key)
         name, mlir = self._prepared.pop(key, None) or self._lower(name, src, mlir)
         step = self._compile_file(mlir, shapes, f"compiling {name} ({_describe(shapes)}, "
                                   f"{variant if isinstance(variant, str) else 'allocated bits'})")
@@ -376,7 +385,25 @@ class Step:
         totals = report["graphs"][0]["totals"]
         self.compiled[key] = (step, layout,
                               (totals["saved_bytes_before"], totals["saved_bytes_after"]))
-        return self.compiled[key]
+        self._widths_set[key] = (report, step.bits)  # (as planned)
+        return self._at_widths(shapes, key)
+
+    def _at_widths(self, shapes, key):
+        """The compiled entry of `key` with the allocation's run-time widths
+        for `shapes` set (once per change), and its saved bytes at them."""
+        step, layout, saved = self.compiled[key]
+        widths = self._widths.get(shapes) if self.average_bits is not None else None
+        if not widths or key not in self._widths_set:
+            return self.compiled[key]
+        report, current = self._widths_set[key]
+        if current != widths:
+            step.set_bits(widths)
+            self._widths_set[key] = (report, dict(widths))
+        after = saved[1]
+        for t in report["graphs"][0]["saved"]:
+            if t["id"] in widths and t["encoding"].startswith("#act.runtime_quant"):
+                after += _runtime_quant_bytes(t["shape"], widths[t["id"]]) - t["bytes_after"]
+        return step, layout, (saved[0], after)
 
     def _lower(self, name, src, mlir=None):
         """The graph to compile for the exported step `src` in the current
@@ -544,11 +571,19 @@ class Step:
             self._exact[shapes].estimate_fewbit_sensitivity(lists, profiles[-1], self.few_bit)
         tuned = os.path.join(self.work_dir, f"{tag}_tuned.mlir")
         _, self.allocation = allocate(src, profiles, self.average_bits, tuned,
-                                      os.path.join(self.work_dir, f"{tag}_allocation.json"))
+                                      os.path.join(self.work_dir, f"{tag}_allocation.json"),
+                                      runtime_bits=self.runtime_bits)
         tensors = self.allocation["tensors"]
-        signature = tuple((t["id"], t["encoding"]) for t in tensors)
+        # The step compiled for an allocation serves every later one that
+        # differs only in run-time widths: those are set, not compiled.
+        signature = tuple((t["id"], "runtime" if t.get("runtime") else t["encoding"])
+                          for t in tensors)
+        widths = {t["id"]: t["bits"] for t in tensors if t.get("runtime")}
         previous = self._allocated.get(shapes)
-        self._allocated[shapes] = (tuned, signature)
+        previous_widths = self._widths.get(shapes)
+        if previous is None or previous[1] != signature:
+            self._allocated[shapes] = (tuned, signature)
+        self._widths[shapes] = widths
         predicted = self.allocation["predicted_variance"]
         gradient = self.allocation["gradient_variance"]
         alert = None
@@ -568,6 +603,9 @@ class Step:
             "encodings": {str(t["id"]): t["encoding"] for t in tensors},
             "predicted_variance": predicted, "gradient_variance": gradient,
             "alert": alert, "changed": previous is not None and previous[1] != signature,
+            # (the same families, other widths: set at run time)
+            "widths_changed": (previous is not None and previous[1] == signature
+                               and previous_widths != widths),
             "seconds": None})
 
     def _prepare(self, inputs, targets):
@@ -728,6 +766,15 @@ def step_layout(traced, exporter):
         "has_dropout": traced.has_dropout,
         "updated": [traced.buffers[i] for i, _ in exporter.updated],
     }
+
+
+def _runtime_quant_bytes(shape, bits, group=256):
+    """What #act.runtime_quant stores of an f32 tensor of `shape` at `bits`
+    (docs/Encodings.md): the codes packed 32 / bits to a word (the elements
+    as they are at 32), two f32 per group of `group` and the width."""
+    n = int(np.prod(shape))
+    words = n if bits >= 32 else -(-n // (32 // bits))
+    return 4 * words + 8 * -(-n // group) + 4
 
 
 def _contiguous(value, what="inputs"):
@@ -931,7 +978,7 @@ def _cloned(value):
 def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
             encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
             compute_bits=None, adapt_interval=0, adapt_batches=2, keep_work_dir=False,
-            include=None, dynamic_batch=True, compile_ahead=None):
+            include=None, dynamic_batch=True, compile_ahead=None, runtime_bits=None):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), "lossless" for Gist's
@@ -956,6 +1003,11 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     allocation); `step.adaptations` logs each allocation (bits per tensor,
     predicted and gradient variance, the variance alert, seconds),
     `step.adapt_seconds` against `step.step_seconds` is its cost.
+    runtime_bits: with average_bits, the allocation's #act.quant and f32
+    choices are compiled as #act.runtime_quant (widths 1, 2, 4, 8, 32 read
+    at run time, codes bit for bit #act.quant's), so that a re-allocation
+    that keeps each tensor's family only sets the step's widths instead of
+    compiling a new step; None (the default): with adapt_interval.
     work_dir: where the exported and encoded graphs go (kept); by default
     a temporary directory removed with the step (keep_work_dir=True or
     ACT_KEEP_WORK_DIR=1 keeps it).
@@ -979,7 +1031,7 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     is known from then on)."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
                 compute_bits, adapt_interval, adapt_batches, keep_work_dir, include,
-                dynamic_batch, compile_ahead)
+                dynamic_batch, compile_ahead, runtime_bits)
     if example_inputs is not None and example_targets is not None:
         inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
         require_cpu("act.compile", tensors_of(inputs) + tensors_of(targets), module)

@@ -933,29 +933,38 @@ def test_pfq_raises_saved_activation_bits(tmp_path):
     assert figure.stat().st_size > 5000
 
 
-def test_gact_adaptive_loop_reallocates_and_swaps_the_step(tmp_path):
-    """average_bits=3, adapt_interval=4: allocations at calls 0 (one batch),
-    4, 8 and 12 (the last two batches, so the profile has a gradient
-    variance and the alert is checked). The inputs shrink 100x from call 4
-    on: once both measured batches are shrunk (call 8) the sensitivities
-    have changed, the re-allocation moves bits (1/4/4 instead of 2/2/4) and
-    the step compiled for it takes over; each allocation's per-tensor
-    variances sum to its prediction and its alert follows GACT's 10%
-    rule."""
+def _adaptive_run(work_dir, runtime_bits):
+    """14 calls of GACT's adaptive loop (average_bits=3, adapt_interval=4)
+    whose inputs shrink 100x from call 4 on; the step and its losses."""
     torch.manual_seed(3)
     model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 64), nn.Tanh(),
                           nn.Linear(64, 4))
     x, y = torch.randn(448, 16), torch.randint(0, 4, (448,))
-    step = act.compile(model, F.cross_entropy, x[:32], y[:32], work_dir=str(tmp_path),
-                       average_bits=3, adapt_interval=4)
+    step = act.compile(model, F.cross_entropy, x[:32], y[:32], work_dir=str(work_dir),
+                       average_bits=3, adapt_interval=4, runtime_bits=runtime_bits)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
     for i in range(14):
         xb, yb = x[i * 32:][:32], y[i * 32:][:32]
         if i >= 4:
             xb = xb * 0.01
         opt.zero_grad(set_to_none=True)
-        assert torch.isfinite(step(xb, yb))
+        losses.append(step(xb, yb))
+        assert torch.isfinite(losses[-1])
         opt.step()
+    return step, [float(v) for v in losses]
+
+
+def test_gact_adaptive_loop_reallocates_and_swaps_the_step(tmp_path):
+    """average_bits=3, adapt_interval=4, runtime_bits=False: allocations at
+    calls 0 (one batch), 4, 8 and 12 (the last two batches, so the profile
+    has a gradient variance and the alert is checked). The inputs shrink
+    100x from call 4 on: once both measured batches are shrunk (call 8) the
+    sensitivities have changed, the re-allocation moves bits (1/4/4 instead
+    of 2/2/4) and the step compiled for it takes over; each allocation's
+    per-tensor variances sum to its prediction and its alert follows GACT's
+    10% rule."""
+    step, _ = _adaptive_run(tmp_path, runtime_bits=False)
     adaptations = step.adaptations
     assert [a["call"] for a in adaptations] == [0, 4, 8, 12]
     assert [a["batches"] for a in adaptations] == [1, 2, 2, 2]
@@ -978,6 +987,34 @@ def test_gact_adaptive_loop_reallocates_and_swaps_the_step(tmp_path):
     assert len(step.compiled) == 2
     assert step.variant[-1] == tuple((int(k), v) for k, v in adaptations[-1]["encodings"].items())
     assert step.adapt_seconds == pytest.approx(sum(a["seconds"] for a in adaptations))
+
+
+def test_gact_adaptive_loop_sets_new_widths_without_recompiling(tmp_path):
+    """The same run with run-time widths (runtime_bits, the adaptive loop's
+    default): the allocation at call 8 moves the bits (1/4/4) within the
+    same family, so the one compiled step (#act.runtime_quant) gets the new
+    widths instead of a new step, and the losses are bit for bit those of
+    the run that compiled a step per allocation; saved bytes follow the
+    widths."""
+    static, static_losses = _adaptive_run(tmp_path / "static", runtime_bits=False)
+    step, losses = _adaptive_run(tmp_path / "runtime", runtime_bits=None)
+    assert step.runtime_bits and not static.runtime_bits
+    assert losses == static_losses
+    adaptations = step.adaptations
+    assert [a["bits"] for a in adaptations] == [a["bits"] for a in static.adaptations]
+    assert [a["changed"] for a in adaptations] == [False] * 4
+    assert [a["widths_changed"] for a in adaptations] == [False, False, True, False]
+    assert len(step.compiled) == 1
+    compiled = next(iter(step.compiled.values()))[0]
+    assert compiled.bits == {int(k): v for k, v in adaptations[-1]["bits"].items()}
+    assert all(e.startswith("#act.runtime_quant")
+               for e in (t["encoding"] for g in step.report["graphs"] for t in g["saved"])
+               if e != "none")
+    # The saved bytes at the widths in use: 1/4/4 against 2/2/4 planned.
+    assert step.saved_bytes[1] != static.compiled[next(iter(static.compiled))][2][1]
+    assert step.saved_bytes[1] == static.saved_bytes[1] + 4 * len(adaptations[-1]["bits"])
+    with pytest.raises(capi.ActError, match="takes widths 1, 2, 4, 8, 32; got 3"):
+        compiled.set_bits({0: 3})
 
 
 def test_gact_adaptive_training_logs_allocations(tmp_path):

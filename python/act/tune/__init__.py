@@ -130,18 +130,20 @@ def measure_fewbit(joint, inputs, batches, profile_path, bits=2):
     return profile_table(profile_path, "few-bit sensitivity")
 
 
-def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", min_bytes=1024):
+def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", min_bytes=1024,
+             runtime_bits=False):
     """act-allocate-bits on `joint` for the average budget, written to
     `mlir`, in this process (driver.passes); `profile_path` is one profile
-    or a list (one per encoding family); returns (its table, the report's
-    JSON)."""
+    or a list (one per encoding family); runtime_bits: #act.runtime_quant
+    where the choice is #act.quant or f32 (the report's "runtime"
+    tensors); returns (its table, the report's JSON)."""
     paths = [profile_path] if isinstance(profile_path, str) else list(profile_path)
     table = os.path.splitext(report)[0] + ".txt"
     driver.passes(joint, mlir, "act-allocate-bits", " ".join([
         f"profile={','.join(map(driver.option_value, paths))}",
         f"average-bits={average_bits}", f"solver={solver}",
         f"report={driver.option_value(report)}", f"table={driver.option_value(table)}",
-        f"min-bytes={min_bytes}"]))
+        f"min-bytes={min_bytes}"] + (["runtime-bits=1"] if runtime_bits else [])))
     with open(table) as f:
         text = f.read().rstrip()
     with open(report) as f:

@@ -99,6 +99,26 @@ private:
   FewBitOptions fewBitOptions;
   LogicalResult allocate(TrainingGraph &graph,
                          ArrayRef<std::pair<std::string, Profile>> profiles);
+  /// Whether runtime-bits places `e` as #act.runtime_quant: measured, and
+  /// its choice #act.quant or f32.
+  static bool isRuntime(const Entry &e) {
+    const auto &c = e.options[e.chosen];
+    return e.measured && !e.signOnly &&
+           (!c.encoding || isa<QuantEncodingAttr>(c.encoding));
+  }
+  /// #act.runtime_quant over the allowed widths it has, planned at `bits`.
+  EncodingAttrInterface getRuntimeEncoding(unsigned bits) {
+    static constexpr unsigned kDefaultWidths[] = {1, 2, 4, 8, 32};
+    SmallVector<unsigned> widths;
+    for (unsigned b : bitChoices.empty() ? ArrayRef<unsigned>(kDefaultWidths)
+                                         : ArrayRef<unsigned>(bitChoices))
+      if ((b == 1 || b == 2 || b == 4 || b == 8 || b == 32) &&
+          !llvm::is_contained(widths, b))
+        widths.push_back(b);
+    llvm::sort(widths);
+    return RuntimeQuantEncodingAttr::get(&getContext(), widths, bits, group,
+                                         Rounding::Stochastic);
+  }
   void writeReport(TrainingGraph &graph, ArrayRef<Entry> entries,
                    const KnapsackSolution &exact,
                    const KnapsackSolution &greedy, int64_t budget,
@@ -500,7 +520,9 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
   // Place the encodings.
   DenseMap<int64_t, EncodingAttrInterface> encodingOf;
   for (const Entry &e : entries)
-    encodingOf[e.saved->id] = e.options[e.chosen].encoding;
+    encodingOf[e.saved->id] = runtimeBits && isRuntime(e)
+                                  ? getRuntimeEncoding(e.options[e.chosen].bits)
+                                  : e.options[e.chosen].encoding;
   insertEncodings(graph, [&](const SavedValue &saved) -> EncodingAttrInterface {
     // Integers proven small (max-pool indices): narrowed, losslessly, outside
     // the budget (which counts float tensors).
@@ -597,6 +619,7 @@ void AllocateBitsPass::writeReport(TrainingGraph &graph,
         {"variance", e.measured ? json::Value(c.cost) : json::Value(nullptr)},
         {"sign_only", e.signOnly},
         {"bits", int64_t(c.bits)},
+        {"runtime", runtimeBits && isRuntime(e)},
         {"encoding", e.signOnly ? "mask" : print(c)},
         {"bits_exact", int64_t(e.options[e.exact].bits)},
         {"encoding_exact", e.signOnly ? "mask" : print(e.options[e.exact])},

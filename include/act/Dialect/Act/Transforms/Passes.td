@@ -174,6 +174,12 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
     error, and the option costs c * L(b) with W = b D_l; the measured table
     must be the one this pass computes at B (else an error).
 
+    With `runtime-bits`, a measured tensor whose choice is #act.quant or
+    f32 gets `#act.runtime_quant<[bits...], bits = b_l>` instead: the step
+    compiled once takes every later allocation of the same families as
+    new contents of its `act.bits` argument, without recompiling (GACT's
+    adaptive loop); the report marks those tensors `"runtime": true`.
+
     The allocation's table (each tensor's sensitivity and bits, both
     objectives, the predicted variance) goes to stderr (or `table`), its
     JSON to `report`.
@@ -215,6 +221,10 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
            "write the allocation as JSON to this file">,
     Option<"tableFile", "table", "std::string", "\"\"",
            "write the table to this file ('-' for stdout; default stderr)">,
+    Option<"runtimeBits", "runtime-bits", "bool", "false",
+           "place #act.runtime_quant (widths: `bits`) where the choice is "
+           "#act.quant or f32, so that a later allocation only changes the "
+           "step's act.bits argument">,
     ListOption<"fewBitRange", "few-bit-range", "double",
                "A,B: the range of the few-bit tables (as measured; default "
                "-10,10)">,

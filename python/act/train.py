@@ -349,7 +349,7 @@ def progress(total, desc):
 
 def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=None,
           info=None, adapt_interval=0, adapt_batches=2, rank=0, world=1, steps_per_epoch=None,
-          include=None):
+          include=None, runtime_bits=None):
     """Trains `task` (a TASKS name) with act (encoding: an act encoding,
     "none" for act without encodings, or None for PyTorch eager;
     "+compute=F/B" or "+pfq=STAGES" appended for FracTrain); epochs, batch
@@ -361,7 +361,9 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     pfq: PlateauSchedule options (eps, alpha, window).
     info, a dict, receives FracTrain's cost and the PFQ epochs/switches.
     adapt_interval (average-bits=B only): GACT's adaptive loop, re-allocated
-    every adapt_interval steps on the last adapt_batches batches.
+    every adapt_interval steps on the last adapt_batches batches;
+    runtime_bits: act.compile's (None: widths set at run time with the
+    adaptive loop; False: a step compiled per allocation).
     rank, world: data-parallel training in a torch.distributed group of
     `world` processes (the caller has initialized it): every process takes
     its share of each batch (numpy.array_split of the batch's indices),
@@ -417,7 +419,7 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
             step = act_compile(model, task.loss_fn, xtr[:local], ytr[:local],
                                seed=seed + 1000 * rank, average_bits=float(encoding.split("=", 1)[1]),
                                few_bit=few_bit, adapt_interval=adapt_interval,
-                               adapt_batches=adapt_batches)
+                               adapt_batches=adapt_batches, runtime_bits=runtime_bits)
         else:
             step = act_compile(model, loss_fn, xtr[:local], ytr[:local],
                                encoding=None if encoding == "none" else encoding,
@@ -704,6 +706,9 @@ def main(argv=None):
                         "every N steps (0: once per batch shape)")
     p.add_argument("--adapt-batches", type=int, default=2,
                    help="mini-batches per re-estimation (the last ones trained on)")
+    p.add_argument("--recompile-allocations", action="store_true",
+                   help="average-bits=B: compile a step for every new allocation instead of "
+                        "setting its widths at run time (act.compile's runtime_bits=False)")
     p.add_argument("--processes", type=int, default=1,
                    help="data-parallel: each batch split over N processes (torch.distributed, "
                         "gloo), gradients all-reduced after act's step")
@@ -740,6 +745,8 @@ def main(argv=None):
             kwargs = dict(task=a.task, encoding=enc, seed=s, epochs=epochs, batch=batch,
                           lr=lr, pfq=pfq, adapt_interval=a.adapt_interval,
                           adapt_batches=a.adapt_batches)
+            if a.recompile_allocations:
+                kwargs["runtime_bits"] = False
             if a.processes > 1:
                 (acc, peak, t, saved), info = train_distributed(a.processes, **kwargs)
             else:

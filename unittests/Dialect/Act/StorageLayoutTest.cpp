@@ -81,6 +81,32 @@ TEST_F(StorageLayoutTest, QuantPartialWord) {
     }
 }
 
+TEST_F(StorageLayoutTest, RuntimeQuantAtItsPlannedWidth) {
+  // #act.runtime_quant: #act.quant's storage at the planned width plus the
+  // width (4 bytes of metadata); at 32 the elements as they are (and the
+  // group statistics, which the encode's type keeps).
+  auto runtime = [&](unsigned bits, int64_t n) {
+    return cast<EncodingAttrInterface>(
+               RuntimeQuantEncodingAttr::get(&context, {1, 2, 4, 8, 32}, bits,
+                                             256, Rounding::Stochastic))
+        .getStorageLayout(n, b().getF32Type());
+  };
+  for (unsigned bits : {1u, 2u, 4u, 8u})
+    for (int64_t n : {1, 17, 1000, 4096}) {
+      StorageLayout q = quant(bits, 256, n);
+      EXPECT_EQ(runtime(bits, n),
+                layout(q.payloadBytes, q.metadataBytes + 4, q.paddingBytes));
+    }
+  EXPECT_EQ(runtime(32, 1000), layout(4000, 4 * 8 + 4, 0));
+  // Its quantizer: the planned width (none at 32); another width is an
+  // option only among the choices.
+  auto attr = cast<EncodingAttrInterface>(RuntimeQuantEncodingAttr::get(
+      &context, {2, 4, 32}, 4, 256, Rounding::Stochastic));
+  EXPECT_EQ(attr.getQuantizerBits(), std::optional<unsigned>(4));
+  EXPECT_TRUE(attr.hasRuntimeBits());
+  EXPECT_FALSE(attr.withQuantizerBits(8));
+  EXPECT_EQ(attr.withQuantizerBits(32).getQuantizerBits(), std::nullopt);
+}
 TEST_F(StorageLayoutTest, QuantEmpty) {
   EXPECT_EQ(quant(4, 256, 0), layout(0, 0, 0));
 }

@@ -23,13 +23,21 @@ struct EarlyDeallocPass : act::impl::ActEarlyDeallocPassBase<EarlyDeallocPass> {
     for (memref::DeallocOp dealloc : deallocs) {
       Block *block = dealloc->getBlock();
       Value buffer = dealloc.getMemref();
+      // A buffer yielded by a region (an scf.index_switch's result) is freed
+      // through its base buffer: move the metadata's extraction with it.
+      auto extract = buffer.getDefiningOp<memref::ExtractStridedMetadataOp>();
+      if (extract && extract->getBlock() == block &&
+          extract.getBaseBuffer().hasOneUse())
+        buffer = extract.getSource();
+      else
+        extract = nullptr;
       Operation *last = buffer.getDefiningOp();
       if (last && last->getBlock() != block)
         continue;
       bool movable = true;
       for (Value alias : aliases.resolve(buffer)) {
         for (Operation *user : alias.getUsers()) {
-          if (user == dealloc)
+          if (user == dealloc || user == extract)
             continue;
           Operation *ancestor = block->findAncestorOpInBlock(*user);
           if (!ancestor) {
@@ -42,10 +50,12 @@ struct EarlyDeallocPass : act::impl::ActEarlyDeallocPassBase<EarlyDeallocPass> {
         if (!movable)
           break;
       }
-      if (!movable || !last || last == dealloc ||
-          !last->isBeforeInBlock(dealloc))
+      Operation *first = extract ? extract.getOperation() : dealloc;
+      if (!movable || !last || last == first || !last->isBeforeInBlock(first))
         continue;
-      dealloc->moveAfter(last);
+      if (extract)
+        extract->moveAfter(last);
+      dealloc->moveAfter(extract ? extract.getOperation() : last);
     }
   }
 };

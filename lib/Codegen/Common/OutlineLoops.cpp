@@ -145,10 +145,20 @@ struct ActOutlineLoopsPass
       if (fn.isExternal())
         continue;
       SmallVector<Operation *> loops;
-      for (Block &block : fn.getBody())
-        for (Operation &op : block)
+      // The loop nests of the function's blocks, and of the cases of its
+      // switches (#act.runtime_quant's encode and decode: a case per width).
+      std::function<void(Block &)> collect = [&](Block &block) {
+        for (Operation &op : block) {
           if (isOutlinable(op))
             loops.push_back(&op);
+          else if (isa<scf::IndexSwitchOp>(op))
+            for (Region &region : op.getRegions())
+              for (Block &inner : region)
+                collect(inner);
+        }
+      };
+      for (Block &block : fn.getBody())
+        collect(block);
       if (int64_t(loops.size()) < minLoops)
         continue;
       SmallVector<std::pair<func::FuncOp, func::CallOp>> outlined;

@@ -77,6 +77,7 @@ namespace mlir::act::detail {
 ACT_ENCODING_MODEL(QuantEncodingAttr)
 ACT_ENCODING_MODEL_PER_ELEMENT(QuantEncodingAttr)
 ACT_ENCODING_MODEL(RuntimeQuantEncodingAttr)
+ACT_ENCODING_MODEL_PER_ELEMENT(RuntimeQuantEncodingAttr)
 ACT_ENCODING_MODEL(FloatEncodingAttr)
 ACT_ENCODING_MODEL_PER_ELEMENT(FloatEncodingAttr)
 ACT_ENCODING_MODEL(MaskEncodingAttr)

@@ -14,6 +14,9 @@
 
 using namespace mlir;
 using namespace mlir::act;
+using mlir::act::detail::i32Const;
+using mlir::act::detail::indexConst;
+using mlir::act::detail::IndexMath;
 
 /// The widths with a case of their own (those below 32).
 static SmallVector<int64_t> codedWidths(RuntimeQuantEncodingAttr encoding) {
@@ -117,6 +120,99 @@ SmallVector<Value> EncodingModel<RuntimeQuantEncodingAttr>::buildEncode(
 }
 
 template <>
+bool EncodingModel<RuntimeQuantEncodingAttr>::decodesPerElement(
+    Attribute, RankedTensorType type, const LoweringOptions &options) const {
+  return packedDecodesPerElement(type, options) && type.getRank() > 0;
+}
+
+/// The decode as one parallel generic over `type` in which each element
+/// reads its own code at the stored width `width` (an i32): the packed
+/// layout's word and lane (docs/Encodings.md) computed from k = 32 / width
+/// codes a word, so that an elementwise reader fuses it as it fuses
+/// #act.quant's (buildPackedDecode's per-element form, with the width a
+/// value). At 32 (k = 1) the word is the element itself, its f32 bits.
+static Value buildPerElementDecode(OpBuilder &b, Location loc, Value payload,
+                                   Value stats, Value width,
+                                   RankedTensorType type, int64_t group) {
+  int64_t total = type.getNumElements();
+  unsigned rank = type.getRank();
+  Type element = type.getElementType();
+  Value flatStats = tensor::CollapseShapeOp::create(
+      b, loc, stats, SmallVector<ReassociationIndices>{{0, 1}});
+  Value raw = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, width,
+                                    i32Const(b, loc, 32));
+  // log2 of the width (1, 2, 4, 8 or 32): k = 32 / width codes a word and
+  // tiles of 16 k elements are shifts, not divisions.
+  Value log2 = indexConst(b, loc, 5);
+  for (int64_t w : {8, 4, 2, 1})
+    log2 = arith::SelectOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, width,
+                              i32Const(b, loc, w)),
+        indexConst(b, loc, llvm::Log2_64(w)), log2);
+  Value tileShift =
+      arith::SubIOp::create(b, loc, indexConst(b, loc, 9), log2); // 16 * k
+  // Every width's tile (at most 16 * 32 elements) divides the tensor: no
+  // partial last tile to locate.
+  bool wholeTiles = total % 512 == 0;
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), element);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
+      ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank)},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange) {
+        IndexMath ix{nb, nl};
+        Value i = ix.c(0);
+        int64_t stride = 1;
+        for (int64_t d = rank - 1; d >= 0; --d) {
+          i = ix.add(i, ix.mul(linalg::IndexOp::create(nb, nl, d), stride));
+          stride *= type.getDimSize(d);
+        }
+        Value t = arith::ShRUIOp::create(nb, nl, i, tileShift);
+        Value within = arith::SubIOp::create(
+            nb, nl, i, arith::ShLIOp::create(nb, nl, t, tileShift));
+        Value wordIndex, lane;
+        if (wholeTiles) {
+          wordIndex = ix.add(arith::ShLIOp::create(nb, nl, t, ix.c(4)),
+                             arith::AndIOp::create(nb, nl, within, ix.c(15)));
+          lane = arith::ShRUIOp::create(nb, nl, within, ix.c(4));
+        } else {
+          // Tiles are 16 words wide but a partial last one (tileExtent).
+          Value perWord = arith::ShRUIOp::create(nb, nl, ix.c(32), log2);
+          Value n = ix.c(total);
+          Value remaining = ix.sub(
+              n, arith::ShLIOp::create(nb, nl, t, tileShift).getResult());
+          Value lastWidth =
+              arith::CeilDivUIOp::create(nb, nl, remaining, perWord);
+          Value full = arith::ShRUIOp::create(nb, nl, n, tileShift);
+          Value wide = ix.select(ix.ult(t, full), ix.c(16), lastWidth);
+          wordIndex = ix.add(ix.mul(t, 16), ix.rem(within, wide));
+          lane = arith::DivUIOp::create(nb, nl, within, wide);
+        }
+        Value word = tensor::ExtractOp::create(nb, nl, payload, wordIndex);
+        Value shift = arith::IndexCastUIOp::create(
+            nb, nl, nb.getI32Type(), arith::ShLIOp::create(nb, nl, lane, log2));
+        // (2^width - 1 for width < 32: the shifted-out ones.)
+        Value mask = arith::ShRUIOp::create(
+            nb, nl, i32Const(nb, nl, -1),
+            arith::SubIOp::create(nb, nl, i32Const(nb, nl, 32), width));
+        Value code = arith::AndIOp::create(
+            nb, nl, arith::ShRUIOp::create(nb, nl, word, shift), mask);
+        Value first = ix.mul(ix.div(i, group), 2);
+        Value mn = tensor::ExtractOp::create(nb, nl, flatStats, first);
+        Value scale = tensor::ExtractOp::create(nb, nl, flatStats,
+                                                ix.add(first, ix.c(1)));
+        // code < 2^bits: the signed conversion is exact (as #act.quant's).
+        Value q = arith::SIToFPOp::create(nb, nl, nb.getF32Type(), code);
+        Value coded = math::FmaOp::create(nb, nl, q, scale, mn);
+        Value asIs = arith::BitcastOp::create(nb, nl, nb.getF32Type(), word);
+        Value x = arith::SelectOp::create(nb, nl, raw, asIs, coded);
+        linalg::YieldOp::create(nb, nl, fromF32(nb, nl, x, element));
+      });
+  return generic.getResult(0);
+}
+
+template <>
 Value EncodingModel<RuntimeQuantEncodingAttr>::buildDecode(
     Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
     RankedTensorType decodedType, ValueRange dynamicSizes,
@@ -125,6 +221,25 @@ Value EncodingModel<RuntimeQuantEncodingAttr>::buildDecode(
   Value width = tensor::ExtractOp::create(
       b, loc, storage[2],
       ValueRange{arith::ConstantIndexOp::create(b, loc, 0)});
+  if (options.perElementDecode &&
+      decodesPerElement(attr, decodedType, options)) {
+    // (A width that is not a choice was stored as it is: read it so.)
+    Value coded = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
+    for (int64_t w : codedWidths(encoding))
+      coded = arith::OrIOp::create(
+          b, loc, coded,
+          arith::ExtUIOp::create(
+              b, loc, b.getI32Type(),
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, width,
+                                    i32Const(b, loc, w))));
+    Value effective = arith::SelectOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, coded,
+                              i32Const(b, loc, 0)),
+        width, i32Const(b, loc, 32));
+    return buildPerElementDecode(b, loc, storage[0], storage[1], effective,
+                                 decodedType, encoding.getGroup());
+  }
   Value selector = arith::IndexCastOp::create(b, loc, b.getIndexType(), width);
   SmallVector<int64_t> widths = codedWidths(encoding);
   auto cases = scf::IndexSwitchOp::create(b, loc, TypeRange{decodedType},

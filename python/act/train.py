@@ -706,9 +706,11 @@ def main(argv=None):
                         "every N steps (0: once per batch shape)")
     p.add_argument("--adapt-batches", type=int, default=2,
                    help="mini-batches per re-estimation (the last ones trained on)")
-    p.add_argument("--recompile-allocations", action="store_true",
-                   help="average-bits=B: compile a step for every new allocation instead of "
-                        "setting its widths at run time (act.compile's runtime_bits=False)")
+    p.add_argument("--runtime-bits", choices=["auto", "always", "never"], default="auto",
+                   help="average-bits=B with --adapt-interval: a re-allocation sets the "
+                        "step's widths at run time from the first allocation (always), from "
+                        "the first that moves (auto), or compiles a step per allocation "
+                        "(never): act.compile's runtime_bits=True/None/False")
     p.add_argument("--processes", type=int, default=1,
                    help="data-parallel: each batch split over N processes (torch.distributed, "
                         "gloo), gradients all-reduced after act's step")
@@ -745,8 +747,8 @@ def main(argv=None):
             kwargs = dict(task=a.task, encoding=enc, seed=s, epochs=epochs, batch=batch,
                           lr=lr, pfq=pfq, adapt_interval=a.adapt_interval,
                           adapt_batches=a.adapt_batches)
-            if a.recompile_allocations:
-                kwargs["runtime_bits"] = False
+            if a.runtime_bits != "auto":
+                kwargs["runtime_bits"] = a.runtime_bits == "always"
             if a.processes > 1:
                 (acc, peak, t, saved), info = train_distributed(a.processes, **kwargs)
             else:

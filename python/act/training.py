@@ -97,11 +97,14 @@ class Step:
         self.adapt_interval, self.adapt_batches = adapt_interval, adapt_batches
         # Re-allocation without recompiling: the allocation's #act.quant and
         # f32 choices placed as #act.runtime_quant, so that a later
-        # allocation of the same families only sets the step's widths
-        # (default: with the adaptive loop).
+        # allocation of the same families only sets the step's widths.
+        # True: from the first allocation; None (default): from the first
+        # re-allocation that moves (the first compile stays #act.quant's,
+        # 2-3x quicker); False: never.
         if runtime_bits and average_bits is None:
             raise ValueError("runtime_bits= places average_bits='s allocation; give average_bits=")
-        self.runtime_bits = bool(adapt_interval) if runtime_bits is None else bool(runtime_bits)
+        self.runtime_bits = runtime_bits
+        self._runtime_shapes = set()  # shapes whose allocations are placed with run-time widths
         self._widths = {}  # shapes -> the allocation's run-time widths {id: bits}
         self._widths_set = {}  # compiled's key -> the widths its step was last given
         self.adaptations = []  # one entry per (re-)allocation, in order
@@ -570,16 +573,27 @@ class Step:
             # (Dropout's seed is an argument: the same noise in both.)
             self._exact[shapes].estimate_fewbit_sensitivity(lists, profiles[-1], self.few_bit)
         tuned = os.path.join(self.work_dir, f"{tag}_tuned.mlir")
-        _, self.allocation = allocate(src, profiles, self.average_bits, tuned,
-                                      os.path.join(self.work_dir, f"{tag}_allocation.json"),
-                                      runtime_bits=self.runtime_bits)
-        tensors = self.allocation["tensors"]
-        # The step compiled for an allocation serves every later one that
-        # differs only in run-time widths: those are set, not compiled.
-        signature = tuple((t["id"], "runtime" if t.get("runtime") else t["encoding"])
-                          for t in tensors)
-        widths = {t["id"]: t["bits"] for t in tensors if t.get("runtime")}
         previous = self._allocated.get(shapes)
+
+        def place(runtime):
+            _, self.allocation = allocate(src, profiles, self.average_bits, tuned,
+                                          os.path.join(self.work_dir, f"{tag}_allocation.json"),
+                                          runtime_bits=runtime)
+            tensors = self.allocation["tensors"]
+            # The step compiled for an allocation serves every later one that
+            # differs only in run-time widths: those are set, not compiled.
+            return tensors, tuple((t["id"], "runtime" if t.get("runtime") else t["encoding"])
+                                  for t in tensors)
+
+        runtime = self.runtime_bits is True or shapes in self._runtime_shapes
+        tensors, signature = place(runtime)
+        if (self.runtime_bits is None and self.adapt_interval and not runtime
+                and previous is not None and previous[1] != signature):
+            # The allocation moved: its step, and every later one's, takes
+            # the widths at run time (one compile now, none after).
+            self._runtime_shapes.add(shapes)
+            tensors, signature = place(True)
+        widths = {t["id"]: t["bits"] for t in tensors if t.get("runtime")}
         previous_widths = self._widths.get(shapes)
         if previous is None or previous[1] != signature:
             self._allocated[shapes] = (tuned, signature)
@@ -1007,7 +1021,10 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     choices are compiled as #act.runtime_quant (widths 1, 2, 4, 8, 32 read
     at run time, codes bit for bit #act.quant's), so that a re-allocation
     that keeps each tensor's family only sets the step's widths instead of
-    compiling a new step; None (the default): with adapt_interval.
+    compiling a new step. True: from the first allocation; None (the
+    default): with adapt_interval, from the first re-allocation that moves
+    (the step with run-time widths compiles 2-3x longer: a run whose
+    allocation never moves never pays it); False: a step per allocation.
     work_dir: where the exported and encoded graphs go (kept); by default
     a temporary directory removed with the step (keep_work_dir=True or
     ACT_KEEP_WORK_DIR=1 keeps it).

@@ -990,15 +990,15 @@ def test_gact_adaptive_loop_reallocates_and_swaps_the_step(tmp_path):
 
 
 def test_gact_adaptive_loop_sets_new_widths_without_recompiling(tmp_path):
-    """The same run with run-time widths (runtime_bits, the adaptive loop's
-    default): the allocation at call 8 moves the bits (1/4/4) within the
-    same family, so the one compiled step (#act.runtime_quant) gets the new
-    widths instead of a new step, and the losses are bit for bit those of
-    the run that compiled a step per allocation; saved bytes follow the
-    widths."""
+    """The same run with run-time widths: with runtime_bits=True the one
+    compiled step (#act.runtime_quant) takes the allocation at call 8 (1/4/4
+    instead of 2/2/4, the same family) as new widths instead of a new step;
+    by default (None) the first compile is #act.quant's and the first move
+    compiles the step with run-time widths, which later moves would only
+    set. Both give bit for bit the losses of the run that compiles a step
+    per allocation; saved bytes follow the widths."""
     static, static_losses = _adaptive_run(tmp_path / "static", runtime_bits=False)
-    step, losses = _adaptive_run(tmp_path / "runtime", runtime_bits=None)
-    assert step.runtime_bits and not static.runtime_bits
+    step, losses = _adaptive_run(tmp_path / "runtime", runtime_bits=True)
     assert losses == static_losses
     adaptations = step.adaptations
     assert [a["bits"] for a in adaptations] == [a["bits"] for a in static.adaptations]
@@ -1010,11 +1010,17 @@ def test_gact_adaptive_loop_sets_new_widths_without_recompiling(tmp_path):
     assert all(e.startswith("#act.runtime_quant")
                for e in (t["encoding"] for g in step.report["graphs"] for t in g["saved"])
                if e != "none")
-    # The saved bytes at the widths in use: 1/4/4 against 2/2/4 planned.
-    assert step.saved_bytes[1] != static.compiled[next(iter(static.compiled))][2][1]
+    # The saved bytes at the widths in use (and each value's width word).
     assert step.saved_bytes[1] == static.saved_bytes[1] + 4 * len(adaptations[-1]["bits"])
     with pytest.raises(capi.ActError, match="takes widths 1, 2, 4, 8, 32; got 3"):
         compiled.set_bits({0: 3})
+
+    auto, auto_losses = _adaptive_run(tmp_path / "auto", runtime_bits=None)
+    assert auto_losses == static_losses
+    assert [a["changed"] for a in auto.adaptations] == [False, False, True, False]
+    assert [a["widths_changed"] for a in auto.adaptations] == [False] * 4
+    first, moved = [entry[0] for entry in auto.compiled.values()]
+    assert first.bits == {} and moved.bits == compiled.bits
 
 
 def test_gact_adaptive_training_logs_allocations(tmp_path):

@@ -38,6 +38,7 @@ variance and GACT's variance alert; `step.adapt_seconds` is its cost.
 import collections
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -405,7 +406,10 @@ class Step:
         after = saved[1]
         for t in report["graphs"][0]["saved"]:
             if t["id"] in widths and t["encoding"].startswith("#act.runtime_quant"):
-                after += _runtime_quant_bytes(t["shape"], widths[t["id"]]) - t["bytes_after"]
+                group = re.search(r"group = (\d+)", t["encoding"])
+                after += (_runtime_quant_bytes(t["shape"], widths[t["id"]],
+                                               int(group.group(1)) if group else 256)
+                          - t["bytes_after"])
         return step, layout, (saved[0], after)
 
     def _lower(self, name, src, mlir=None):

@@ -151,11 +151,12 @@ Value mlir::act::buildByteEncode(
     function_ref<Value(OpBuilder &, Location, Value)> code) {
   Value flat = flatten(b, loc, input);
   Type codeType = b.getIntegerType(bits);
-  return byteElementwise(b, loc, flat, codeType, options,
-                         [&](OpBuilder &nb, Location nl, Value x) -> Value {
-                           return arith::TruncIOp::create(nb, nl, codeType,
-                                                          code(nb, nl, x));
-                         });
+  return byteElementwise(
+      b, loc, flat, codeType, options,
+      [&](OpBuilder &nb, Location nl, Value x) -> Value {
+        Value c = code(nb, nl, x);
+        return bits == 32 ? c : arith::TruncIOp::create(nb, nl, codeType, c);
+      });
 }
 
 Value mlir::act::unflatten(OpBuilder &b, Location loc, Value flat,
@@ -194,7 +195,9 @@ Value mlir::act::buildByteDecode(
     ValueRange dynamicSizes, const LoweringOptions &options,
     function_ref<Value(OpBuilder &, Location, Value)> value) {
   auto decodeOne = [&](OpBuilder &nb, Location nl, Value c) -> Value {
-    return value(nb, nl, arith::ExtUIOp::create(nb, nl, nb.getI32Type(), c));
+    if (!c.getType().isInteger(32))
+      c = arith::ExtUIOp::create(nb, nl, nb.getI32Type(), c);
+    return value(nb, nl, c);
   };
   if (!isGpu(options)) {
     Value shaped = unflatten(b, loc, payload, type, dynamicSizes);

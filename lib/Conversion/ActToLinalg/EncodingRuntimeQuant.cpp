@@ -47,25 +47,6 @@ void EncodingModel<RuntimeQuantEncodingAttr>::getStorageTypes(
   types.push_back(RankedTensorType::get({1}, i32));
 }
 
-/// One 1-D parallel generic from `in` (1-D) to a new tensor of `element`.
-static Value mapElements(OpBuilder &b, Location loc, Value in, Type element,
-                         function_ref<Value(OpBuilder &, Location, Value)> f) {
-  auto inType = cast<RankedTensorType>(in.getType());
-  SmallVector<Value> dyn;
-  if (inType.isDynamicDim(0))
-    dyn.push_back(tensor::DimOp::create(b, loc, in, 0));
-  Value init = tensor::EmptyOp::create(b, loc, inType.getShape(), element, dyn);
-  AffineMap id = b.getMultiDimIdentityMap(1);
-  return linalg::GenericOp::create(
-             b, loc, init.getType(), ValueRange{in}, ValueRange{init},
-             ArrayRef<AffineMap>{id, id},
-             ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
-             [&](OpBuilder &nb, Location nl, ValueRange args) {
-               linalg::YieldOp::create(nb, nl, f(nb, nl, args[0]));
-             })
-      .getResult(0);
-}
-
 template <>
 SmallVector<Value> EncodingModel<RuntimeQuantEncodingAttr>::buildEncode(
     Attribute attr, OpBuilder &b, Location loc, Value input, Value seed,
@@ -96,21 +77,17 @@ SmallVector<Value> EncodingModel<RuntimeQuantEncodingAttr>::buildEncode(
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&cases.getDefaultRegion().emplaceBlock());
     Value words =
-        mapElements(b, loc, act::detail::flatten(b, loc, input), b.getI32Type(),
-                    [](OpBuilder &nb, Location nl, Value x) -> Value {
-                      return arith::BitcastOp::create(nb, nl, nb.getI32Type(),
-                                                      toF32(nb, nl, x));
-                    });
+        buildByteEncode(b, loc, input, 32, options,
+                        [](OpBuilder &nb, Location nl, Value x) -> Value {
+                          return arith::BitcastOp::create(
+                              nb, nl, nb.getI32Type(), toF32(nb, nl, x));
+                        });
     auto statsShaped = cast<RankedTensorType>(stats);
     // (Dynamic: no rows.)
-    Value unused;
-    if (statsShaped.hasStaticShape())
-      unused = tensor::EmptyOp::create(b, loc, statsShaped.getShape(),
-                                       b.getF32Type());
-    else
-      unused = tensor::EmptyOp::create(
-          b, loc, statsShaped.getShape(), b.getF32Type(),
-          ValueRange{arith::ConstantIndexOp::create(b, loc, 0)});
+    SmallVector<Value> noRows(statsShaped.getNumDynamicDims(),
+                              indexConst(b, loc, 0));
+    Value unused = tensor::EmptyOp::create(b, loc, statsShaped.getShape(),
+                                           b.getF32Type(), noRows);
     scf::YieldOp::create(
         b, loc,
         ValueRange{tensor::CastOp::create(b, loc, payloadType, words), unused});
@@ -264,18 +241,20 @@ Value EncodingModel<RuntimeQuantEncodingAttr>::buildDecode(
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&cases.getDefaultRegion().emplaceBlock());
     Type element = decodedType.getElementType();
-    Value flat = mapElements(b, loc, storage[0], element,
-                             [&](OpBuilder &nb, Location nl, Value w) -> Value {
-                               Value x = arith::BitcastOp::create(
-                                   nb, nl, nb.getF32Type(), w);
-                               return fromF32(nb, nl, x, element);
-                             });
+    Value payload = storage[0];
     if (decodedType.hasStaticShape())
-      flat = tensor::CastOp::create(
+      payload = tensor::CastOp::create(
           b, loc,
-          RankedTensorType::get({decodedType.getNumElements()}, element), flat);
-    scf::YieldOp::create(b, loc,
-                         unflatten(b, loc, flat, decodedType, dynamicSizes));
+          RankedTensorType::get({decodedType.getNumElements()}, b.getI32Type()),
+          payload);
+    scf::YieldOp::create(
+        b, loc,
+        buildByteDecode(b, loc, payload, decodedType, dynamicSizes, whole,
+                        [&](OpBuilder &nb, Location nl, Value w) -> Value {
+                          Value x = arith::BitcastOp::create(
+                              nb, nl, nb.getF32Type(), w);
+                          return fromF32(nb, nl, x, element);
+                        }));
   }
   return cases.getResult(0);
 }

@@ -46,7 +46,7 @@ double getMaxFinite(MiniFloat f);
 /// act-cpu-pipeline turns into vector code (act-vectorize).
 constexpr llvm::StringLiteral kVectorizeAttr = "act.vectorize";
 
-/// Byte-aligned codes (8 or 16 bits per element): the payload is
+/// Byte-aligned codes (8, 16 or 32 bits per element): the payload is
 /// tensor<n x iB>, element i at position i: the same bytes as the 32-bit
 /// little-endian words of docs/Encodings.md, without the tail padding. Encode
 /// and decode are one element-wise generic each, which vectorizes (on the

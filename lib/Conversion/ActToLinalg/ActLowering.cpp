@@ -81,6 +81,31 @@ void mlir::act::detail::parallelInsert(OpBuilder &b, Location loc, Value part,
 // Byte-aligned codes
 //===----------------------------------------------------------------------===//
 
+Value mlir::act::detail::buildFromFlatIndex(
+    OpBuilder &b, Location loc, RankedTensorType type,
+    function_ref<Value(OpBuilder &, Location, Value)> element) {
+  unsigned rank = type.getRank();
+  Value init =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
+             ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank)},
+             SmallVector<utils::IteratorType>(rank,
+                                              utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location nl, ValueRange) {
+               IndexMath ix{nb, nl};
+               Value i = ix.c(0);
+               int64_t stride = 1;
+               for (int64_t d = rank - 1; d >= 0; --d) {
+                 i = ix.add(i,
+                            ix.mul(linalg::IndexOp::create(nb, nl, d), stride));
+                 stride *= type.getDimSize(d);
+               }
+               linalg::YieldOp::create(nb, nl, element(nb, nl, i));
+             })
+      .getResult(0);
+}
+
 Value mlir::act::detail::flatten(OpBuilder &b, Location loc, Value input) {
   auto type = cast<RankedTensorType>(input.getType());
   int64_t n =

@@ -14,6 +14,7 @@
 
 using namespace mlir;
 using namespace mlir::act;
+using mlir::act::detail::buildFromFlatIndex;
 using mlir::act::detail::i32Const;
 using mlir::act::detail::indexConst;
 using mlir::act::detail::IndexMath;
@@ -112,7 +113,6 @@ static Value buildPerElementDecode(OpBuilder &b, Location loc, Value payload,
                                    Value stats, Value width,
                                    RankedTensorType type, int64_t group) {
   int64_t total = type.getNumElements();
-  unsigned rank = type.getRank();
   Type element = type.getElementType();
   Value flatStats = tensor::CollapseShapeOp::create(
       b, loc, stats, SmallVector<ReassociationIndices>{{0, 1}});
@@ -132,19 +132,9 @@ static Value buildPerElementDecode(OpBuilder &b, Location loc, Value payload,
   // Every width's tile (at most 16 * 32 elements) divides the tensor: no
   // partial last tile to locate.
   bool wholeTiles = total % 512 == 0;
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), element);
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
-      ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank)},
-      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-      [&](OpBuilder &nb, Location nl, ValueRange) {
+  return buildFromFlatIndex(
+      b, loc, type, [&](OpBuilder &nb, Location nl, Value i) -> Value {
         IndexMath ix{nb, nl};
-        Value i = ix.c(0);
-        int64_t stride = 1;
-        for (int64_t d = rank - 1; d >= 0; --d) {
-          i = ix.add(i, ix.mul(linalg::IndexOp::create(nb, nl, d), stride));
-          stride *= type.getDimSize(d);
-        }
         Value t = arith::ShRUIOp::create(nb, nl, i, tileShift);
         Value within = arith::SubIOp::create(
             nb, nl, i, arith::ShLIOp::create(nb, nl, t, tileShift));
@@ -184,9 +174,8 @@ static Value buildPerElementDecode(OpBuilder &b, Location loc, Value payload,
         Value coded = math::FmaOp::create(nb, nl, q, scale, mn);
         Value asIs = arith::BitcastOp::create(nb, nl, nb.getF32Type(), word);
         Value x = arith::SelectOp::create(nb, nl, raw, asIs, coded);
-        linalg::YieldOp::create(nb, nl, fromF32(nb, nl, x, element));
+        return fromF32(nb, nl, x, element);
       });
-  return generic.getResult(0);
 }
 
 template <>

@@ -195,6 +195,12 @@ void parallelInsert(OpBuilder &b, Location loc, Value part, Value into,
                     Value offset);
 /// `input` as a 1-D tensor (row-major; a view, no copy).
 Value flatten(OpBuilder &b, Location loc, Value input);
+/// One parallel generic over the static `type` (rank > 0) whose element at
+/// row-major index i (an index) is `element(b, loc, i)`: the per-element
+/// decodes, which an elementwise reader fuses.
+Value buildFromFlatIndex(
+    OpBuilder &b, Location loc, RankedTensorType type,
+    function_ref<Value(OpBuilder &, Location, Value i)> element);
 /// Inserts `part` into `into` at `offset` along dim 0.
 Value insert(OpBuilder &b, Location loc, Value part, Value into, Value offset);
 

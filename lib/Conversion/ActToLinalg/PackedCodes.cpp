@@ -575,20 +575,9 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
     if (meta)
       flatMeta = tensor::CollapseShapeOp::create(
           b, loc, meta, SmallVector<ReassociationIndices>{{0, 1}});
-    unsigned rank = type.getRank();
-    Value init = tensor::EmptyOp::create(b, loc, type.getShape(), elementType);
-    auto generic = linalg::GenericOp::create(
-        b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
-        ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank)},
-        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-        [&](OpBuilder &nb, Location nl, ValueRange) {
+    return buildFromFlatIndex(
+        b, loc, type, [&](OpBuilder &nb, Location nl, Value i) -> Value {
           IndexMath nx{nb, nl};
-          Value i = nx.c(0);
-          int64_t stride = 1;
-          for (int64_t d = rank - 1; d >= 0; --d) {
-            i = nx.add(i, nx.mul(linalg::IndexOp::create(nb, nl, d), stride));
-            stride *= type.getDimSize(d);
-          }
           auto [wordIndex, lane] =
               wordAndLane(nx, i, nx.c(total), tile, perWord);
           Value word = tensor::ExtractOp::create(nb, nl, payload, wordIndex);
@@ -599,10 +588,8 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
               row.push_back(tensor::ExtractOp::create(
                   nb, nl, flatMeta, nx.add(first, nx.c(col))));
           }
-          linalg::YieldOp::create(
-              nb, nl, value(nb, nl, laneCode(nb, nl, word, lane), row));
+          return value(nb, nl, laneCode(nb, nl, word, lane), row);
         });
-    return generic.getResult(0);
   }
 
   Value out = emptyRows(b, loc, n, {}, elementType);

@@ -107,7 +107,9 @@ class Step:
         self.runtime_bits = runtime_bits
         self._runtime_shapes = set()  # shapes whose allocations are placed with run-time widths
         self._widths = {}  # shapes -> the allocation's run-time widths {id: bits}
-        self._widths_set = {}  # compiled's key -> the widths its step was last given
+        # compiled's key -> (its memory report, the widths its step was last
+        # given, its saved bytes at them)
+        self._widths_set = {}
         self.adaptations = []  # one entry per (re-)allocation, in order
         self.adapt_seconds = 0.0  # measuring, allocating, compiling new allocations
         self.step_seconds = 0.0  # running the compiled steps
@@ -389,28 +391,30 @@ class Step:
         totals = report["graphs"][0]["totals"]
         self.compiled[key] = (step, layout,
                               (totals["saved_bytes_before"], totals["saved_bytes_after"]))
-        self._widths_set[key] = (report, step.bits)  # (as planned)
+        self._widths_set[key] = (report, step.bits, self.compiled[key][2])  # (as planned)
         return self._at_widths(shapes, key)
 
     def _at_widths(self, shapes, key):
         """The compiled entry of `key` with the allocation's run-time widths
-        for `shapes` set (once per change), and its saved bytes at them."""
+        for `shapes` set, and its saved bytes at them (both once per change
+        of widths, not per call)."""
         step, layout, saved = self.compiled[key]
         widths = self._widths.get(shapes) if self.average_bits is not None else None
         if not widths or key not in self._widths_set:
             return self.compiled[key]
-        report, current = self._widths_set[key]
+        report, current, at = self._widths_set[key]
         if current != widths:
             step.set_bits(widths)
-            self._widths_set[key] = (report, dict(widths))
-        after = saved[1]
-        for t in report["graphs"][0]["saved"]:
-            if t["id"] in widths and t["encoding"].startswith("#act.runtime_quant"):
-                group = re.search(r"group = (\d+)", t["encoding"])
-                after += (_runtime_quant_bytes(t["shape"], widths[t["id"]],
-                                               int(group.group(1)) if group else 256)
-                          - t["bytes_after"])
-        return step, layout, (saved[0], after)
+            after = saved[1]
+            for t in report["graphs"][0]["saved"]:
+                if t["id"] in widths and t["encoding"].startswith("#act.runtime_quant"):
+                    group = re.search(r"group = (\d+)", t["encoding"])
+                    after += (_runtime_quant_bytes(t["shape"], widths[t["id"]],
+                                                   int(group.group(1)) if group else 256)
+                              - t["bytes_after"])
+            at = (saved[0], after)
+            self._widths_set[key] = (report, dict(widths), at)
+        return step, layout, at
 
     def _lower(self, name, src, mlir=None):
         """The graph to compile for the exported step `src` in the current

@@ -628,11 +628,25 @@ mlir::act::analyzeTrainingGraphs(ModuleOp module) {
   return graphs;
 }
 
-BlockArgument mlir::act::getSeedsArgument(func::FuncOp func) {
+/// The argument of `func` that carries attribute `name`, or null.
+static BlockArgument getMarkedArgument(func::FuncOp func, StringRef name) {
   for (BlockArgument arg : func.getArguments())
-    if (func.getArgAttr(arg.getArgNumber(), kSeedsAttrName))
+    if (func.getArgAttr(arg.getArgNumber(), name))
       return arg;
   return nullptr;
+}
+
+/// Gives `arg` of `func` the type `type` (the function's type with it).
+static void retypeArgument(func::FuncOp func, BlockArgument arg, Type type) {
+  arg.setType(type);
+  SmallVector<Type> inputs(func.getArgumentTypes());
+  inputs[arg.getArgNumber()] = type;
+  func.setType(
+      FunctionType::get(func.getContext(), inputs, func.getResultTypes()));
+}
+
+BlockArgument mlir::act::getSeedsArgument(func::FuncOp func) {
+  return getMarkedArgument(func, kSeedsAttrName);
 }
 
 Value mlir::act::getOrCreateSeeds(func::FuncOp func, int64_t count) {
@@ -644,12 +658,8 @@ Value mlir::act::getOrCreateSeeds(func::FuncOp func, int64_t count) {
     auto current = dyn_cast<RankedTensorType>(arg.getType());
     if (!current || current.getRank() != 1 || current.isDynamicDim(0))
       return nullptr;
-    if (current.getDimSize(0) < count) {
-      arg.setType(type(count));
-      SmallVector<Type> inputs(func.getArgumentTypes());
-      inputs[arg.getArgNumber()] = arg.getType();
-      func.setType(FunctionType::get(ctx, inputs, func.getResultTypes()));
-    }
+    if (current.getDimSize(0) < count)
+      retypeArgument(func, arg, type(count));
     return arg;
   }
   unsigned index = func.getNumArguments();
@@ -662,10 +672,7 @@ Value mlir::act::getOrCreateSeeds(func::FuncOp func, int64_t count) {
 }
 
 BlockArgument mlir::act::getBitsArgument(func::FuncOp func) {
-  for (BlockArgument arg : func.getArguments())
-    if (func.getArgAttr(arg.getArgNumber(), kBitsAttrName))
-      return arg;
-  return nullptr;
+  return getMarkedArgument(func, kBitsAttrName);
 }
 
 Value mlir::act::getOrCreateBits(func::FuncOp func, int64_t id, unsigned bits,
@@ -706,10 +713,7 @@ Value mlir::act::getOrCreateBits(func::FuncOp func, int64_t id, unsigned bits,
       return nullptr;
     arg = func.getArgument(index);
   } else if (arg.getType() != type) {
-    arg.setType(type);
-    SmallVector<Type> inputs(func.getArgumentTypes());
-    inputs[arg.getArgNumber()] = type;
-    func.setType(FunctionType::get(ctx, inputs, func.getResultTypes()));
+    retypeArgument(func, arg, type);
   }
   func.setArgAttr(arg.getArgNumber(), kBitsAttrName,
                   DenseI32ArrayAttr::get(ctx, planned));

@@ -334,7 +334,7 @@ int main() {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   // Whatever the lowered host code still allocates goes through the
   // runtime's hooks: managed memory, which host and kernels both reach.
-  act::rt::setBacking(act::rt::getManagedBacking());
+  act::rt::setBacking(act::rt::getGpuBacking());
   void *stream = mgpuStreamCreate();
   std::vector<Codec> codecs = makeCodecs();
 

@@ -61,7 +61,8 @@ typedef struct ActTensor {
 } ActTensor;
 
 /// Compiles the training step in the MLIR file `path` (or, `entry` not
-/// null, its function `entry` and the backward it names) for the CPU.
+/// null, its function `entry` and the backward it names) for the CPU
+/// (actStepCompileFileOn: for a CUDA device).
 ACT_CAPI_EXPORTED ActStep actStepCompileFile(const char *path,
                                              const char *entry, char **error);
 /// The same from MLIR text (`length` bytes).
@@ -69,6 +70,39 @@ ACT_CAPI_EXPORTED ActStep actStepCompileSource(const char *source,
                                                size_t length, const char *entry,
                                                char **error);
 ACT_CAPI_EXPORTED void actStepDestroy(ActStep step);
+
+/// actStepCompileFile/Source for `device`: "cpu" (the same as those), or
+/// "cuda": act-gpu-pipeline on CUDA device 0, matmuls and convolutions
+/// through cuBLAS/cuDNN ("cuda-kernels": act's generated kernels alone).
+/// A CUDA step runs on device tensors: the arguments' `data` are device
+/// pointers (a PyTorch CUDA tensor's data_ptr()), read in place; its
+/// results' `data` are device pointers into act's pool of device blocks,
+/// owned by the run; a run returns once its work is queued on the step's
+/// stream (actStepSetStream), without waiting for it and without any copy
+/// from or to the host. Act.index_range is not checked on device tensors.
+/// A step whose host code reads a tensor the caller gives (not the seeds
+/// or widths the runtime fills) cannot be compiled for CUDA: an error.
+ACT_CAPI_EXPORTED ActStep actStepCompileFileOn(const char *path,
+                                               const char *entry,
+                                               const char *device,
+                                               char **error);
+ACT_CAPI_EXPORTED ActStep actStepCompileSourceOn(const char *source,
+                                                 size_t length,
+                                                 const char *entry,
+                                                 const char *device,
+                                                 char **error);
+/// 1 for a step compiled for CUDA (device tensors), 0 otherwise.
+ACT_CAPI_EXPORTED int actStepIsOnDevice(ActStep step);
+/// A CUDA step's stream for its later runs (a CUstream, such as PyTorch's
+/// torch.cuda.current_stream().cuda_stream, so the step orders with the
+/// caller's work; null: one the runtime creates). A run on another stream
+/// than the run before first waits for that one. Non-zero for a CPU step.
+ACT_CAPI_EXPORTED int actStepSetStream(ActStep step, void *stream,
+                                       char **error);
+/// The device pool's bytes (live and cached blocks) now and at most.
+/// A run's live peak is actRunGetPeakBytes, as on the CPU.
+ACT_CAPI_EXPORTED void actGetDevicePoolBytes(int64_t *reserved,
+                                             int64_t *peakReserved);
 
 /// The arguments a run takes from the caller (an act.seeds argument is not
 /// one: the run fills it from its step seed).

@@ -15,6 +15,7 @@
 #include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Execution/Step.h"
 #include "act/InitAll.h"
+#include "act/runtime/Cuda.h"
 #include "act/runtime/Kernels.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -113,8 +114,8 @@ static constexpr const char *kNoStep =
 static std::mutex cacheDirMutex;
 static std::optional<std::string> cacheDir;
 
-/// What the C API compiles for: the host, with the code cache.
-static JitTarget getTarget() {
+/// What the C API compiles for by default: the host, with the code cache.
+static JitTarget getHostTarget() {
   JitTarget target;
   std::lock_guard<std::mutex> lock(cacheDirMutex);
   if (cacheDir)
@@ -124,8 +125,30 @@ static JitTarget getTarget() {
   return target;
 }
 
+/// The target of actStepCompileSourceOn's `device`: the host, or a CUDA
+/// device on device tensors.
+static llvm::Expected<JitTarget> getTarget(llvm::StringRef device) {
+  if (device == "cpu")
+    return getHostTarget();
+  if (device != "cuda" && device != "cuda-kernels")
+    return llvm::createStringError(
+        "unknown device '" + device.str() +
+        "' (expected cpu, cuda, or cuda-kernels: act's generated kernels "
+        "without cuBLAS/cuDNN)");
+  JitTarget target;
+  target.gpu = true;
+  target.deviceTensors = true;
+  target.gpuLibraries = device == "cuda";
+  return target;
+}
+
 static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
-                       const char *entry, char **error) {
+                       const char *entry, const char *device, char **error) {
+  auto target = getTarget(device ? device : "cpu");
+  if (!target) {
+    setError(error, llvm::toString(target.takeError()));
+    return {nullptr};
+  }
   static std::once_flag initialized;
   std::call_once(initialized, [] {
     llvm::InitializeNativeTarget();
@@ -150,7 +173,7 @@ static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
   if (!hasEncodings(*handle->module))
     handle->graph = handle->module->clone();
   handle->entry = entry ? entry : "";
-  auto step = Step::compile(*handle->module, entry ? entry : "", getTarget());
+  auto step = Step::compile(*handle->module, entry ? entry : "", *target);
   if (!step) {
     std::string message = llvm::toString(step.takeError());
     setError(error, messages.empty() ? message : messages + message);
@@ -175,25 +198,74 @@ static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
   return {steps().insert(std::move(handle))};
 }
 
-ActStep actStepCompileFile(const char *path, const char *entry, char **error) {
+ActStep actStepCompileFileOn(const char *path, const char *entry,
+                             const char *device, char **error) {
   std::string message;
   auto file = openInputFile(path ? path : "", &message);
   if (!file) {
     setError(error, message);
     return {nullptr};
   }
-  return compile(std::move(file), entry, error);
+  return compile(std::move(file), entry, device, error);
 }
 
-ActStep actStepCompileSource(const char *source, size_t length,
-                             const char *entry, char **error) {
+ActStep actStepCompileFile(const char *path, const char *entry, char **error) {
+  return actStepCompileFileOn(path, entry, "cpu", error);
+}
+
+ActStep actStepCompileSourceOn(const char *source, size_t length,
+                               const char *entry, const char *device,
+                               char **error) {
   if (!source) {
     setError(error, "no source");
     return {nullptr};
   }
   return compile(llvm::MemoryBuffer::getMemBufferCopy(
                      llvm::StringRef(source, length), "<source>"),
-                 entry, error);
+                 entry, device, error);
+}
+
+ActStep actStepCompileSource(const char *source, size_t length,
+                             const char *entry, char **error) {
+  return actStepCompileSourceOn(source, length, entry, "cpu", error);
+}
+
+int actStepIsOnDevice(ActStep step) {
+  StepHandle *handle = unwrap(step);
+  return handle && handle->step->isOnDevice() ? 1 : 0;
+}
+
+int actStepSetStream(ActStep step, void *stream, char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, kNoStep);
+    return 1;
+  }
+  if (!handle->step->isOnDevice()) {
+    setError(error, "the step runs on the CPU: it has no CUDA stream");
+    return 1;
+  }
+  handle->step->setStream(stream);
+  return 0;
+}
+
+void actGetDevicePoolBytes(int64_t *reserved, int64_t *peakReserved) {
+  ::act::rt::DevicePoolStats stats = ::act::rt::getDevicePoolStats();
+  if (reserved)
+    *reserved = stats.reservedBytes;
+  if (peakReserved)
+    *peakReserved = stats.peakReservedBytes;
+}
+
+/// Non-zero, with a message, for a step on device tensors: `what` reads
+/// gradients on the host.
+static int refuseOnDevice(StepHandle *handle, const char *what, char **error) {
+  if (!handle->step->isOnDevice())
+    return 0;
+  setError(error, std::string(what) +
+                      " reads the step's gradients on the host: measure it "
+                      "with the step compiled for the CPU");
+  return 1;
 }
 
 void actStepDestroy(ActStep step) {
@@ -462,6 +534,8 @@ int actStepEstimateSensitivity(ActStep step, const ActTensor *const *batches,
     setError(error, kNoStep);
     return 1;
   }
+  if (refuseOnDevice(handle, "GACT's sensitivity estimate", error))
+    return 1;
   if (numBatches < 1 || !batches || !profilePath) {
     setError(error, "the sensitivity estimate needs at least one mini-batch "
                     "and a profile path");
@@ -501,6 +575,8 @@ int actStepMeasureVariance(ActStep step, const ActTensor *args,
     setError(error, kNoStep);
     return 1;
   }
+  if (refuseOnDevice(handle, "the variance measurement", error))
+    return 1;
   if (!variance || !meanNorm2 || (reference.ptr && !meanSquaredError)) {
     setError(error, "the variance measurement's outputs are null");
     return 1;
@@ -556,6 +632,8 @@ int actStepEstimateFewBitSensitivity(ActStep step, unsigned bits,
     setError(error, kNoStep);
     return 1;
   }
+  if (refuseOnDevice(handle, "the few-bit sensitivity estimate", error))
+    return 1;
   if (!handle->graph) {
     setError(error, "the step has encodings: few-bit codes are measured "
                     "against the step of the graph without them");
@@ -585,7 +663,7 @@ int actStepEstimateFewBitSensitivity(ActStep step, unsigned bits,
         getFewBitOptions(handle->context.get(), "act", {}, 1.0);
     assert(succeeded(options) && "the default few-bit options are valid");
     auto compiled = FewBitVariants::compile(*handle->graph, handle->entry,
-                                            getTarget(), bits, *options);
+                                            getHostTarget(), bits, *options);
     if (!compiled) {
       setError(error, messages + llvm::toString(compiled.takeError()));
       handle->fewBit.erase(bits);

@@ -293,6 +293,9 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
       return features.takeError();
     cpuFeatures = std::move(*features);
   }
+  if (target.deviceTensors && !target.gpu)
+    return llvm::createStringError(
+        "device tensors need the GPU target (JitTarget::gpu)");
   if (target.gpu) {
     // Fail before compiling: no driver, no device.
     std::string why;
@@ -301,7 +304,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     // The host code allocates through the hooks (act-gpu-pipeline); they
     // must hand out memory the kernels reach.
     countAllocations = true;
-    ::act::rt::setBacking(::act::rt::getManagedBacking());
+    ::act::rt::setBacking(::act::rt::getGpuBacking());
   }
   if ((target.gpu && target.gpuLibraries) ||
       (target.emulateGpuKernels && target.emulateGpuLibraries)) {
@@ -467,6 +470,28 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(jit->name))
       jit->streamOrdered = target.gpu && fn->hasAttr("act.stream_ordered") &&
                            ordered && std::string(ordered) == "1";
+  // Device tensors: the host code may read only what the runtime fills.
+  for (auto &jit : jits) {
+    if (!target.deviceTensors)
+      break;
+    auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(jit->name);
+    if (!fn || !fn->hasAttr("act.stream_ordered"))
+      return llvm::createStringError(
+          "@" + jit->name +
+          " cannot run on device tensors: its host code reads or writes "
+          "buffers (act-mark-stream-ordered did not mark it)");
+    if (auto reads =
+            fn->getAttrOfType<DenseI64ArrayAttr>("act.host_read_arguments"))
+      for (int64_t i : reads.asArrayRef())
+        if (size_t(i) < jit->arguments.size() &&
+            !jit->arguments[i].isRuntimeFilled())
+          return llvm::createStringError(
+              "@" + jit->name + " cannot run on device tensors: its host " +
+              "code reads argument " + std::to_string(i) +
+              ", which would have to be a host tensor");
+    jit->deviceTensors = true;
+    jit->streamOrdered = true;
+  }
   // The ExecutionEngine calls each entry through a wrapper that unpacks an
   // array of argument pointers: a call with every memref descriptor's
   // fields as scalars (thousands for a model's step), whose code generation
@@ -544,6 +569,27 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
   return std::move(jits);
 }
 
+HostTensor mlir::act::allocateDeviceTensor(ElementKind kind,
+                                           llvm::ArrayRef<int64_t> shape,
+                                           uint32_t word, void *stream) {
+  int64_t n = 1;
+  for (int64_t size : shape)
+    n *= size;
+  size_t bytes = size_t(n) * getElementBytes(kind);
+  void *data = nullptr;
+  if (bytes) {
+    bool wasDevice = ::act::rt::setDeviceAllocations(true);
+    data = _mlir_memref_to_llvm_aligned_alloc(64, bytes);
+    ::act::rt::setDeviceAllocations(wasDevice);
+    // (Blocks are whole 512-byte steps: the last word is inside.)
+    mgpuMemset32(data, word, (bytes + 3) / 4, stream);
+  }
+  return HostTensor::adopt(kind, shape, data, [](void *p) {
+    if (p)
+      _mlir_memref_to_llvm_free(p);
+  });
+}
+
 namespace {
 /// A memref descriptor: allocated, aligned, offset, sizes..., strides...
 struct Descriptor {
@@ -569,9 +615,12 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   // and a step that is not stream-ordered may read any).
   std::vector<void *> staged;
   std::map<int64_t, size_t> onDevice; // staged pointer -> bytes
+  std::vector<void *> pooled;
   llvm::scope_exit releaseStaged([&] {
     for (void *p : staged)
       mgpuMemFree(p, nullptr);
+    for (void *p : pooled)
+      ::act::rt::getGpuBacking().release(p);
   });
   for (size_t i = 0; i < args.size(); ++i) {
     const ValueSpec &spec = arguments[i];
@@ -594,7 +643,14 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       continue;
     }
     auto ptr = reinterpret_cast<int64_t>(arg.data());
-    if (gpu && arg.byteSize()) {
+    if (deviceTensors && arg.byteSize() && spec.isRuntimeFilled()) {
+      // Seeds and widths the runtime filled on the host, which the host
+      // code reads: a managed block of the pool (uncounted, as inputs are).
+      void *copy = ::act::rt::getGpuBacking().allocate(arg.byteSize());
+      std::memcpy(copy, arg.data(), arg.byteSize());
+      pooled.push_back(copy);
+      ptr = reinterpret_cast<int64_t>(copy);
+    } else if (gpu && arg.byteSize() && !deviceTensors) {
       // (ACT_GPU_DEVICE_INPUTS=0: managed memory for these too, for
       // bisecting.)
       static const bool deviceInputs = [] {
@@ -644,13 +700,24 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   if (!results.empty())
     packed.push_back(resultBytes);
 
-  if (gpu)
+  if (gpu && !deviceTensors)
     mgpuStreamSynchronize(nullptr); // the staging copies
   auto started = std::chrono::steady_clock::now();
   if (gpu && streamOrdered)
-    ::act::rt::beginStreamOrdered();
-  entry(packed.data());
-  if (gpu) {
+    ::act::rt::beginStreamOrdered(deviceTensors ? stream : nullptr);
+  void *runStream = ::act::rt::getOrderedStream();
+  {
+    // Device tensors: the step's buffers are plain device memory.
+    bool wasDevice = ::act::rt::setDeviceAllocations(deviceTensors);
+    entry(packed.data());
+    ::act::rt::setDeviceAllocations(wasDevice);
+  }
+  if (deviceTensors) {
+    // Queued, not waited for: the caller's later work on the stream reads
+    // the results in order.
+    ::act::rt::endStreamOrdered(/*wait=*/false);
+    lastDeviceSeconds = 0;
+  } else if (gpu) {
     // The results are read on the host: the GPU's work (cuBLAS/cuDNN on
     // the legacy stream outside stream-ordered mode) must be done.
     if (streamOrdered)
@@ -708,6 +775,35 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       owner =
           std::shared_ptr<void>(reinterpret_cast<void *>(allocated), release);
     const char *base = reinterpret_cast<const char *>(aligned) + offset * bytes;
+    if (deviceTensors) {
+      if (contiguous && !input) {
+        outs.push_back(HostTensor::adopt(
+            spec.kind, shape, const_cast<char *>(base),
+            [keep = owner](void *) mutable { keep.reset(); }));
+        continue;
+      }
+      // A view or a returned argument: copied into a block of its own,
+      // on the device, a contiguous run at a time.
+      HostTensor out = allocateDeviceTensor(spec.kind, shape, 0, runStream);
+      int64_t run = rank && strides[rank - 1] == 1 ? shape[rank - 1] : 1;
+      int64_t n = out.numElements();
+      std::vector<int64_t> index(rank, 0);
+      for (int64_t e = 0; e < n; e += run) {
+        int64_t at = 0;
+        for (size_t d = 0; d < rank; ++d)
+          at += index[d] * strides[d];
+        mgpuMemcpy(out.data() + size_t(e) * bytes,
+                   const_cast<char *>(base) + at * bytes, size_t(run) * bytes,
+                   runStream);
+        for (int64_t d = int64_t(rank) - (run > 1 ? 2 : 1); d >= 0; --d) {
+          if (++index[d] < shape[d])
+            break;
+          index[d] = 0;
+        }
+      }
+      outs.push_back(std::move(out));
+      continue;
+    }
     // An input staged in device memory, returned: read back first.
     std::vector<char> readBack;
     if (auto staged = onDevice.find(allocated);

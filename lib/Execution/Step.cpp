@@ -210,6 +210,7 @@ Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
   if (!jits)
     return jits.takeError();
   step->jits = std::move(*jits);
+  step->onDevice = target.deviceTensors;
   step->forward = step->jits[0].get();
   if (step->jits.size() > 1)
     step->backward = step->jits[1].get();
@@ -293,6 +294,12 @@ llvm::Error Step::checkIndexRanges(llvm::ArrayRef<HostTensor> args) const {
   return llvm::Error::success();
 }
 
+void Step::setStream(void *s) {
+  stream = s;
+  for (auto &jit : jits)
+    jit->setStream(s);
+}
+
 llvm::Expected<StepOutputs> Step::runForward(llvm::ArrayRef<HostTensor> args) {
   // Dynamic sizes the step's ops need equal are equal (7 rows of inputs and
   // 9 of labels used to run and report a wrong loss).
@@ -313,8 +320,9 @@ llvm::Expected<StepOutputs> Step::runForward(llvm::ArrayRef<HostTensor> args) {
                     std::to_string(size(member)) +
                     ") must agree: the step's ops use them together");
   }
-  if (llvm::Error e = checkIndexRanges(args))
-    return std::move(e);
+  if (!onDevice)
+    if (llvm::Error e = checkIndexRanges(args))
+      return std::move(e);
   // The run-time widths: the step's table, unless the caller gave them.
   std::vector<HostTensor> withBits;
   if (bitsIndex && *bitsIndex < args.size() && !args[*bitsIndex].data()) {
@@ -384,11 +392,21 @@ llvm::Expected<StepOutputs> Step::run(llvm::ArrayRef<HostTensor> args) {
   std::vector<HostTensor> bargs(
       std::make_move_iterator(outs.begin() + numOutputs),
       std::make_move_iterator(outs.end()));
-  for (size_t t = bargs.size(); t < backward->getArguments().size(); ++t) {
+  size_t numSaved = bargs.size();
+  for (size_t t = numSaved; t < backward->getArguments().size(); ++t) {
     const ValueSpec &spec = backward->getArguments()[t];
-    HostTensor tangent = HostTensor::allocate(
-        spec.kind, outs[t - bargs.size()].getShape(), spec.isTensor);
-    if (t == bargs.size() && spec.kind == ElementKind::F32)
+    if (t - numSaved >= numOutputs)
+      return fail("the backward takes more tangents than the forward has "
+                  "outputs");
+    bool one = t - numSaved == lossIndex && spec.kind == ElementKind::F32;
+    llvm::ArrayRef<int64_t> shape = outs[t - numSaved].getShape();
+    if (onDevice && spec.isTensor) {
+      bargs.push_back(allocateDeviceTensor(spec.kind, shape,
+                                           one ? 0x3f800000u : 0u, stream));
+      continue;
+    }
+    HostTensor tangent = HostTensor::allocate(spec.kind, shape, spec.isTensor);
+    if (one)
       std::fill_n(tangent.as<float>(), tangent.numElements(), 1.0f);
     bargs.push_back(std::move(tangent));
   }

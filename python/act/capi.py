@@ -4,6 +4,10 @@
     run = step.run([np_or_torch_arrays...], seed=1)  # arguments read in place
     run.results  # NumPy arrays viewing the run's memory (kept alive by them)
 
+A step compiled with device="cuda" takes CUDA tensors (their device
+pointers, read in place), runs on the stream set_stream names, and gives
+DeviceTensors (act.dlpack) that torch.from_dlpack takes without a copy.
+
 The library comes from ACT_LIB_DIR, else the repository's build/lib. Errors
 raise ActError with act's message (diagnostics with locations included).
 """
@@ -15,6 +19,7 @@ import os
 
 import numpy as np
 
+from .dlpack import DeviceTensor
 from .process import release_freed_memory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -44,6 +49,14 @@ _SIGNATURES = {
     "actStepCompileFile": (_Handle, [ctypes.c_char_p, ctypes.c_char_p, _ERROR]),
     "actStepCompileSource": (_Handle, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
                                        _ERROR]),
+    "actStepCompileFileOn": (_Handle, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                       _ERROR]),
+    "actStepCompileSourceOn": (_Handle, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                                         ctypes.c_char_p, _ERROR]),
+    "actStepIsOnDevice": (ctypes.c_int, [_Handle]),
+    "actStepSetStream": (ctypes.c_int, [_Handle, ctypes.c_void_p, _ERROR]),
+    "actGetDevicePoolBytes": (None, [ctypes.POINTER(ctypes.c_int64),
+                                     ctypes.POINTER(ctypes.c_int64)]),
     "actStepDestroy": (None, [_Handle]),
     "actStepGetNumArguments": (ctypes.c_ssize_t, [_Handle]),
     "actStepGetArgument": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
@@ -197,13 +210,24 @@ class _RunMemory:
             self.handle = None
 
 
+def device_pool_bytes():
+    """act's pool of CUDA device blocks: (bytes it holds now, live and
+    cached; the most it has held)."""
+    reserved, peak = ctypes.c_int64(), ctypes.c_int64()
+    library().actGetDevicePoolBytes(ctypes.byref(reserved), ctypes.byref(peak))
+    return reserved.value, peak.value
+
+
 class Run:
     """The results of one run; its arrays view the run's memory, which
     lives as long as any of them (or this object). `results` makes an
     array of every result; result(i) only of the one asked for (a forward
-    run's saved values need none: backward_of reads them in C)."""
+    run's saved values need none: backward_of reads them in C). A CUDA
+    step's results are DeviceTensors (act.dlpack), which torch.from_dlpack
+    takes without a copy."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, on_device=False):
+        self._on_device = on_device
         self._memory = _RunMemory(handle)
         lib = library()
         self.peak_bytes = lib.actRunGetPeakBytes(handle)
@@ -220,7 +244,9 @@ class Run:
         shape = tuple(t.shape[k] for k in range(t.rank))
         dtype = np.dtype(KINDS[t.kind])
         count = math.prod(shape)
-        if count == 0 or not t.data:
+        if self._on_device:
+            value = DeviceTensor(t.data or 0, shape, dtype, self._memory)
+        elif count == 0 or not t.data:
             value = np.zeros(shape, dtype)
         else:
             buf = (ctypes.c_byte * (count * dtype.itemsize)).from_address(t.data)
@@ -253,6 +279,8 @@ class CompiledStep:
     def __init__(self, handle):
         self._handle = handle
         lib = library()
+        # "cuda": runs take and give device tensors (include/act-c/Step.h).
+        self.device = "cuda" if lib.actStepIsOnDevice(handle) else "cpu"
         self.arguments = []
         for i in range(lib.actStepGetNumArguments(handle)):
             t = _Tensor()
@@ -274,23 +302,58 @@ class CompiledStep:
                                             tuple(t.shape[k] for k in range(t.rank))))
 
     @classmethod
-    def from_file(cls, path, entry=None):
+    def from_file(cls, path, entry=None, device="cpu"):
+        """`device`: "cpu", "cuda" (device tensors in and out, cuBLAS/cuDNN
+        for matmuls and convolutions) or "cuda-kernels" (act's generated
+        kernels alone)."""
         error = ctypes.c_void_p()
-        h = library().actStepCompileFile(str(path).encode(), entry.encode() if entry else None,
-                                         ctypes.byref(error))
+        h = library().actStepCompileFileOn(str(path).encode(),
+                                           entry.encode() if entry else None,
+                                           device.encode(), ctypes.byref(error))
         step = cls(_check(h, error))
         release_freed_memory()  # what the compiler freed
         return step
 
     @classmethod
-    def from_source(cls, text, entry=None):
+    def from_source(cls, text, entry=None, device="cpu"):
         data = text.encode()
         error = ctypes.c_void_p()
-        h = library().actStepCompileSource(data, len(data), entry.encode() if entry else None,
-                                           ctypes.byref(error))
+        h = library().actStepCompileSourceOn(data, len(data), entry.encode() if entry else None,
+                                             device.encode(), ctypes.byref(error))
         step = cls(_check(h, error))
         release_freed_memory()
         return step
+
+    def set_stream(self, stream):
+        """A CUDA step's stream for its later runs: a torch.cuda.Stream, a
+        CUstream as an int, or None (the runtime's own). The runs return
+        once their work is queued there."""
+        handle = getattr(stream, "cuda_stream", stream)
+        error = ctypes.c_void_p()
+        if library().actStepSetStream(self._handle, handle or None, ctypes.byref(error)):
+            _check(_Handle(None), error)
+
+    def _device_tensors(self, args, keep, specs, what):
+        """A CUDA step's arguments: CUDA tensors (torch's, or DeviceTensors),
+        contiguous, of the arguments' dtypes; their device pointers."""
+        tensors = (_Tensor * max(1, len(args)))()
+        for i, (a, (dtype, _)) in enumerate(zip(args, specs)):
+            device = getattr(a, "device", None)
+            if not isinstance(a, DeviceTensor) and getattr(device, "type", None) != "cuda":
+                raise ActError(f"argument {i} of the {what} is on "
+                               f"{getattr(device, 'type', None) or 'the host'}; the step was "
+                               f"compiled for CUDA and takes CUDA tensors")
+            kind = (KINDS.index(a.dtype.type) if isinstance(a, DeviceTensor)
+                    else _TORCH_KINDS.get(str(a.dtype)))
+            if kind is None or KINDS[kind] is not dtype.type:
+                raise ActError(f"argument {i} is {a.dtype}, the step takes {dtype}")
+            if not a.is_contiguous():
+                raise ActError(f"argument {i} of the {what} is not contiguous "
+                               f"(.contiguous() makes a copy that is)")
+            shape = (ctypes.c_int64 * max(1, len(a.shape)))(*a.shape)
+            keep.append((a, shape))
+            tensors[i] = _Tensor(kind, len(a.shape), shape, a.data_ptr() or None)
+        return tensors
 
     def _tensors(self, args, keep, specs=None, what="step"):
         """`args` as the C API's tensors (views; `keep` holds what they
@@ -298,11 +361,14 @@ class CompiledStep:
         specs = self.arguments if specs is None else specs
         if len(args) != len(specs):
             raise ActError(f"the {what} takes {len(specs)} arguments, got {len(args)}")
+        if self.device == "cuda":
+            return self._device_tensors(args, keep, specs, what)
         tensors = (_Tensor * max(1, len(args)))()
         for i, (a, (dtype, _)) in enumerate(zip(args, specs)):
             if getattr(getattr(a, "device", None), "type", "cpu") != "cpu":
-                raise ActError(f"argument {i} of the {what} is on {a.device}; act's steps run "
-                               f"on the CPU")
+                raise ActError(f"argument {i} of the {what} is on {a.device}; the step was "
+                               f"compiled for the CPU (from_source(..., device=\"cuda\") "
+                               f"takes CUDA tensors)")
             kind = _TORCH_KINDS.get(str(getattr(a, "dtype", None)))
             if (kind is not None and hasattr(a, "data_ptr")
                     and KINDS[kind] is dtype.type and a.is_contiguous()):
@@ -355,7 +421,7 @@ class CompiledStep:
         tensors = self._tensors(args, keep)
         error = ctypes.c_void_p()
         h = library().actStepRun(self._handle, tensors, len(args), seed, ctypes.byref(error))
-        return Run(_check(h, error))
+        return Run(_check(h, error), self.device == "cuda")
 
     def forward(self, args, seed=0):
         """Split form: the forward alone (as run() takes its arguments). The
@@ -366,7 +432,7 @@ class CompiledStep:
         error = ctypes.c_void_p()
         h = library().actStepRunForward(self._handle, tensors, len(args), seed,
                                         ctypes.byref(error))
-        return Run(_check(h, error))
+        return Run(_check(h, error), self.device == "cuda")
 
     def backward(self, args):
         """Split form: the backward alone on its arguments (the saved values
@@ -376,7 +442,7 @@ class CompiledStep:
         tensors = self._tensors(args, keep, self.backward_arguments, "backward")
         error = ctypes.c_void_p()
         h = library().actStepRunBackward(self._handle, tensors, len(args), ctypes.byref(error))
-        return Run(_check(h, error))
+        return Run(_check(h, error), self.device == "cuda")
 
     def backward_of(self, forward, args, release_saved=True):
         """Split form: the backward of `forward` (a forward() Run of this
@@ -401,7 +467,7 @@ class CompiledStep:
             first = forward.num_results - self.num_saved
             for i in range(first, forward.num_results):
                 forward._results[i] = None
-        return Run(_check(h, error))
+        return Run(_check(h, error), self.device == "cuda")
 
     def _batches(self, batches, keep):
         """`batches` (argument lists, as run() takes them) as the C API's

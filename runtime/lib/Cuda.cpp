@@ -3,6 +3,7 @@
 #include "act/runtime/Cuda.h"
 #include "act/runtime/CudaLibraries.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -96,10 +97,11 @@ std::mutex &streamPoolMutex() {
   return *mutex;
 }
 
-/// Stream-ordered mode (beginStreamOrdered): its one stream, created once.
+/// Stream-ordered mode (beginStreamOrdered): its stream (the caller's, or
+/// the runtime's own, created once), and the stream of the call before.
 struct StreamOrdered {
   bool active = false;
-  void *stream = nullptr;
+  void *stream = nullptr, *own = nullptr, *previous = nullptr;
   std::atomic<int64_t> skipped{0};
 };
 StreamOrdered &streamOrdered() {
@@ -109,10 +111,18 @@ StreamOrdered &streamOrdered() {
 
 } // namespace
 
-void act::rt::beginStreamOrdered() {
+void act::rt::beginStreamOrdered(void *stream) {
   StreamOrdered &s = streamOrdered();
-  if (!s.stream)
-    check(require().cuStreamCreate(&s.stream, 0), "cuStreamCreate");
+  if (!stream) {
+    if (!s.own)
+      check(require().cuStreamCreate(&s.own, 0), "cuStreamCreate");
+    stream = s.own;
+  }
+  // Blocks the last call freed on another stream may still be read there:
+  // that stream's work is done before this call's reuses them.
+  if (s.previous && s.previous != stream)
+    check(require().cuStreamSynchronize(s.previous), "cuStreamSynchronize");
+  s.stream = s.previous = stream;
   s.active = true;
   // ACT_GPU_LIBRARY_STREAM=legacy: cuBLAS/cuDNN stay on CUDA's legacy
   // default stream (which the step stream, a blocking one, orders with);
@@ -122,14 +132,17 @@ void act::rt::beginStreamOrdered() {
                                                                : s.stream);
 }
 
-void act::rt::endStreamOrdered() {
+void act::rt::endStreamOrdered(bool wait) {
   StreamOrdered &s = streamOrdered();
   s.active = false;
   setLibraryStream(nullptr);
   // The whole context, not only the step stream: whatever a library queued
   // elsewhere is done before the host reads a result.
-  check(require().cuCtxSynchronize(), "cuCtxSynchronize");
+  if (wait)
+    check(require().cuCtxSynchronize(), "cuCtxSynchronize");
 }
+
+void *act::rt::getOrderedStream() { return streamOrdered().stream; }
 
 int64_t act::rt::getSkippedSynchronizations() {
   return streamOrdered().skipped.load();
@@ -277,53 +290,91 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 } // extern "C"
 
 namespace {
-/// Freed managed blocks by size, for the next allocations (as PyTorch's
-/// caching allocator): cuMemFree synchronizes the whole device, and a fresh
-/// managed block's pages fault on the GPU at their first touch. A step
-/// frees and allocates the same sizes every time. Never given back before
-/// the process ends (leaked: the driver may be gone by then).
-struct ManagedCache {
+/// Freed blocks by size, for the next allocations (as PyTorch's caching
+/// allocator): cuMemFree synchronizes the whole device, and a fresh managed
+/// block's pages fault on the GPU at their first touch. A step frees and
+/// allocates the same sizes every time. Never given back before the
+/// process ends (leaked: the driver may be gone by then). Two pools: CUDA
+/// managed memory, and plain device memory for steps whose host code
+/// touches no buffer (setDeviceAllocations).
+struct BlockCache {
   std::mutex mutex;
-  std::multimap<size_t, void *> free;
-  std::unordered_map<void *, size_t> sizes;
+  /// Free blocks by size, per pool (0: managed, 1: device).
+  std::multimap<size_t, void *> free[2];
+  struct Block {
+    size_t size;
+    bool device;
+  };
+  std::unordered_map<void *, Block> blocks;
+  /// Device pool: bytes held (live and cached), their most, and blocks.
+  int64_t deviceReserved = 0, devicePeakReserved = 0, deviceBlocks = 0;
 };
-ManagedCache &managedCache() {
-  static auto *cache = new ManagedCache;
+BlockCache &blockCache() {
+  static auto *cache = new BlockCache;
   return *cache;
 }
+thread_local bool deviceAllocations = false;
 } // namespace
 
-static void *allocateManaged(size_t bytes) {
+static void *allocateBlock(size_t bytes) {
   // 512-byte steps, then whole MiB above 1 MiB; a cached block serves a
   // request of at least half its size.
   size_t mib = size_t(1) << 20;
   size_t size =
       bytes <= mib ? (bytes + 511) / 512 * 512 : (bytes + mib - 1) / mib * mib;
-  ManagedCache &cache = managedCache();
+  bool device = deviceAllocations;
+  BlockCache &cache = blockCache();
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
-    auto it = cache.free.lower_bound(size);
-    if (it != cache.free.end() && it->first / 2 <= size) {
+    auto &free = cache.free[device];
+    auto it = free.lower_bound(size);
+    if (it != free.end() && it->first / 2 <= size) {
       void *block = it->second;
-      cache.free.erase(it);
+      free.erase(it);
       return block;
     }
   }
-  void *block = mgpuMemAlloc(size, nullptr, /*isHostShared=*/true);
+  void *block = mgpuMemAlloc(size, nullptr, /*isHostShared=*/!device);
   std::lock_guard<std::mutex> lock(cache.mutex);
-  cache.sizes[block] = size;
+  cache.blocks[block] = {size, device};
+  if (device) {
+    cache.deviceReserved += int64_t(size);
+    cache.devicePeakReserved =
+        std::max(cache.devicePeakReserved, cache.deviceReserved);
+    ++cache.deviceBlocks;
+  }
   return block;
 }
-static void releaseManaged(void *base) {
-  ManagedCache &cache = managedCache();
+static void releaseBlock(void *base) {
+  BlockCache &cache = blockCache();
   std::lock_guard<std::mutex> lock(cache.mutex);
-  cache.free.emplace(cache.sizes.at(base), base);
+  const BlockCache::Block &block = cache.blocks.at(base);
+  cache.free[block.device].emplace(block.size, base);
 }
 
-act::rt::Backing act::rt::getManagedBacking() {
-  act::rt::Backing managed{allocateManaged, releaseManaged};
-  managed.headersApart = true;
-  return managed;
+bool act::rt::setDeviceAllocations(bool on) {
+  bool previous = deviceAllocations;
+  deviceAllocations = on;
+  return previous;
+}
+
+bool act::rt::isDeviceBlock(const void *base) {
+  BlockCache &cache = blockCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto it = cache.blocks.find(const_cast<void *>(base));
+  return it != cache.blocks.end() && it->second.device;
+}
+
+act::rt::DevicePoolStats act::rt::getDevicePoolStats() {
+  BlockCache &cache = blockCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return {cache.deviceReserved, cache.devicePeakReserved, cache.deviceBlocks};
+}
+
+act::rt::Backing act::rt::getGpuBacking() {
+  act::rt::Backing gpu{allocateBlock, releaseBlock};
+  gpu.headersApart = true;
+  return gpu;
 }
 
 const act::rt::HookSymbol *act::rt::getCudaHooks(size_t &count) {

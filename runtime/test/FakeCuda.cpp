@@ -6,6 +6,11 @@
 // without access, so host code that touches a device buffer faults here as
 // on a GPU (the copies and fills open it for their own access only).
 //
+// It counts what it is asked to do (actFakeCudaGetCounts, the work queued
+// on one stream: actFakeCudaWorkOn), so tests can show that a step on
+// device tensors copies nothing from or to the host and runs on the
+// caller's stream.
+//
 // FakeCudaTest loads it through ACT_CUDA_DRIVER, so the runtime's CUDA
 // layer (the argument passing, the error paths) is tested without a GPU;
 // test/GPU/gpu-check.test runs gpu_check over it, whose host code must not
@@ -64,6 +69,42 @@ struct HostAccess {
   }
   std::vector<std::pair<uint64_t, size_t>> opened;
 };
+/// Managed allocations (malloc'ed): start -> bytes.
+std::map<uint64_t, size_t> &managedRegions() {
+  static std::map<uint64_t, size_t> regions;
+  return regions;
+}
+bool isManaged(uint64_t address) {
+  std::lock_guard<std::mutex> lock(regionsMutex);
+  auto &regions = managedRegions();
+  auto it = regions.upper_bound(address);
+  if (it == regions.begin())
+    return false;
+  --it;
+  return address < it->first + it->second;
+}
+
+/// What the driver was asked to do (actFakeCudaGetCounts's order).
+enum Count {
+  Launches,
+  DeviceAllocations,
+  ManagedAllocations,
+  HostCopies,   // a copy from or to plain host memory
+  DeviceCopies, // device or managed memory on both sides
+  Memsets,
+  NumCounts
+};
+std::atomic<int64_t> counts[NumCounts];
+std::mutex streamsMutex;
+/// Launches, copies and fills queued per stream.
+std::map<void *, int64_t> &workOnStream() {
+  static std::map<void *, int64_t> work;
+  return work;
+}
+void queued(void *stream) {
+  std::lock_guard<std::mutex> lock(streamsMutex);
+  ++workOnStream()[stream];
+}
 } // namespace
 
 extern "C" {
@@ -104,13 +145,19 @@ int cuMemAlloc_v2(uint64_t *ptr, size_t bytes) {
   if (p == MAP_FAILED)
     return 2; // CUDA_ERROR_OUT_OF_MEMORY
   *ptr = reinterpret_cast<uint64_t>(p);
+  ++counts[DeviceAllocations];
   std::lock_guard<std::mutex> lock(regionsMutex);
   deviceRegions()[*ptr] = bytes;
   return 0;
 }
 int cuMemAllocManaged(uint64_t *ptr, size_t bytes, unsigned) {
   *ptr = reinterpret_cast<uint64_t>(std::malloc(bytes));
-  return *ptr ? 0 : 2;
+  if (!*ptr)
+    return 2;
+  ++counts[ManagedAllocations];
+  std::lock_guard<std::mutex> lock(regionsMutex);
+  managedRegions()[*ptr] = bytes;
+  return 0;
 }
 int cuMemFree_v2(uint64_t ptr) {
   if (auto region = regionOf(ptr); region.second) {
@@ -119,16 +166,25 @@ int cuMemFree_v2(uint64_t ptr) {
     deviceRegions().erase(region.first);
     return 0;
   }
+  {
+    std::lock_guard<std::mutex> lock(regionsMutex);
+    managedRegions().erase(ptr);
+  }
   std::free(reinterpret_cast<void *>(ptr));
   return 0;
 }
-int cuMemcpyAsync(uint64_t dst, uint64_t src, size_t bytes, void *) {
+int cuMemcpyAsync(uint64_t dst, uint64_t src, size_t bytes, void *stream) {
+  auto onGpu = [](uint64_t a) { return regionOf(a).second || isManaged(a); };
+  ++counts[onGpu(dst) && onGpu(src) ? DeviceCopies : HostCopies];
+  queued(stream);
   HostAccess access{dst, src};
   std::memcpy(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src),
               bytes);
   return 0;
 }
-int cuMemsetD32Async(uint64_t dst, unsigned value, size_t count, void *) {
+int cuMemsetD32Async(uint64_t dst, unsigned value, size_t count, void *stream) {
+  ++counts[Memsets];
+  queued(stream);
   HostAccess access{dst};
   auto *words = reinterpret_cast<uint32_t *>(dst);
   for (size_t i = 0; i < count; ++i)
@@ -152,7 +208,26 @@ int cuModuleGetFunction(void **function, void *, const char *) {
   return 0;
 }
 int cuLaunchKernel(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
-                   unsigned, unsigned, void *, void **, void **) {
+                   unsigned, unsigned, void *stream, void **, void **) {
+  ++counts[Launches];
+  queued(stream);
   return 0;
 }
+
+// For tests (not CUDA's): the counts in Count's order, and the work queued
+// on `stream`.
+void actFakeCudaGetCounts(int64_t *out) {
+  for (int i = 0; i < NumCounts; ++i)
+    out[i] = counts[i].load();
 }
+int64_t actFakeCudaWorkOn(void *stream) {
+  std::lock_guard<std::mutex> lock(streamsMutex);
+  auto it = workOnStream().find(stream);
+  return it == workOnStream().end() ? 0 : it->second;
+}
+/// 1: device memory, 2: managed memory, 0: neither.
+int actFakeCudaMemoryKind(uint64_t address) {
+  return regionOf(address).second ? 1 : isManaged(address) ? 2 : 0;
+}
+
+} // extern "C"

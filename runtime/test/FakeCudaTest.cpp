@@ -66,7 +66,7 @@ TEST(FakeCuda, StreamsAreReused) {
 // least half their size) instead of freeing them (cuMemFree synchronizes
 // the device).
 TEST(FakeCuda, ManagedBlocksAreReused) {
-  Backing managed = getManagedBacking();
+  Backing managed = getGpuBacking();
   void *a = managed.allocate(100000);
   managed.release(a);
   void *b = managed.allocate(60000);
@@ -81,6 +81,59 @@ TEST(FakeCuda, ManagedBlocksAreReused) {
   void *e = managed.allocate(100000);
   EXPECT_TRUE(e == a || e == c);
   managed.release(e);
+}
+
+// With device allocations on (a step on device tensors), the backing hands
+// out plain device memory, cached apart from the managed blocks and
+// counted in the device pool's statistics; off, managed memory again.
+TEST(FakeCuda, DeviceBlocksComeFromTheirOwnPool) {
+  Backing gpu = getGpuBacking();
+  DevicePoolStats before = getDevicePoolStats();
+  EXPECT_FALSE(setDeviceAllocations(true));
+  void *device = gpu.allocate(3000);
+  EXPECT_TRUE(isDeviceBlock(device));
+  DevicePoolStats grown = getDevicePoolStats();
+  EXPECT_EQ(grown.reservedBytes, before.reservedBytes + 3072);
+  EXPECT_EQ(grown.blocks, before.blocks + 1);
+  EXPECT_GE(grown.peakReservedBytes, grown.reservedBytes);
+  gpu.release(device);
+  EXPECT_EQ(gpu.allocate(2000), device); // cached, not allocated again
+  EXPECT_EQ(getDevicePoolStats().blocks, grown.blocks);
+  EXPECT_TRUE(setDeviceAllocations(false));
+  void *managed = gpu.allocate(2000);
+  EXPECT_NE(managed, device);
+  EXPECT_FALSE(isDeviceBlock(managed));
+  static_cast<char *>(managed)[0] = 1; // the host reaches managed memory
+  gpu.release(managed);
+  gpu.release(device);
+  EXPECT_EQ(getDevicePoolStats().reservedBytes, grown.reservedBytes);
+}
+
+TEST(FakeCudaDeathTest, TheHostCannotTouchAPooledDeviceBlock) {
+  Backing gpu = getGpuBacking();
+  setDeviceAllocations(true);
+  auto *device = static_cast<volatile char *>(gpu.allocate(100));
+  setDeviceAllocations(false);
+  EXPECT_DEATH(device[0] = 1, "");
+  gpu.release(const_cast<char *>(device));
+}
+
+// Stream-ordered mode on the caller's stream: the step's streams are that
+// one; the runtime's own otherwise.
+TEST(FakeCuda, StreamOrderedModeUsesTheCallersStream) {
+  beginStreamOrdered();
+  void *own = mgpuStreamCreate();
+  endStreamOrdered();
+  void *callers = mgpuStreamCreate(); // another stream
+  EXPECT_NE(callers, own);
+  beginStreamOrdered(callers);
+  EXPECT_EQ(mgpuStreamCreate(), callers);
+  EXPECT_EQ(getOrderedStream(), callers);
+  endStreamOrdered(/*wait=*/false);
+  beginStreamOrdered();
+  EXPECT_NE(mgpuStreamCreate(), callers);
+  endStreamOrdered();
+  mgpuStreamDestroy(callers);
 }
 
 // A module's destructor can run after the driver shut down at process exit

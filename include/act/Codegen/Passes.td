@@ -867,11 +867,16 @@ def ActMarkStreamOrderedPass
     (everything outside gpu.launch_func) reads and writes no buffer, except
     integer function arguments it reads (seeds, which only the host
     writes), and calls nothing but act's GPU library kernels and runtime
-    hooks, gets the unit attribute `act.stream_ordered`. With
+    hooks, gets the unit attribute `act.stream_ordered`, and the integer
+    arguments its host code reads are listed in `act.host_read_arguments`
+    (a `DenseI64ArrayAttr`, absent when none). With
     `ACT_GPU_STREAM_ORDERED=1` (opt-in until a disagreement seen on an H200
     is understood: docs/Running.md) the JIT runs such a function in the
     runtime's stream-ordered mode: every launch and library call on one
-    stream, no host synchronization until the step returns.
+    stream, no host synchronization until the step returns. A step on
+    device tensors (`JitTarget::deviceTensors`, `act.compile` on CUDA
+    tensors) always runs so, and needs every argument in
+    `act.host_read_arguments` to be one the runtime fills (seeds, widths).
   }];
 }
 

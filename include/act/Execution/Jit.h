@@ -42,6 +42,12 @@ makeHostOptimizingTransformer(unsigned optLevel = 3,
 /// of the process without one. Fails if the library cannot be loaded.
 llvm::Error registerAsyncRuntime(mlir::ExecutionEngine &engine);
 
+/// JitTarget::deviceTensors: a tensor of `kind` and `shape` in the
+/// runtime's device pool, each 32-bit word set to `word` (an f32 1.0 is
+/// 0x3f800000) on `stream`, released through the hooks with its last copy.
+HostTensor allocateDeviceTensor(ElementKind kind, llvm::ArrayRef<int64_t> shape,
+                                uint32_t word, void *stream);
+
 /// Returns once every worker of the async runtime has finished the task it
 /// was running: a task may still be returning through a step's code after
 /// the step has awaited it, so an engine whose code ran tasks is destroyed
@@ -78,6 +84,17 @@ struct JitTarget {
   std::string chip = defaults::kGpuChip, features = defaults::kGpuFeatures;
   /// act-gpu-pipeline{max-partial-bytes}.
   int64_t maxPartialBytes = defaults::kGpuMaxPartialBytes;
+  /// GPU: the caller's tensors live in device memory (a PyTorch user's
+  /// CUDA tensors). A call reads its arguments in place from the device
+  /// pointers it is given (the act.seeds and act.bits tensors, which the
+  /// runtime fills on the host, excepted) and leaves its results in device
+  /// memory, in the runtime's pool of device blocks, each released with
+  /// the last result holding it. The step runs in stream-ordered mode on
+  /// the stream of JitFunction::setStream, and the host does not wait for
+  /// it: nothing is copied from or to the host. Needs a function whose host
+  /// code reads none of the caller's tensors (act.stream_ordered,
+  /// act.host_read_arguments); compiling one that does is an error.
+  bool deviceTensors = false;
   /// GPU: matmuls and convolutions through cuBLAS/cuDNN
   /// (act-gpu-pipeline{libraries}); false: generated kernels.
   bool gpuLibraries = defaults::kGpuLibraries;
@@ -153,7 +170,12 @@ public:
   /// memory on the GPU). Results own the buffers the call allocated (no
   /// copy; released through the allocation hooks with the last copy), except
   /// strided views and returned arguments, which are copied out.
+  /// JitTarget::deviceTensors: argument data are device pointers, and so
+  /// are the results'.
   llvm::Expected<std::vector<HostTensor>> call(llvm::ArrayRef<HostTensor> args);
+  /// JitTarget::deviceTensors: the CUDA stream later calls are queued on
+  /// (null: the runtime's own).
+  void setStream(void *s) { stream = s; }
   /// GPU: the seconds the last call's compiled code ran, to its final
   /// synchronization (its inputs' staging before not included); 0 on the
   /// CPU.
@@ -176,6 +198,9 @@ private:
   /// it runs in the runtime's stream-ordered mode (one stream, one
   /// synchronization at the end); ACT_GPU_STREAM_ORDERED=0 turns that off.
   bool streamOrdered = false;
+  /// JitTarget::deviceTensors, and its stream.
+  bool deviceTensors = false;
+  void *stream = nullptr;
   double lastDeviceSeconds = 0;
 };
 

@@ -73,6 +73,11 @@ public:
   const std::vector<ValueSpec> &getArguments() const {
     return forward->getArguments();
   }
+  /// Whether runs take and give device tensors (JitTarget::deviceTensors).
+  bool isOnDevice() const { return onDevice; }
+  /// Device tensors: the CUDA stream later runs are queued on (null: the
+  /// runtime's own). A run returns once its work is queued.
+  void setStream(void *stream);
   /// The position of the act.seeds argument, if the step has one.
   std::optional<unsigned> getSeedsIndex() const { return seedsIndex; }
   /// The position of the act.bits argument, if the step has one.
@@ -92,7 +97,8 @@ public:
 
   /// Runs one step on `args` (read in place, never copied on the CPU).
   /// Integer data outside an argument's act.index_range is an error before
-  /// anything runs.
+  /// anything runs (not checked on device tensors, which the host does not
+  /// read).
   llvm::Expected<StepOutputs> run(llvm::ArrayRef<HostTensor> args);
   /// Split form, the two halves apart (what act.Module runs inside
   /// autograd): the forward alone on `args` (run()'s checks included); its
@@ -143,6 +149,8 @@ private:
   std::string forwardName, backwardName, fingerprint;
   unsigned numOutputs = 0, lossIndex = 0;
   std::optional<unsigned> seedsIndex, bitsIndex;
+  bool onDevice = false;
+  void *stream = nullptr;
   /// The act.bits argument's contents (what runs read when the caller
   /// leaves its slot empty).
   HostTensor bits;

@@ -16,7 +16,8 @@
 //
 // act-mark-stream-ordered: after kernel outlining, marks each function
 // whose host code touches no memory but the integer arguments it reads
-// (seeds, which only the host writes) act.stream_ordered.
+// (seeds, which only the host writes) act.stream_ordered, and lists those
+// arguments in act.host_read_arguments.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTSCALAROPSTOKERNELSPASS
@@ -122,8 +124,9 @@ struct ActScalarOpsToKernelsPass
 /// Whether `op`, in host code, may read or write a buffer the GPU
 /// computes: a memory effect on a memref value other than an integer
 /// function argument (seeds), or a call other than act's library kernels
-/// and runtime hooks.
-bool touchesDeviceMemory(Operation *op, func::FuncOp func) {
+/// and runtime hooks. The integer arguments it reads go to `hostReads`.
+bool touchesDeviceMemory(Operation *op, func::FuncOp func,
+                         llvm::SmallSetVector<int64_t, 4> &hostReads) {
   if (auto call = dyn_cast<func::CallOp>(op))
     return !(call.getCallee().starts_with("act_gpu_kernel_") ||
              call.getCallee() == "act_record_storage" ||
@@ -149,6 +152,7 @@ bool touchesDeviceMemory(Operation *op, func::FuncOp func) {
         cast<MemRefType>(arg.getType()).getElementType().isSignlessInteger();
     if (!seedRead)
       return true;
+    hostReads.insert(arg.getArgNumber());
   }
   return false;
 }
@@ -159,15 +163,24 @@ struct ActMarkStreamOrderedPass
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
+    llvm::SmallSetVector<int64_t, 4> hostReads;
     WalkResult walk = func.walk([&](Operation *op) {
       if (isa<gpu::LaunchFuncOp>(op))
         return WalkResult::skip();
-      if (touchesDeviceMemory(op, func))
+      if (touchesDeviceMemory(op, func, hostReads))
         return WalkResult::interrupt();
       return WalkResult::advance();
     });
-    if (!walk.wasInterrupted())
-      func->setAttr("act.stream_ordered", UnitAttr::get(&getContext()));
+    if (walk.wasInterrupted())
+      return;
+    func->setAttr("act.stream_ordered", UnitAttr::get(&getContext()));
+    // Which arguments must be host-reachable (a runtime on device tensors
+    // fills only the seeds and widths on the host).
+    SmallVector<int64_t> reads(hostReads.begin(), hostReads.end());
+    llvm::sort(reads);
+    if (!reads.empty())
+      func->setAttr("act.host_read_arguments",
+                    DenseI64ArrayAttr::get(&getContext(), reads));
   }
 };
 

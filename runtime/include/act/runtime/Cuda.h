@@ -35,15 +35,39 @@ const HookSymbol *getCudaHooks(size_t &count);
 /// one step stream, cuBLAS/cuDNN run on it too, and the host's
 /// synchronizations inside the step (gpu-async-region's, before each host
 /// op with side effects) are skipped; the GPU runs the step's launches and
-/// library calls in order. endStreamOrdered() waits for the stream, once.
-void beginStreamOrdered();
-void endStreamOrdered();
+/// library calls in order. `stream`: the caller's (a PyTorch stream, so the
+/// step orders with its other work); null: one the runtime creates. A call
+/// on another stream than the call before first waits for that one (the
+/// blocks it freed are reused). endStreamOrdered waits for the GPU, once,
+/// unless `wait` is false (results stay in device memory, read in order on
+/// the same stream).
+void beginStreamOrdered(void *stream = nullptr);
+void endStreamOrdered(bool wait = true);
+/// The stream of the current (or last) stream-ordered call; null before
+/// the first.
+void *getOrderedStream();
 /// Host synchronizations skipped in stream-ordered mode so far (for tests).
 int64_t getSkippedSynchronizations();
 
-/// CUDA managed memory (cuMemAllocManaged / cuMemFree) as the allocation
-/// hooks' backing: host code and kernels reach the same pointers.
-Backing getManagedBacking();
+/// The allocation hooks' backing on the GPU: blocks of CUDA managed memory
+/// (cuMemAllocManaged: host code and kernels reach the same pointers), or,
+/// while setDeviceAllocations is on for the calling thread, of plain device
+/// memory (cuMemAlloc: only kernels, copies and the libraries reach them).
+/// Freed blocks are kept by size for the next allocations (a caching pool:
+/// cuMemFree synchronizes the device); reuse is ordered by the host, so a
+/// stream-ordered step's blocks are reused in its stream's order.
+Backing getGpuBacking();
+/// Turns device allocations on or off for the calling thread; returns the
+/// previous setting.
+bool setDeviceAllocations(bool on);
+/// Whether `base` is a device-memory block of the GPU backing.
+bool isDeviceBlock(const void *base);
+/// The device pool: bytes it holds (live and cached), their most so far,
+/// and its blocks (each a cuMemAlloc).
+struct DevicePoolStats {
+  int64_t reservedBytes = 0, peakReservedBytes = 0, blocks = 0;
+};
+DevicePoolStats getDevicePoolStats();
 
 } // namespace act::rt
 

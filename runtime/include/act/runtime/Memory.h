@@ -50,7 +50,7 @@ struct MemoryStats {
 MemoryStats getMemoryStats();
 
 /// Where the hooks take memory from: malloc/free by default; act-run's GPU
-/// mode sets CUDA managed memory (act::rt::getManagedBacking), which the
+/// mode sets CUDA managed memory (act::rt::getGpuBacking), which the
 /// host code and the kernels both reach, so device memory is counted by the
 /// same hooks. Set it before the first allocation, not while blocks from
 /// another backing are live.

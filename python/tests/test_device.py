@@ -1,0 +1,240 @@
+"""A step on CUDA tensors through the C API and its binding (issue 49),
+without a GPU: over the runtime's stand-in CUDA driver
+(runtime/test/FakeCuda.cpp: device memory the host cannot touch, launches
+that run nothing, and counters of what it was asked to do). What this
+shows is the plumbing a GPU run relies on: the arguments read in place
+from device pointers, the work queued on the caller's stream, no copy from
+or to the host, results in act's pool of device blocks (reused from run to
+run) handed out as DLPack tensors. The values need a GPU
+(bench/gpu_steps).
+
+Needs act-opt (ACT_BIN_DIR) and libActCAPI.so (ACT_LIB_DIR); lit sets both.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from act import capi, dlpack  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+LIB_DIR = os.environ.get("ACT_LIB_DIR", os.path.join(ROOT, "build", "lib"))
+BIN_DIR = os.environ.get("ACT_BIN_DIR", os.path.join(ROOT, "build", "bin"))
+FAKE_DRIVER = os.path.join(os.path.dirname(os.path.abspath(LIB_DIR)), "unittests",
+                           "libact_fake_cuda.so")
+
+# Runs in a process of its own: the runtime loads the driver ACT_CUDA_DRIVER
+# names once per process.
+SCRIPT = textwrap.dedent("""
+    import ctypes, json, os, sys
+    sys.path.insert(0, sys.argv[1])
+    from act import capi
+    from act.dlpack import DeviceTensor
+    fake = ctypes.CDLL(os.environ["ACT_CUDA_DRIVER"])
+    fake.actFakeCudaWorkOn.restype = ctypes.c_int64
+    fake.actFakeCudaWorkOn.argtypes = [ctypes.c_void_p]
+    fake.actFakeCudaMemoryKind.argtypes = [ctypes.c_uint64]
+    NAMES = ["launches", "device_allocations", "managed_allocations", "host_copies",
+             "device_copies", "memsets"]
+
+    def counts():
+        out = (ctypes.c_int64 * len(NAMES))()
+        fake.actFakeCudaGetCounts(out)
+        return dict(zip(NAMES, out))
+
+    def stream():
+        s = ctypes.c_void_p()
+        assert fake.cuStreamCreate(ctypes.byref(s), 0) == 0
+        return s.value
+
+    def device_arguments(specs):
+        args = []
+        for dtype, shape in specs:
+            p = ctypes.c_uint64()
+            n = max(1, dtype.itemsize * int(__import__("math").prod(shape)))
+            assert fake.cuMemAlloc_v2(ctypes.byref(p), n) == 0
+            args.append(DeviceTensor(p.value, shape, dtype))
+        return args
+
+    def measure(label, step, run_once, s, runs=3):
+        # Each run's results are dropped before the next (their blocks go
+        # back to the pool).
+        report = []
+        for r in range(runs):
+            before, work = counts(), fake.actFakeCudaWorkOn(s)
+            results, peak = run_once(r)
+            after = counts()
+            delta = {k: after[k] - before[k] for k in NAMES}
+            delta["on_stream"] = fake.actFakeCudaWorkOn(s) - work
+            delta["result_kinds"] = sorted({fake.actFakeCudaMemoryKind(t.data) for t in results})
+            delta["peak"] = peak
+            report.append(delta)
+            del results
+        return report
+
+    out = {}
+    split = capi.CompiledStep.from_file(sys.argv[2], device="cuda-kernels")
+    joint = capi.CompiledStep.from_file(sys.argv[3], device="cuda-kernels")
+    out["device"] = [split.device, joint.device]
+    args = device_arguments(split.arguments)
+    s1 = stream()
+    split.set_stream(s1)
+
+    tangents = device_arguments(split.backward_arguments[split.num_saved:])
+
+    def forward_backward(r):
+        f = split.forward(args, seed=r)
+        n = f.num_results - split.num_saved
+        outputs = [f.result(i) for i in range(n)]
+        b = split.backward_of(f, [None] * split.num_saved + tangents)
+        return outputs + b.results, max(f.peak_bytes, b.peak_bytes)
+
+    out["split"] = measure("split", split, forward_backward, s1)
+
+    def whole(r):
+        run = split.run(args, seed=r)
+        return run.results, run.peak_bytes
+
+    out["split_run"] = measure("split_run", split, whole, s1)
+    s2 = stream()
+    joint.set_stream(s2)
+
+    def joint_run(r):
+        run = joint.run(args, seed=r)
+        return run.results, run.peak_bytes
+
+    out["joint"] = measure("joint", joint, joint_run, s2)
+    out["pool"] = capi.device_pool_bytes()
+    errors = {}
+    import numpy as np
+    try:
+        joint.run([np.zeros(shape, dtype) for dtype, shape in joint.arguments])
+    except capi.ActError as e:
+        errors["host_argument"] = str(e)
+    try:
+        joint.estimate_sensitivity([args], "/dev/null")
+    except capi.ActError as e:
+        errors["sensitivity"] = str(e)
+    try:
+        capi.CompiledStep.from_file(sys.argv[3], device="tpu")
+    except capi.ActError as e:
+        errors["device"] = str(e)
+    cpu = capi.CompiledStep.from_file(sys.argv[3])
+    try:
+        cpu.set_stream(s1)
+    except capi.ActError as e:
+        errors["cpu_stream"] = str(e)
+    out["errors"] = errors
+    print(json.dumps(out))
+""")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    assert os.path.exists(FAKE_DRIVER), f"{FAKE_DRIVER}: the stand-in driver is built with act"
+    tmp = tmp_path_factory.mktemp("device")
+    paths = []
+    for name in ["mlp_split", "mlp"]:
+        path = tmp / f"{name}_q4.mlir"
+        subprocess.run([os.path.join(BIN_DIR, "act-opt"), os.path.join(ROOT, "examples",
+                        f"{name}.mlir"), "-act-insert-encode-decode", "-o", str(path)],
+                       check=True, stderr=subprocess.DEVNULL)
+        paths.append(str(path))
+    env = dict(os.environ, ACT_CUDA_DRIVER=FAKE_DRIVER, ACT_LIB_DIR=LIB_DIR)
+    done = subprocess.run([sys.executable, "-c", SCRIPT, os.path.dirname(HERE)] + paths,
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("mode", ["split", "split_run", "joint"])
+def test_a_cuda_step_runs_in_place_on_the_callers_stream(report, mode):
+    assert report["device"] == ["cuda", "cuda"]
+    for run in report[mode]:
+        # Kernels ran, nothing crossed from or to the host, and every
+        # launch, copy and fill went on the stream the caller set.
+        assert run["launches"] > 0
+        assert run["host_copies"] == 0
+        assert run["on_stream"] == run["launches"] + run["device_copies"] + run["memsets"]
+        # The results (the loss among them) are device memory.
+        assert run["result_kinds"] == [1]
+        assert run["peak"] > 0
+    # Once the pool has the step's sizes, a run takes no new memory from
+    # the driver: no cuMemAlloc, and the seeds' managed block reused.
+    assert report[mode][-1]["device_allocations"] == 0
+    assert report[mode][-1]["managed_allocations"] == 0
+
+
+def test_a_split_steps_whole_run_makes_its_tangents_on_the_device(report):
+    # The backward's tangents (1 for the loss) are filled on the stream.
+    assert all(run["memsets"] >= 1 for run in report["split_run"])
+
+
+def test_the_device_pool_reports_what_it_holds(report):
+    reserved, peak = report["pool"]
+    assert 0 < reserved <= peak
+
+
+def test_cuda_steps_refuse_host_tensors_and_host_measurements(report):
+    errors = report["errors"]
+    assert "compiled for CUDA and takes CUDA tensors" in errors["host_argument"]
+    assert "reads the step's gradients on the host" in errors["sensitivity"]
+    assert "unknown device 'tpu'" in errors["device"]
+    assert "runs on the CPU: it has no CUDA stream" in errors["cpu_stream"]
+
+
+def test_device_tensors_cross_to_torch_through_dlpack_without_a_copy():
+    """The DLPack capsule a DeviceTensor makes, here of host memory (the
+    CPU device: Debian's torch has no CUDA), is the memory itself, and it
+    keeps its owner (a run's memory) alive until torch lets it go."""
+    import gc
+    import weakref
+
+    class Owner:
+        pass
+
+    values = np.arange(12, dtype=np.float32).reshape(3, 4)
+    owner = Owner()
+    owner.values = values
+    alive = weakref.ref(owner)
+    t = dlpack.DeviceTensor(values.ctypes.data, values.shape, values.dtype, owner,
+                            device=(dlpack.KDL_CPU, 0))
+    del owner
+    x = t.to_torch()
+    del t
+    gc.collect()
+    assert x.data_ptr() == values.ctypes.data
+    assert torch.equal(x, torch.from_numpy(values))
+    assert alive() is not None
+    del x
+    gc.collect()
+    assert alive() is None
+    # Integers keep their type; an unconsumed capsule lets its owner go.
+    labels = np.array([3, -1, 7], dtype=np.int64)
+    y = torch.utils.dlpack.from_dlpack(dlpack.to_capsule(labels.ctypes.data, labels.shape,
+                                                         labels.dtype, labels,
+                                                         (dlpack.KDL_CPU, 0)))
+    assert y.dtype == torch.int64 and y.tolist() == [3, -1, 7]
+    held = len(dlpack._alive)
+    capsule = dlpack.to_capsule(labels.ctypes.data, labels.shape, labels.dtype, labels,
+                                (dlpack.KDL_CPU, 0))
+    assert len(dlpack._alive) == held + 1
+    del capsule
+    assert len(dlpack._alive) == held
+
+
+def test_a_cpu_step_names_the_device_of_a_cuda_argument():
+    step = capi.CompiledStep.from_file(os.path.join(ROOT, "examples", "mlp.mlir"))
+    meta = [torch.empty(shape, dtype=torch.float32, device="meta")
+            for _, shape in step.arguments]
+    with pytest.raises(capi.ActError, match="compiled for the CPU"):
+        step.run(meta)

@@ -93,6 +93,10 @@ ACT_CAPI_EXPORTED ActStep actStepCompileSourceOn(const char *source,
                                                  char **error);
 /// 1 for a step compiled for CUDA (device tensors), 0 otherwise.
 ACT_CAPI_EXPORTED int actStepIsOnDevice(ActStep step);
+/// 1 where a CUDA step's argument `pos` (actStepGetArgument's) is read by
+/// its host code (a dropout seed), so the caller gives it in host memory;
+/// 0 otherwise (a device pointer; every argument of a CPU step).
+ACT_CAPI_EXPORTED int actStepIsArgumentOnHost(ActStep step, intptr_t pos);
 /// A CUDA step's stream for its later runs (a CUstream, such as PyTorch's
 /// torch.cuda.current_stream().cuda_stream, so the step orders with the
 /// caller's work; null: one the runtime creates). A run on another stream

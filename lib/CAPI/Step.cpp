@@ -235,6 +235,14 @@ int actStepIsOnDevice(ActStep step) {
   return handle && handle->step->isOnDevice() ? 1 : 0;
 }
 
+int actStepIsArgumentOnHost(ActStep step, intptr_t pos) {
+  StepHandle *handle = unwrap(step);
+  if (!handle || pos < 0 || pos >= intptr_t(handle->callerArgs.size()))
+    return 0;
+  return handle->step->isOnDevice() &&
+         handle->step->getArguments()[handle->callerArgs[pos]].hostRead;
+}
+
 int actStepSetStream(ActStep step, void *stream, char **error) {
   StepHandle *handle = unwrap(step);
   if (!handle) {

@@ -470,7 +470,7 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(jit->name))
       jit->streamOrdered = target.gpu && fn->hasAttr("act.stream_ordered") &&
                            ordered && std::string(ordered) == "1";
-  // Device tensors: the host code may read only what the runtime fills.
+  // Device tensors: the arguments the host code reads are host tensors.
   for (auto &jit : jits) {
     if (!target.deviceTensors)
       break;
@@ -483,12 +483,8 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     if (auto reads =
             fn->getAttrOfType<DenseI64ArrayAttr>("act.host_read_arguments"))
       for (int64_t i : reads.asArrayRef())
-        if (size_t(i) < jit->arguments.size() &&
-            !jit->arguments[i].isRuntimeFilled())
-          return llvm::createStringError(
-              "@" + jit->name + " cannot run on device tensors: its host " +
-              "code reads argument " + std::to_string(i) +
-              ", which would have to be a host tensor");
+        if (size_t(i) < jit->arguments.size())
+          jit->arguments[i].hostRead = true;
     jit->deviceTensors = true;
     jit->streamOrdered = true;
   }
@@ -643,9 +639,11 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       continue;
     }
     auto ptr = reinterpret_cast<int64_t>(arg.data());
-    if (deviceTensors && arg.byteSize() && spec.isRuntimeFilled()) {
-      // Seeds and widths the runtime filled on the host, which the host
-      // code reads: a managed block of the pool (uncounted, as inputs are).
+    if (deviceTensors && arg.byteSize() &&
+        (spec.isRuntimeFilled() || spec.hostRead)) {
+      // Host tensors the host code reads (seeds and widths the runtime
+      // filled, a dropout seed): a managed block of the pool (uncounted, as
+      // inputs are).
       void *copy = ::act::rt::getGpuBacking().allocate(arg.byteSize());
       std::memcpy(copy, arg.data(), arg.byteSize());
       pooled.push_back(copy);

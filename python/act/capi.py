@@ -54,6 +54,7 @@ _SIGNATURES = {
     "actStepCompileSourceOn": (_Handle, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
                                          ctypes.c_char_p, _ERROR]),
     "actStepIsOnDevice": (ctypes.c_int, [_Handle]),
+    "actStepIsArgumentOnHost": (ctypes.c_int, [_Handle, ctypes.c_ssize_t]),
     "actStepSetStream": (ctypes.c_int, [_Handle, ctypes.c_void_p, _ERROR]),
     "actGetDevicePoolBytes": (None, [ctypes.POINTER(ctypes.c_int64),
                                      ctypes.POINTER(ctypes.c_int64)]),
@@ -287,6 +288,10 @@ class CompiledStep:
             lib.actStepGetArgument(handle, i, ctypes.byref(t))
             self.arguments.append((np.dtype(KINDS[t.kind]),
                                    tuple(t.shape[k] for k in range(t.rank))))
+        # A CUDA step's arguments given in host memory (its host code reads
+        # them: a dropout seed).
+        self.host_arguments = {i for i in range(len(self.arguments))
+                               if lib.actStepIsArgumentOnHost(handle, i)}
         self.loss_index = lib.actStepGetLossIndex(handle)
         # Loaded from the code cache rather than compiled.
         self.from_cache = bool(lib.actStepIsFromCache(handle))
@@ -335,10 +340,19 @@ class CompiledStep:
 
     def _device_tensors(self, args, keep, specs, what):
         """A CUDA step's arguments: CUDA tensors (torch's, or DeviceTensors),
-        contiguous, of the arguments' dtypes; their device pointers."""
+        contiguous, of the arguments' dtypes; their device pointers. Those
+        its host code reads (host_arguments): host tensors, as a CPU step
+        takes them."""
         tensors = (_Tensor * max(1, len(args)))()
+        host = self.host_arguments if specs is self.arguments else set()
         for i, (a, (dtype, _)) in enumerate(zip(args, specs)):
             device = getattr(a, "device", None)
+            if i in host:
+                if isinstance(a, DeviceTensor) or getattr(device, "type", "cpu") != "cpu":
+                    raise ActError(f"argument {i} of the {what} is read by the step's host "
+                                   f"code: give it in host memory (a CPU tensor)")
+                tensors[i] = self._host_tensors([a], keep, [(dtype, None)], what, i)[0]
+                continue
             if not isinstance(a, DeviceTensor) and getattr(device, "type", None) != "cuda":
                 raise ActError(f"argument {i} of the {what} is on "
                                f"{getattr(device, 'type', None) or 'the host'}; the step was "
@@ -363,8 +377,14 @@ class CompiledStep:
             raise ActError(f"the {what} takes {len(specs)} arguments, got {len(args)}")
         if self.device == "cuda":
             return self._device_tensors(args, keep, specs, what)
+        return self._host_tensors(args, keep, specs, what)
+
+    def _host_tensors(self, args, keep, specs, what, first=0):
+        """Host arguments (NumPy arrays or CPU torch tensors) as the C API's
+        tensors, views of their memory (`first`: the first one's position,
+        for messages)."""
         tensors = (_Tensor * max(1, len(args)))()
-        for i, (a, (dtype, _)) in enumerate(zip(args, specs)):
+        for i, (a, (dtype, _)) in enumerate(zip(args, specs), first):
             if getattr(getattr(a, "device", None), "type", "cpu") != "cpu":
                 raise ActError(f"argument {i} of the {what} is on {a.device}; the step was "
                                f"compiled for the CPU (from_source(..., device=\"cuda\") "
@@ -376,7 +396,7 @@ class CompiledStep:
                 # memory as it is (the common case, without NumPy).
                 shape = (ctypes.c_int64 * max(1, a.dim()))(*a.shape)
                 keep.append((a, shape))
-                tensors[i] = _Tensor(kind, a.dim(), shape, a.data_ptr() or None)
+                tensors[i - first] = _Tensor(kind, a.dim(), shape, a.data_ptr() or None)
                 continue
             if hasattr(a, "numpy"):  # a torch tensor: its memory, no copy
                 a = a.detach().numpy()
@@ -389,8 +409,8 @@ class CompiledStep:
                 a = np.ascontiguousarray(a)
             shape = (ctypes.c_int64 * max(1, a.ndim))(*a.shape)
             keep.append((a, shape))
-            tensors[i] = _Tensor(KINDS.index(dtype.type), a.ndim, shape,
-                                 a.ctypes.data_as(ctypes.c_void_p))
+            tensors[i - first] = _Tensor(KINDS.index(dtype.type), a.ndim, shape,
+                                         a.ctypes.data_as(ctypes.c_void_p))
         return tensors
 
     @property

@@ -36,6 +36,7 @@ variance and GACT's variance alert; `step.adapt_seconds` is its cost.
 """
 
 import collections
+import copy
 import json
 import os
 import re
@@ -186,6 +187,9 @@ class Step:
         self.batch_norms = [m for top in [module] + self.externals for m in top.modules()
                             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
                             and m.num_batches_tracked is not None]
+        # Where the model is (the CPU, or one CUDA device: checked when a
+        # step is traced, the batch against it at every call).
+        self.device = None
 
     def _shapes(self, inputs, targets):
         """The cache key of a batch: its tensors' shapes and dtypes (inputs
@@ -195,15 +199,17 @@ class Step:
         statistics, dropout) does not serve model.eval() or a BatchNorm
         frozen by its own .eval(), one traced with a layer frozen does not
         train it once unfrozen, and a replaced layer's new parameters are
-        not the old ones the step reads. Any such change exports and
-        compiles once more, as torch.compile's guards do."""
+        not the old ones the step reads; nor one traced on the CPU a model
+        moved to a GPU. Any such change exports and compiles once more, as
+        torch.compile's guards do."""
         return tuple((isinstance(v, (tuple, list)),
                       tuple((tuple(t.shape), str(t.dtype)) for t in tensors_of(v)))
                      for v in (inputs, targets)) + (
                          tuple(m.training for top in [self.module] + self.externals
                                for m in top.modules()),
                          tuple((id(p), p.requires_grad) for top in [self.module] + self.externals
-                               for p in top.parameters()))
+                               for p in top.parameters()),
+                         str(_module_device(self.module)))
 
     def _key(self, inputs, targets, forward_only=False):
         """The cache key of this batch's step, exporting the step on first
@@ -235,9 +241,10 @@ class Step:
         return self._exports[self._key(inputs, targets)]
 
     def _trace(self, inputs, targets, real_tensors=False, checked=True):
-        require_cpu("act.compile's step", (), self.module)
+        self.device = placement("act.compile's step", (), self.module)
+        module, inputs, targets = self._traced_module(inputs, targets)
         # Tracing leaves the module's buffers alone (it substitutes copies).
-        traced = Traced(Workload(f"step{len(self._exports)}", self.module, inputs, targets,
+        traced = Traced(Workload(f"step{len(self._exports)}", module, inputs, targets,
                                  self.loss_fn), self.seed, real_tensors, checked)
         if traced.external and not self._exports:
             sizes = sorted({tuple(p.shape) for p in traced.external.values()})
@@ -260,7 +267,7 @@ class Step:
         with open(src, "w") as f:
             f.write(header(name, "joint", ["act.compile"]) + text)
         layout = {
-            **step_layout(traced, ex),
+            **self._on_device(step_layout(traced, ex), traced),
             "records": list(traced.record_names),
             # BatchNorms that a torch.utils.checkpoint region runs again in
             # the backward: eager updates their statistics that many times.
@@ -268,6 +275,35 @@ class Step:
                            for name, k in traced.bn_updates.items()},
         }
         return name, src, layout
+
+    def _traced_module(self, inputs, targets):
+        """What a step is traced on: the model and the batch on the CPU;
+        for a model on a GPU, a CPU copy of it and of the batch (the trace
+        runs eager and float64 references there), whose tensors _on_device
+        maps back to the model's by name."""
+        if self.device.type == "cpu":
+            return self.module, inputs, targets
+        if self.externals:
+            raise ValueError(
+                "act.compile's step: the loss or the model reach modules outside the model "
+                "by name; on a GPU act compiles only the model's own parameters (train on "
+                "the CPU, or make those modules part of the model)")
+        return copy.deepcopy(self.module).cpu(), _to_cpu(inputs), _to_cpu(targets)
+
+    def _on_device(self, layout, traced):
+        """A layout of a step traced on a copy of the model (_traced_module)
+        in terms of the model's own tensors (by name), its large constants
+        on the model's device; as it is otherwise."""
+        if traced.workload.module is self.module:
+            return layout
+        own = {**dict(self.module.named_parameters()), **dict(self.module.named_buffers())}
+        of = {id(t): own[n] for n, t in zip(traced.param_names + traced.buffer_names,
+                                            traced.params + traced.buffers)}
+        return {**layout,
+                "params": [of[id(t)] for t in layout["params"]],
+                "buffers": [of[id(t)] for t in layout["buffers"]],
+                "updated": [of[id(t)] for t in layout["updated"]],
+                "constants": [torch.as_tensor(c).to(self.device) for c in layout["constants"]]}
 
     def _dynamic_wanted(self):
         """Whether batches may share a step for every batch size: not with
@@ -320,7 +356,8 @@ class Step:
 
         def resized(value, n):  # the batch's examples, repeated to n of them
             index = torch.arange(n) % batch
-            return rebuilt(value, [t.index_select(0, index) for t in tensors_of(value)])
+            return rebuilt(value, [t.index_select(0, index.to(t.device))
+                                   for t in tensors_of(value)])
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -452,7 +489,13 @@ class Step:
             ahead = self._ahead.pop(mlir, None)
             if ahead is None:
                 with _progress(what):
-                    return capi.CompiledStep.from_file(mlir)
+                    step = capi.CompiledStep.from_file(mlir, device=self.device.type)
+                    if self.device.type == "cuda":
+                        # (Work queued on a stream of another device would
+                        # not be ordered with this one's.)
+                        with torch.cuda.device(self.device):
+                            torch.cuda.current_stream()  # (initializes CUDA)
+                    return step
             if not ahead.done(mlir):
                 with _progress(f"{what}, compiling in the background", after=1.0):
                     while not ahead.done(mlir):
@@ -492,7 +535,8 @@ class Step:
         fresh, self._fresh = self._fresh, None
         shapes = self._shapes(inputs, targets)
         mode = shapes[2:]
-        if self.compile_ahead is False or not self._dynamic_wanted() or mode in self._ahead_modes:
+        if (self.compile_ahead is False or not self._dynamic_wanted() or mode in self._ahead_modes
+                or self.device.type != "cpu"):  # (the code cache is the CPU's)
             return
         self._ahead_modes.add(mode)
         if self.compile_ahead is None and seconds < AHEAD_AFTER:
@@ -567,6 +611,12 @@ class Step:
         lists = [first] + [first[:-data] + [t.detach() for t in tensors_of(inputs)
                                             + tensors_of(targets)]
                            for inputs, targets in batches[1:]]
+        if self.device.type != "cpu":
+            # Measured on the CPU (the estimator reads gradients there): a
+            # copy of the parameters and batches per re-estimation, none
+            # per step.
+            lists = [[a.cpu() if isinstance(a, torch.Tensor) else a for a in args]
+                     for args in lists]
         profile = os.path.join(self.work_dir, f"{tag}_profile.json")
         # act-run's default step seed (1): the estimator's streams.
         self._measuring[shapes].estimate_sensitivity(lists, profile, seed=1)
@@ -673,7 +723,8 @@ class Step:
             with torch.autocast("cpu", enabled=False), torch.autocast("cuda", enabled=False):
                 return self(inputs, targets)
         inputs, targets = _contiguous(inputs), _contiguous(targets, "targets")
-        require_cpu("act.compile's step", tensors_of(inputs) + tensors_of(targets))
+        _same_device("act.compile's step", tensors_of(inputs) + tensors_of(targets),
+                     self.module)
         if not torch.is_grad_enabled():
             return self._forward_only(inputs, targets)
         shapes = self._shapes(inputs, targets)
@@ -707,7 +758,7 @@ class Step:
         self.calls += 1
         call_seed = (self.seed * 1000003 + self.calls) & 0x7FFFFFFFFFFFFFFF
         self.last_seed = call_seed  # (dropout and rand_like's noise of this call)
-        run = step.run(self._arguments(layout, inputs, targets, call_seed), seed=call_seed)
+        run = self._run(step, layout, inputs, targets, call_seed)
         self.step_seconds += time.perf_counter() - run_start
         if self.compute_bits is not None:
             cost = self.cost[self.compute_bits]
@@ -715,12 +766,12 @@ class Step:
             self.fp32_macs += cost["macs"]
         self.last_peak_bytes = run.peak_bytes
         self.peak_bytes = max(self.peak_bytes, run.peak_bytes)
-        results = run.results
+        results = [_as_torch(r) for r in run.results]
         nparams = len(layout["params"])
-        for i, (p, g) in enumerate(zip(layout["params"], results[1:1 + nparams])):
+        for i, (p, grad) in enumerate(zip(layout["params"], results[1:1 + nparams])):
             if i in layout["without_gradient"]:
                 continue
-            grad = torch.from_numpy(g)  # a view of the run's memory
+            # (a view of the run's memory)
             if p.grad is None:
                 p.grad = grad
             else:
@@ -740,9 +791,10 @@ class Step:
                        [m for m in self.batch_norms if m.training],
                        layout.get("bn_updates", {}) if backward else {})
         # What the forward recorded (act.export.record), by name.
-        self.records = {name: torch.from_numpy(value) for name, value in
-                        zip(layout["records"], rest[nupdated:])}
-        return torch.tensor(float(loss))
+        self.records = dict(zip(layout["records"], rest[nupdated:]))
+        # (A copy: a loss kept by the caller does not keep the run's
+        # memory. On a GPU, made there: no synchronization.)
+        return loss.clone() if loss.is_cuda else torch.tensor(float(loss))
 
     def _forward_only(self, inputs, targets):
         """The step under torch.no_grad(): the same export, through
@@ -764,10 +816,18 @@ class Step:
         self.calls += 1
         call_seed = (self.seed * 1000003 + self.calls) & 0x7FFFFFFFFFFFFFFF
         self.last_seed = call_seed
-        run = step.run(self._arguments(layout, inputs, targets, call_seed), seed=call_seed)
+        run = self._run(step, layout, inputs, targets, call_seed)
         self.last_peak_bytes = run.peak_bytes
-        return self._finish(layout, run.results[step.loss_index], run.results[1:],
-                            backward=False)
+        results = [_as_torch(r) for r in run.results]
+        return self._finish(layout, results[step.loss_index], results[1:], backward=False)
+
+    def _run(self, step, layout, inputs, targets, call_seed):
+        """One run of a compiled step on this batch; on a GPU queued on
+        PyTorch's current stream (ordered with the caller's work, no
+        synchronization)."""
+        if step.device == "cuda":
+            step.set_stream(torch.cuda.current_stream(self.device).cuda_stream)
+        return step.run(self._arguments(layout, inputs, targets, call_seed), seed=call_seed)
 
 
 def step_layout(traced, exporter):
@@ -806,21 +866,73 @@ def _contiguous(value, what="inputs"):
     return rebuilt(value, [t.contiguous() for t in tensors_of(value)])
 
 
-def require_cpu(api, tensors, module=None):
-    """act's steps run on the CPU: a batch, or a module (checked when a
-    step is compiled), elsewhere (CUDA) is refused with what to do, before
-    PyTorch fails inside the C API (which refuses a tensor moved later)."""
+def placement(api, tensors, module=None):
+    """The device act's step runs on: that of a module's parameters and
+    buffers and of a batch's tensors, which must all be on the CPU or all on
+    one CUDA device; otherwise a ValueError saying what to move, before
+    PyTorch fails inside the C API."""
     named = [] if module is None else [
         (f"{kind} '{name}'", t) for kind, items in
         (("parameter", module.named_parameters()), ("buffer", module.named_buffers()))
         for name, t in items]
     named += [(f"batch tensor {i}", t) for i, t in enumerate(tensors)]
-    where = next(((what, t.device) for what, t in named if t.device.type != "cpu"), None)
+    where = next(((what, t.device) for what, t in named if t.device.type not in ("cpu", "cuda")),
+                 None)
     if where is not None:
         raise ValueError(
-            f"{api}: {where[0]} is on {where[1]}; act runs training steps on the CPU for "
-            f"now (a step on CUDA tensors is not built yet): move the model and the "
-            f"batches there with .cpu()")
+            f"{api}: {where[0]} is on {where[1]}; act runs training steps on the CPU or a CUDA "
+            f"GPU: move the model and the batches there with .cpu() or .cuda()")
+    first = named[0] if named else None
+    other = next(((what, t.device) for what, t in named if t.device != first[1].device), None)
+    if other is not None:
+        raise ValueError(f"{api}: {first[0]} is on {first[1].device} and {other[0]} on "
+                         f"{other[1]}: act's step runs where the model and its batches all are")
+    return first[1].device if first else torch.device("cpu")
+
+
+def require_cpu(api, tensors, module=None):
+    """act.Module's steps run on the CPU: a batch, or a module (checked
+    when a step is compiled), elsewhere is refused with what to do."""
+    device = placement(api, tensors, module)
+    if device.type != "cpu":
+        raise ValueError(f"{api}: the model or the batch is on {device}; act.Module runs on "
+                         f"the CPU for now (act.compile runs on CUDA devices too): move them "
+                         f"there with .cpu()")
+
+
+def _module_device(module):
+    """The device of a module's first parameter or buffer (the CPU for one
+    without either)."""
+    for t in module.parameters():
+        return t.device
+    for t in module.buffers():
+        return t.device
+    return torch.device("cpu")
+
+
+def _same_device(api, tensors, module):
+    """A batch's tensors are where the model is (placement's rule, with the
+    model's tensors checked when its step is traced)."""
+    model = _module_device(module)
+    if model.type not in ("cpu", "cuda"):
+        placement(api, (), module)  # (names the tensor)
+    placement(api, tensors)
+    where = next(((i, t.device) for i, t in enumerate(tensors) if t.device != model), None)
+    if where is not None:
+        raise ValueError(f"{api}: batch tensor {where[0]} is on {where[1]} and the model on "
+                         f"{model}: act's step runs where the model and its batches all are")
+
+
+def _as_torch(value):
+    """A run's result as a torch tensor of its memory (no copy): a NumPy
+    array's on the CPU, a DeviceTensor's (DLPack) on a GPU."""
+    if isinstance(value, torch.Tensor):
+        return value
+    return value.to_torch() if hasattr(value, "to_torch") else torch.from_numpy(value)
+
+
+def _to_cpu(value):
+    return rebuilt(value, [t.cpu() for t in tensors_of(value)])
 
 
 def update_buffers(buffers, values, norms, again):
@@ -833,7 +945,7 @@ def update_buffers(buffers, values, norms, again):
     before = {id(m): (m.running_mean.clone(), m.running_var.clone(),
                       int(m.num_batches_tracked)) for m in norms if id(m) in again}
     for b, value in zip(buffers, values):
-        b.data.copy_(torch.from_numpy(value))
+        b.data.copy_(_as_torch(value))
     for m in norms:
         updates = again.get(id(m), 1)
         if updates > 1:
@@ -1059,6 +1171,6 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
                 dynamic_batch, compile_ahead, runtime_bits)
     if example_inputs is not None and example_targets is not None:
         inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
-        require_cpu("act.compile", tensors_of(inputs) + tensors_of(targets), module)
+        placement("act.compile", tensors_of(inputs) + tensors_of(targets), module)
         _, _, step.saved_bytes = step._prepare(inputs, targets)
     return step

@@ -134,6 +134,23 @@ SCRIPT = textwrap.dedent("""
     except capi.ActError as e:
         errors["cpu_stream"] = str(e)
     out["errors"] = errors
+    # A dropout seed, which the host code reads: a host argument.
+    dropout = capi.CompiledStep.from_file(sys.argv[4], device="cuda-kernels")
+    out["dropout_host"] = sorted(dropout.host_arguments)
+    args = [np.array(5, np.int64) if i in dropout.host_arguments else a
+            for i, a in enumerate(device_arguments(dropout.arguments))]
+    s3 = stream()
+    dropout.set_stream(s3)
+
+    def dropout_run(r):
+        run = dropout.run(args, seed=r)
+        return run.results, run.peak_bytes
+
+    out["dropout"] = measure("dropout", dropout, dropout_run, s3)
+    try:
+        dropout.run(device_arguments(dropout.arguments))
+    except capi.ActError as e:
+        errors["device_seed"] = str(e)
     print(json.dumps(out))
 """)
 
@@ -149,6 +166,18 @@ def report(tmp_path_factory):
                         f"{name}.mlir"), "-act-insert-encode-decode", "-o", str(path)],
                        check=True, stderr=subprocess.DEVNULL)
         paths.append(str(path))
+    # A step with dropout, exported by act.compile.
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    import act
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 4))
+    step = act.compile(model, F.cross_entropy, torch.randn(8, 16), torch.randint(0, 4, (8,)),
+                       encoding="#act.quant<bits = 4>", work_dir=str(tmp / "dropout"),
+                       dynamic_batch=False)
+    paths.append(str(tmp / "dropout" / "step0_v0_encoded.mlir"))
+    del step
     env = dict(os.environ, ACT_CUDA_DRIVER=FAKE_DRIVER, ACT_LIB_DIR=LIB_DIR)
     done = subprocess.run([sys.executable, "-c", SCRIPT, os.path.dirname(HERE)] + paths,
                           env=env, capture_output=True, text=True)
@@ -156,7 +185,7 @@ def report(tmp_path_factory):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("mode", ["split", "split_run", "joint"])
+@pytest.mark.parametrize("mode", ["split", "split_run", "joint", "dropout"])
 def test_a_cuda_step_runs_in_place_on_the_callers_stream(report, mode):
     assert report["device"] == ["cuda", "cuda"]
     for run in report[mode]:
@@ -190,6 +219,10 @@ def test_cuda_steps_refuse_host_tensors_and_host_measurements(report):
     assert "reads the step's gradients on the host" in errors["sensitivity"]
     assert "unknown device 'tpu'" in errors["device"]
     assert "runs on the CPU: it has no CUDA stream" in errors["cpu_stream"]
+    # The dropout seed (argument 4) is read by the host code: a host
+    # tensor, staged by the runtime; a device pointer there is refused.
+    assert report["dropout_host"] == [4]
+    assert "argument 4 of the step is read by the step's host code" in errors["device_seed"]
 
 
 def test_device_tensors_cross_to_torch_through_dlpack_without_a_copy():
@@ -238,3 +271,43 @@ def test_a_cpu_step_names_the_device_of_a_cuda_argument():
             for _, shape in step.arguments]
     with pytest.raises(capi.ActError, match="compiled for the CPU"):
         step.run(meta)
+
+
+def test_a_step_traced_on_a_copy_of_the_model_trains_the_model_itself():
+    """On a GPU, act.compile traces a CPU copy of the model (the trace runs
+    eager and float64 references) and maps the step's arguments and updated
+    buffers back to the model's own tensors by name (Step._on_device). The
+    same mapping on the CPU: a step traced on a copy trains the model
+    itself, its gradients, BatchNorm statistics and losses bit for bit
+    those of a step traced on the model."""
+    import copy
+    import types
+
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    import act
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.Flatten(), nn.Linear(4 * 8 * 8, 10))
+    model[0].bias.requires_grad_(False)  # a frozen parameter: among the buffers
+    twin = copy.deepcopy(model)
+    x, y = torch.randn(8, 1, 8, 8), torch.randint(0, 10, (8,))
+    direct = act.compile(model, F.cross_entropy, encoding="#act.quant<bits = 4>")
+    copied = act.compile(twin, F.cross_entropy, encoding="#act.quant<bits = 4>")
+    copied._traced_module = types.MethodType(
+        lambda self, inputs, targets: (copy.deepcopy(self.module), inputs, targets), copied)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, twin)]
+    for _ in range(3):
+        losses = []
+        for step, opt in zip((direct, copied), opts):
+            opt.zero_grad(set_to_none=True)
+            losses.append(step(x, y))
+            opt.step()
+        assert torch.equal(losses[0], losses[1])
+    layout = copied._exports[copied.variant[:-2]][2]
+    assert all(any(t is q for q in twin.parameters()) for t in layout["params"])
+    for a, b in zip(model.state_dict().values(), twin.state_dict().values()):
+        assert torch.equal(a, b)
+    assert int(twin[1].num_batches_tracked) == 3

@@ -175,8 +175,8 @@ def test_the_partial_batch_and_evaluation_load_steps_compiled_ahead(tmp_path, mo
     loaded = []
     compile_file = capi.CompiledStep.from_file.__func__
 
-    def from_file(cls, path, entry=None):
-        step = compile_file(cls, path, entry)
+    def from_file(cls, path, entry=None, device="cpu"):
+        step = compile_file(cls, path, entry, device)
         loaded.append((os.path.basename(str(path)), step.from_cache))
         return step
     monkeypatch.setattr(capi.CompiledStep, "from_file", classmethod(from_file))
@@ -241,11 +241,11 @@ def test_a_step_for_every_size_that_fails_to_compile_falls_back_per_size(tmp_pat
     eager's."""
     compile_file = capi.CompiledStep.from_file.__func__
 
-    def from_file(cls, path, entry=None):
+    def from_file(cls, path, entry=None, device="cpu"):
         text = open(path).read()
         if "tensor<?x" in text:  # (a batch dimension of every size)
             raise capi.ActError("a lowering for static sizes only")
-        return compile_file(cls, path, entry)
+        return compile_file(cls, path, entry, device)
     monkeypatch.setattr(capi.CompiledStep, "from_file", classmethod(from_file))
     torch.manual_seed(4)
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
@@ -1445,11 +1445,12 @@ def test_checkpointed_batchnorm_counts_batches_as_eager_does(tmp_path):
 
 
 def test_tensors_off_the_cpu_are_refused(tmp_path):
-    """act's steps run on the CPU: a batch or a model elsewhere (CUDA; here
-    PyTorch's meta device, which any build has) gets one clear error from
-    act.compile and act.Module (the model's tensors checked when a step
-    compiles, the batch at every call), and the C API binding refuses what
-    reaches it off the CPU, instead of a NumPy failure."""
+    """act's steps run on the CPU or a CUDA GPU: a batch or a model
+    elsewhere (here PyTorch's meta device, which any build has) gets one
+    clear error from act.compile and act.Module (the model's tensors
+    checked when a step compiles, the batch at every call), and the C API
+    binding refuses what reaches a CPU step off the CPU, instead of a NumPy
+    failure."""
     x, y = torch.randn(2, 4), torch.randint(0, 3, (2,))
     step = act.compile(nn.Linear(4, 3), F.cross_entropy)
     with pytest.raises(ValueError, match=r"^act.compile's step: batch tensor 0 is on meta; act "
@@ -1472,8 +1473,8 @@ def test_tensors_off_the_cpu_are_refused(tmp_path):
     model.to("meta")
     with pytest.raises(ValueError, match=r"^act.compile's step: parameter 'weight' is on meta"):
         step(x, y)
-    with pytest.raises(capi.ActError, match=r"^argument 1 of the step is on meta; act's steps "
-                                            r"run on the CPU"):
+    with pytest.raises(capi.ActError, match=r"^argument 1 of the step is on meta; the step was "
+                                            r"compiled for the CPU"):
         capi.CompiledStep.from_file(src).run([args[0], args[1].to("meta")] + args[2:])
 
 

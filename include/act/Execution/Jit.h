@@ -68,6 +68,10 @@ struct ValueSpec {
   std::vector<int32_t> plannedBits, bitChoices;
   /// Filled by the runtime, not given by the caller (act.seeds, act.bits).
   bool isRuntimeFilled() const { return isSeeds || isBits; }
+  /// JitTarget::deviceTensors: the host code reads it
+  /// (act.host_read_arguments: a dropout seed), so the caller gives it in
+  /// host memory, and the runtime stages it where both reach.
+  bool hostRead = false;
 };
 
 /// Where compiled code runs.
@@ -92,8 +96,9 @@ struct JitTarget {
   /// the last result holding it. The step runs in stream-ordered mode on
   /// the stream of JitFunction::setStream, and the host does not wait for
   /// it: nothing is copied from or to the host. Needs a function whose host
-  /// code reads none of the caller's tensors (act.stream_ordered,
-  /// act.host_read_arguments); compiling one that does is an error.
+  /// code touches no buffer (act.stream_ordered); the arguments it reads
+  /// (act.host_read_arguments, ValueSpec::hostRead) are the caller's host
+  /// tensors.
   bool deviceTensors = false;
   /// GPU: matmuls and convolutions through cuBLAS/cuDNN
   /// (act-gpu-pipeline{libraries}); false: generated kernels.

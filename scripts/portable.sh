@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# act-run for a GPU machine without LLVM 22 (a cloud GPU box, a lab
-# server): act-run linked with MLIR's and LLVM's static libraries
-# (-DACT_STATIC_LLVM=ON, CMakeLists.txt), packed with the two shared
-# libraries it still needs that such a machine may lack (oneDNN's, GNU
-# OpenMP's) into build-portable/act-portable.tar.xz:
+# act-run and act's C API for a GPU machine without LLVM 22 (a cloud GPU
+# box, a lab server): act-run and libActCAPI.so linked with MLIR's and
+# LLVM's static libraries (-DACT_STATIC_LLVM=ON, CMakeLists.txt), packed
+# with the two shared libraries they still need that such a machine may
+# lack (oneDNN's, GNU OpenMP's) into build-portable/act-portable.tar.xz:
 #
-#   bin/act-run   lib/libdnnl.so.2   lib/libgomp.so.1
+#   bin/act-run   lib/libActCAPI.so   lib/libdnnl.so.2   lib/libgomp.so.1
+#
+# `ACT_LIB_DIR=lib python3 -c "import act; act.compile(model.cuda(), ...)"`
+# there trains through act.compile on CUDA tensors (python/ beside it:
+# bench/gpu_steps/compile_cuda.py).
 #
 # Unpack it anywhere and run `LD_LIBRARY_PATH=lib bin/act-run STEP.mlir
 # --device=gpu` there (CUDA through the driver's libcuda.so.1, PTX compiled
@@ -26,15 +30,18 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_CXX_FLAGS="-ffunction-sections -fdata-sections" \
     "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--gc-sections -static-libstdc++ -static-libgcc"
 fi
-cmake --build "$build" --target act-run -j "${ACT_JOBS:-$(nproc)}"
+cmake --build "$build" --target act-run ActCAPI -j "${ACT_JOBS:-$(nproc)}"
 # Nothing of LLVM's or MLIR's shared libraries may be left.
-if ldd "$build/bin/act-run" | grep -E "libLLVM|libMLIR|libz3"; then
-  echo "portable: act-run still links the libraries above" >&2
-  exit 1
-fi
+for binary in "$build/bin/act-run" "$build/lib/libActCAPI.so"; do
+  if ldd "$binary" | grep -E "libLLVM|libMLIR|libz3"; then
+    echo "portable: $binary still links the libraries above" >&2
+    exit 1
+  fi
+done
 pack=$(mktemp -d)
 mkdir -p "$pack/bin" "$pack/lib"
 strip -o "$pack/bin/act-run" "$build/bin/act-run"
+strip -o "$pack/lib/libActCAPI.so" "$build/lib/libActCAPI.so"
 for lib in libdnnl.so.2 libgomp.so.1; do
   cp -L "$(ldd "$build/bin/act-run" | awk -v l=$lib '$1 == l {print $3}')" "$pack/lib/"
 done

@@ -9,6 +9,8 @@
 #   gpt, gpt_q4, gpt_q2       6 decoder blocks, width 512, context 256
 #                             (bench/step_speed/models.py; batch $ACT_GPT_BATCH,
 #                             default 16)
+#   compile_cuda.py           act.compile on CUDA tensors against eager
+#                             (issue 49; act's Python package beside it)
 # (_q4, _q2: every saved activation at 4 and 2 bits, #act.quant; ACT_GPU_BITS
 # names the widths, default "4 2".) Exports
 # are kept in build/gpu_exports (the exporter checks every step against
@@ -28,7 +30,20 @@ ACT_BUILD_DIR=$build bash "$here/bench/gpu_kernels/build.sh"
 rm -rf "$out"
 mkdir -p "$out/steps" "$out/cpu" "$exports"
 cp "$build/gpu_check" "${ACT_PORTABLE_DIR:-$here/build-portable}/act-portable.tar.xz" "$out/"
-cp "$here"/bench/gpu_steps/{run.sh,compare.py,ncu_kernels.py,torch_steps.py,inputs.py,reference.py} "$here/bench/step_speed/models.py" "$out/"
+cp "$here"/bench/gpu_steps/{run.sh,compare.py,ncu_kernels.py,torch_steps.py,inputs.py,reference.py,compile_cuda.py} "$here/bench/step_speed/models.py" "$out/"
+# act.compile on CUDA tensors (compile_cuda.py): act's Python package, and
+# 12,800 Fashion-MNIST training images where Debian's package is installed.
+cp -r "$here/python/act" "$out/act"
+find "$out/act" -name __pycache__ -prune -exec rm -rf {} +
+${ACT_PYTHON:-/usr/bin/python3} - "$out/fmnist.npz" <<'PY' || true
+import sys
+sys.path.insert(0, sys.argv[1].rsplit("/", 1)[0])
+import numpy as np
+from act.train import FASHION_MNIST, _idx
+x = _idx(f"{FASHION_MNIST}/train-images-idx3-ubyte.gz")[:12800]
+y = _idx(f"{FASHION_MNIST}/train-labels-idx1-ubyte.gz")[:12800]
+np.savez_compressed(sys.argv[1], x=x, y=y)
+PY
 opt=$build/bin/act-opt
 run=$build/bin/act-run
 # Debian's python3, with the packages setup.sh installs (numpy, torch).

@@ -10,7 +10,9 @@
 # bisecting variants, with cuDNN's non-FFT, non-Winograd algorithms, and
 # against float64 PyTorch (reference_*.npz), and PyTorch eager and
 # torch.compile on the same GPU, models and batches when python3 has torch
-# with CUDA (torch_steps.py). Writes
+# with CUDA (torch_steps.py), and act.compile on CUDA tensors against eager
+# (compile_cuda.py; alone: `ACT_LIB_DIR=$PWD/lib python3 compile_cuda.py`
+# after unpacking act-portable.tar.xz). Writes
 # everything to stdout. ACT_GPU_SKIP_TORCH_COMPILE=1 leaves torch.compile
 # out.
 set -uo pipefail
@@ -80,6 +82,8 @@ echo "(act steps: $((SECONDS - start)) s)"
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo "== PyTorch, the same models and batches"
   python3 torch_steps.py models
+  echo "== act.compile on CUDA tensors against eager (compile_cuda.py)"
+  ACT_LIB_DIR=$PWD/lib python3 compile_cuda.py --steps "${ACT_GPU_COMPILE_STEPS:-100}" || status=1
 fi
 echo "(all: $((SECONDS - start)) s)"
 exit $status

@@ -8,6 +8,10 @@ PyTorch loop.
         loss = step(x, y)          # forward + backward, saved activations encoded
         optimizer.step()
 
+A model and batch on a CUDA device run a step compiled for that device
+(act-gpu-pipeline, cuBLAS/cuDNN), on CUDA tensors read in place and queued
+on PyTorch's current stream; docs/Training.md, "act.compile on a GPU".
+
 The step is exported (act.export: AOTAutograd with PyTorch's decompositions),
 act-insert-encode-decode inserts the encodings, and the C API
 (libActCAPI.so, act.capi) compiles it once. A call reads the parameters,

@@ -349,7 +349,7 @@ def progress(total, desc):
 
 def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=None,
           info=None, adapt_interval=0, adapt_batches=2, rank=0, world=1, steps_per_epoch=None,
-          include=None, runtime_bits=None):
+          include=None, runtime_bits=None, device="cpu"):
     """Trains `task` (a TASKS name) with act (encoding: an act encoding,
     "none" for act without encodings, or None for PyTorch eager;
     "+compute=F/B" or "+pfq=STAGES" appended for FracTrain); epochs, batch
@@ -371,7 +371,10 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     weighted by share, so the update is the whole batch's, as one process
     would compute it.
     include: with a fixed encoding, the saved values' ids it applies to
-    (act.compile's include=)."""
+    (act.compile's include=).
+    device: where the model and the batches are ("cuda": act.compile's
+    step on CUDA tensors, eager on the GPU; the data set moved there once,
+    step times measured to the device's completion)."""
     schedule, compute_bits, dfq, targets = None, None, None, None
     if encoding is not None and "+dfq=" in encoding:
         # DFQ at a target cost; several targets: FracTrain (PFQ's plateau
@@ -397,8 +400,12 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     batch = batch or task.batch
     lr = lr or task.lr
     (xtr, ytr), (xte, yte) = task.data()
+    device = torch.device(device)
+    if device.type != "cpu" and world > 1:
+        raise ValueError("data-parallel training runs on the CPU")
+    xtr, ytr, xte, yte = (t.to(device) for t in (xtr, ytr, xte, yte))
     torch.manual_seed(seed)
-    model = task.model()
+    model = task.model().to(device)
     loss_fn = task.loss_fn
     if targets:
         model = dfq = DFQ(model, targets[0])  # (the gates after the same initial weights)
@@ -448,7 +455,9 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
             share = len(idx)
             if world > 1:
                 idx = torch.from_numpy(np.array_split(idx.numpy(), world)[rank])
-            xb, yb = xtr[idx], ytr[idx]
+            xb, yb = xtr[idx.to(device)], ytr[idx.to(device)]
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
             t = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             if step is None:
@@ -475,6 +484,8 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
                 epoch_costs.append(dfq.control(len(xb), step.records if step else None))
                 loss = loss - dfq.penalty  # the task's loss, without Eq. 2's penalty
             opt.step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
             times.append(time.perf_counter() - t)
             epoch_losses.append(float(loss))
             if log is not None:
@@ -714,6 +725,9 @@ def main(argv=None):
     p.add_argument("--processes", type=int, default=1,
                    help="data-parallel: each batch split over N processes (torch.distributed, "
                         "gloo), gradients all-reduced after act's step")
+    p.add_argument("--device", default="cpu",
+                   help="where the model and batches are: cpu, or cuda (act.compile's step on "
+                        "CUDA tensors, next to eager on the same GPU)")
     p.add_argument("--no-eager", action="store_true",
                    help="leave out the PyTorch eager row (the relative validation loss is "
                         "then against the first configuration)")
@@ -747,6 +761,8 @@ def main(argv=None):
             kwargs = dict(task=a.task, encoding=enc, seed=s, epochs=epochs, batch=batch,
                           lr=lr, pfq=pfq, adapt_interval=a.adapt_interval,
                           adapt_batches=a.adapt_batches)
+            if a.device != "cpu":
+                kwargs["device"] = a.device
             if a.runtime_bits != "auto":
                 kwargs["runtime_bits"] = a.runtime_bits == "always"
             if a.processes > 1:

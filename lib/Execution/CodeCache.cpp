@@ -81,6 +81,7 @@ std::string CodeCache::getKey(ModuleOp module,
       os << "function " << name << "\n";
     os << "countAllocations " << countAllocations << "\n"
        << "gpu " << target.gpu << "\n"
+       << "deviceTensors " << target.deviceTensors << "\n"
        << "cpuFeatures " << target.cpuFeatures << "\n"
        << "chip " << target.chip << " " << target.features << "\n"
        << "maxPartialBytes " << target.maxPartialBytes << "\n"

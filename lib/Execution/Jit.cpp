@@ -480,6 +480,13 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
           "@" + jit->name +
           " cannot run on device tensors: its host code reads or writes "
           "buffers (act-mark-stream-ordered did not mark it)");
+    if (auto both = fn->getAttrOfType<DenseI64ArrayAttr>(
+            "act.kernel_read_host_arguments"))
+      return llvm::createStringError(
+          "@" + jit->name + " cannot run on device tensors: argument " +
+          std::to_string(both[0]) +
+          " is read by its host code and by its kernels (a step that "
+          "returns without waiting cannot stage it for both)");
     if (auto reads =
             fn->getAttrOfType<DenseI64ArrayAttr>("act.host_read_arguments"))
       for (int64_t i : reads.asArrayRef())

@@ -829,9 +829,15 @@ class Step:
         """One run of a compiled step on this batch; on a GPU queued on
         PyTorch's current stream (ordered with the caller's work, no
         synchronization)."""
+        args = self._arguments(layout, inputs, targets, call_seed)
         if step.device == "cuda":
             step.set_stream(torch.cuda.current_stream(self.device).cuda_stream)
-        return step.run(self._arguments(layout, inputs, targets, call_seed), seed=call_seed)
+            # Where the step reads each argument: the host (what its host
+            # code reads: the dropout seed), else the device.
+            args = [(a.cpu() if isinstance(a, torch.Tensor) else a) if i in step.host_arguments
+                    else torch.as_tensor(a, device=self.device) if isinstance(a, np.ndarray)
+                    else a for i, a in enumerate(args)]
+        return step.run(args, seed=call_seed)
 
 
 def step_layout(traced, exporter):

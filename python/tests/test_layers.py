@@ -14,7 +14,7 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LAYERS = [
     ("base: no act imports but each other's", [
         "act.errors", "act.dtypes", "act.mlir", "act.torchversion", "act.workload",
-        "act.process", "act.pfq", "act.memory_plot", "act.mallocpeak"]),
+        "act.process", "act.pfq", "act.memory_plot", "act.mallocpeak", "act.dlpack"]),
     ("front end: tracing, decompositions, lowering to MLIR", [
         "act.decomp", "act.aten", "act.aten.*", "act.export", "act.export.standins",
         "act.export.randomness",

@@ -869,14 +869,17 @@ def ActMarkStreamOrderedPass
     writes), and calls nothing but act's GPU library kernels and runtime
     hooks, gets the unit attribute `act.stream_ordered`, and the integer
     arguments its host code reads are listed in `act.host_read_arguments`
-    (a `DenseI64ArrayAttr`, absent when none). With
+    (a `DenseI64ArrayAttr`, absent when none); those of them a kernel reads
+    too (a `gpu.launch_func` operand, or a view of one) also in
+    `act.kernel_read_host_arguments`. With
     `ACT_GPU_STREAM_ORDERED=1` (opt-in until a disagreement seen on an H200
     is understood: docs/Running.md) the JIT runs such a function in the
     runtime's stream-ordered mode: every launch and library call on one
     stream, no host synchronization until the step returns. A step on
     device tensors (`JitTarget::deviceTensors`, `act.compile` on CUDA
-    tensors) always runs so, and needs every argument in
-    `act.host_read_arguments` to be one the runtime fills (seeds, widths).
+    tensors) always runs so, takes the arguments in
+    `act.host_read_arguments` in host memory (seeds, widths, a dropout
+    seed) and refuses a function with `act.kernel_read_host_arguments`.
   }];
 }
 

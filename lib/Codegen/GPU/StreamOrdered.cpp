@@ -157,6 +157,24 @@ bool touchesDeviceMemory(Operation *op, func::FuncOp func,
   return false;
 }
 
+/// Whether a launch reads `value` (a kernel operand, or a view of it).
+bool reachesKernel(Value value) {
+  SmallVector<Value> work{value};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (Operation *user : v.getUsers()) {
+      if (isa<gpu::LaunchFuncOp>(user))
+        return true;
+      if (isa<ViewLikeOpInterface, memref::CastOp>(user))
+        llvm::append_range(work, user->getResults());
+    }
+  }
+  return false;
+}
+
 struct ActMarkStreamOrderedPass
     : act::impl::ActMarkStreamOrderedPassBase<ActMarkStreamOrderedPass> {
   void runOnOperation() override {
@@ -181,6 +199,15 @@ struct ActMarkStreamOrderedPass
     if (!reads.empty())
       func->setAttr("act.host_read_arguments",
                     DenseI64ArrayAttr::get(&getContext(), reads));
+    // Those a kernel reads too: a runtime that stages them for the host
+    // cannot reuse their memory before the step's kernels have run.
+    SmallVector<int64_t> both;
+    for (int64_t i : reads)
+      if (reachesKernel(func.getArgument(unsigned(i))))
+        both.push_back(i);
+    if (!both.empty())
+      func->setAttr("act.kernel_read_host_arguments",
+                    DenseI64ArrayAttr::get(&getContext(), both));
   }
 };
 

@@ -90,3 +90,27 @@ func.func @calls(%a: memref<4xf32>) {
   call @other(%a) : (memref<4xf32>) -> ()
   return
 }
+
+// -----
+
+// An integer argument read by the host code and by a kernel (here through
+// a view and a cast): listed apart (a step on device tensors, which
+// returns without waiting, refuses it).
+// MARK-LABEL: func.func @both
+// MARK-SAME: attributes {act.host_read_arguments = array<i64: 0>, act.kernel_read_host_arguments = array<i64: 0>, act.stream_ordered}
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @k(%s: memref<?xi64, strided<[1], offset: ?>>) kernel {
+      gpu.return
+    }
+  }
+  func.func @both(%seeds: memref<2xi64>) -> i64 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %v = memref.load %seeds[%c0] : memref<2xi64>
+    %view = memref.subview %seeds[1] [1] [1] : memref<2xi64> to memref<1xi64, strided<[1], offset: 1>>
+    %cast = memref.cast %view : memref<1xi64, strided<[1], offset: 1>> to memref<?xi64, strided<[1], offset: ?>>
+    gpu.launch_func @kernels::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%cast : memref<?xi64, strided<[1], offset: ?>>)
+    return %v : i64
+  }
+}

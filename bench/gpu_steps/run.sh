@@ -7,7 +7,10 @@
 # nvidia/*/lib), its results against the CPU's (compare.py), the first
 # model's plain step again in stream-ordered mode (ACT_GPU_STREAM_ORDERED=1:
 # one stream, no host synchronization inside the step) and in its
-# bisecting variants, with cuDNN's non-FFT, non-Winograd algorithms, and
+# bisecting variants, every step again on device tensors (--device-tensors:
+# inputs resident, the pool's plain device memory, one stream; what
+# act.compile runs on CUDA tensors), with cuDNN's non-FFT, non-Winograd
+# algorithms, and
 # against float64 PyTorch (reference_*.npz), and PyTorch eager and
 # torch.compile on the same GPU, models and batches when python3 has torch
 # with CUDA (torch_steps.py), and act.compile on CUDA tensors against eager
@@ -51,6 +54,21 @@ while read -r step; do
 done < steps/list
 echo "== GPU results against the CPU's"
 python3 compare.py cpu.npz gpu || status=1
+if [ "${ACT_GPU_DEVICE_TENSORS:-1}" = 1 ]; then
+  # As act.compile runs them on CUDA tensors: inputs resident in device
+  # memory, one stream, no synchronization inside the step, its buffers
+  # plain device memory from the runtime's pool (stream-ordered: see the
+  # bisection below if these disagree).
+  echo "== steps on device tensors (act-run --device=gpu --device-tensors)"
+  while read -r step; do
+    mapfile -t args < "steps/$step.args"
+    echo "-- $step"
+    bin/act-run "steps/$step.mlir" "${args[@]}" --repeat=10 --device=gpu --device-tensors \
+      --output-dir="tensors/$step" 2>&1 |
+      grep -E "^(loss|time|memory|device pool|act-run|act runtime)" | grep -v "MemoryBuffer" || status=1
+  done < steps/list
+  python3 compare.py cpu.npz tensors || status=1
+fi
 first=$(head -1 models | cut -d' ' -f1)
 if [ -n "$first" ]; then
   mapfile -t args < "steps/$first.args"

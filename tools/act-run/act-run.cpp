@@ -12,6 +12,7 @@
 #include "act/Dialect/Act/Transforms/Insertion.h"
 #include "act/Execution/Step.h"
 #include "act/InitAll.h"
+#include "act/runtime/Cuda.h"
 #include "act/runtime/CudaLibraries.h"
 #include "act/runtime/Kernels.h"
 #include "act/runtime/Memory.h"
@@ -91,6 +92,15 @@ static cl::opt<Device> device(
         clEnumValN(Device::GPUEmulated, "gpu-emulated",
                    "the host, the encodings lowered to the GPU kernels run "
                    "as loops: checks them without a GPU")),
+    cl::cat(runCategory));
+static cl::opt<bool> deviceTensors(
+    "device-tensors",
+    cl::desc("--device=gpu: the step on device tensors, as act.compile runs "
+             "it on CUDA tensors: the arguments staged in device memory once, "
+             "before the runs; each run on one stream without a host "
+             "synchronization inside, timed to its completion, its buffers "
+             "plain device memory from the runtime's pool; the results "
+             "copied to the host after the last run"),
     cl::cat(runCategory));
 static cl::opt<std::string> gpuChip("gpu-chip", cl::init(defaults::kGpuChip),
                                     cl::desc("--device=gpu: the NVIDIA "
@@ -514,8 +524,11 @@ int main(int argc, char **argv) {
   if (!peakReport.empty() && device == Device::GPU)
     return fail("--peak-report reads act-cpu-pipeline's buffers: use it with "
                 "--device=cpu or gpu-emulated");
+  if (deviceTensors && device != Device::GPU)
+    return fail("--device-tensors goes with --device=gpu");
   JitTarget target;
   target.gpu = device == Device::GPU;
+  target.deviceTensors = deviceTensors;
   target.emulateGpuKernels = device == Device::GPUEmulated;
   target.recordStorage = storage;
   target.peakReport = peakReport;
@@ -593,6 +606,21 @@ int main(int argc, char **argv) {
     args.push_back(std::move(*value));
   }
 
+  // --device-tensors: the caller's tensors in device memory, as a training
+  // loop keeps them (the arguments the step's host code reads stay).
+  if (deviceTensors) {
+    for (auto [arg, spec] : llvm::zip(args, step.getArguments())) {
+      if (spec.isRuntimeFilled() || spec.hostRead || !spec.isTensor ||
+          !arg.byteSize())
+        continue;
+      void *data = mgpuMemAlloc(arg.byteSize(), nullptr, false);
+      mgpuMemcpy(data, arg.data(), arg.byteSize(), nullptr);
+      arg = HostTensor::adopt(arg.getKind(), arg.getShape(), data,
+                              [](void *p) { mgpuMemFree(p, nullptr); });
+    }
+    mgpuStreamSynchronize(nullptr);
+  }
+
   for (const std::string &item : runtimeBits) {
     auto [idText, bitsText] = llvm::StringRef(item).split('=');
     int64_t id;
@@ -637,14 +665,31 @@ int main(int argc, char **argv) {
     auto outs = step.run(args);
     if (!outs)
       return fail(outs.takeError());
+    // Device tensors: the run returned once queued; timed to its end.
+    if (deviceTensors)
+      mgpuStreamSynchronize(rt::getOrderedStream());
     // GPU: the step on the device (its inputs, staged before, are resident
     // in a training loop).
-    times.push_back(target.gpu ? outs->deviceSeconds * 1e3
-                               : std::chrono::duration<double, std::milli>(
-                                     std::chrono::steady_clock::now() - start)
-                                     .count());
+    times.push_back(target.gpu && !deviceTensors
+                        ? outs->deviceSeconds * 1e3
+                        : std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - start)
+                              .count());
     peak = outs->peakBytes;
     results = std::move(outs->values);
+  }
+
+  if (deviceTensors) {
+    // The results to the host, once (they stay on the device in a loop).
+    for (HostTensor &value : results) {
+      if (!value.isTensor() || !value.byteSize())
+        continue;
+      HostTensor host = HostTensor::allocate(value.getKind(), value.getShape());
+      mgpuMemcpy(host.data(), value.data(), value.byteSize(),
+                 rt::getOrderedStream());
+      mgpuStreamSynchronize(rt::getOrderedStream());
+      value = std::move(host);
+    }
   }
 
   if (!outputDir.empty()) {
@@ -698,9 +743,14 @@ int main(int argc, char **argv) {
   int64_t liveAfter = rt::getMemoryStats().liveBytes - base;
   llvm::outs() << "memory: peak " << peak << " bytes, live after " << liveAfter
                << " bytes (allocated by the step"
-               << (target.gpu ? ", CUDA managed memory; inputs staged apart"
-                              : "")
+               << (deviceTensors ? ", plain device memory; inputs staged apart"
+                   : target.gpu  ? ", CUDA managed memory; inputs staged apart"
+                                 : "")
                << ")\n";
+  if (deviceTensors)
+    llvm::outs() << "device pool: "
+                 << rt::getDevicePoolStats().peakReservedBytes
+                 << " bytes at most (live and cached blocks)\n";
   if (storage) {
     // By id: a value stored twice (sign mask and value) is one line.
     std::map<int64_t, int64_t> byId;

@@ -332,7 +332,9 @@ class CompiledStep:
     def set_stream(self, stream):
         """A CUDA step's stream for its later runs: a torch.cuda.Stream, a
         CUstream as an int, or None (the runtime's own). The runs return
-        once their work is queued there."""
+        once their work is queued there. PyTorch's default stream (0, the
+        legacy default stream) gives the runtime's own stream, a blocking
+        one, which CUDA orders with the legacy stream's work both ways."""
         handle = getattr(stream, "cuda_stream", stream)
         error = ctypes.c_void_p()
         if library().actStepSetStream(self._handle, handle or None, ctypes.byref(error)):

@@ -287,6 +287,10 @@ class Step:
         maps back to the model's by name."""
         if self.device.type == "cpu":
             return self.module, inputs, targets
+        if self.device.index not in (None, 0):
+            raise ValueError(f"act.compile's step: the model is on {self.device}; act's steps run "
+                             f"on CUDA device 0 (cuda:0) for now: move it there, or make the GPU "
+                             f"device 0 with CUDA_VISIBLE_DEVICES")
         if self.externals:
             raise ValueError(
                 "act.compile's step: the loss or the model reach modules outside the model "

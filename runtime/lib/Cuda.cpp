@@ -55,8 +55,12 @@ Driver &driver() {
                 "): no usable NVIDIA GPU or driver";
       return;
     }
-    if (d.cuDeviceGet(&device, 0) || d.cuCtxCreate_v2(&d.context, 0, device)) {
-      d.error = "cannot create a CUDA context on device 0";
+    // The device's primary context: the one the CUDA runtime (PyTorch)
+    // uses, so that its device pointers and streams are valid in act's
+    // steps (memory of another context is not).
+    if (d.cuDeviceGet(&device, 0) ||
+        d.cuDevicePrimaryCtxRetain(&d.context, device)) {
+      d.error = "cannot retain the primary CUDA context of device 0";
       return;
     }
     d.loaded = true;

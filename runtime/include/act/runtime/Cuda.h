@@ -20,8 +20,10 @@
 
 namespace act::rt {
 
-/// Loads libcuda, resolves the driver symbols, initializes device 0 and a
-/// context. Idempotent; returns false and the reason when it cannot.
+/// Loads libcuda, resolves the driver symbols, initializes device 0 and
+/// retains its primary context (the CUDA runtime's and PyTorch's: their
+/// device pointers and streams are valid in act's steps). Idempotent; returns
+/// false and the reason when it cannot.
 bool loadCuda(std::string &error);
 
 /// Names of the driver symbols the runtime resolves (for tests).

@@ -636,8 +636,23 @@ class Step:
             if shapes not in self._exact:
                 self._exact[shapes] = capi.CompiledStep.from_file(src)
             profiles.append(os.path.join(self.work_dir, f"{tag}_fewbit.json"))
-            # (Dropout's seed is an argument: the same noise in both.)
-            self._exact[shapes].estimate_fewbit_sensitivity(lists, profiles[-1], self.few_bit)
+            try:
+                # (Dropout's seed is an argument: the same noise in both.)
+                self._exact[shapes].estimate_fewbit_sensitivity(lists, profiles[-1],
+                                                                self.few_bit)
+            except capi.ActError as e:
+                if "nothing to store as few-bit codes" not in str(e):
+                    raise
+                # A model without such values (ReLU's derivative is a sign,
+                # stored as a 1-bit mask already): the allocator without
+                # the family, said once.
+                warnings.warn(f"act.compile: few_bit={self.few_bit} has nothing to encode: no "
+                              f"saved value is read only through a smooth activation's "
+                              f"derivative (ReLU's sign is stored as a 1-bit mask anyway); the "
+                              f"allocation goes on without few-bit codes",
+                              stacklevel=_outside_act())
+                self.few_bit = 0
+                profiles.pop()
         tuned = os.path.join(self.work_dir, f"{tag}_tuned.mlir")
         previous = self._allocated.get(shapes)
 

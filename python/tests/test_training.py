@@ -711,6 +711,24 @@ def test_fewbit_needs_a_lossy_encoding():
         act.compile(model, F.cross_entropy, encoding="#act.quant<bits=4>", few_bit=9)
 
 
+def test_fewbit_family_on_a_relu_network_allocates_without_it():
+    """average_bits= with few_bit= on a network whose activations are all
+    ReLU (Fashion-MNIST's CNN in act.train's table): no saved value is read
+    only through a smooth activation's derivative, so the family has
+    nothing to encode; the step says so once and allocates without it,
+    instead of failing inside the estimate."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(4 * 6 * 6, 3))
+    x, y = torch.randn(8, 1, 6, 6), torch.randint(0, 3, (8,))
+    with pytest.warns(UserWarning, match=r"few_bit=2 has nothing to encode"):
+        step = act.compile(model, F.cross_entropy, x, y, average_bits=2, few_bit=2)
+    assert step.few_bit == 0
+    assert not any(e.startswith("#act.fewbit") for e in step.adaptations[0]["encodings"].values())
+    loss = step(x, y)
+    assert torch.isfinite(loss)
+
+
 def test_include_encodes_only_the_named_saved_values(tmp_path):
     """include= (act-insert-encode-decode's include): only the saved values
     with these ids are encoded, the others stay float32 (the saved bytes

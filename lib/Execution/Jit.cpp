@@ -312,7 +312,8 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     if (!::act::rt::loadCudaLibraries(why))
       return llvm::createStringError(
           "the GPU's matmuls and convolutions need cuBLAS and cuDNN: " + why +
-          " (or compile without them: act-run --gpu-libraries=false)");
+          " (or compile without them: act-run --gpu-libraries=false, the C "
+          "API's device \"cuda-kernels\")");
   }
   for (const std::string &name : names) {
     auto func = module.lookupSymbol<func::FuncOp>(name);

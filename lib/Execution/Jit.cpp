@@ -472,30 +472,29 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
       jit->streamOrdered = target.gpu && fn->hasAttr("act.stream_ordered") &&
                            ordered && std::string(ordered) == "1";
   // Device tensors: the arguments the host code reads are host tensors.
-  for (auto &jit : jits) {
-    if (!target.deviceTensors)
-      break;
-    auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(jit->name);
-    if (!fn || !fn->hasAttr("act.stream_ordered"))
-      return llvm::createStringError(
-          "@" + jit->name +
-          " cannot run on device tensors: its host code reads or writes "
-          "buffers (act-mark-stream-ordered did not mark it)");
-    if (auto both = fn->getAttrOfType<DenseI64ArrayAttr>(
-            "act.kernel_read_host_arguments"))
-      return llvm::createStringError(
-          "@" + jit->name + " cannot run on device tensors: argument " +
-          std::to_string(both[0]) +
-          " is read by its host code and by its kernels (a step that "
-          "returns without waiting cannot stage it for both)");
-    if (auto reads =
-            fn->getAttrOfType<DenseI64ArrayAttr>("act.host_read_arguments"))
-      for (int64_t i : reads.asArrayRef())
-        if (size_t(i) < jit->arguments.size())
-          jit->arguments[i].hostRead = true;
-    jit->deviceTensors = true;
-    jit->streamOrdered = true;
-  }
+  if (target.deviceTensors)
+    for (auto &jit : jits) {
+      auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(jit->name);
+      if (!fn || !fn->hasAttr("act.stream_ordered"))
+        return llvm::createStringError(
+            "@" + jit->name +
+            " cannot run on device tensors: its host code reads or writes "
+            "buffers (act-mark-stream-ordered did not mark it)");
+      if (auto both = fn->getAttrOfType<DenseI64ArrayAttr>(
+              "act.kernel_read_host_arguments"))
+        return llvm::createStringError(
+            "@" + jit->name + " cannot run on device tensors: argument " +
+            std::to_string(both[0]) +
+            " is read by its host code and by its kernels (a step that "
+            "returns without waiting cannot stage it for both)");
+      if (auto reads =
+              fn->getAttrOfType<DenseI64ArrayAttr>("act.host_read_arguments"))
+        for (int64_t i : reads.asArrayRef())
+          if (size_t(i) < jit->arguments.size())
+            jit->arguments[i].hostRead = true;
+      jit->deviceTensors = true;
+      jit->streamOrdered = true;
+    }
   // The ExecutionEngine calls each entry through a wrapper that unpacks an
   // array of argument pointers: a call with every memref descriptor's
   // fields as scalars (thousands for a model's step), whose code generation
@@ -599,6 +598,33 @@ namespace {
 struct Descriptor {
   std::vector<int64_t> fields;
 };
+
+/// Calls copy(element, offset, count) for each run of `count` elements of
+/// the strided view (`shape`, `strides` in elements) that are consecutive
+/// in memory, in row-major order: the innermost dimension's where its
+/// stride is 1, else one element at a time. `element` is the run's first
+/// element in row-major order, `offset` its position in the view.
+void forEachRun(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> strides,
+                llvm::function_ref<void(int64_t, int64_t, int64_t)> copy) {
+  size_t rank = shape.size();
+  int64_t n = 1;
+  for (int64_t size : shape)
+    n *= size;
+  int64_t run = rank && strides[rank - 1] == 1 ? shape[rank - 1] : 1;
+  size_t outer = run > 1 ? rank - 1 : rank; // the dims the runs step over
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t e = 0; e < n; e += run) {
+    int64_t at = 0;
+    for (size_t d = 0; d < rank; ++d)
+      at += index[d] * strides[d];
+    copy(e, at, run);
+    for (int64_t d = int64_t(outer) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
 } // namespace
 
 llvm::Expected<std::vector<HostTensor>>
@@ -791,22 +817,11 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       // A view or a returned argument: copied into a block of its own,
       // on the device, a contiguous run at a time.
       HostTensor out = allocateDeviceTensor(spec.kind, shape, 0, runStream);
-      int64_t run = rank && strides[rank - 1] == 1 ? shape[rank - 1] : 1;
-      int64_t n = out.numElements();
-      std::vector<int64_t> index(rank, 0);
-      for (int64_t e = 0; e < n; e += run) {
-        int64_t at = 0;
-        for (size_t d = 0; d < rank; ++d)
-          at += index[d] * strides[d];
+      forEachRun(shape, strides, [&](int64_t e, int64_t at, int64_t count) {
         mgpuMemcpy(out.data() + size_t(e) * bytes,
-                   const_cast<char *>(base) + at * bytes, size_t(run) * bytes,
+                   const_cast<char *>(base) + at * bytes, size_t(count) * bytes,
                    runStream);
-        for (int64_t d = int64_t(rank) - (run > 1 ? 2 : 1); d >= 0; --d) {
-          if (++index[d] < shape[d])
-            break;
-          index[d] = 0;
-        }
-      }
+      });
       outs.push_back(std::move(out));
       continue;
     }
@@ -829,19 +844,10 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       continue;
     }
     HostTensor out = HostTensor::allocate(spec.kind, shape);
-    int64_t n = out.numElements();
-    std::vector<int64_t> index(rank, 0);
-    for (int64_t e = 0; e < n; ++e) {
-      int64_t at = 0;
-      for (size_t d = 0; d < rank; ++d)
-        at += index[d] * strides[d];
-      std::memcpy(out.data() + size_t(e) * bytes, base + at * bytes, bytes);
-      for (int64_t d = int64_t(rank) - 1; d >= 0; --d) {
-        if (++index[d] < shape[d])
-          break;
-        index[d] = 0;
-      }
-    }
+    forEachRun(shape, strides, [&](int64_t e, int64_t at, int64_t count) {
+      std::memcpy(out.data() + size_t(e) * bytes, base + at * bytes,
+                  size_t(count) * bytes);
+    });
     outs.push_back(std::move(out));
   }
   return std::move(outs);

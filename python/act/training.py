@@ -497,13 +497,7 @@ class Step:
             ahead = self._ahead.pop(mlir, None)
             if ahead is None:
                 with _progress(what):
-                    step = capi.CompiledStep.from_file(mlir, device=self.device.type)
-                    if self.device.type == "cuda":
-                        # (Work queued on a stream of another device would
-                        # not be ordered with this one's.)
-                        with torch.cuda.device(self.device):
-                            torch.cuda.current_stream()  # (initializes CUDA)
-                    return step
+                    return capi.CompiledStep.from_file(mlir, device=self.device.type)
             if not ahead.done(mlir):
                 with _progress(f"{what}, compiling in the background", after=1.0):
                     while not ahead.done(mlir):

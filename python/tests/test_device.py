@@ -65,7 +65,7 @@ SCRIPT = textwrap.dedent("""
             args.append(DeviceTensor(p.value, shape, dtype))
         return args
 
-    def measure(label, step, run_once, s, runs=3):
+    def measure(run_once, s, runs=3):
         # Each run's results are dropped before the next (their blocks go
         # back to the pool).
         report = []
@@ -98,21 +98,18 @@ SCRIPT = textwrap.dedent("""
         b = split.backward_of(f, [None] * split.num_saved + tangents)
         return outputs + b.results, max(f.peak_bytes, b.peak_bytes)
 
-    out["split"] = measure("split", split, forward_backward, s1)
+    out["split"] = measure(forward_backward, s1)
 
-    def whole(r):
-        run = split.run(args, seed=r)
-        return run.results, run.peak_bytes
+    def runs_of(step, arguments):
+        def run_once(r):
+            run = step.run(arguments, seed=r)
+            return run.results, run.peak_bytes
+        return run_once
 
-    out["split_run"] = measure("split_run", split, whole, s1)
+    out["split_run"] = measure(runs_of(split, args), s1)
     s2 = stream()
     joint.set_stream(s2)
-
-    def joint_run(r):
-        run = joint.run(args, seed=r)
-        return run.results, run.peak_bytes
-
-    out["joint"] = measure("joint", joint, joint_run, s2)
+    out["joint"] = measure(runs_of(joint, args), s2)
     out["pool"] = capi.device_pool_bytes()
     errors = {}
     import numpy as np
@@ -141,12 +138,7 @@ SCRIPT = textwrap.dedent("""
             for i, a in enumerate(device_arguments(dropout.arguments))]
     s3 = stream()
     dropout.set_stream(s3)
-
-    def dropout_run(r):
-        run = dropout.run(args, seed=r)
-        return run.results, run.peak_bytes
-
-    out["dropout"] = measure("dropout", dropout, dropout_run, s3)
+    out["dropout"] = measure(runs_of(dropout, args), s3)
     try:
         dropout.run(device_arguments(dropout.arguments))
     except capi.ActError as e:

@@ -38,12 +38,17 @@ std::map<uint64_t, size_t> &deviceRegions() {
   static std::map<uint64_t, size_t> regions;
   return regions;
 }
+/// Managed allocations (malloc'ed): start -> bytes.
+std::map<uint64_t, size_t> &managedRegions() {
+  static std::map<uint64_t, size_t> regions;
+  return regions;
+}
 std::mutex regionsMutex;
 
-/// The device region holding `address`, or {0, 0}.
-std::pair<uint64_t, size_t> regionOf(uint64_t address) {
+/// The region of `regions` holding `address`, or {0, 0}.
+std::pair<uint64_t, size_t> regionIn(std::map<uint64_t, size_t> &regions,
+                                     uint64_t address) {
   std::lock_guard<std::mutex> lock(regionsMutex);
-  auto &regions = deviceRegions();
   auto it = regions.upper_bound(address);
   if (it == regions.begin())
     return {0, 0};
@@ -51,6 +56,13 @@ std::pair<uint64_t, size_t> regionOf(uint64_t address) {
   if (address >= it->first + it->second)
     return {0, 0};
   return *it;
+}
+/// The device region holding `address`, or {0, 0}.
+std::pair<uint64_t, size_t> regionOf(uint64_t address) {
+  return regionIn(deviceRegions(), address);
+}
+bool isManaged(uint64_t address) {
+  return regionIn(managedRegions(), address).second != 0;
 }
 
 /// Opens the device regions behind `addresses` for the host while it lives.
@@ -69,21 +81,6 @@ struct HostAccess {
   }
   std::vector<std::pair<uint64_t, size_t>> opened;
 };
-/// Managed allocations (malloc'ed): start -> bytes.
-std::map<uint64_t, size_t> &managedRegions() {
-  static std::map<uint64_t, size_t> regions;
-  return regions;
-}
-bool isManaged(uint64_t address) {
-  std::lock_guard<std::mutex> lock(regionsMutex);
-  auto &regions = managedRegions();
-  auto it = regions.upper_bound(address);
-  if (it == regions.begin())
-    return false;
-  --it;
-  return address < it->first + it->second;
-}
-
 /// What the driver was asked to do (actFakeCudaGetCounts's order).
 enum Count {
   Launches,

@@ -74,16 +74,19 @@ def option_value(value):
     raise ValueError(f"cannot quote {value!r} as a pass option value")
 
 
-def insertion_options(encoding, few_bit=0, include=None):
+def insertion_options(encoding, few_bit=0, include=None, recompute_cost=0):
     """act-insert-encode-decode's options for act.compile's and act.Module's
     `encoding=` (an act encoding, "lossless" for Gist's lossless encodings
-    only, None or "none" for none), `few_bit=` and `include=` (the saved
-    values' ids that may be encoded; None: all)."""
+    only, None or "none" for none), `few_bit=`, `include=` (the saved
+    values' ids that may be encoded; None: all) and `recompute_cost=`
+    (recompute-cost: operations per byte)."""
     options = ("policy=none" if encoding in (None, "none")
                else "policy=lossless" if encoding == "lossless"
                else f"encoding={option_value(encoding)}")
     if include is not None:
         options += " include=" + ",".join(str(int(i)) for i in include)
+    if recompute_cost:
+        options += f" recompute-cost={float(recompute_cost)!r}"
     return options + (f" few-bit={few_bit}" if few_bit else "")
 
 

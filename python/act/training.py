@@ -84,7 +84,7 @@ class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
                  measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
                  adapt_batches=2, keep_work_dir=False, include=None, dynamic_batch=True,
-                 compile_ahead=None, runtime_bits=None):
+                 compile_ahead=None, runtime_bits=None, recompute_cost=0):
         _refuse_wrappers(module)
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
@@ -126,6 +126,17 @@ class Step:
         if not 0 <= few_bit <= 8 or (average_bits is not None and few_bit > 4):
             raise ValueError(f"few_bit must be in 0..8 (0..4 with average_bits=), got {few_bit}")
         self.few_bit = few_bit
+        # Cheap saved values recomputed in the backward instead of stored
+        # (act-insert-encode-decode's and act-allocate-bits' recompute-cost).
+        if (isinstance(recompute_cost, bool) or not isinstance(recompute_cost, (int, float))
+                or not recompute_cost >= 0 or recompute_cost == float("inf")):
+            raise ValueError(f"recompute_cost= is a non-negative number of operations per "
+                             f"byte, got {recompute_cost!r}")
+        if recompute_cost and average_bits is not None and few_bit:
+            raise ValueError("recompute_cost= with average_bits= does not combine with "
+                             "few_bit= yet (a recomputed value may read the tensor the "
+                             "few-bit codes would replace); give one or the other")
+        self.recompute_cost = recompute_cost
         # FracTrain's compute quantization: (forward bits, backward bits) of
         # the contractions' operands, or None for float. Settable between
         # calls (PFQ): each setting compiles once and is cached.
@@ -470,7 +481,8 @@ class Step:
         if self.average_bits is None:
             # "lossless": Gist's lossless encodings only (sign masks, narrow
             # indices, sparse storage of values with structural zeros).
-            options = driver.insertion_options(self.encoding, self.few_bit, self.include)
+            options = driver.insertion_options(self.encoding, self.few_bit, self.include,
+                                               self.recompute_cost)
             mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"),
                                  options)
         if self.compute_bits is not None:
@@ -604,7 +616,7 @@ class Step:
             # measure_bits (the loss head f32), compiled once per shape and
             # run in process (the C API) at every re-estimation.
             measured = measuring_step(src, os.path.join(self.work_dir, f"{name}_measure.mlir"),
-                                      self.measure_bits)
+                                      self.measure_bits, recompute_cost=self.recompute_cost)
             self._measuring[shapes] = capi.CompiledStep.from_file(measured)
         # The current parameters and buffers (read in place) with each
         # batch's inputs and targets.
@@ -653,7 +665,8 @@ class Step:
         def place(runtime):
             _, self.allocation = allocate(src, profiles, self.average_bits, tuned,
                                           os.path.join(self.work_dir, f"{tag}_allocation.json"),
-                                          runtime_bits=runtime)
+                                          runtime_bits=runtime,
+                                          recompute_cost=self.recompute_cost)
             tensors = self.allocation["tensors"]
             # The step compiled for an allocation serves every later one that
             # differs only in run-time widths: those are set, not compiled.
@@ -1135,7 +1148,8 @@ def _cloned(value):
 def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_targets=None,
             encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
             compute_bits=None, adapt_interval=0, adapt_batches=2, keep_work_dir=False,
-            include=None, dynamic_batch=True, compile_ahead=None, runtime_bits=None):
+            include=None, dynamic_batch=True, compile_ahead=None, runtime_bits=None,
+            recompute_cost=0):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), "lossless" for Gist's
@@ -1168,6 +1182,15 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     default): with adapt_interval, from the first re-allocation that moves
     (the step with run-time widths compiles 2-3x longer: a run whose
     allocation never moves never pays it); False: a step per allocation.
+    recompute_cost: saved values whose producers cost at most this many
+    operations per byte (a linalg op's iterations times its body's ops) are
+    recomputed in the backward from what is stored instead of stored
+    (#act.recompute; act-insert-encode-decode's recompute-cost): about 4
+    takes elementwise ops (a LayerNorm's output, GELU's), about 20 also a
+    small attention's softmax(q k^T) from the stored q and k. With
+    average_bits, the budget stays average_bits times the elements the step
+    would store without it (recomputed values at 0 bits), so the bits they
+    free go to the tensors stored (not with few_bit). 0: only reshapes.
     work_dir: where the exported and encoded graphs go (kept); by default
     a temporary directory removed with the step (keep_work_dir=True or
     ACT_KEEP_WORK_DIR=1 keeps it).
@@ -1191,7 +1214,7 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     is known from then on)."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
                 compute_bits, adapt_interval, adapt_batches, keep_work_dir, include,
-                dynamic_batch, compile_ahead, runtime_bits)
+                dynamic_batch, compile_ahead, runtime_bits, recompute_cost)
     if example_inputs is not None and example_targets is not None:
         inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
         placement("act.compile", tensors_of(inputs) + tensors_of(targets), module)

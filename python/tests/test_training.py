@@ -1575,3 +1575,70 @@ def test_passes_run_in_process_as_act_opt_runs_them(tmp_path):
         capi.run_passes(str(tmp_path / "no-such-file.mlir"), "act-insert-encode-decode")
     with pytest.raises(driver.ToolError, match="act-insert-encode-decode"):
         driver.insert(src, str(tmp_path / "x.mlir"), "encoding=#act.nonsense")
+
+
+class _NormGeluBlock(nn.Module):
+    """Linear, LayerNorm, Linear, GELU, Linear: a transformer MLP block's
+    cheap values (the LayerNorm and GELU outputs) next to the matmuls'."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp, self.norm = nn.Linear(16, 64), nn.LayerNorm(64)
+        self.fc1, self.fc2 = nn.Linear(64, 256), nn.Linear(256, 4)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(self.norm(self.inp(x)))))
+
+
+def test_recompute_cost_recomputes_cheap_values(tmp_path):
+    """recompute_cost= (act-insert-encode-decode's recompute-cost): the
+    LayerNorm output and the GELU output are recomputed in the backward
+    (#act.recompute, 0 bytes) from the stored LayerNorm input and GELU input;
+    under the lossless policy the step's gradients are bit for bit the step's
+    without it; with average_bits the recomputed values take 0 bits of the
+    budget, which stays the stored step's (so the stored tensors get more
+    bits on average); bad values and few_bit with average_bits are refused."""
+    torch.manual_seed(11)
+    model = _NormGeluBlock()
+    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+
+    def grads(step):
+        for p in model.parameters():
+            p.grad = None
+        loss = step(x, y)
+        return [loss.clone()] + [p.grad.clone() for p in model.parameters()]
+
+    plain = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "plain"),
+                        encoding="#act.quant<bits=4>")
+    cheap = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "cheap"),
+                        encoding="#act.quant<bits=4>", recompute_cost=4)
+    saved = {t["id"]: t for t in cheap.report["graphs"][0]["saved"]}
+    recomputed = sorted(i for i, t in saved.items() if t["encoding"] == "#act.recompute")
+    # The LayerNorm's output (64 x 64) and GELU's (64 x 256).
+    assert sorted(saved[i]["shape"] for i in recomputed) == [[64, 64], [64, 256]], saved
+    assert cheap.saved_bytes[0] == plain.saved_bytes[0]
+    assert cheap.saved_bytes[1] < plain.saved_bytes[1] - 4 * 64 * 256 // 8
+    loss = cheap(x, y)
+    assert torch.isfinite(loss)
+
+    exact = grads(act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "exact"),
+                              encoding="lossless"))
+    again = grads(act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "again"),
+                              encoding="lossless", recompute_cost=4))
+    assert all(torch.equal(a, b) for a, b in zip(exact, again))
+
+    gact = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "gact"),
+                       average_bits=2, recompute_cost=4)
+    allocation = gact.allocation
+    assert sorted(allocation["recomputed"]) == recomputed
+    stored = sum(t["elements"] for t in allocation["tensors"])
+    assert allocation["budget_bits"] == 2 * (stored + 64 * 64 + 64 * 256)
+    used = sum(t["bits"] * t["elements"] for t in allocation["tensors"])
+    assert 2 * stored < used <= allocation["budget_bits"]
+
+    for bad in (-1, float("nan"), float("inf"), "4", True):
+        with pytest.raises(ValueError, match="recompute_cost= is a non-negative number"):
+            act.compile(model, F.cross_entropy, encoding="#act.quant<bits=4>",
+                        recompute_cost=bad)
+    with pytest.raises(ValueError, match="does not combine with few_bit="):
+        act.compile(model, F.cross_entropy, average_bits=2, few_bit=2, recompute_cost=4)

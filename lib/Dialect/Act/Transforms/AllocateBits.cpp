@@ -97,6 +97,8 @@ private:
                                  ArrayRef<unsigned> choices, Entry &e);
 
   FewBitOptions fewBitOptions;
+  /// The values recompute-cost recomputes (in the budget at 0 bits).
+  SmallVector<int64_t> recomputedIds;
   LogicalResult allocate(TrainingGraph &graph,
                          ArrayRef<std::pair<std::string, Profile>> profiles);
   /// Whether runtime-bits places `e` as #act.runtime_quant: measured, and
@@ -159,6 +161,10 @@ LogicalResult AllocateBitsPass::initialize(MLIRContext *context) {
   if (minBytes < 0)
     return error("min-bytes")
            << "min-bytes must not be negative, got " << int64_t(minBytes);
+  if (!(recomputeCost >= 0.0) || !std::isfinite(double(recomputeCost)))
+    return error("recompute-cost")
+           << "recompute-cost must be a non-negative number, got "
+           << double(recomputeCost);
   FailureOr<FewBitOptions> options =
       getFewBitOptions(context, "act-allocate-bits", fewBitRange, fewBitSigma);
   if (failed(options))
@@ -227,6 +233,7 @@ LogicalResult
 AllocateBitsPass::allocate(TrainingGraph &graph,
                            ArrayRef<std::pair<std::string, Profile>> profiles) {
   MLIRContext *ctx = &getContext();
+  recomputedIds.clear();
   std::vector<unsigned> choices(bitChoices.begin(), bitChoices.end());
   if (choices.empty())
     choices = {1, 2, 4, 8, 32};
@@ -252,6 +259,13 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
                  << t.encoding
                  << "', not an act encoding with a quantizer (#act.quant, "
                     "#act.division) or few-bit codes (#act.fewbit)";
+        if (isa<FewBitEncodingAttr>(family) && recomputeCost > 0)
+          return emitError(graph.forward.getLoc(),
+                           "act-allocate-bits: profile '")
+                 << file << "' measures few-bit codes, which do not combine "
+                 << "with recompute-cost = " << double(recomputeCost)
+                 << " (a recomputed value may read the tensor the codes "
+                    "would replace); give one or the other";
         // The `group` option applies to #act.quant.
         if (auto quant = dyn_cast<QuantEncodingAttr>(parsed))
           family = QuantEncodingAttr::get(ctx, quant.getBits(), group,
@@ -279,13 +293,26 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
   int64_t totalElements = 0;
   // Values the placement re-derives in the backward (reshapes of a value
   // stored anyway) store nothing: outside the budget, as in a uniform
-  // encoding's bytes.
-  llvm::DenseSet<Value> recomputed;
+  // encoding's bytes. Those recompute-cost adds are in it at 0 bits: the
+  // budget stays the stored step's.
+  RecomputePolicy recompute{double(recomputeCost), {}};
+  llvm::DenseSet<Value> recomputed, reshaped;
   for (auto &[saved, slice] : planRecomputation(graph))
+    reshaped.insert(saved->value);
+  for (auto &[saved, slice] : planRecomputation(graph, {}, recompute))
     recomputed.insert(saved->value);
+  int64_t recomputedElements = 0;
   for (const SavedValue &saved : graph.saved) {
-    if (recomputed.contains(saved.value))
+    if (recomputed.contains(saved.value)) {
+      RankedTensorType type = saved.getTensorType();
+      if (!reshaped.contains(saved.value) &&
+          isEncodingCandidate(saved, /*lossHead=*/false, minBytes) &&
+          isa<FloatType>(type.getElementType()) && type.hasStaticShape()) {
+        recomputedElements += type.getNumElements();
+        recomputedIds.push_back(saved.id);
+      }
       continue;
+    }
     const ProfileTensor *measured = lookup(saved.id);
     if (!isEncodingCandidate(saved, /*lossHead=*/measured != nullptr, minBytes))
       continue;
@@ -376,7 +403,8 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
     if (llvm::AddOverflow(widest, most, widest))
       widest = std::numeric_limits<int64_t>::max();
   }
-  const double wanted = std::floor(averageBits * double(totalElements));
+  const double wanted =
+      std::floor(averageBits * double(totalElements + recomputedElements));
   const int64_t totalBudget =
       wanted >= double(widest) ? widest : int64_t(wanted);
   int64_t budget = totalBudget;
@@ -461,6 +489,14 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
       exact.objective, exact.provenOptimal ? "proven optimal" : "not proven",
       exact.nodes, greedy.objective,
       exact.objective > 0 ? greedy.objective / exact.objective : 1.0);
+  if (!recomputedIds.empty()) {
+    os << "recomputed in the backward (recompute-cost "
+       << llvm::formatv("{0:f1}", double(recomputeCost))
+       << "; 0 bits, in the budget):";
+    for (int64_t id : recomputedIds)
+      os << " " << id;
+    os << "\n";
+  }
   std::optional<double> gradientVariance;
   for (const auto &[file, profile] : profiles)
     if (!gradientVariance)
@@ -523,15 +559,18 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
     encodingOf[e.saved->id] = runtimeBits && isRuntime(e)
                                   ? getRuntimeEncoding(e.options[e.chosen].bits)
                                   : e.options[e.chosen].encoding;
-  insertEncodings(graph, [&](const SavedValue &saved) -> EncodingAttrInterface {
-    // Integers proven small (max-pool indices): narrowed, losslessly, outside
-    // the budget (which counts float tensors).
-    if (IndexEncodingAttr narrow = getIndexEncoding(saved);
-        narrow && isEncodingCandidate(saved, /*lossHead=*/false, minBytes))
-      return narrow;
-    // (A sign-only value becomes its mask under any lossy encoding.)
-    return encodingOf.lookup(saved.id);
-  });
+  insertEncodings(
+      graph,
+      [&](const SavedValue &saved) -> EncodingAttrInterface {
+        // Integers proven small (max-pool indices): narrowed, losslessly,
+        // outside the budget (which counts float tensors).
+        if (IndexEncodingAttr narrow = getIndexEncoding(saved);
+            narrow && isEncodingCandidate(saved, /*lossHead=*/false, minBytes))
+          return narrow;
+        // (A sign-only value becomes its mask under any lossy encoding.)
+        return encodingOf.lookup(saved.id);
+      },
+      {}, recompute);
   return success();
 }
 
@@ -639,6 +678,8 @@ void AllocateBitsPass::writeReport(TrainingGraph &graph,
       {"greedy", json::Object{{"objective", greedy.objective},
                               {"used_bits", greedy.usedWeight}}},
       {"predicted_variance", predicted},
+      {"recompute_cost", double(recomputeCost)},
+      {"recomputed", json::Array(recomputedIds)},
       {"gradient_variance", gradientVariance ? json::Value(*gradientVariance)
                                              : json::Value(nullptr)},
       {"tensors", std::move(tensors)}};

@@ -800,7 +800,7 @@ mlir::act::getRecomputeSlice(TrainingGraph &graph, const SavedValue &saved,
       saved.value != saved.origin || !saved.getProducer())
     return std::nullopt;
   Block *body = &graph.forward.getBody().front();
-  constexpr size_t kMaxOps = 16;
+  constexpr size_t kMaxOps = 48;
   RecomputeSlice slice;
   llvm::SetVector<Operation *> ops;
   SmallVector<Operation *> worklist = {saved.getProducer()};
@@ -827,8 +827,8 @@ mlir::act::getRecomputeSlice(TrainingGraph &graph, const SavedValue &saved,
       if (failed || isa<BlockArgument>(v) || isStored(v))
         return; // the step's arguments; values the backward has anyway
       Operation *def = v.getDefiningOp();
-      // Through another saved value that is not stored (itself
-      // recomputed): no chains of recomputation.
+      // Through a saved value that is not stored and not walked through
+      // (`isSaved`): its producer is not the copy's to compute.
       if (!def || isSaved(v)) {
         failed = true;
         return;
@@ -1296,7 +1296,9 @@ mlir::act::planRecomputation(TrainingGraph &graph, const FewBitPolicy &fewBit,
                              const RecomputePolicy &recompute) {
   // In id order: a copy reads the forward values it needs, and the
   // encodings placed after it give it their decoded forms. A value
-  // recomputed is not stored, so later copies recompute through it.
+  // recomputed is not stored, so later copies recompute through it (a
+  // LayerNorm output through the residual stream's sum of embeddings, a
+  // view of the attention probabilities through their softmax).
   // Without a budget, only reshapes of a value stored anyway are: the
   // exporter saves both a tensor and its reshaped view (softmax's output
   // and the batch-matmul operand it becomes), one buffer that would be
@@ -1306,13 +1308,19 @@ mlir::act::planRecomputation(TrainingGraph &graph, const FewBitPolicy &fewBit,
     return plan;
   llvm::DenseSet<Value> recomputed;
   // What the backward has anyway: saved values it reads in full (not only
-  // their sign or phi(x)). A copy must not make it store more.
+  // their sign or phi(x)), encodable ones and those kept as they are (per-row
+  // statistics, the loss head: a LayerNorm output is recomputed from its
+  // stored input and exact statistics). A copy must not make it store more.
+  // Candidates are the encodable ones: a value kept exact stays stored.
   llvm::DenseSet<Value> savedValues, readInFull;
   for (const SavedValue &saved : graph.saved) {
     savedValues.insert(saved.value);
-    if (saved.status == SaveStatus::Encodable &&
-        !isReadOnlyThroughSignTests(graph, saved) &&
-        !getFewBitEncoding(graph, saved, fewBit))
+    if (saved.status == SaveStatus::Encoded ||
+        saved.status == SaveStatus::Unranked)
+      continue;
+    if (saved.status != SaveStatus::Encodable ||
+        (!isReadOnlyThroughSignTests(graph, saved) &&
+         !getFewBitEncoding(graph, saved, fewBit)))
       readInFull.insert(saved.value);
   }
   auto isStored = [&](Value v) {
@@ -1321,12 +1329,17 @@ mlir::act::planRecomputation(TrainingGraph &graph, const FewBitPolicy &fewBit,
   for (const SavedValue &saved : graph.saved) {
     // A value read only through its sign or phi(x) stores far less than
     // itself: not worth a recomputation.
-    if (!readInFull.contains(saved.value) ||
+    if (saved.status != SaveStatus::Encodable ||
+        !readInFull.contains(saved.value) ||
         (recompute.isCandidate && !recompute.isCandidate(saved)))
       continue;
     std::optional<RecomputeSlice> slice = getRecomputeSlice(
         graph, saved, [&](Value v) { return v != saved.value && isStored(v); },
-        [&](Value v) { return savedValues.contains(v); },
+        // (A value recomputed before is walked through: the copy computes
+        // it again from what is stored; CSE merges the repeats.)
+        [&](Value v) {
+          return savedValues.contains(v) && !recomputed.contains(v);
+        },
         recompute.maxOperationsPerByte);
     // (At no cost: views, and the sizes of a dynamic batch they take.)
     if (!slice || (recompute.maxOperationsPerByte <= 0 &&

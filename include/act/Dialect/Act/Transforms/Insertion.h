@@ -103,7 +103,7 @@ struct RecomputePolicy {
 /// The forward ops (in program order) that recompute `saved` from the
 /// step's arguments and values `isStored` says the backward has, and what
 /// they cost: the slice of `saved`'s producer, memory-effect free, at most
-/// 16 ops, not through other saved values (`isSaved`) that are not stored,
+/// 48 ops, not through other saved values (`isSaved`) that are not stored,
 /// at most `maxOperationsPerByte` operations (countOperations: a linalg
 /// op's iterations times its body's ops) per byte of the value.
 struct RecomputeSlice {

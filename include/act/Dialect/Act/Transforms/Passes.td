@@ -174,6 +174,17 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
     error, and the option costs c * L(b) with W = b D_l; the measured table
     must be the one this pass computes at B (else an error).
 
+    With `recompute-cost=R` (as act-insert-encode-decode's), the values
+    whose producer slices cost at most R operations per byte are
+    recomputed in the backward from what is stored (#act.recompute, 0 bytes)
+    and the allocation is over the others; the budget stays average-bits
+    times the elements the step would store without R (recomputed values
+    count at 0 bits), so the bits they free go to the stored tensors.
+    Measure the profile on the graph with the same recompute-cost (the
+    stored tensors' sensitivities then include what is recomputed from
+    them). Not with a few-bit profile (a recomputed value may read the
+    tensor the codes would replace).
+
     With `runtime-bits`, a measured tensor whose choice is #act.quant or
     f32 gets `#act.runtime_quant<[bits...], bits = b_l>` instead: the step
     compiled once takes every later allocation of the same families as
@@ -221,6 +232,12 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
            "write the allocation as JSON to this file">,
     Option<"tableFile", "table", "std::string", "\"\"",
            "write the table to this file ('-' for stdout; default stderr)">,
+    Option<"recomputeCost", "recompute-cost", "double", "0",
+           "recompute in the backward, instead of storing, every value whose "
+           "producer slice costs at most this many operations per byte, as "
+           "act-insert-encode-decode's recompute-cost (joint form); they "
+           "take 0 bits of the budget, which stays average-bits times the "
+           "elements stored without it">,
     Option<"runtimeBits", "runtime-bits", "bool", "false",
            "place #act.runtime_quant (widths: `bits`) where the choice is "
            "#act.quant or f32, so that a later allocation only changes the "

@@ -224,17 +224,23 @@ def recomputing(model):
     return model
 
 
-# Saved elements of CharLM's step at batch 16 without recomputation (the
-# quantized values' count under any quantizer): the denominator of the bits
-# per saved element when some are recomputed.
-PLAIN_ELEMENTS = 2_752_512
+def plain_elements(model, x, y, loss_fn):
+    """The elements the step of `model` (without recomputation) quantizes
+    (its saved activations, as Hooks counts them): the denominator of the
+    bits per saved element when some are recomputed."""
+    hooks = Hooks({"*": (lambda x, gen: x.clone(), 32.0)}, model.parameters(), None)
+    with torch.autograd.graph.saved_tensors_hooks(hooks.pack, hooks.unpack):
+        loss_fn(model(x), y)
+    return hooks.elements
 
 
-def run(config_text, seed, steps_per_epoch=100, epochs=10, recompute=False):
+def run(config_text, seed, steps_per_epoch=100, epochs=10, recompute=False, width=64,
+        layers=2):
     task = T.TASKS["python-lm"]
     (xtr, ytr), (xte, yte) = task.data()
     torch.manual_seed(seed)
-    model = task.model()
+    model = T.CharLM(d=width, heads=4, layers=layers)
+    plain = plain_elements(model, xtr[:task.batch], ytr[:task.batch], task.loss_fn)
     if recompute:
         model = recomputing(model)
     opt = torch.optim.AdamW(model.parameters(), lr=task.lr)
@@ -255,7 +261,7 @@ def run(config_text, seed, steps_per_epoch=100, epochs=10, recompute=False):
             opt.step()
     value = T.evaluate(task, model, xte, yte)
     steps = steps_per_epoch * epochs
-    return value, hooks.bits / max(hooks.elements, 1), hooks.bits / steps / PLAIN_ELEMENTS
+    return value, hooks.bits / max(hooks.elements, 1), hooks.bits / steps / plain
 
 
 def main(argv=None):
@@ -263,6 +269,8 @@ def main(argv=None):
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--config", default="none;q2g256")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--width", type=int, default=64, help="CharLM's d (the task's: 64)")
+    p.add_argument("--layers", type=int, default=2, help="CharLM's blocks (the task's: 2)")
     p.add_argument("--recompute", action="store_true",
                    help="recompute the LayerNorm outputs, attention probabilities and GELU "
                         "outputs in the backward (recomputing(); 'none' stays plain)")
@@ -276,7 +284,8 @@ def main(argv=None):
     print("|---|---|---|---|---|---|")
     for c in configs:
         t = time.perf_counter()
-        results = [run(c, s, recompute=a.recompute and c != "none") for s in seeds]
+        results = [run(c, s, recompute=a.recompute and c != "none", width=a.width,
+                       layers=a.layers) for s in seeds]
         losses = [r[0] for r in results]
         mean = statistics.mean(losses)
         # (A diverged run's loss is NaN: statistics.stdev cannot take it.)

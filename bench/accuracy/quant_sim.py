@@ -12,9 +12,9 @@ probabilities, read by softmax's backward and by the matmul with v) is
 quantized once per step.
 
 Quantizers (--config, ";"-separated; each "NAME" or "ROLE=NAME,ROLE=NAME,..."
-with roles by shape: x (rows of 64 features: residual stream, LayerNorm
+with roles by shape: x (rows of --width features: residual stream, LayerNorm
 outputs, attention outputs), qkv (q, k^T, v), p (attention probabilities),
-h (the MLP's rows of 256: GELU input and output), "*" the rest):
+h (the MLP's rows of 4 x width: GELU input and output), "*" the rest):
 
   none          float32
   q<B>g<G>      act's #act.quant<bits=B, group=G>: groups of G consecutive
@@ -35,6 +35,7 @@ minimum and scale per group).
         --config "none;q2g256;q2c256;q2h64g256"
 """
 import argparse
+import functools
 import math
 import os
 import statistics
@@ -124,17 +125,19 @@ def parse_quantizer(name):
     raise ValueError(f"unknown quantizer {name!r}")
 
 
-def role(x):
-    """The saved value's role in CharLM by shape (PyTorch 1.13 saves the
-    attention matmuls' operands as 3-d batches: q and v (B*H, T, 16), k^T
-    (B*H, 16, T), the probabilities (B*H, T, T))."""
-    if x.shape[-1] == 256:
+def role(x, width):
+    """The saved value's role in a CharLM of this width (4 heads) by shape.
+    PyTorch 1.13 saves softmax's output as (B, H, T, T) and the attention
+    matmuls' operands as 3-d batches: q and v (B*H, T, width/4), k^T (B*H,
+    width/4, T), the probabilities' (B*H, T, T) view (its codes are the
+    (B, H, T, T) tensor's: Hooks quantizes a stored value once)."""
+    if x.shape[-1] == 4 * width:
         return "h"
-    if x.numel() == 4 * x.shape[-1] * x.shape[-1] * x.shape[0] and x.shape[-1] == x.shape[-2]:
+    if x.dim() == 4 and x.shape[-1] == x.shape[-2]:
         return "p"
-    if 16 in x.shape[1:]:
+    if width // 4 in x.shape[-2:]:
         return "qkv"
-    if x.shape[-1] == 64:
+    if x.shape[-1] == width:
         return "x"
     return "*"
 
@@ -154,14 +157,10 @@ class Hooks:
     """saved_tensors_hooks that quantize each saved activation once per
     step and count its elements and bits."""
 
-    def __init__(self, config, params, gen):
-        self.config, self.gen = config, gen
+    def __init__(self, config, params, gen, width=64):
+        self.config, self.gen, self.width = config, gen, width
         self.params = {storage(p) for p in params}
-        self.cache, self.elements, self.bits, self.roles = {}, 0, 0.0, {}
-
-    def quantizer(self, x):
-        q = self.config.get(role(x), self.config.get("*", (None, 32.0)))
-        return q
+        self.cache, self.elements, self.bits = {}, 0, 0.0
 
     def pack(self, x):
         if (not x.is_floating_point() or x.dim() < 2 or x.shape[-1] in (1, T.VOCAB)
@@ -174,7 +173,7 @@ class Hooks:
         hit = self.cache.get(key)
         if hit is not None and x.is_contiguous():
             return hit[1].reshape(x.shape)
-        fn, bits = self.quantizer(x)
+        fn, bits = self.config.get(role(x, self.width), self.config.get("*", (None, 32.0)))
         self.elements += x.numel()
         self.bits += bits * x.numel()
         out = x if fn is None else fn(x.detach(), self.gen)
@@ -182,7 +181,6 @@ class Hooks:
             # (x kept alive for the step, so that its address is not
             # reused by another tensor while the key is in the cache)
             self.cache[key] = (x, out.contiguous())
-        self.roles[role(x)] = self.roles.get(role(x), 0) + x.numel()
         return out
 
     @staticmethod
@@ -234,10 +232,16 @@ def plain_elements(model, x, y, loss_fn):
     return hooks.elements
 
 
+@functools.lru_cache(maxsize=None)
+def data():
+    """python-lm's windows (read once per process, not per run)."""
+    return T.TASKS["python-lm"].data()
+
+
 def run(config_text, seed, steps_per_epoch=100, epochs=10, recompute=False, width=64,
         layers=2):
     task = T.TASKS["python-lm"]
-    (xtr, ytr), (xte, yte) = task.data()
+    (xtr, ytr), (xte, yte) = data()
     torch.manual_seed(seed)
     model = T.CharLM(d=width, heads=4, layers=layers)
     plain = plain_elements(model, xtr[:task.batch], ytr[:task.batch], task.loss_fn)
@@ -246,7 +250,7 @@ def run(config_text, seed, steps_per_epoch=100, epochs=10, recompute=False, widt
     opt = torch.optim.AdamW(model.parameters(), lr=task.lr)
     gen = torch.Generator().manual_seed(seed)
     noise = torch.Generator().manual_seed(10_000 + seed)
-    hooks = Hooks(parse_config(config_text), model.parameters(), noise)
+    hooks = Hooks(parse_config(config_text), model.parameters(), noise, width)
     batch = task.batch
     samples = steps_per_epoch * batch
     for epoch in range(epochs):

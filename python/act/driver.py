@@ -74,6 +74,12 @@ def option_value(value):
     raise ValueError(f"cannot quote {value!r} as a pass option value")
 
 
+def recompute_option(recompute_cost):
+    """act-insert-encode-decode's and act-allocate-bits' recompute-cost
+    option (" recompute-cost=R"), or "" for 0 (their default)."""
+    return f" recompute-cost={float(recompute_cost)!r}" if recompute_cost else ""
+
+
 def insertion_options(encoding, few_bit=0, include=None, recompute_cost=0):
     """act-insert-encode-decode's options for act.compile's and act.Module's
     `encoding=` (an act encoding, "lossless" for Gist's lossless encodings
@@ -85,9 +91,7 @@ def insertion_options(encoding, few_bit=0, include=None, recompute_cost=0):
                else f"encoding={option_value(encoding)}")
     if include is not None:
         options += " include=" + ",".join(str(int(i)) for i in include)
-    if recompute_cost:
-        options += f" recompute-cost={float(recompute_cost)!r}"
-    return options + (f" few-bit={few_bit}" if few_bit else "")
+    return options + recompute_option(recompute_cost) + (f" few-bit={few_bit}" if few_bit else "")
 
 
 def passes(src, dst, name, options=""):

@@ -90,8 +90,7 @@ def measuring_step(joint, path, measure_bits=4, min_bytes=1024, loss_head=False,
     encoding = encoding or f"#act.quant<bits={measure_bits}>"
     return driver.insert(joint, path, f"encoding={driver.option_value(encoding)} "
                          f"encode-loss-head={int(loss_head)} min-bytes={min_bytes}"
-                         + (f" recompute-cost={float(recompute_cost)!r}" if recompute_cost
-                            else ""))
+                         + driver.recompute_option(recompute_cost))
 
 
 def profile_table(path, title):
@@ -149,8 +148,8 @@ def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", mi
         f"profile={','.join(map(driver.option_value, paths))}",
         f"average-bits={average_bits}", f"solver={solver}",
         f"report={driver.option_value(report)}", f"table={driver.option_value(table)}",
-        f"min-bytes={min_bytes}"] + (["runtime-bits=1"] if runtime_bits else [])
-        + ([f"recompute-cost={float(recompute_cost)!r}"] if recompute_cost else [])))
+        f"min-bytes={min_bytes}"] + (["runtime-bits=1"] if runtime_bits else []))
+        + driver.recompute_option(recompute_cost))
     with open(table) as f:
         text = f.read().rstrip()
     with open(report) as f:

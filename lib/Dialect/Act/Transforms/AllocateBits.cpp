@@ -297,28 +297,31 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
   // budget stays the stored step's.
   RecomputePolicy recompute{double(recomputeCost), {}};
   llvm::DenseSet<Value> recomputed, reshaped;
-  for (auto &[saved, slice] : planRecomputation(graph))
-    reshaped.insert(saved->value);
   for (auto &[saved, slice] : planRecomputation(graph, {}, recompute))
     recomputed.insert(saved->value);
+  if (recomputeCost > 0)
+    for (auto &[saved, slice] : planRecomputation(graph))
+      reshaped.insert(saved->value);
+  else
+    reshaped = recomputed;
   int64_t recomputedElements = 0;
   for (const SavedValue &saved : graph.saved) {
-    if (recomputed.contains(saved.value)) {
-      RankedTensorType type = saved.getTensorType();
-      if (!reshaped.contains(saved.value) &&
-          isEncodingCandidate(saved, /*lossHead=*/false, minBytes) &&
-          isa<FloatType>(type.getElementType()) && type.hasStaticShape()) {
-        recomputedElements += type.getNumElements();
-        recomputedIds.push_back(saved.id);
-      }
+    bool isRecomputed = recomputed.contains(saved.value);
+    if (isRecomputed && reshaped.contains(saved.value))
       continue;
-    }
-    const ProfileTensor *measured = lookup(saved.id);
+    // (A recomputed value is not in the profile: the measuring step
+    // recomputes it too.)
+    const ProfileTensor *measured = isRecomputed ? nullptr : lookup(saved.id);
     if (!isEncodingCandidate(saved, /*lossHead=*/measured != nullptr, minBytes))
       continue;
     RankedTensorType type = saved.getTensorType();
     if (!isa<FloatType>(type.getElementType()) || !type.hasStaticShape())
       continue;
+    if (isRecomputed) {
+      recomputedElements += type.getNumElements();
+      recomputedIds.push_back(saved.id);
+      continue;
+    }
     Entry e{&saved, type.getNumElements(), measured != nullptr};
     totalElements += e.elements;
     auto quantAt = [&](unsigned bits) -> EncodingAttrInterface {

@@ -74,24 +74,28 @@ def option_value(value):
     raise ValueError(f"cannot quote {value!r} as a pass option value")
 
 
-def recompute_option(recompute_cost):
-    """act-insert-encode-decode's and act-allocate-bits' recompute-cost
-    option (" recompute-cost=R"), or "" for 0 (their default)."""
-    return f" recompute-cost={float(recompute_cost)!r}" if recompute_cost else ""
+def placement_options(recompute_cost=0, loss_head=None):
+    """The options act-insert-encode-decode and act-allocate-bits share:
+    " recompute-cost=R" (none for 0, their default) and " loss-head=E" (the
+    loss head's encoding; none for None)."""
+    return ((f" recompute-cost={float(recompute_cost)!r}" if recompute_cost else "")
+            + (f" loss-head={option_value(loss_head)}" if loss_head else ""))
 
 
-def insertion_options(encoding, few_bit=0, include=None, recompute_cost=0):
+def insertion_options(encoding, few_bit=0, include=None, recompute_cost=0, loss_head=None):
     """act-insert-encode-decode's options for act.compile's and act.Module's
     `encoding=` (an act encoding, "lossless" for Gist's lossless encodings
     only, None or "none" for none), `few_bit=`, `include=` (the saved
-    values' ids that may be encoded; None: all) and `recompute_cost=`
-    (recompute-cost: operations per byte)."""
+    values' ids that may be encoded; None: all), `recompute_cost=`
+    (recompute-cost: operations per byte) and `loss_head=` (loss-head: the
+    loss head's encoding)."""
     options = ("policy=none" if encoding in (None, "none")
                else "policy=lossless" if encoding == "lossless"
                else f"encoding={option_value(encoding)}")
     if include is not None:
         options += " include=" + ",".join(str(int(i)) for i in include)
-    return options + recompute_option(recompute_cost) + (f" few-bit={few_bit}" if few_bit else "")
+    return (options + placement_options(recompute_cost, loss_head)
+            + (f" few-bit={few_bit}" if few_bit else ""))
 
 
 def passes(src, dst, name, options=""):

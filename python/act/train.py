@@ -349,7 +349,7 @@ def progress(total, desc):
 
 def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=None,
           info=None, adapt_interval=0, adapt_batches=2, rank=0, world=1, steps_per_epoch=None,
-          include=None, runtime_bits=None, device="cpu", recompute_cost=0):
+          include=None, runtime_bits=None, device="cpu", recompute_cost=0, loss_head=None):
     """Trains `task` (a TASKS name) with act (encoding: an act encoding,
     "none" for act without encodings, or None for PyTorch eager;
     "+compute=F/B" or "+pfq=STAGES" appended for FracTrain); epochs, batch
@@ -373,7 +373,8 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     include: with a fixed encoding, the saved values' ids it applies to
     (act.compile's include=).
     recompute_cost: act.compile's (cheap saved values recomputed in the
-    backward instead of stored).
+    backward instead of stored); loss_head: act.compile's (the loss head's
+    encoding).
     device: where the model and the batches are ("cuda": act.compile's
     step on CUDA tensors, eager on the GPU; the data set moved there once,
     step times measured to the device's completion)."""
@@ -429,13 +430,13 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
                                seed=seed + 1000 * rank, average_bits=float(encoding.split("=", 1)[1]),
                                few_bit=few_bit, adapt_interval=adapt_interval,
                                adapt_batches=adapt_batches, runtime_bits=runtime_bits,
-                               recompute_cost=recompute_cost)
+                               recompute_cost=recompute_cost, loss_head=loss_head)
         else:
             step = act_compile(model, loss_fn, xtr[:local], ytr[:local],
                                encoding=None if encoding == "none" else encoding,
                                seed=seed + 1000 * rank,
                                few_bit=few_bit, compute_bits=compute_bits, include=include,
-                               recompute_cost=recompute_cost)
+                               recompute_cost=recompute_cost, loss_head=loss_head)
     gen = torch.Generator().manual_seed(seed)
     times = []
     epochs_log = []
@@ -732,6 +733,10 @@ def main(argv=None):
                         "instead of stored (about 20: LayerNorm and GELU outputs and a small "
                         "attention's probabilities); with average-bits=B the budget stays "
                         "B bits per element stored without it")
+    p.add_argument("--loss-head",
+                   help="act.compile's loss_head=: the encoding of the loss head's saved "
+                        "values (the logits' bias, softmax, loss), e.g. "
+                        "'#act.float<format = bf16>'; default: float32")
     p.add_argument("--processes", type=int, default=1,
                    help="data-parallel: each batch split over N processes (torch.distributed, "
                         "gloo), gradients all-reduced after act's step")
@@ -777,6 +782,8 @@ def main(argv=None):
                 kwargs["runtime_bits"] = a.runtime_bits == "always"
             if a.recompute_cost and enc is not None:
                 kwargs["recompute_cost"] = a.recompute_cost
+            if a.loss_head and enc is not None and enc != "none":
+                kwargs["loss_head"] = a.loss_head
             if a.processes > 1:
                 (acc, peak, t, saved), info = train_distributed(a.processes, **kwargs)
             else:

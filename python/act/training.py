@@ -84,7 +84,7 @@ class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
                  measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
                  adapt_batches=2, keep_work_dir=False, include=None, dynamic_batch=True,
-                 compile_ahead=None, runtime_bits=None, recompute_cost=0):
+                 compile_ahead=None, runtime_bits=None, recompute_cost=0, loss_head=None):
         _refuse_wrappers(module)
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
@@ -137,6 +137,12 @@ class Step:
                              "few_bit= yet (a recomputed value may read the tensor the "
                              "few-bit codes would replace); give one or the other")
         self.recompute_cost = recompute_cost
+        # The loss head's encoding (act-insert-encode-decode's and
+        # act-allocate-bits' loss-head; the attribute is checked there).
+        if loss_head is not None and not isinstance(loss_head, str):
+            raise ValueError(f"loss_head= is an act encoding such as "
+                             f"'#act.float<format = bf16>', got {loss_head!r}")
+        self.loss_head = loss_head
         # FracTrain's compute quantization: (forward bits, backward bits) of
         # the contractions' operands, or None for float. Settable between
         # calls (PFQ): each setting compiles once and is cached.
@@ -482,7 +488,7 @@ class Step:
             # "lossless": Gist's lossless encodings only (sign masks, narrow
             # indices, sparse storage of values with structural zeros).
             options = driver.insertion_options(self.encoding, self.few_bit, self.include,
-                                               self.recompute_cost)
+                                               self.recompute_cost, self.loss_head)
             mlir = driver.insert(src, os.path.join(self.work_dir, f"{name}_encoded.mlir"),
                                  options)
         if self.compute_bits is not None:
@@ -616,7 +622,8 @@ class Step:
             # measure_bits (the loss head f32), compiled once per shape and
             # run in process (the C API) at every re-estimation.
             measured = measuring_step(src, os.path.join(self.work_dir, f"{name}_measure.mlir"),
-                                      self.measure_bits, recompute_cost=self.recompute_cost)
+                                      self.measure_bits, recompute_cost=self.recompute_cost,
+                                      loss_head_encoding=self.loss_head)
             self._measuring[shapes] = capi.CompiledStep.from_file(measured)
         # The current parameters and buffers (read in place) with each
         # batch's inputs and targets.
@@ -666,7 +673,8 @@ class Step:
             _, self.allocation = allocate(src, profiles, self.average_bits, tuned,
                                           os.path.join(self.work_dir, f"{tag}_allocation.json"),
                                           runtime_bits=runtime,
-                                          recompute_cost=self.recompute_cost)
+                                          recompute_cost=self.recompute_cost,
+                                          loss_head=self.loss_head)
             tensors = self.allocation["tensors"]
             # The step compiled for an allocation serves every later one that
             # differs only in run-time widths: those are set, not compiled.
@@ -1149,7 +1157,7 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
             encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
             compute_bits=None, adapt_interval=0, adapt_batches=2, keep_work_dir=False,
             include=None, dynamic_batch=True, compile_ahead=None, runtime_bits=None,
-            recompute_cost=0):
+            recompute_cost=0, loss_head=None):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), "lossless" for Gist's
@@ -1191,6 +1199,11 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     average_bits, the budget stays average_bits times the elements the step
     would store without it (recomputed values at 0 bits), so the bits they
     free go to the tensors stored (not with few_bit). 0: only reshapes.
+    loss_head: the encoding of the loss head's saved values (the logits'
+    bias, softmax and loss; act-insert-encode-decode's loss-head), with
+    encoding= or average_bits= (outside its budget): None keeps them
+    float32, '#act.float<format = bf16>' halves them (a language model's
+    logits are a third of what it stores at average 2 bits).
     work_dir: where the exported and encoded graphs go (kept); by default
     a temporary directory removed with the step (keep_work_dir=True or
     ACT_KEEP_WORK_DIR=1 keeps it).
@@ -1214,7 +1227,7 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     is known from then on)."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
                 compute_bits, adapt_interval, adapt_batches, keep_work_dir, include,
-                dynamic_batch, compile_ahead, runtime_bits, recompute_cost)
+                dynamic_batch, compile_ahead, runtime_bits, recompute_cost, loss_head)
     if example_inputs is not None and example_targets is not None:
         inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
         placement("act.compile", tensors_of(inputs) + tensors_of(targets), module)

@@ -1642,3 +1642,59 @@ def test_recompute_cost_recomputes_cheap_values(tmp_path):
                         recompute_cost=bad)
     with pytest.raises(ValueError, match="does not combine with few_bit="):
         act.compile(model, F.cross_entropy, average_bits=2, few_bit=2, recompute_cost=4)
+
+
+def test_loss_head_encoding(tmp_path):
+    """loss_head= (act-insert-encode-decode's and act-allocate-bits'
+    loss-head): the loss head's saved values (here the 64 x 32 logits'
+    log-softmax) are stored as bf16 instead of float32, with encoding= and
+    with average_bits= (outside its budget); the gradients stay within
+    bf16's rounding of the step's without it; bad values are refused."""
+    torch.manual_seed(12)
+    model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 32))
+    x, y = torch.randn(64, 16), torch.randint(0, 32, (64,))
+    bf16 = "#act.float<format = bf16>"
+
+    def head(step):
+        # (above min-bytes: the loss itself stays)
+        return [t for t in step.report["graphs"][0]["saved"]
+                if (t["status"] == "loss-head" or t["encoding"] == bf16)
+                and t["bytes_before"] >= 1024]
+
+    def grads(step):
+        for p in model.parameters():
+            p.grad = None
+        loss = step(x, y)
+        return [loss.clone()] + [p.grad.clone() for p in model.parameters()]
+
+    plain = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "plain"),
+                        encoding="#act.quant<bits=4>")
+    half = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "half"),
+                       encoding="#act.quant<bits=4>", loss_head=bf16)
+    before, after = head(plain), head(half)
+    assert before and all(t["encoding"] == "none" for t in before), before
+    assert [t["id"] for t in after] == [t["id"] for t in before]
+    assert all(t["encoding"] == bf16 and t["bytes_after"] == t["bytes_before"] // 2
+               for t in after), after
+    assert half.saved_bytes[1] == plain.saved_bytes[1] - sum(t["bytes_before"] // 2 for t in before)
+
+    exact = grads(act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "exact"),
+                              encoding="lossless"))
+    close = grads(act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "close"),
+                              encoding="lossless", loss_head=bf16))
+    assert not all(torch.equal(a, b) for a, b in zip(exact, close))
+    for a, b in zip(exact, close):
+        assert (a - b).abs().max() <= 1e-2 * a.abs().max(), (a, b)
+
+    gact = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "gact"),
+                       average_bits=2)
+    gact_half = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "gact_half"),
+                            average_bits=2, loss_head=bf16)
+    assert gact_half.allocation["budget_bits"] == gact.allocation["budget_bits"]
+    assert all(t["encoding"] == bf16 for t in head(gact_half)), head(gact_half)
+
+    with pytest.raises(ValueError, match="loss_head= is an act encoding"):
+        act.compile(model, F.cross_entropy, encoding="#act.quant<bits=4>", loss_head=16)
+    with pytest.raises(Exception, match="cannot parse loss-head"):
+        act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "bad"),
+                    encoding="#act.quant<bits=4>", loss_head="#act.nope")

@@ -80,17 +80,19 @@ def plot(profile, allocation, path, title):
 
 
 def measuring_step(joint, path, measure_bits=4, min_bytes=1024, loss_head=False,
-                   encoding=None, recompute_cost=0):
+                   encoding=None, recompute_cost=0, loss_head_encoding=None):
     """The joint step `joint` with every saved tensor of at least min_bytes
     under a uniform stochastic `encoding` (default #act.quant<bits =
     measure_bits>; the loss head too with loss_head), written to `path`:
     the step GACT's sensitivities are measured on; recompute_cost: what the
     allocation will recompute is recomputed here too (from the quantized
-    values it reads), so that a stored tensor's sensitivity includes it."""
+    values it reads), so that a stored tensor's sensitivity includes it;
+    loss_head_encoding: the loss head's encoding (act-insert-encode-decode's
+    loss-head), as the allocation will place it."""
     encoding = encoding or f"#act.quant<bits={measure_bits}>"
     return driver.insert(joint, path, f"encoding={driver.option_value(encoding)} "
                          f"encode-loss-head={int(loss_head)} min-bytes={min_bytes}"
-                         + driver.recompute_option(recompute_cost))
+                         + driver.placement_options(recompute_cost, loss_head_encoding))
 
 
 def profile_table(path, title):
@@ -134,13 +136,14 @@ def measure_fewbit(joint, inputs, batches, profile_path, bits=2):
 
 
 def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", min_bytes=1024,
-             runtime_bits=False, recompute_cost=0):
+             runtime_bits=False, recompute_cost=0, loss_head=None):
     """act-allocate-bits on `joint` for the average budget, written to
     `mlir`, in this process (driver.passes); `profile_path` is one profile
     or a list (one per encoding family); runtime_bits: #act.runtime_quant
     where the choice is #act.quant or f32 (the report's "runtime"
     tensors); recompute_cost: act-allocate-bits' recompute-cost (the
-    report's "recomputed" ids, at 0 bits in the budget); returns (its
+    report's "recomputed" ids, at 0 bits in the budget); loss_head: the
+    loss head's encoding (act-allocate-bits' loss-head); returns (its
     table, the report's JSON)."""
     paths = [profile_path] if isinstance(profile_path, str) else list(profile_path)
     table = os.path.splitext(report)[0] + ".txt"
@@ -149,7 +152,7 @@ def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", mi
         f"average-bits={average_bits}", f"solver={solver}",
         f"report={driver.option_value(report)}", f"table={driver.option_value(table)}",
         f"min-bytes={min_bytes}"] + (["runtime-bits=1"] if runtime_bits else []))
-        + driver.recompute_option(recompute_cost))
+        + driver.placement_options(recompute_cost, loss_head))
     with open(table) as f:
         text = f.read().rstrip()
     with open(report) as f:

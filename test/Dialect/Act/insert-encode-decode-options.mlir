@@ -8,7 +8,7 @@
 
 // PARSE: act-insert-encode-decode option 'encoding':0:0: error: act-insert-encode-decode: cannot parse encoding '#act.nope<>'
 // NOTENC: act-insert-encode-decode option 'encoding':0:0: error: act-insert-encode-decode: 42 : i64 is not an act encoding
-// MASK: act-insert-encode-decode option 'encoding':0:0: error: act-insert-encode-decode: #act.mask<predicate = positive> decodes to 'i1' elements (a predicate of the value, for any tensor), not to the value; the uniform policy needs a value encoding
+// MASK: act-insert-encode-decode option 'encoding':0:0: error: act-insert-encode-decode: #act.mask<predicate = positive> decodes to 'i1' elements (a predicate of the value, for any tensor), not to the value; the encoding option needs a value encoding
 // POLICY: for the --policy option: Cannot find option named 'greedy'!
 
 func.func @integers(%x: tensor<32x32xf32>) -> (f32 {act.loss}, tensor<32x32xi32>) {

@@ -97,6 +97,8 @@ private:
                                  ArrayRef<unsigned> choices, Entry &e);
 
   FewBitOptions fewBitOptions;
+  /// The loss-head option's encoding (null: none).
+  EncodingAttrInterface lossHeadEncoding;
   /// The values recompute-cost recomputes (in the budget at 0 bits).
   SmallVector<int64_t> recomputedIds;
   LogicalResult allocate(TrainingGraph &graph,
@@ -170,6 +172,11 @@ LogicalResult AllocateBitsPass::initialize(MLIRContext *context) {
   if (failed(options))
     return failure();
   fewBitOptions = *options;
+  FailureOr<EncodingAttrInterface> head =
+      parseValueEncoding(context, "act-allocate-bits", "loss-head", lossHead);
+  if (failed(head))
+    return failure();
+  lossHeadEncoding = *head;
   return success();
 }
 
@@ -571,7 +578,12 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
             narrow && isEncodingCandidate(saved, /*lossHead=*/false, minBytes))
           return narrow;
         // (A sign-only value becomes its mask under any lossy encoding.)
-        return encodingOf.lookup(saved.id);
+        if (EncodingAttrInterface chosen = encodingOf.lookup(saved.id))
+          return chosen;
+        // The loss head, where the profile does not measure it.
+        if (!encodingOf.contains(saved.id))
+          return getLossHeadEncoding(saved, lossHeadEncoding, minBytes);
+        return nullptr;
       },
       {}, recompute);
   return success();

@@ -11,7 +11,6 @@
 #include "act/Dialect/Act/Transforms/Passes.h"
 #include "act/Support/OptionLoc.h"
 
-#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -42,6 +41,8 @@ private:
                                        const SavedValue &saved);
 
   EncodingAttrInterface uniform;
+  /// The loss-head option's encoding (null: none).
+  EncodingAttrInterface lossHeadEncoding;
   llvm::SmallSet<int64_t, 8> include, exclude;
   FewBitPolicy fewBit;
 };
@@ -87,34 +88,41 @@ LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
   if (failed(options))
     return failure();
   fewBit.options = *options;
-  Attribute attr = parseAttribute(encoding, context);
-  if (!attr)
+  FailureOr<EncodingAttrInterface> parsed = parseValueEncoding(
+      context, "act-insert-encode-decode", "encoding", encoding);
+  if (failed(parsed))
+    return failure();
+  if (!*parsed)
     return emitError(loc("encoding"),
-                     "act-insert-encode-decode: cannot parse encoding '")
-           << encoding << "'";
-  uniform = dyn_cast<EncodingAttrInterface>(attr);
-  if (!uniform)
-    return emitError(loc("encoding"), "act-insert-encode-decode: ")
-           << attr << " is not an act encoding";
-  // The uniform policy replaces values by their decoded form, so the
-  // encoding must decode to the value itself (a mask decodes to a predicate).
-  auto probe = RankedTensorType::get({1}, Float32Type::get(context));
-  if (uniform.getDecodedType(probe) != probe)
-    return emitError(loc("encoding"), "act-insert-encode-decode: ")
-           << attr << " decodes to "
-           << uniform.getDecodedType(probe).getElementType()
-           << " elements (a predicate of the value, for any tensor), not to "
-              "the value; the uniform policy needs a value encoding";
+                     "act-insert-encode-decode: give an encoding (the "
+                     "uniform policy's), e.g. '#act.quant<bits = 4>'");
+  uniform = *parsed;
+  FailureOr<EncodingAttrInterface> head = parseValueEncoding(
+      context, "act-insert-encode-decode", "loss-head", lossHead);
+  if (failed(head))
+    return failure();
+  lossHeadEncoding = *head;
+  if (lossHeadEncoding && encodeLossHead)
+    return emitError(loc("loss-head"),
+                     "act-insert-encode-decode: loss-head gives the loss "
+                     "head its own encoding, encode-loss-head gives it the "
+                     "policy's: give one or the other");
+  if (lossHeadEncoding && policy == EncodingPolicy::None)
+    return emitError(loc("loss-head"),
+                     "act-insert-encode-decode: policy=none encodes nothing; "
+                     "loss-head goes with the uniform or lossless policy");
   return success();
 }
 
 EncodingAttrInterface
 InsertEncodeDecodePass::chooseEncoding(TrainingGraph &graph,
                                        const SavedValue &saved) {
-  if (!isEncodingCandidate(saved, encodeLossHead, minBytes))
-    return nullptr;
   if ((!include.empty() && !include.contains(saved.id)) ||
       exclude.contains(saved.id))
+    return nullptr;
+  if (lossHeadEncoding && saved.status == SaveStatus::LossHead)
+    return getLossHeadEncoding(saved, lossHeadEncoding, minBytes);
+  if (!isEncodingCandidate(saved, encodeLossHead, minBytes))
     return nullptr;
   RankedTensorType type = saved.getTensorType();
   // Integers proven small (max-pool indices) are narrowed, losslessly,

@@ -6,6 +6,7 @@
 #include "act/Analysis/MemoryEstimate.h"
 #include "act/Support/OptionLoc.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -33,6 +34,44 @@ bool mlir::act::isEncodingCandidate(const SavedValue &saved, bool lossHead,
   std::optional<int64_t> bytes =
       getTensorBytes(saved.getTensorType(), getBatchHint(saved.origin));
   return !bytes || *bytes >= minBytes;
+}
+
+FailureOr<EncodingAttrInterface>
+mlir::act::parseValueEncoding(MLIRContext *context, StringRef pass,
+                              StringRef option, StringRef text) {
+  if (text.empty())
+    return EncodingAttrInterface();
+  Location loc = getOptionLoc(context, pass, option);
+  Attribute attr = parseAttribute(text, context);
+  if (!attr)
+    return emitError(loc) << pass << ": cannot parse " << option << " '" << text
+                          << "'";
+  auto encoding = dyn_cast<EncodingAttrInterface>(attr);
+  if (!encoding)
+    return emitError(loc) << pass << ": " << attr << " is not an act encoding";
+  // The value is replaced by its decoded form, so the encoding must decode
+  // to the value itself (a mask decodes to a predicate).
+  auto probe = RankedTensorType::get({1}, Float32Type::get(context));
+  if (encoding.getDecodedType(probe) != probe)
+    return emitError(loc) << pass << ": " << attr << " decodes to "
+                          << encoding.getDecodedType(probe).getElementType()
+                          << " elements (a predicate of the value, for any "
+                             "tensor), not to the value; the "
+                          << option << " option needs a value encoding";
+  return encoding;
+}
+
+EncodingAttrInterface mlir::act::getLossHeadEncoding(
+    const SavedValue &saved, EncodingAttrInterface lossHead, int64_t minBytes) {
+  if (!lossHead || saved.status != SaveStatus::LossHead ||
+      !isEncodingCandidate(saved, /*lossHead=*/true, minBytes))
+    return nullptr;
+  if (failed(lossHead.verifyTensorType(saved.getTensorType(), [&] {
+        return emitRemark(saved.value.getLoc(), "act: loss-head value ")
+               << saved.id << " is not encoded: ";
+      })))
+    return nullptr;
+  return lossHead;
 }
 
 /// The predicate through which `use` reads its tensor, if it is a

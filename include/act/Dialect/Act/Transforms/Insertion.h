@@ -136,6 +136,21 @@ bool hasEncodings(Operation *root);
 /// encoding insertEncodings then stores a 1-bit #act.mask alone.
 bool isReadOnlyThroughSignTests(TrainingGraph &graph, const SavedValue &saved);
 
+/// The value encoding that `text` names (`option` of `pass`): an act encoding
+/// whose decode is the value itself (not a predicate such as #act.mask);
+/// null for an empty `text`; a diagnostic at the option otherwise.
+FailureOr<EncodingAttrInterface> parseValueEncoding(MLIRContext *context,
+                                                    StringRef pass,
+                                                    StringRef option,
+                                                    StringRef text);
+
+/// The encoding a loss-head value gets under the placing passes' `loss-head`
+/// option (`lossHead`, null: none): `lossHead` for a loss-head value of at
+/// least `minBytes` that it can hold, null otherwise.
+EncodingAttrInterface getLossHeadEncoding(const SavedValue &saved,
+                                          EncodingAttrInterface lossHead,
+                                          int64_t minBytes);
+
 /// Whether a saved value may be encoded at all: not an argument-like or
 /// interleaved value; loss-head values only when `lossHead`; not below
 /// `minBytes` (tensors of unknown size are never skipped by it).

@@ -65,10 +65,13 @@ def ActInsertEncodeDecodePass
     linear backward).
 
     Not encoded: function arguments (their memory exists anyway), tensors
-    below `min-bytes`, the loss head unless `encode-loss-head` (values
-    computed after the last contraction or convolution of the forward pass:
-    the logits' bias, softmax and loss computation, whose saved tensors GACT
-    found the most sensitive),
+    below `min-bytes`, the loss head (values computed after the last
+    contraction or convolution of the forward pass: the logits' bias,
+    softmax and loss computation, whose saved tensors GACT found the most
+    sensitive) unless `encode-loss-head` (the policy's
+    encoding) or `loss-head` (its own: `#act.float<format = bf16>` halves a
+    language model's float32 logits and keeps their error far below a
+    quantizer's bias),
     values also returned by the step, values whose first backward use comes
     before their last forward use, and tensors the encoding cannot hold.
 
@@ -124,6 +127,10 @@ def ActInsertEncodeDecodePass
            "leave saved tensors smaller than this many bytes unencoded">,
     Option<"encodeLossHead", "encode-loss-head", "bool", "false",
            "also encode the loss head's saved values">,
+    Option<"lossHead", "loss-head", "std::string", "\"\"",
+           "the encoding of the loss head's saved values under the uniform "
+           "and lossless policies, e.g. '#act.float<format = bf16>' (default: none, they "
+           "stay as they are)">,
     ListOption<"includeIds", "include", "int64_t",
                "encode only these saved-value ids (default: all)">,
     ListOption<"excludeIds", "exclude", "int64_t",
@@ -197,7 +204,8 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
 
     Run it on the graph before act-insert-encode-decode. A tensor missing
     from the profile gets `default-bits` and a warning; loss-head tensors are
-    allocated only when the profile has them. A profile of a different
+    allocated only when the profile has them, and otherwise get `loss-head`'s
+    encoding (default: none) outside the budget. A profile of a different
     graph (other function, other saved values: the fingerprint) is an error.
     When the predicted compression variance exceeds 10% of the profile's
     gradient variance (GACT's rule), a warning names the tensors that
@@ -232,6 +240,10 @@ def ActAllocateBitsPass : Pass<"act-allocate-bits", "::mlir::ModuleOp"> {
            "write the allocation as JSON to this file">,
     Option<"tableFile", "table", "std::string", "\"\"",
            "write the table to this file ('-' for stdout; default stderr)">,
+    Option<"lossHead", "loss-head", "std::string", "\"\"",
+           "the encoding of the loss head's saved values the profile does "
+           "not measure (outside the budget), as act-insert-encode-decode's "
+           "loss-head (default: none, they stay as they are)">,
     Option<"recomputeCost", "recompute-cost", "double", "0",
            "recompute in the backward, instead of storing, every value whose "
            "producer slice costs at most this many operations per byte, as "

@@ -117,6 +117,7 @@ class Step:
         self._widths_set = {}
         self.adaptations = []  # one entry per (re-)allocation, in order
         self.adapt_seconds = 0.0  # measuring, allocating, compiling new allocations
+        self._compiled_how = None  # how the last step was compiled: "here", "ahead"
         self.step_seconds = 0.0  # running the compiled steps
         self._recent = {}  # shapes -> the last adapt_batches batches of that shape
         if few_bit and average_bits is None and encoding in (None, "none"):
@@ -513,6 +514,7 @@ class Step:
         a step for the batch's size."""
         try:
             ahead = self._ahead.pop(mlir, None)
+            self._compiled_how = "here" if ahead is None else "ahead"
             if ahead is None:
                 with _progress(what):
                     return capi.CompiledStep.from_file(mlir, device=self.device.type)
@@ -676,10 +678,7 @@ class Step:
                                           recompute_cost=self.recompute_cost,
                                           loss_head=self.loss_head)
             tensors = self.allocation["tensors"]
-            # The step compiled for an allocation serves every later one that
-            # differs only in run-time widths: those are set, not compiled.
-            return tensors, tuple((t["id"], "runtime" if t.get("runtime") else t["encoding"])
-                                  for t in tensors)
+            return tensors, _signature(tensors)
 
         runtime = self.runtime_bits is True or shapes in self._runtime_shapes
         tensors, signature = place(runtime)
@@ -717,6 +716,42 @@ class Step:
             "widths_changed": (previous is not None and previous[1] == signature
                                and previous_widths != widths),
             "seconds": None})
+        if (previous is None and self.runtime_bits is None and self.adapt_interval
+                and not runtime):
+            self._runtime_ahead(shapes, src, name, profiles, tag)
+
+    def _runtime_ahead(self, shapes, src, name, profiles, tag):
+        """With the adaptive loop and runtime_bits=None, after the first
+        allocation of `shapes`: the same allocation placed with run-time
+        widths, compiled by a background process (act/ahead.py) into the
+        code cache, so that the first re-allocation that moves (which
+        switches to run-time widths) loads it and sets its widths instead of
+        compiling (2-3x the plain step's compile) while training waits.
+        It serves every later allocation of the same families; one that
+        changes a family compiles as before. Not where nothing is compiled
+        ahead (compile_ahead=False, a GPU step)."""
+        if self.compile_ahead is False or self.device.type != "cpu":
+            return
+        tuned = os.path.join(self.work_dir, f"{tag}_runtime_tuned.mlir")
+        try:
+            _, allocation = allocate(src, profiles, self.average_bits, tuned,
+                                     os.path.join(self.work_dir, f"{tag}_runtime_allocation.json"),
+                                     runtime_bits=True, recompute_cost=self.recompute_cost,
+                                     loss_head=self.loss_head)
+            key = shapes + (self.compute_bits, _signature(allocation["tensors"]))
+            if key in self.compiled or key in self._prepared:
+                return
+            self._prepared[key] = self._lower(name, src, tuned)
+        except driver.ToolError:
+            return  # (ahead is only ahead: compiled, and reported, when needed)
+        mlir = self._prepared[key][1]
+        cache = capi.get_cache_dir() or os.path.join(self.work_dir, "code-cache")
+        try:
+            worker = Ahead([mlir], cache)
+        except OSError:  # (no process to start: compiled when needed)
+            return
+        self._workers.append(worker)
+        self._ahead[mlir] = worker
 
     def _prepare(self, inputs, targets):
         """The compiled step for this batch (exported, allocated and compiled
@@ -726,6 +761,7 @@ class Step:
         start = time.perf_counter()
         fresh = (self.average_bits is not None
                  and self._key(inputs, targets) not in self._allocated)
+        self._compiled_how = None
         compiled = self._compile(inputs, targets)
         if fresh:
             self._charge(start)
@@ -734,8 +770,11 @@ class Step:
 
     def _charge(self, start):
         """The last (re-)allocation took from `start` until now (measuring,
-        allocating and compiling what it chose)."""
+        allocating and compiling what it chose: "compiled" says whether its
+        step was compiled here, loaded from a background process's compile,
+        or not compiled at all: None)."""
         self.adaptations[-1]["seconds"] = time.perf_counter() - start
+        self.adaptations[-1]["compiled"] = self._compiled_how
         self.adapt_seconds += self.adaptations[-1]["seconds"]
 
     @staticmethod
@@ -775,6 +814,7 @@ class Step:
                 # Re-estimate on the recent batches of this shape (the
                 # current one first: its arguments carry the parameters).
                 start = time.perf_counter()
+                self._compiled_how = None
                 self._allocate(shapes, list(reversed(recent)))
                 self._compile(inputs, targets)  # a new allocation compiles here
                 self._charge(start)
@@ -892,6 +932,15 @@ def step_layout(traced, exporter):
         "has_dropout": traced.has_dropout,
         "updated": [traced.buffers[i] for i, _ in exporter.updated],
     }
+
+
+def _signature(tensors):
+    """What the step compiled for an allocation (act-allocate-bits' report's
+    tensors) depends on: each tensor's encoding, or "runtime" for run-time
+    widths. The step compiled for an allocation serves every later one of
+    the same signature (one that differs only in run-time widths: those are
+    set, not compiled)."""
+    return tuple((t["id"], "runtime" if t.get("runtime") else t["encoding"]) for t in tensors)
 
 
 def _runtime_quant_bytes(shape, bits, group=256):
@@ -1188,8 +1237,12 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     that keeps each tensor's family only sets the step's widths instead of
     compiling a new step. True: from the first allocation; None (the
     default): with adapt_interval, from the first re-allocation that moves
-    (the step with run-time widths compiles 2-3x longer: a run whose
-    allocation never moves never pays it); False: a step per allocation.
+    (the step with run-time widths compiles 2-3x longer: it is compiled by
+    a background process after the first allocation, unless
+    compile_ahead=False, and loaded by that re-allocation; a run whose
+    allocation never moves never waits for it); False: a step per
+    allocation. `step.adaptations[i]["compiled"]` says where each
+    allocation's step was compiled ("here", "ahead") or None.
     recompute_cost: saved values whose producers cost at most this many
     operations per byte (a linalg op's iterations times its body's ops) are
     recomputed in the backward from what is stored instead of stored

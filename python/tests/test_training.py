@@ -951,7 +951,7 @@ def test_pfq_raises_saved_activation_bits(tmp_path):
     assert figure.stat().st_size > 5000
 
 
-def _adaptive_run(work_dir, runtime_bits):
+def _adaptive_run(work_dir, runtime_bits, **options):
     """14 calls of GACT's adaptive loop (average_bits=3, adapt_interval=4)
     whose inputs shrink 100x from call 4 on; the step and its losses."""
     torch.manual_seed(3)
@@ -959,7 +959,7 @@ def _adaptive_run(work_dir, runtime_bits):
                           nn.Linear(64, 4))
     x, y = torch.randn(448, 16), torch.randint(0, 4, (448,))
     step = act.compile(model, F.cross_entropy, x[:32], y[:32], work_dir=str(work_dir),
-                       average_bits=3, adapt_interval=4, runtime_bits=runtime_bits)
+                       average_bits=3, adapt_interval=4, runtime_bits=runtime_bits, **options)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     losses = []
     for i in range(14):
@@ -1039,6 +1039,14 @@ def test_gact_adaptive_loop_sets_new_widths_without_recompiling(tmp_path):
     assert [a["widths_changed"] for a in auto.adaptations] == [False] * 4
     first, moved = [entry[0] for entry in auto.compiled.values()]
     assert first.bits == {} and moved.bits == compiled.bits
+    # The first allocation's placement with run-time widths was compiled by
+    # a background process while training ran: the move at call 8 loaded
+    # it; only the first allocation compiled here.
+    assert [a["compiled"] for a in auto.adaptations] == ["here", None, "ahead", None]
+    assert [a["compiled"] for a in step.adaptations] == ["here", None, None, None]
+    here, here_losses = _adaptive_run(tmp_path / "here", runtime_bits=None, compile_ahead=False)
+    assert here_losses == static_losses
+    assert [a["compiled"] for a in here.adaptations] == ["here", None, "here", None]
 
 
 def test_gact_adaptive_training_logs_allocations(tmp_path):

@@ -41,6 +41,8 @@ CONFIGS = {
     "act, average 2 bits, R=20": dict(average_bits=2, recompute_cost=20),
     "act, average 2 bits, R=20, bf16 loss head": dict(average_bits=2, recompute_cost=20,
                                                       loss_head=BF16),
+    "act, average 1.5 bits, R=80, bf16 loss head": dict(average_bits=1.5, recompute_cost=80,
+                                                        loss_head=BF16),
 }
 
 

@@ -600,13 +600,20 @@ class Step:
                 except driver.ToolError:
                     pass
         if graphs:
-            cache = capi.get_cache_dir() or os.path.join(self.work_dir, "code-cache")
-            try:
-                worker = Ahead(graphs, cache)
-            except OSError:  # (no process to start: compiled when needed)
-                return
-            self._workers.append(worker)
-            self._ahead.update((g, worker) for g in graphs)
+            self._start_ahead(graphs)
+
+    def _start_ahead(self, graphs):
+        """A background process compiling `graphs` (lowered .mlir files)
+        into the code cache (with the cache off, the work directory's), for
+        _compile_file to load from; none where no process can start (they
+        are then compiled when needed)."""
+        cache = capi.get_cache_dir() or os.path.join(self.work_dir, "code-cache")
+        try:
+            worker = Ahead(graphs, cache)
+        except OSError:
+            return
+        self._workers.append(worker)
+        self._ahead.update((g, worker) for g in graphs)
 
     def _allocate(self, shapes, batches):
         """GACT's allocation for this batch shape, as act-tune makes it:
@@ -744,14 +751,7 @@ class Step:
             self._prepared[key] = self._lower(name, src, tuned)
         except driver.ToolError:
             return  # (ahead is only ahead: compiled, and reported, when needed)
-        mlir = self._prepared[key][1]
-        cache = capi.get_cache_dir() or os.path.join(self.work_dir, "code-cache")
-        try:
-            worker = Ahead([mlir], cache)
-        except OSError:  # (no process to start: compiled when needed)
-            return
-        self._workers.append(worker)
-        self._ahead[mlir] = worker
+        self._start_ahead([self._prepared[key][1]])
 
     def _prepare(self, inputs, targets):
         """The compiled step for this batch (exported, allocated and compiled

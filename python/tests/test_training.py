@@ -1598,6 +1598,14 @@ class _NormGeluBlock(nn.Module):
         return self.fc2(F.gelu(self.fc1(self.norm(self.inp(x)))))
 
 
+def _loss_and_grads(model, x, y, step):
+    """One call of `step` on (x, y): the loss and `model`'s gradients, cloned."""
+    for p in model.parameters():
+        p.grad = None
+    loss = step(x, y)
+    return [loss.clone()] + [p.grad.clone() for p in model.parameters()]
+
+
 def test_recompute_cost_recomputes_cheap_values(tmp_path):
     """recompute_cost= (act-insert-encode-decode's recompute-cost): the
     LayerNorm output and the GELU output are recomputed in the backward
@@ -1609,12 +1617,6 @@ def test_recompute_cost_recomputes_cheap_values(tmp_path):
     torch.manual_seed(11)
     model = _NormGeluBlock()
     x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
-
-    def grads(step):
-        for p in model.parameters():
-            p.grad = None
-        loss = step(x, y)
-        return [loss.clone()] + [p.grad.clone() for p in model.parameters()]
 
     plain = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "plain"),
                         encoding="#act.quant<bits=4>")
@@ -1629,10 +1631,11 @@ def test_recompute_cost_recomputes_cheap_values(tmp_path):
     loss = cheap(x, y)
     assert torch.isfinite(loss)
 
-    exact = grads(act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "exact"),
-                              encoding="lossless"))
-    again = grads(act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "again"),
-                              encoding="lossless", recompute_cost=4))
+    exact = _loss_and_grads(model, x, y, act.compile(
+        model, F.cross_entropy, x, y, work_dir=str(tmp_path / "exact"), encoding="lossless"))
+    again = _loss_and_grads(model, x, y, act.compile(
+        model, F.cross_entropy, x, y, work_dir=str(tmp_path / "again"), encoding="lossless",
+        recompute_cost=4))
     assert all(torch.equal(a, b) for a, b in zip(exact, again))
 
     gact = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "gact"),
@@ -1669,12 +1672,6 @@ def test_loss_head_encoding(tmp_path):
                 if (t["status"] == "loss-head" or t["encoding"] == bf16)
                 and t["bytes_before"] >= 1024]
 
-    def grads(step):
-        for p in model.parameters():
-            p.grad = None
-        loss = step(x, y)
-        return [loss.clone()] + [p.grad.clone() for p in model.parameters()]
-
     plain = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "plain"),
                         encoding="#act.quant<bits=4>")
     half = act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "half"),
@@ -1686,10 +1683,11 @@ def test_loss_head_encoding(tmp_path):
                for t in after), after
     assert half.saved_bytes[1] == plain.saved_bytes[1] - sum(t["bytes_before"] // 2 for t in before)
 
-    exact = grads(act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "exact"),
-                              encoding="lossless"))
-    close = grads(act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "close"),
-                              encoding="lossless", loss_head=bf16))
+    exact = _loss_and_grads(model, x, y, act.compile(
+        model, F.cross_entropy, x, y, work_dir=str(tmp_path / "exact"), encoding="lossless"))
+    close = _loss_and_grads(model, x, y, act.compile(
+        model, F.cross_entropy, x, y, work_dir=str(tmp_path / "close"), encoding="lossless",
+        loss_head=bf16))
     assert not all(torch.equal(a, b) for a, b in zip(exact, close))
     for a, b in zip(exact, close):
         assert (a - b).abs().max() <= 1e-2 * a.abs().max(), (a, b)

@@ -578,12 +578,10 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
             narrow && isEncodingCandidate(saved, /*lossHead=*/false, minBytes))
           return narrow;
         // (A sign-only value becomes its mask under any lossy encoding.)
-        if (EncodingAttrInterface chosen = encodingOf.lookup(saved.id))
-          return chosen;
+        if (auto chosen = encodingOf.find(saved.id); chosen != encodingOf.end())
+          return chosen->second;
         // The loss head, where the profile does not measure it.
-        if (!encodingOf.contains(saved.id))
-          return getLossHeadEncoding(saved, lossHeadEncoding, minBytes);
-        return nullptr;
+        return getLossHeadEncoding(saved, lossHeadEncoding, minBytes);
       },
       {}, recompute);
   return success();

@@ -68,10 +68,10 @@ def ActInsertEncodeDecodePass
     below `min-bytes`, the loss head (values computed after the last
     contraction or convolution of the forward pass: the logits' bias,
     softmax and loss computation, whose saved tensors GACT found the most
-    sensitive) unless `encode-loss-head` (the policy's
-    encoding) or `loss-head` (its own: `#act.float<format = bf16>` halves a
-    language model's float32 logits and keeps their error far below a
-    quantizer's bias),
+    sensitive) unless `encode-loss-head` (the policy's encoding) or
+    `loss-head` (its own: `#act.float<format = bf16>` halves a language
+    model's float32 logits and keeps their error far below a quantizer's
+    bias),
     values also returned by the step, values whose first backward use comes
     before their last forward use, and tensors the encoding cannot hold.
 

@@ -181,6 +181,16 @@ ACT_CAPI_EXPORTED intptr_t actStepGetNumBackwardArguments(ActStep step);
 ACT_CAPI_EXPORTED int actStepEstimateSensitivity(
     ActStep step, const ActTensor *const *batches, intptr_t numBatches,
     intptr_t numArgs, uint64_t stepSeed, const char *profilePath, char **error);
+/// actStepEstimateSensitivity with the estimator named: "variance" (GACT's
+/// seed re-draws, what actStepEstimateSensitivity measures) or "error" (each
+/// tensor compressed alone against the step without compression, so that
+/// its bias counts; the step's stochastic encodings must be
+/// #act.runtime_quant with 32 among their widths, which are as they were
+/// afterwards): act-run --sensitivity-estimator.
+ACT_CAPI_EXPORTED int actStepEstimateSensitivityWith(
+    ActStep step, const char *estimator, const ActTensor *const *batches,
+    intptr_t numBatches, intptr_t numArgs, uint64_t stepSeed,
+    const char *profilePath, char **error);
 /// Few-bit codes' gradient error in process (what `act-run
 /// --fewbit-sensitivity` does): `step` must be compiled from a graph without
 /// encodings (the exact step). For every value its backward reads only

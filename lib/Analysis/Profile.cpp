@@ -85,7 +85,8 @@ llvm::Error mlir::act::writeProfile(const Profile &profile,
       {"measurement",
        json::Object{{"batches", int64_t(profile.batches)},
                     {"step_seed", int64_t(profile.stepSeed)},
-                    {"evaluations", int64_t(profile.evaluations)}}},
+                    {"evaluations", int64_t(profile.evaluations)},
+                    {"estimator", profile.estimator}}},
       {"gradient_variance", profile.gradientVariance
                                 ? json::Value(*profile.gradientVariance)
                                 : json::Value(nullptr)},
@@ -179,6 +180,13 @@ llvm::Expected<Profile> mlir::act::readProfile(llvm::StringRef path) {
   profile.stepSeed = uint64_t(measurement->getInteger("step_seed").value_or(0));
   profile.evaluations =
       uint64_t(measurement->getInteger("evaluations").value_or(0));
+  if (const json::Value *estimator = measurement->get("estimator")) {
+    std::optional<llvm::StringRef> name = estimator->getAsString();
+    if (!name || (*name != "variance" && *name != "error"))
+      return fail("measurement.estimator: expected \"variance\" or "
+                  "\"error\"");
+    profile.estimator = name->str();
+  }
   if (!o.map("tensors", profile.tensors))
     return fail(llvm::toString(root.getError()));
   const json::Value *variance = value->getAsObject()->get("gradient_variance");

@@ -537,6 +537,24 @@ int actStepEstimateSensitivity(ActStep step, const ActTensor *const *batches,
                                intptr_t numBatches, intptr_t numArgs,
                                uint64_t stepSeed, const char *profilePath,
                                char **error) {
+  return actStepEstimateSensitivityWith(step, "variance", batches, numBatches,
+                                        numArgs, stepSeed, profilePath, error);
+}
+
+int actStepEstimateSensitivityWith(ActStep step, const char *estimator,
+                                   const ActTensor *const *batches,
+                                   intptr_t numBatches, intptr_t numArgs,
+                                   uint64_t stepSeed, const char *profilePath,
+                                   char **error) {
+  llvm::StringRef name = estimator ? estimator : "";
+  if (name != "variance" && name != "error") {
+    setError(error, "the sensitivity estimator is \"variance\" or "
+                    "\"error\", not \"" +
+                        name.str() + "\"");
+    return 1;
+  }
+  SensitivityMethod method =
+      name == "error" ? SensitivityMethod::Error : SensitivityMethod::Variance;
   StepHandle *handle = unwrap(step);
   if (!handle) {
     setError(error, kNoStep);
@@ -560,8 +578,8 @@ int actStepEstimateSensitivity(ActStep step, const ActTensor *const *batches,
       (*values)[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
     lists.push_back(std::move(*values));
   }
-  auto estimate =
-      estimateSensitivity(*handle->step, std::move(lists), stepSeed, nullptr);
+  auto estimate = estimateSensitivity(*handle->step, std::move(lists), stepSeed,
+                                      nullptr, method);
   if (!estimate) {
     setError(error, llvm::toString(estimate.takeError()));
     return 1;

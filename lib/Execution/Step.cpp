@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include <cmath>
 #include <cstring>
@@ -164,7 +165,12 @@ Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
     if (bits && encoding.isStochastic() && type && type.hasStaticShape()) {
       std::string text;
       llvm::raw_string_ostream os(text);
-      encoding.print(os);
+      // (a run-time width measures #act.quant's family: its codes are
+      // #act.quant's at the width, the profile's family)
+      if (auto runtime = dyn_cast<RuntimeQuantEncodingAttr>(encoding))
+        Attribute(runtime.getQuantAt(*bits)).print(os);
+      else
+        encoding.print(os);
       step->stochastic.push_back(
           {int64_t(encode.getId()), type.getNumElements(), *bits, text});
     }
@@ -577,9 +583,20 @@ static llvm::Error needSeeds(const Step &step) {
               "argument): run act-insert-encode-decode with #act.quant first");
 }
 
+/// Sets every id in `ids` to `width`, or fails naming the first that
+/// cannot take it.
+static llvm::Error setWidths(Step &step, llvm::ArrayRef<int64_t> ids,
+                             int32_t width) {
+  for (int64_t id : ids)
+    if (llvm::Error e = step.setBits(id, width))
+      return e;
+  return llvm::Error::success();
+}
+
 llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
     Step &step, std::vector<std::vector<HostTensor>> batches, uint64_t stepSeed,
-    llvm::unique_function<void(size_t, size_t, size_t)> progress) {
+    llvm::unique_function<void(size_t, size_t, size_t)> progress,
+    SensitivityMethod method) {
   if (llvm::Error e = needSeeds(step))
     return std::move(e);
   llvm::ArrayRef<StochasticTensor> stochastic = step.getStochasticTensors();
@@ -589,6 +606,25 @@ llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
   if (batches.empty())
     return fail("no mini-batch to estimate sensitivities on");
   std::vector<StochasticTensor> tensors(stochastic.begin(), stochastic.end());
+  bool alone = method == SensitivityMethod::Error;
+  // The error estimate switches each tensor's compression on and off
+  // through the step's run-time widths (32: stored as it is); the widths
+  // the caller set are restored at the end, whatever happens.
+  std::vector<int32_t> widths(step.getBits().begin(), step.getBits().end());
+  std::vector<int64_t> ids;
+  for (const StochasticTensor &t : tensors)
+    ids.push_back(t.id);
+  auto restore = llvm::make_scope_exit([&] {
+    for (auto [id, width] : llvm::enumerate(widths))
+      if (width)
+        llvm::consumeError(step.setBits(int64_t(id), width));
+  });
+  if (alone)
+    if (llvm::Error e = setWidths(step, ids, 32))
+      return fail("the error estimate compresses one tensor at a time: every "
+                  "stochastically quantized tensor must be #act.runtime_quant "
+                  "with 32 among its widths (" +
+                  llvm::toString(std::move(e)) + ")");
   rt::SensitivityEstimator estimator(tensors);
   unsigned seeds = *step.getSeedsIndex();
   size_t total = batches.size() * (tensors.size() + 1), done = 0;
@@ -605,16 +641,26 @@ llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
   for (auto [b, args] : llvm::enumerate(batches)) {
     // The batch's own seeds tensor (the arguments may be shared).
     args[seeds] = args[seeds].clone();
+    // Variance: the base seeds; error: nothing compressed.
     auto base = runAt(args, b, -1);
     if (!base)
       return base.takeError();
     if (!estimator.beginBatch(std::move(*base)))
       return fail("the gradient's size changed between mini-batches");
-    for (size_t l = 0; l < tensors.size(); ++l) {
-      auto redraw = runAt(args, b, tensors[l].id);
-      if (!redraw)
-        return redraw.takeError();
-      estimator.addRedraw(l, *redraw);
+    for (auto [l, t] : llvm::enumerate(tensors)) {
+      if (alone)
+        if (llvm::Error e = step.setBits(t.id, int32_t(t.bits)))
+          return std::move(e);
+      auto other = runAt(args, b, alone ? -1 : t.id);
+      if (alone)
+        if (llvm::Error e = step.setBits(t.id, 32))
+          return std::move(e);
+      if (!other)
+        return other.takeError();
+      if (alone)
+        estimator.addAlone(l, *other);
+      else
+        estimator.addRedraw(l, *other);
     }
   }
 
@@ -625,6 +671,7 @@ llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
   profile.batches = unsigned(batches.size());
   profile.stepSeed = stepSeed;
   profile.evaluations = total;
+  profile.estimator = alone ? "error" : "variance";
   profile.gradientVariance = estimator.getGradientVariance();
   std::vector<unsigned> bits;
   for (auto [l, t] : llvm::enumerate(tensors)) {
@@ -720,6 +767,8 @@ FewBitVariants::estimate(Step &exact,
   profile.fingerprint = fingerprint;
   profile.batches = unsigned(batches.size());
   profile.evaluations = batches.size() * (variants.size() + 1);
+  // (few-bit codes' error is a bias: measured against the exact step)
+  profile.estimator = "error";
   size_t done = 0;
   auto gradients =
       [&](Step &step) -> llvm::Expected<std::vector<std::vector<double>>> {

@@ -36,7 +36,11 @@ training batches and the current parameters, act-allocate-bits re-allocates
 the budget, and the step compiled for the new allocation (cached by
 allocation) takes over. Every (re-)allocation is logged in
 `step.adaptations` with its bits per tensor, predicted and gradient
-variance and GACT's variance alert; `step.adapt_seconds` is its cost.
+variance and GACT's variance alert; `step.adapt_seconds` is its cost,
+`step.adapt_overhead_seconds` the part a step with a fixed encoding does
+not pay (all but the first allocation's compile of its step). A
+re-allocation that changes nothing makes the next one wait adapt_backoff
+times longer (at most ADAPT_BACKOFF_LIMIT intervals).
 """
 
 import collections
@@ -84,7 +88,8 @@ class Step:
     def __init__(self, module, loss_fn, encoding=None, seed=0, work_dir=None, average_bits=None,
                  measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
                  adapt_batches=2, keep_work_dir=False, include=None, dynamic_batch=True,
-                 compile_ahead=None, runtime_bits=None, recompute_cost=0, loss_head=None):
+                 compile_ahead=None, runtime_bits=None, recompute_cost=0, loss_head=None,
+                 adapt_backoff=2, sensitivity="variance"):
         _refuse_wrappers(module)
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
@@ -98,9 +103,18 @@ class Step:
             raise ValueError("adapt_interval= re-allocates average_bits=; give average_bits=")
         if adapt_interval < 0 or adapt_batches < 1:
             raise ValueError("adapt_interval must be >= 0 and adapt_batches >= 1")
+        if (isinstance(adapt_backoff, bool) or not isinstance(adapt_backoff, int)
+                or adapt_backoff < 1):
+            raise ValueError(f"adapt_backoff= is an integer >= 1 (1: re-allocate every "
+                             f"adapt_interval calls), got {adapt_backoff!r}")
         # GACT's adaptive loop: re-measure and re-allocate every
-        # adapt_interval calls on the last adapt_batches batches.
+        # adapt_interval calls on the last adapt_batches batches; after a
+        # re-allocation that changed nothing, adapt_backoff times later
+        # (up to ADAPT_BACKOFF_LIMIT intervals), after one that moved,
+        # adapt_interval calls later again.
         self.adapt_interval, self.adapt_batches = adapt_interval, adapt_batches
+        self.adapt_backoff = adapt_backoff
+        self._next_adapt = {}  # shapes -> (the call that re-allocates next, its interval)
         # Re-allocation without recompiling: the allocation's #act.quant and
         # f32 choices placed as #act.runtime_quant, so that a later
         # allocation of the same families only sets the step's widths.
@@ -117,6 +131,10 @@ class Step:
         self._widths_set = {}
         self.adaptations = []  # one entry per (re-)allocation, in order
         self.adapt_seconds = 0.0  # measuring, allocating, compiling new allocations
+        # What adapting cost beyond what any step costs: adapt_seconds less
+        # the first allocation's compile of its step (a step with a fixed
+        # encoding compiles one too).
+        self.adapt_overhead_seconds = 0.0
         self._compiled_how = None  # how the last step was compiled: "here", "ahead"
         self.step_seconds = 0.0  # running the compiled steps
         self._recent = {}  # shapes -> the last adapt_batches batches of that shape
@@ -144,6 +162,16 @@ class Step:
             raise ValueError(f"loss_head= is an act encoding such as "
                              f"'#act.float<format = bf16>', got {loss_head!r}")
         self.loss_head = loss_head
+        # What GACT's sensitivities measure: "variance" (GACT's seed
+        # re-draws) or "error" (each tensor alone against the step without
+        # compression, its bias included; the measuring step then takes
+        # run-time widths).
+        if sensitivity not in ("variance", "error"):
+            raise ValueError(f"sensitivity= is 'variance' or 'error', got {sensitivity!r}")
+        if sensitivity != "variance" and average_bits is None:
+            raise ValueError("sensitivity= measures for average_bits='s allocation; "
+                             "give average_bits=")
+        self.sensitivity = sensitivity
         # FracTrain's compute quantization: (forward bits, backward bits) of
         # the contractions' operands, or None for float. Settable between
         # calls (PFQ): each setting compiles once and is cached.
@@ -626,13 +654,18 @@ class Step:
         does not survive (docs/Training.md). Logged in self.adaptations."""
         name, src, layout = self._exports[shapes]
         tag = f"{name}_a{len(self.adaptations)}"
+        began = time.perf_counter()
         if shapes not in self._measuring:
             # The step with every tensor stochastically quantized at
             # measure_bits (the loss head f32), compiled once per shape and
             # run in process (the C API) at every re-estimation.
+            # (the error estimate switches each tensor's compression off
+            # through its run-time width: 32)
+            encoding = (f"#act.runtime_quant<[{self.measure_bits}, 32], bits = "
+                        f"{self.measure_bits}>" if self.sensitivity == "error" else None)
             measured = measuring_step(src, os.path.join(self.work_dir, f"{name}_measure.mlir"),
                                       self.measure_bits, recompute_cost=self.recompute_cost,
-                                      loss_head_encoding=self.loss_head)
+                                      loss_head_encoding=self.loss_head, encoding=encoding)
             self._measuring[shapes] = capi.CompiledStep.from_file(measured)
         # The current parameters and buffers (read in place) with each
         # batch's inputs and targets.
@@ -649,7 +682,8 @@ class Step:
                      for args in lists]
         profile = os.path.join(self.work_dir, f"{tag}_profile.json")
         # act-run's default step seed (1): the estimator's streams.
-        self._measuring[shapes].estimate_sensitivity(lists, profile, seed=1)
+        self._measuring[shapes].estimate_sensitivity(lists, profile, seed=1,
+                                                     estimator=self.sensitivity)
         profiles = [profile]
         if self.few_bit:
             # Few-bit codes as the allocator's other family: their gradient
@@ -677,6 +711,7 @@ class Step:
                 profiles.pop()
         tuned = os.path.join(self.work_dir, f"{tag}_tuned.mlir")
         previous = self._allocated.get(shapes)
+        measured_at = time.perf_counter()
 
         def place(runtime):
             _, self.allocation = allocate(src, profiles, self.average_bits, tuned,
@@ -722,10 +757,27 @@ class Step:
             # (the same families, other widths: set at run time)
             "widths_changed": (previous is not None and previous[1] == signature
                                and previous_widths != widths),
-            "seconds": None})
+            # (the seconds it took: compiling the measuring step and the
+            # estimates; act-allocate-bits' placements; compiling the
+            # allocated step, set by _charge)
+            "seconds": None, "measure_seconds": measured_at - began, "allocate_seconds": None,
+            "compile_seconds": None, "first": previous is None})
         if (previous is None and self.runtime_bits is None and self.adapt_interval
                 and not runtime):
             self._runtime_ahead(shapes, src, name, profiles, tag)
+        self.adaptations[-1]["allocate_seconds"] = time.perf_counter() - measured_at
+        if self.adapt_interval:
+            # When the next re-allocation of this shape is due: adapt_interval
+            # calls after one that moved (or the first), adapt_backoff times
+            # the last interval (at most ADAPT_BACKOFF_LIMIT intervals) after
+            # one that changed nothing (GACT: sensitivities settle early in
+            # training, so a settled allocation is checked less often).
+            entry = self.adaptations[-1]
+            interval = self.adapt_interval
+            if shapes in self._next_adapt and not (entry["changed"] or entry["widths_changed"]):
+                interval = min(self._next_adapt[shapes][1] * self.adapt_backoff,
+                               self.adapt_interval * ADAPT_BACKOFF_LIMIT)
+            self._next_adapt[shapes] = (self.calls + interval, interval)
 
     def _runtime_ahead(self, shapes, src, name, profiles, tag):
         """With the adaptive loop and runtime_bits=None, after the first
@@ -773,9 +825,16 @@ class Step:
         allocating and compiling what it chose: "compiled" says whether its
         step was compiled here, loaded from a background process's compile,
         or not compiled at all: None)."""
-        self.adaptations[-1]["seconds"] = time.perf_counter() - start
-        self.adaptations[-1]["compiled"] = self._compiled_how
-        self.adapt_seconds += self.adaptations[-1]["seconds"]
+        entry = self.adaptations[-1]
+        entry["seconds"] = time.perf_counter() - start
+        entry["compiled"] = self._compiled_how
+        entry["compile_seconds"] = max(
+            0.0, entry["seconds"] - entry["measure_seconds"] - entry["allocate_seconds"])
+        self.adapt_seconds += entry["seconds"]
+        # (the first allocation's compile is the step's own, as with a
+        # fixed encoding; a re-allocation's compile is adaptation)
+        self.adapt_overhead_seconds += entry["seconds"] - (
+            entry["compile_seconds"] if entry["first"] else 0.0)
 
     @staticmethod
     def _arguments(layout, inputs, targets, call_seed):
@@ -809,8 +868,7 @@ class Step:
             recent = self._recent.setdefault(
                 shapes, collections.deque(maxlen=self.adapt_batches))
             recent.append((_cloned(inputs), _cloned(targets)))
-            if (self.calls and self.calls % self.adapt_interval == 0
-                    and shapes in self._allocated):
+            if shapes in self._next_adapt and self.calls >= self._next_adapt[shapes][0]:
                 # Re-estimate on the recent batches of this shape (the
                 # current one first: its arguments carry the parameters).
                 start = time.perf_counter()
@@ -1169,6 +1227,8 @@ def _outside_act():
 # the first step of a training mode took this long to export and compile
 # (below, compiling them when a batch needs them is about as quick).
 AHEAD_AFTER = 2.0
+# A settled allocation is re-measured at most this many adapt_intervals apart.
+ADAPT_BACKOFF_LIMIT = 8
 
 # The first element of the keys of the step exported for every batch size.
 EVERY_BATCH_SIZE = "every batch size"
@@ -1206,7 +1266,7 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
             encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
             compute_bits=None, adapt_interval=0, adapt_batches=2, keep_work_dir=False,
             include=None, dynamic_batch=True, compile_ahead=None, runtime_bits=None,
-            recompute_cost=0, loss_head=None):
+            recompute_cost=0, loss_head=None, adapt_backoff=2, sensitivity="variance"):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), "lossless" for Gist's
@@ -1230,7 +1290,14 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     re-allocate and swap in the step of the new allocation (cached by
     allocation); `step.adaptations` logs each allocation (bits per tensor,
     predicted and gradient variance, the variance alert, seconds),
-    `step.adapt_seconds` against `step.step_seconds` is its cost.
+    `step.adapt_seconds` against `step.step_seconds` is its cost
+    (`step.adapt_overhead_seconds`: less the first allocation's compile,
+    which a fixed encoding's step pays too). adapt_backoff: after a
+    re-allocation that changed nothing (the same families and widths),
+    the next waits adapt_backoff times the last interval (at most
+    ADAPT_BACKOFF_LIMIT = 8 adapt_intervals); after one that moved,
+    adapt_interval calls again (GACT: sensitivities settle early in
+    training); 1: every adapt_interval calls.
     runtime_bits: with average_bits, the allocation's #act.quant and f32
     choices are compiled as #act.runtime_quant (widths 1, 2, 4, 8, 32 read
     at run time, codes bit for bit #act.quant's), so that a re-allocation
@@ -1257,6 +1324,13 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     encoding= or average_bits= (outside its budget): None keeps them
     float32, '#act.float<format = bf16>' halves them (a language model's
     logits are a third of what it stores at average 2 bits).
+    sensitivity: with average_bits, what each tensor's sensitivity
+    measures: "variance" (GACT's: the gradient variance its codes add,
+    from seed re-draws) or "error" (its codes alone against the step
+    without compression: the variance and the squared bias a nonlinear
+    backward read, softmax's or LayerNorm's, makes of unbiased codes; the
+    same L + 1 step evaluations a batch, on a measuring step with run-time
+    widths, which compiles about 2x longer; docs/Tuning.md).
     work_dir: where the exported and encoded graphs go (kept); by default
     a temporary directory removed with the step (keep_work_dir=True or
     ACT_KEEP_WORK_DIR=1 keeps it).
@@ -1280,7 +1354,8 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     is known from then on)."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
                 compute_bits, adapt_interval, adapt_batches, keep_work_dir, include,
-                dynamic_batch, compile_ahead, runtime_bits, recompute_cost, loss_head)
+                dynamic_batch, compile_ahead, runtime_bits, recompute_cost, loss_head,
+                adapt_backoff, sensitivity)
     if example_inputs is not None and example_targets is not None:
         inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
         placement("act.compile", tensors_of(inputs) + tensors_of(targets), module)

@@ -952,8 +952,10 @@ def test_pfq_raises_saved_activation_bits(tmp_path):
 
 
 def _adaptive_run(work_dir, runtime_bits, **options):
-    """14 calls of GACT's adaptive loop (average_bits=3, adapt_interval=4)
-    whose inputs shrink 100x from call 4 on; the step and its losses."""
+    """14 calls of GACT's adaptive loop (average_bits=3, adapt_interval=4;
+    every 4 calls unless options say otherwise: adapt_backoff=1) whose
+    inputs shrink 100x from call 4 on; the step and its losses."""
+    options.setdefault("adapt_backoff", 1)
     torch.manual_seed(3)
     model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 64), nn.Tanh(),
                           nn.Linear(64, 4))
@@ -1007,6 +1009,37 @@ def test_gact_adaptive_loop_reallocates_and_swaps_the_step(tmp_path):
     assert step.adapt_seconds == pytest.approx(sum(a["seconds"] for a in adaptations))
 
 
+def test_gact_adaptive_loop_backs_off_while_the_allocation_holds(tmp_path):
+    """By default (adapt_backoff=2) a re-allocation that changes nothing
+    makes the next wait twice as long: the run above re-allocates at calls
+    0, 4 (unchanged), then 4 + 8 = 12 (both measured batches shrunk: it
+    moves, so the next would be 4 calls later again); the losses are those
+    of the run that re-allocates every 4 calls up to the move it skipped at
+    call 8. Each allocation's seconds split into measuring, allocating and
+    compiling; the overhead is all of it but the first allocation's compile
+    of its step (a fixed encoding's step compiles one too)."""
+    step, losses = _adaptive_run(tmp_path / "backoff", runtime_bits=False, adapt_backoff=2)
+    adaptations = step.adaptations
+    assert [a["call"] for a in adaptations] == [0, 4, 12]
+    assert [a["changed"] for a in adaptations] == [False, False, True]
+    assert list(adaptations[2]["bits"].values()) == [1, 4, 4]
+    assert step._next_adapt[next(iter(step._next_adapt))] == (16, 4)
+    fixed, fixed_losses = _adaptive_run(tmp_path / "fixed", runtime_bits=False)
+    assert losses[:8] == fixed_losses[:8]  # (the same steps until call 8)
+    for a in adaptations:
+        assert a["measure_seconds"] > 0 and a["allocate_seconds"] > 0
+        assert a["measure_seconds"] + a["allocate_seconds"] + a["compile_seconds"] == \
+            pytest.approx(a["seconds"])
+    assert [a["first"] for a in adaptations] == [True, False, False]
+    assert step.adapt_overhead_seconds == pytest.approx(
+        step.adapt_seconds - adaptations[0]["compile_seconds"])
+    # (the move compiled its step here: that is adaptation)
+    assert adaptations[2]["compile_seconds"] > 0.1
+    with pytest.raises(ValueError, match="adapt_backoff= is an integer >= 1"):
+        act.compile(nn.Linear(4, 2), F.cross_entropy, average_bits=2, adapt_interval=4,
+                    adapt_backoff=0)
+
+
 def test_gact_adaptive_loop_sets_new_widths_without_recompiling(tmp_path):
     """The same run with run-time widths: with runtime_bits=True the one
     compiled step (#act.runtime_quant) takes the allocation at call 8 (1/4/4
@@ -1056,7 +1089,8 @@ def test_gact_adaptive_training_logs_allocations(tmp_path):
     from act.train import main
     log, figure = tmp_path / "log.jsonl", tmp_path / "curves.svg"
     assert main(["digits-mlp", "--epochs", "2", "--seeds", "0", "--encoding", "average-bits=2",
-                 "--adapt-interval", "10", "--log", str(log), "--plot", str(figure)]) == 0
+                 "--adapt-interval", "10", "--adapt-backoff", "1", "--log", str(log),
+                 "--plot", str(figure)]) == 0
     run = [json.loads(line) for line in log.read_text().splitlines()][1]
     # 2 epochs of 23 steps (the last partial: its own shape, allocated once):
     # the full batches' allocations at calls 0, 10, 20, 30, 40.
@@ -1065,7 +1099,7 @@ def test_gact_adaptive_training_logs_allocations(tmp_path):
     # Re-estimations use the last two batches of the shape (the partial
     # batch between them does not count): the alert has its variance.
     assert all(a["batches"] == 2 and a["gradient_variance"] > 0 for a in full[1:])
-    assert 0 < run["adapt_fraction"] < 1
+    assert 0 < run["adapt_fraction"] < run["adapt_fraction_total"] < 1
     assert run["accuracy"] > 0.8
     assert all(e["allocation_bits"] for e in run["epochs"])
     assert figure.stat().st_size > 5000
@@ -1704,3 +1738,42 @@ def test_loss_head_encoding(tmp_path):
     with pytest.raises(Exception, match="cannot parse loss-head"):
         act.compile(model, F.cross_entropy, x, y, work_dir=str(tmp_path / "bad"),
                     encoding="#act.quant<bits=4>", loss_head="#act.nope")
+
+
+def test_gact_error_sensitivity(tmp_path):
+    """sensitivity="error": each tensor's sensitivity is its codes alone
+    against the step without compression (bias included), measured on a
+    step with run-time widths; the profile says so, the allocation is
+    #act.quant's family as with GACT's variance, and the step trains. Bad
+    values are refused."""
+    torch.manual_seed(4)
+    model = nn.Sequential(nn.Linear(16, 64), nn.Softmax(-1), nn.Linear(64, 64), nn.Tanh(),
+                          nn.Linear(64, 4))
+    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+    profiles = {}
+    for method in ("variance", "error"):
+        work = tmp_path / method
+        step = act.compile(model, F.cross_entropy, x, y, work_dir=str(work), average_bits=2,
+                           sensitivity=method, keep_work_dir=True)
+        [path] = work.glob("*_a0_profile.json")
+        profiles[method] = json.loads(path.read_text())
+        measurement = profiles[method]["measurement"]
+        assert measurement["estimator"] == method
+        tensors = profiles[method]["tensors"]
+        assert measurement["evaluations"] == len(tensors) + 1  # (one batch)
+        assert all(t["encoding"] == "#act.quant<bits = 4>" and t["sensitivity"] > 0
+                   for t in tensors), tensors
+        assert {t["encoding"].split("<")[0] for t in step.allocation["tensors"]} <= {
+            "#act.quant", "none"}
+        for _ in range(3):
+            model.zero_grad()
+            assert torch.isfinite(step(x, y))
+    # The same tensors, other numbers.
+    assert [t["id"] for t in profiles["error"]["tensors"]] == \
+        [t["id"] for t in profiles["variance"]["tensors"]]
+    assert [t["sensitivity"] for t in profiles["error"]["tensors"]] != \
+        [t["sensitivity"] for t in profiles["variance"]["tensors"]]
+    with pytest.raises(ValueError, match="sensitivity= is 'variance' or 'error'"):
+        act.compile(model, F.cross_entropy, average_bits=2, sensitivity="bias")
+    with pytest.raises(ValueError, match="give average_bits="):
+        act.compile(model, F.cross_entropy, encoding="#act.quant<bits=4>", sensitivity="error")

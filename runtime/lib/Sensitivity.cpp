@@ -59,17 +59,29 @@ bool SensitivityEstimator::beginBatch(std::vector<double> baseGradient) {
   return true;
 }
 
-bool SensitivityEstimator::addRedraw(size_t index,
-                                     const std::vector<double> &gradient) {
+bool SensitivityEstimator::add(size_t index,
+                               const std::vector<double> &gradient,
+                               double weight) {
   if (index >= tensors.size() || gradient.size() != base.size())
     return false;
   double d2 = squaredDistance(gradient, base);
   double s = quantVarianceFactor(tensors[index].bits);
   if (s == 0.0)
     return false;
-  sums[index] += 0.5 * d2 / s;
+  sums[index] += weight * d2 / s;
   ++samples[index];
   return true;
+}
+
+bool SensitivityEstimator::addRedraw(size_t index,
+                                     const std::vector<double> &gradient) {
+  // Two independent draws: half their squared distance is the variance.
+  return add(index, gradient, 0.5);
+}
+
+bool SensitivityEstimator::addAlone(size_t index,
+                                    const std::vector<double> &gradient) {
+  return add(index, gradient, 1.0);
 }
 
 double SensitivityEstimator::getSensitivity(size_t index) const {

@@ -85,11 +85,60 @@ TEST(Sensitivity, RecoversPlantedSensitivities) {
               est.getSensitivity(2) * quantVarianceFactor(8), 1e-15);
 }
 
+// A step whose compression of tensor l adds a planted bias (a fixed
+// offset of squared norm beta_l S(b_l)) besides noise of variance c_l
+// S(b_l): re-draws measure c_l alone, the error against the step without
+// compression (only that tensor compressed) c_l + beta_l.
+TEST(Sensitivity, ErrorEstimateSeesBias) {
+  const std::vector<double> variance = {4.0, 0.25}, bias = {0.0, 30.0};
+  const unsigned bits = 2, dim = 64;
+  std::vector<SensitivityEstimator::Tensor> tensors;
+  for (size_t l = 0; l < variance.size(); ++l)
+    tensors.push_back({int64_t(l), 1000, bits});
+  SensitivityEstimator redraws(tensors), errors(tensors);
+  // seeds[l] == 0: tensor l uncompressed.
+  auto gradient = [&](const std::vector<uint64_t> &seeds) {
+    std::vector<double> g(dim, 1.0);
+    for (size_t l = 0; l < variance.size(); ++l) {
+      if (!seeds[l])
+        continue;
+      std::mt19937_64 gen(seeds[l]);
+      double s = quantVarianceFactor(bits);
+      std::normal_distribution<double> n(0.0, std::sqrt(variance[l] * s / dim));
+      for (double &v : g)
+        v += n(gen) + std::sqrt(bias[l] * s / dim);
+    }
+    return g;
+  };
+  uint64_t next = 1;
+  for (int batch = 0; batch < 400; ++batch) {
+    std::vector<uint64_t> seeds = {next++, next++};
+    ASSERT_TRUE(redraws.beginBatch(gradient(seeds)));
+    ASSERT_TRUE(errors.beginBatch(gradient({0, 0})));
+    for (size_t l = 0; l < variance.size(); ++l) {
+      std::vector<uint64_t> redrawn = seeds, alone = {0, 0};
+      redrawn[l] = next++;
+      alone[l] = seeds[l];
+      ASSERT_TRUE(redraws.addRedraw(l, gradient(redrawn)));
+      ASSERT_TRUE(errors.addAlone(l, gradient(alone)));
+    }
+  }
+  for (size_t l = 0; l < variance.size(); ++l) {
+    double total = variance[l] + bias[l];
+    EXPECT_NEAR(redraws.getSensitivity(l), variance[l], 0.06 * variance[l]);
+    EXPECT_NEAR(errors.getSensitivity(l), total, 0.06 * total) << l;
+  }
+  // The biased tensor ranks first only in the error estimate.
+  EXPECT_LT(redraws.getSensitivity(1), redraws.getSensitivity(0));
+  EXPECT_GT(errors.getSensitivity(1), errors.getSensitivity(0));
+}
+
 TEST(Sensitivity, RejectsMismatchedGradients) {
   SensitivityEstimator est({{0, 10, 4}});
   ASSERT_TRUE(est.beginBatch({1.0, 2.0}));
   EXPECT_FALSE(est.addRedraw(0, {1.0}));
   EXPECT_FALSE(est.addRedraw(1, {1.0, 2.0}));
+  EXPECT_FALSE(est.addAlone(0, {1.0}));
   EXPECT_FALSE(est.beginBatch({1.0}));
   EXPECT_EQ(est.getSamples(0), 0u);
 }

@@ -211,6 +211,18 @@ static cl::opt<std::string> sensitivityFile(
              "(GACT Alg. 1: one base step and one re-draw per tensor, per "
              "mini-batch) and write the profile to this file"),
     cl::cat(measureCategory));
+static cl::opt<SensitivityMethod> sensitivityEstimator(
+    "sensitivity-estimator", cl::init(SensitivityMethod::Variance),
+    cl::desc("what --sensitivity measures per tensor"),
+    cl::values(clEnumValN(SensitivityMethod::Variance, "variance",
+                          "GACT's compression variance: one re-draw of the "
+                          "tensor's seed against the base step"),
+               clEnumValN(SensitivityMethod::Error, "error",
+                          "the tensor compressed alone against the step "
+                          "without compression: variance and squared bias "
+                          "(a step with #act.runtime_quant, 32 among its "
+                          "widths)")),
+    cl::cat(measureCategory));
 static cl::list<std::string> batchInputs(
     "batch-inputs",
     cl::desc("one more mini-batch for --sensitivity: .npy files (comma "
@@ -322,7 +334,8 @@ static int runSensitivity(Step &step, const std::vector<HostTensor> &args) {
               "evaluations{5}",
               tty ? "\r" : "", batch + 1, numBatches, done, total,
               tty && done != total ? "" : "\n");
-      });
+      },
+      sensitivityEstimator);
   if (!estimate)
     return fail(estimate.takeError());
   const Profile &profile = estimate->profile;
@@ -332,7 +345,7 @@ static int runSensitivity(Step &step, const std::vector<HostTensor> &args) {
   llvm::outs() << "act-run: sensitivity of @" << profile.function << ": "
                << profile.tensors.size() << " tensors, " << profile.batches
                << " mini-batch(es), " << profile.evaluations
-               << " step evaluations\n";
+               << " step evaluations (" << profile.estimator << ")\n";
   llvm::outs() << llvm::formatv("{0,6} {1,10} {2,5} {3,14} {4,14}\n", "id",
                                 "elements", "bits", "sensitivity", "c*S(bits)");
   for (const ProfileTensor &t : profile.tensors)

@@ -41,6 +41,10 @@ struct Profile {
   unsigned batches = 0;
   uint64_t stepSeed = 0;
   uint64_t evaluations = 0;
+  /// How the sensitivities were measured (measurement.estimator):
+  /// "variance", GACT's seed re-draws (absent in older files), or "error",
+  /// each tensor alone against the step without it (variance and bias).
+  std::string estimator = "variance";
   /// Sampling variance of the step's gradient (sum over components);
   /// unknown with fewer than two batches.
   std::optional<double> gradientVariance;

@@ -191,10 +191,17 @@ llvm::Expected<HostTensor> loadArgument(const std::string &path,
 std::vector<double> flattenGradient(llvm::ArrayRef<HostTensor> outputs,
                                     unsigned lossIndex);
 
-/// GACT's Alg. 1 (runtime/Sensitivity.h) over `batches` (argument lists of
-/// the step; their seeds are overwritten): per batch, one run at the base
-/// seeds and one per stochastic tensor with only that tensor's seed
-/// re-drawn.
+/// Per-tensor sensitivities (runtime/Sensitivity.h) over `batches`
+/// (argument lists of the step; their seeds are overwritten), L + 1 runs
+/// per batch either way:
+///  - SensitivityMethod::Variance, GACT's Alg. 1: one run at the base seeds
+///    and one per stochastic tensor with only that tensor's seed re-drawn;
+///  - SensitivityMethod::Error: one run without compression and one per
+///    stochastic tensor with only that tensor compressed (at its planned
+///    width), so that its bias counts too. The step's stochastic tensors
+///    must all be #act.runtime_quant with 32 among their choices; the
+///    step's widths are as they were afterwards.
+enum class SensitivityMethod { Variance, Error };
 struct SensitivityEstimate {
   Profile profile;
   /// The compression variance the profile predicts at the current bits.
@@ -203,7 +210,8 @@ struct SensitivityEstimate {
 llvm::Expected<SensitivityEstimate> estimateSensitivity(
     Step &step, std::vector<std::vector<HostTensor>> batches, uint64_t stepSeed,
     llvm::unique_function<void(size_t done, size_t total, size_t batch)>
-        progress = nullptr);
+        progress = nullptr,
+    SensitivityMethod method = SensitivityMethod::Variance);
 
 /// Few-bit backward's gradient error, the #act.fewbit family of
 /// act-allocate-bits. `compile`: every saved value of `module`'s training

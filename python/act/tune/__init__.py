@@ -101,7 +101,8 @@ def profile_table(path, title):
         profile = json.load(f)
     m = profile["measurement"]
     lines = [f"{title} of @{profile['graph']['function']}: {len(profile['tensors'])} tensors, "
-             f"{m['batches']} mini-batch(es), {m['evaluations']} step evaluations",
+             f"{m['batches']} mini-batch(es), {m['evaluations']} step evaluations "
+             f"({m.get('estimator', 'variance')})",
              f"{'id':>6} {'elements':>10} {'bits':>5} {'sensitivity':>14}"]
     lines += [f"{t['id']:>6} {t['elements']:>10} {t['bits']:>5} {t['sensitivity']:>14.6e}"
               for t in profile["tensors"]]

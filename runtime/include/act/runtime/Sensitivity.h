@@ -9,6 +9,14 @@
 // the variance). act evaluates one base gradient per mini-batch and one
 // re-draw per tensor: L + 1 evaluations per batch.
 //
+// The error estimate (addAlone) is act's extension: the step without
+// compression g and the step with only tensor l compressed g_l, also L + 1
+// evaluations per batch,
+//   c_l ~= ||g_l - g||^2 / S(b_l),
+// the variance plus the squared bias that a nonlinear backward read
+// (softmax's, LayerNorm's) makes of unbiased codes, which GACT's re-draw
+// cannot see (docs/Tuning.md).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ACT_RUNTIME_SENSITIVITY_H
@@ -64,6 +72,12 @@ public:
   /// The gradient of the current batch with tensor `index`'s seed re-drawn,
   /// every other seed unchanged. False on a length mismatch.
   bool addRedraw(size_t index, const std::vector<double> &gradient);
+  /// The gradient of the current batch with only tensor `index` compressed,
+  /// where beginBatch was given the step's gradient without compression:
+  /// adds ||g_l - g||^2 / S(b_l), the tensor's variance plus its squared
+  /// bias (what training sees of it; a re-draw sees the variance only).
+  /// False on a length mismatch.
+  bool addAlone(size_t index, const std::vector<double> &gradient);
 
   const std::vector<Tensor> &getTensors() const { return tensors; }
   /// c_l averaged over the batches measured so far.
@@ -79,6 +93,7 @@ public:
   double predictVariance(const std::vector<unsigned> &bits) const;
 
 private:
+  bool add(size_t index, const std::vector<double> &gradient, double weight);
   std::vector<Tensor> tensors;
   std::vector<double> sums;
   std::vector<unsigned> samples;

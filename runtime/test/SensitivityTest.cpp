@@ -49,7 +49,7 @@ TEST(Sensitivity, RecoversPlantedSensitivities) {
   const unsigned bits = 4, dim = 64;
   std::vector<SensitivityEstimator::Tensor> tensors;
   for (size_t l = 0; l < planted.size(); ++l)
-    tensors.push_back({int64_t(l), 1000, bits});
+    tensors.push_back({int64_t(l), 1000, bits, ""});
   SensitivityEstimator est(tensors);
   auto gradient = [&](const std::vector<uint64_t> &seeds) {
     std::vector<double> g(dim, 1.0);
@@ -94,7 +94,7 @@ TEST(Sensitivity, ErrorEstimateSeesBias) {
   const unsigned bits = 2, dim = 64;
   std::vector<SensitivityEstimator::Tensor> tensors;
   for (size_t l = 0; l < variance.size(); ++l)
-    tensors.push_back({int64_t(l), 1000, bits});
+    tensors.push_back({int64_t(l), 1000, bits, "#act.quant<bits = 2>"});
   SensitivityEstimator redraws(tensors), errors(tensors);
   // seeds[l] == 0: tensor l uncompressed.
   auto gradient = [&](const std::vector<uint64_t> &seeds) {
@@ -134,7 +134,7 @@ TEST(Sensitivity, ErrorEstimateSeesBias) {
 }
 
 TEST(Sensitivity, RejectsMismatchedGradients) {
-  SensitivityEstimator est({{0, 10, 4}});
+  SensitivityEstimator est({{0, 10, 4, ""}});
   ASSERT_TRUE(est.beginBatch({1.0, 2.0}));
   EXPECT_FALSE(est.addRedraw(0, {1.0}));
   EXPECT_FALSE(est.addRedraw(1, {1.0, 2.0}));

@@ -211,18 +211,13 @@ static cl::opt<std::string> sensitivityFile(
              "(GACT Alg. 1: one base step and one re-draw per tensor, per "
              "mini-batch) and write the profile to this file"),
     cl::cat(measureCategory));
-static cl::opt<SensitivityMethod> sensitivityEstimator(
-    "sensitivity-estimator", cl::init(SensitivityMethod::Variance),
-    cl::desc("what --sensitivity measures per tensor"),
-    cl::values(clEnumValN(SensitivityMethod::Variance, "variance",
-                          "GACT's compression variance: one re-draw of the "
-                          "tensor's seed against the base step"),
-               clEnumValN(SensitivityMethod::Error, "error",
-                          "the tensor compressed alone against the step "
-                          "without compression: variance and squared bias "
-                          "(a step with #act.runtime_quant, 32 among its "
-                          "widths)")),
-    cl::cat(measureCategory));
+static cl::opt<std::string> sensitivityEstimator(
+    "sensitivity-estimator", cl::init("variance"),
+    cl::desc("what --sensitivity measures per tensor: 'variance' (GACT's seed "
+             "re-draws) or 'error' (the tensor compressed alone against the "
+             "step without compression, its bias included; the step's "
+             "#act.runtime_quant widths include 32)"),
+    cl::value_desc("variance|error"), cl::cat(measureCategory));
 static cl::list<std::string> batchInputs(
     "batch-inputs",
     cl::desc("one more mini-batch for --sensitivity: .npy files (comma "
@@ -319,6 +314,13 @@ loadBatches(const Step &step, const std::vector<HostTensor> &first) {
 }
 
 static int runSensitivity(Step &step, const std::vector<HostTensor> &args) {
+  if (sensitivityEstimator != "variance" && sensitivityEstimator != "error")
+    return fail("--sensitivity-estimator: expected 'variance' or 'error', "
+                "got '" +
+                sensitivityEstimator + "'");
+  SensitivityMethod method = sensitivityEstimator == "error"
+                                 ? SensitivityMethod::Error
+                                 : SensitivityMethod::Variance;
   auto batches = loadBatches(step, args);
   if (!batches)
     return fail(batches.takeError());
@@ -335,7 +337,7 @@ static int runSensitivity(Step &step, const std::vector<HostTensor> &args) {
               tty ? "\r" : "", batch + 1, numBatches, done, total,
               tty && done != total ? "" : "\n");
       },
-      sensitivityEstimator);
+      method);
   if (!estimate)
     return fail(estimate.takeError());
   const Profile &profile = estimate->profile;

@@ -73,6 +73,19 @@ static bool fromJSON(const json::Value &v, ProfileTensor &t, json::Path p) {
 }
 } // namespace mlir::act
 
+llvm::StringRef mlir::act::getSensitivityMethodName(SensitivityMethod method) {
+  return method == SensitivityMethod::Error ? "error" : "variance";
+}
+
+std::optional<SensitivityMethod>
+mlir::act::parseSensitivityMethod(llvm::StringRef name) {
+  if (name == "variance")
+    return SensitivityMethod::Variance;
+  if (name == "error")
+    return SensitivityMethod::Error;
+  return std::nullopt;
+}
+
 llvm::Error mlir::act::writeProfile(const Profile &profile,
                                     llvm::StringRef path) {
   json::Array tensors;
@@ -83,10 +96,11 @@ llvm::Error mlir::act::writeProfile(const Profile &profile,
       {"graph", json::Object{{"function", profile.function},
                              {"fingerprint", profile.fingerprint}}},
       {"measurement",
-       json::Object{{"batches", int64_t(profile.batches)},
-                    {"step_seed", int64_t(profile.stepSeed)},
-                    {"evaluations", int64_t(profile.evaluations)},
-                    {"estimator", profile.estimator}}},
+       json::Object{
+           {"batches", int64_t(profile.batches)},
+           {"step_seed", int64_t(profile.stepSeed)},
+           {"evaluations", int64_t(profile.evaluations)},
+           {"estimator", getSensitivityMethodName(profile.estimator)}}},
       {"gradient_variance", profile.gradientVariance
                                 ? json::Value(*profile.gradientVariance)
                                 : json::Value(nullptr)},
@@ -182,10 +196,12 @@ llvm::Expected<Profile> mlir::act::readProfile(llvm::StringRef path) {
       uint64_t(measurement->getInteger("evaluations").value_or(0));
   if (const json::Value *estimator = measurement->get("estimator")) {
     std::optional<llvm::StringRef> name = estimator->getAsString();
-    if (!name || (*name != "variance" && *name != "error"))
+    std::optional<SensitivityMethod> method =
+        name ? parseSensitivityMethod(*name) : std::nullopt;
+    if (!method)
       return fail("measurement.estimator: expected \"variance\" or "
                   "\"error\"");
-    profile.estimator = name->str();
+    profile.estimator = *method;
   }
   if (!o.map("tensors", profile.tensors))
     return fail(llvm::toString(root.getError()));

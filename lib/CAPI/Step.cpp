@@ -547,14 +547,13 @@ int actStepEstimateSensitivityWith(ActStep step, const char *estimator,
                                    uint64_t stepSeed, const char *profilePath,
                                    char **error) {
   llvm::StringRef name = estimator ? estimator : "";
-  if (name != "variance" && name != "error") {
+  std::optional<SensitivityMethod> method = parseSensitivityMethod(name);
+  if (!method) {
     setError(error, "the sensitivity estimator is \"variance\" or "
                     "\"error\", not \"" +
                         name.str() + "\"");
     return 1;
   }
-  SensitivityMethod method =
-      name == "error" ? SensitivityMethod::Error : SensitivityMethod::Variance;
   StepHandle *handle = unwrap(step);
   if (!handle) {
     setError(error, kNoStep);
@@ -579,7 +578,7 @@ int actStepEstimateSensitivityWith(ActStep step, const char *estimator,
     lists.push_back(std::move(*values));
   }
   auto estimate = estimateSensitivity(*handle->step, std::move(lists), stepSeed,
-                                      nullptr, method);
+                                      nullptr, *method);
   if (!estimate) {
     setError(error, llvm::toString(estimate.takeError()));
     return 1;

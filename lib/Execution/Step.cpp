@@ -583,16 +583,6 @@ static llvm::Error needSeeds(const Step &step) {
               "argument): run act-insert-encode-decode with #act.quant first");
 }
 
-/// Sets every id in `ids` to `width`, or fails naming the first that
-/// cannot take it.
-static llvm::Error setWidths(Step &step, llvm::ArrayRef<int64_t> ids,
-                             int32_t width) {
-  for (int64_t id : ids)
-    if (llvm::Error e = step.setBits(id, width))
-      return e;
-  return llvm::Error::success();
-}
-
 llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
     Step &step, std::vector<std::vector<HostTensor>> batches, uint64_t stepSeed,
     llvm::unique_function<void(size_t, size_t, size_t)> progress,
@@ -611,20 +601,18 @@ llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
   // through the step's run-time widths (32: stored as it is); the widths
   // the caller set are restored at the end, whatever happens.
   std::vector<int32_t> widths(step.getBits().begin(), step.getBits().end());
-  std::vector<int64_t> ids;
-  for (const StochasticTensor &t : tensors)
-    ids.push_back(t.id);
-  auto restore = llvm::make_scope_exit([&] {
+  llvm::scope_exit restore([&] {
     for (auto [id, width] : llvm::enumerate(widths))
       if (width)
         llvm::consumeError(step.setBits(int64_t(id), width));
   });
-  if (alone)
-    if (llvm::Error e = setWidths(step, ids, 32))
-      return fail("the error estimate compresses one tensor at a time: every "
-                  "stochastically quantized tensor must be #act.runtime_quant "
-                  "with 32 among its widths (" +
-                  llvm::toString(std::move(e)) + ")");
+  for (const StochasticTensor &t : tensors)
+    if (alone)
+      if (llvm::Error e = step.setBits(t.id, 32))
+        return fail("the error estimate compresses one tensor at a time: "
+                    "every stochastically quantized tensor must be "
+                    "#act.runtime_quant with 32 among its widths (" +
+                    llvm::toString(std::move(e)) + ")");
   rt::SensitivityEstimator estimator(tensors);
   unsigned seeds = *step.getSeedsIndex();
   size_t total = batches.size() * (tensors.size() + 1), done = 0;
@@ -671,7 +659,7 @@ llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
   profile.batches = unsigned(batches.size());
   profile.stepSeed = stepSeed;
   profile.evaluations = total;
-  profile.estimator = alone ? "error" : "variance";
+  profile.estimator = method;
   profile.gradientVariance = estimator.getGradientVariance();
   std::vector<unsigned> bits;
   for (auto [l, t] : llvm::enumerate(tensors)) {
@@ -768,7 +756,7 @@ FewBitVariants::estimate(Step &exact,
   profile.batches = unsigned(batches.size());
   profile.evaluations = batches.size() * (variants.size() + 1);
   // (few-bit codes' error is a bias: measured against the exact step)
-  profile.estimator = "error";
+  profile.estimator = SensitivityMethod::Error;
   size_t done = 0;
   auto gradients =
       [&](Step &step) -> llvm::Expected<std::vector<std::vector<double>>> {

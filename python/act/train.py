@@ -11,8 +11,9 @@ next to PyTorch eager on the same data, initial weights and batches.
 
 TASK: a name of TASKS (digits-mlp, digits-cnn, digits-vgg, fmnist-cnn,
 fmnist-resnet20, python-lm, python-lm-large; docs/Training.md). The digits
-tasks train on the handwritten digits scikit-learn ships (sklearn.datasets.load_digits, 1,797
-8x8 images, no download; fixed split: a permutation by
+tasks train on the handwritten digits scikit-learn ships
+(sklearn.datasets.load_digits, 1,797 8x8 images, no download; fixed split:
+a permutation by
 numpy.random.RandomState(0), the first 1,437 images train, the other 360
 test), the fmnist tasks on Debian's Fashion-MNIST, python-lm on the standard
 library's sources. Prints, per configuration (PyTorch eager fp32, and act
@@ -803,9 +804,8 @@ def main(argv=None):
             info = {"seed": s}
             kwargs = dict(task=a.task, encoding=enc, seed=s, epochs=epochs, batch=batch,
                           lr=lr, pfq=pfq, adapt_interval=a.adapt_interval,
-                          adapt_batches=a.adapt_batches, adapt_backoff=a.adapt_backoff)
-            if a.sensitivity != "variance":
-                kwargs["sensitivity"] = a.sensitivity
+                          adapt_batches=a.adapt_batches, adapt_backoff=a.adapt_backoff,
+                          sensitivity=a.sensitivity)
             if a.device != "cpu":
                 kwargs["device"] = a.device
             if a.runtime_bits != "auto":

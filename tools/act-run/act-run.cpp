@@ -314,13 +314,12 @@ loadBatches(const Step &step, const std::vector<HostTensor> &first) {
 }
 
 static int runSensitivity(Step &step, const std::vector<HostTensor> &args) {
-  if (sensitivityEstimator != "variance" && sensitivityEstimator != "error")
+  std::optional<SensitivityMethod> method =
+      parseSensitivityMethod(sensitivityEstimator);
+  if (!method)
     return fail("--sensitivity-estimator: expected 'variance' or 'error', "
                 "got '" +
                 sensitivityEstimator + "'");
-  SensitivityMethod method = sensitivityEstimator == "error"
-                                 ? SensitivityMethod::Error
-                                 : SensitivityMethod::Variance;
   auto batches = loadBatches(step, args);
   if (!batches)
     return fail(batches.takeError());
@@ -337,7 +336,7 @@ static int runSensitivity(Step &step, const std::vector<HostTensor> &args) {
               tty ? "\r" : "", batch + 1, numBatches, done, total,
               tty && done != total ? "" : "\n");
       },
-      method);
+      *method);
   if (!estimate)
     return fail(estimate.takeError());
   const Profile &profile = estimate->profile;
@@ -347,7 +346,8 @@ static int runSensitivity(Step &step, const std::vector<HostTensor> &args) {
   llvm::outs() << "act-run: sensitivity of @" << profile.function << ": "
                << profile.tensors.size() << " tensors, " << profile.batches
                << " mini-batch(es), " << profile.evaluations
-               << " step evaluations (" << profile.estimator << ")\n";
+               << " step evaluations ("
+               << getSensitivityMethodName(profile.estimator) << ")\n";
   llvm::outs() << llvm::formatv("{0,6} {1,10} {2,5} {3,14} {4,14}\n", "id",
                                 "elements", "bits", "sensitivity", "c*S(bits)");
   for (const ProfileTensor &t : profile.tensors)

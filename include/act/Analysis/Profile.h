@@ -33,6 +33,14 @@ struct ProfileTensor {
   std::string encoding;
 };
 
+/// How a profile's sensitivities were measured (measurement.estimator):
+/// Variance, GACT's seed re-draws ("variance"), or Error, each tensor alone
+/// against the step without it, variance and bias ("error").
+enum class SensitivityMethod { Variance, Error };
+llvm::StringRef getSensitivityMethodName(SensitivityMethod method);
+/// The method `name` names, if any.
+std::optional<SensitivityMethod> parseSensitivityMethod(llvm::StringRef name);
+
 struct Profile {
   /// Written: 2 (tensors name their encoding). Read: 1 and 2.
   static constexpr int64_t kVersion = 2;
@@ -41,10 +49,9 @@ struct Profile {
   unsigned batches = 0;
   uint64_t stepSeed = 0;
   uint64_t evaluations = 0;
-  /// How the sensitivities were measured (measurement.estimator):
-  /// "variance", GACT's seed re-draws (absent in older files), or "error",
-  /// each tensor alone against the step without it (variance and bias).
-  std::string estimator = "variance";
+  /// How the sensitivities were measured (Variance where older files do
+  /// not say).
+  SensitivityMethod estimator = SensitivityMethod::Variance;
   /// Sampling variance of the step's gradient (sum over components);
   /// unknown with fewer than two batches.
   std::optional<double> gradientVariance;

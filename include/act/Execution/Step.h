@@ -201,7 +201,7 @@ std::vector<double> flattenGradient(llvm::ArrayRef<HostTensor> outputs,
 ///    width), so that its bias counts too. The step's stochastic tensors
 ///    must all be #act.runtime_quant with 32 among their choices; the
 ///    step's widths are as they were afterwards.
-enum class SensitivityMethod { Variance, Error };
+/// (SensitivityMethod: Analysis/Profile.h, whose profiles record it.)
 struct SensitivityEstimate {
   Profile profile;
   /// The compression variance the profile predicts at the current bits.

@@ -186,11 +186,14 @@ ACT_CAPI_EXPORTED int actStepEstimateSensitivity(
 /// tensor compressed alone against the step without compression, so that
 /// its bias counts; the step's stochastic encodings must be
 /// #act.runtime_quant with 32 among their widths, which are as they were
-/// afterwards): act-run --sensitivity-estimator.
+/// afterwards): act-run --sensitivity-estimator. `perTensorBatches` (0:
+/// all): the per-tensor evaluations on the first that many batches only,
+/// the others evaluated once for the gradient variance (an adaptive loop
+/// that keeps its estimate measures the newest batch).
 ACT_CAPI_EXPORTED int actStepEstimateSensitivityWith(
     ActStep step, const char *estimator, const ActTensor *const *batches,
-    intptr_t numBatches, intptr_t numArgs, uint64_t stepSeed,
-    const char *profilePath, char **error);
+    intptr_t numBatches, intptr_t perTensorBatches, intptr_t numArgs,
+    uint64_t stepSeed, const char *profilePath, char **error);
 /// Few-bit codes' gradient error in process (what `act-run
 /// --fewbit-sensitivity` does): `step` must be compiled from a graph without
 /// encodings (the exact step). For every value its backward reads only

@@ -538,12 +538,14 @@ int actStepEstimateSensitivity(ActStep step, const ActTensor *const *batches,
                                uint64_t stepSeed, const char *profilePath,
                                char **error) {
   return actStepEstimateSensitivityWith(step, "variance", batches, numBatches,
-                                        numArgs, stepSeed, profilePath, error);
+                                        /*perTensorBatches=*/0, numArgs,
+                                        stepSeed, profilePath, error);
 }
 
 int actStepEstimateSensitivityWith(ActStep step, const char *estimator,
                                    const ActTensor *const *batches,
-                                   intptr_t numBatches, intptr_t numArgs,
+                                   intptr_t numBatches,
+                                   intptr_t perTensorBatches, intptr_t numArgs,
                                    uint64_t stepSeed, const char *profilePath,
                                    char **error) {
   llvm::StringRef name = estimator ? estimator : "";
@@ -566,6 +568,12 @@ int actStepEstimateSensitivityWith(ActStep step, const char *estimator,
                     "and a profile path");
     return 1;
   }
+  if (perTensorBatches < 0 || perTensorBatches > numBatches) {
+    setError(error, "the per-tensor evaluations' batches are 0 (all) to the " +
+                        std::to_string(numBatches) + " given, not " +
+                        std::to_string(perTensorBatches));
+    return 1;
+  }
   std::vector<std::vector<HostTensor>> lists;
   const auto &specs = handle->step->getArguments();
   for (intptr_t b = 0; b < numBatches; ++b) {
@@ -577,8 +585,9 @@ int actStepEstimateSensitivityWith(ActStep step, const char *estimator,
       (*values)[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
     lists.push_back(std::move(*values));
   }
-  auto estimate = estimateSensitivity(*handle->step, std::move(lists), stepSeed,
-                                      nullptr, *method);
+  auto estimate =
+      estimateSensitivity(*handle->step, std::move(lists), stepSeed, nullptr,
+                          *method, unsigned(perTensorBatches));
   if (!estimate) {
     setError(error, llvm::toString(estimate.takeError()));
     return 1;

@@ -586,7 +586,7 @@ static llvm::Error needSeeds(const Step &step) {
 llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
     Step &step, std::vector<std::vector<HostTensor>> batches, uint64_t stepSeed,
     llvm::unique_function<void(size_t, size_t, size_t)> progress,
-    SensitivityMethod method) {
+    SensitivityMethod method, unsigned perTensorBatches) {
   if (llvm::Error e = needSeeds(step))
     return std::move(e);
   llvm::ArrayRef<StochasticTensor> stochastic = step.getStochasticTensors();
@@ -615,7 +615,10 @@ llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
                     llvm::toString(std::move(e)) + ")");
   rt::SensitivityEstimator estimator(tensors);
   unsigned seeds = *step.getSeedsIndex();
-  size_t total = batches.size() * (tensors.size() + 1), done = 0;
+  size_t measured = perTensorBatches
+                        ? std::min<size_t>(perTensorBatches, batches.size())
+                        : batches.size();
+  size_t total = measured * tensors.size() + batches.size(), done = 0;
   auto runAt = [&](std::vector<HostTensor> &args, size_t batch,
                    int64_t redrawId) -> llvm::Expected<std::vector<double>> {
     Step::setSeeds(args[seeds], stepSeed, batch, redrawId);
@@ -635,6 +638,8 @@ llvm::Expected<SensitivityEstimate> mlir::act::estimateSensitivity(
       return base.takeError();
     if (!estimator.beginBatch(std::move(*base)))
       return fail("the gradient's size changed between mini-batches");
+    if (b >= measured)
+      continue; // (the base run only: the gradient variance)
     for (auto [l, t] : llvm::enumerate(tensors)) {
       if (alone)
         if (llvm::Error e = step.setBits(t.id, int32_t(t.bits)))

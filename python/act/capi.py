@@ -84,8 +84,8 @@ _SIGNATURES = {
                                                   ctypes.c_uint64, ctypes.c_char_p, _ERROR]),
     "actStepEstimateSensitivityWith": (
         ctypes.c_int, [_Handle, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(_Tensor)),
-                       ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_uint64, ctypes.c_char_p,
-                       _ERROR]),
+                       ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_uint64,
+                       ctypes.c_char_p, _ERROR]),
     "actStepEstimateFewBitSensitivity": (
         ctypes.c_int, [_Handle, ctypes.c_uint, ctypes.POINTER(ctypes.POINTER(_Tensor)),
                        ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_char_p, _ERROR]),
@@ -502,7 +502,8 @@ class CompiledStep:
         return (ctypes.POINTER(_Tensor) * max(1, len(lists)))(
             *[ctypes.cast(t, ctypes.POINTER(_Tensor)) for t in lists])
 
-    def estimate_sensitivity(self, batches, profile_path, seed=0, estimator="variance"):
+    def estimate_sensitivity(self, batches, profile_path, seed=0, estimator="variance",
+                             per_tensor_batches=0):
         """GACT's per-tensor sensitivities measured in process on `batches`
         (argument lists, as run() takes them; the step must have stochastic
         encodings), written as a profile to `profile_path` (what
@@ -510,11 +511,15 @@ class CompiledStep:
         "variance" (GACT's seed re-draws) or "error" (each tensor compressed
         alone against the step without compression: its bias counts too;
         the step's encodings #act.runtime_quant with 32 among their
-        widths): act-run's --sensitivity-estimator."""
+        widths): act-run's --sensitivity-estimator. per_tensor_batches
+        (0: all): the per-tensor evaluations on the first that many
+        batches only, the others run once each for the gradient
+        variance."""
         keep, error = [], ctypes.c_void_p()
         status = library().actStepEstimateSensitivityWith(
             self._handle, str(estimator).encode(), self._batches(batches, keep), len(batches),
-            len(self.arguments), seed, str(profile_path).encode(), ctypes.byref(error))
+            per_tensor_batches, len(self.arguments), seed, str(profile_path).encode(),
+            ctypes.byref(error))
         if status:
             _check(_Handle(None), error)
 

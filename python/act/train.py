@@ -10,7 +10,7 @@ next to PyTorch eager on the same data, initial weights and batches.
                          [--log FILE.jsonl] [--plot FILE.svg]
 
 TASK: a name of TASKS (digits-mlp, digits-cnn, digits-vgg, fmnist-cnn,
-fmnist-resnet20, python-lm, python-lm-large; docs/Training.md). The digits
+fmnist-resnet20, fmnist-vit, python-lm, python-lm-large; docs/Training.md). The digits
 tasks train on the handwritten digits scikit-learn ships
 (sklearn.datasets.load_digits, 1,797 8x8 images, no download; fixed split:
 a permutation by
@@ -34,8 +34,8 @@ steps.
 
 GACT: "average-bits=B" allocates bits per tensor from sensitivities act-run
 measures; with --adapt-interval N it measures again every N steps (on the
-last K batches; F times later after a re-allocation that changed nothing,
-at most 8 N) and swaps in the re-allocated step (GACT's adaptive loop;
+newest batch, the last K for the gradient variance; F times later after
+a re-allocation that changed nothing, at most 8 N) and swaps in the re-allocated step (GACT's adaptive loop;
 the table gives the allocations, how many changed, the variance alerts and
 the share of training time adapting took, apart from the first step's
 compile, which every configuration pays, and with it).
@@ -238,22 +238,29 @@ def python_text():
 
 
 class Block(nn.Module):
-    """A pre-norm GPT block: LayerNorm, causal multi-head self-attention
-    written out (an additive mask buffer), LayerNorm, GELU MLP."""
+    """A pre-norm transformer block: LayerNorm, multi-head self-attention
+    written out (causal, GPT's, through an additive mask buffer when
+    `context` is given; every token sees every other, ViT's, when it is
+    None), LayerNorm, GELU MLP."""
 
-    def __init__(self, d, heads, context):
+    def __init__(self, d, heads, context=None):
         super().__init__()
         self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
         self.heads = heads
-        self.register_buffer("mask", torch.triu(torch.full((context, context), float("-inf")), 1))
+        self.causal = context is not None
+        if self.causal:
+            self.register_buffer("mask",
+                                 torch.triu(torch.full((context, context), float("-inf")), 1))
 
     def forward(self, x):
         B, T, C = x.shape
         q, k, v = self.qkv(self.n1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (C // self.heads) ** -0.5 + self.mask[:T, :T]
+        att = (q @ k.transpose(-2, -1)) * (C // self.heads) ** -0.5
+        if self.causal:
+            att = att + self.mask[:T, :T]
         y = (att.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
         x = x + self.proj(y)
         return x + self.fc2(F.gelu(self.fc1(self.n2(x))))
@@ -275,6 +282,24 @@ class CharLM(nn.Module):
         B, T = idx.shape
         x = self.blocks(self.emb(idx) + self.pos[:T])
         return self.head(self.norm(x)).reshape(B * T, VOCAB)
+
+
+class FashionViT(nn.Module):
+    """A ViT-style classifier (Dosovitskiy et al. 2021) for 28x28 images:
+    7x7 patches embedded by a strided convolution (16 tokens), learned
+    positions, `layers` pre-norm blocks without a mask, a final LayerNorm,
+    the tokens' mean, one linear layer."""
+
+    def __init__(self, d=64, heads=4, layers=4, patch=7):
+        super().__init__()
+        self.embed = nn.Conv2d(1, d, patch, stride=patch)
+        self.pos = nn.Parameter(0.02 * torch.randn((28 // patch) ** 2, d))
+        self.blocks = nn.Sequential(*[Block(d, heads) for _ in range(layers)])
+        self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, 10)
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2) + self.pos
+        return self.head(self.norm(self.blocks(x)).mean(1))
 
 
 def next_character_loss(logits, targets):
@@ -309,6 +334,10 @@ TASKS = {
                        description="test accuracy on Fashion-MNIST's 10,000 test images"),
     "fmnist-resnet20": Task(fashion_mnist, fashion_resnet20, batch=128, epochs=10, lr=0.05,
                             description="test accuracy on Fashion-MNIST's 10,000 test images"),
+    # Issue 52: a transformer on the accuracy issue's images.
+    "fmnist-vit": Task(fashion_mnist, FashionViT, optimizer="adamw", lr=1e-3, batch=128,
+                       epochs=10,
+                       description="test accuracy on Fashion-MNIST's 10,000 test images"),
     "python-lm": Task(python_text, CharLM, next_character_loss, metric="loss",
                       optimizer="adamw", lr=3e-3, batch=16, epochs=10, steps_per_epoch=100,
                       description="validation loss (nats per character) on 256 windows of "
@@ -375,8 +404,8 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     pfq: PlateauSchedule options (eps, alpha, window).
     info, a dict, receives FracTrain's cost and the PFQ epochs/switches.
     adapt_interval (average-bits=B only): GACT's adaptive loop, re-allocated
-    every adapt_interval steps on the last adapt_batches batches (adapt_backoff
-    times later after one that changed nothing: act.compile's);
+    every adapt_interval steps from the newest batch (adapt_batches:
+    act.compile's; adapt_backoff times later after one that changed nothing: act.compile's);
     runtime_bits: act.compile's (None: widths set at run time with the
     adaptive loop; False: a step compiled per allocation).
     rank, world: data-parallel training in a torch.distributed group of
@@ -750,7 +779,8 @@ def main(argv=None):
                         "variance (seed re-draws) or its error alone against the step without "
                         "compression, bias included (act.compile's sensitivity=)")
     p.add_argument("--adapt-batches", type=int, default=2,
-                   help="mini-batches per re-estimation (the last ones trained on)")
+                   help="a re-estimation measures each tensor on the newest batch; the last "
+                        "K batches give the gradient variance (the variance alert's)")
     p.add_argument("--runtime-bits", choices=["auto", "always", "never"], default="auto",
                    help="average-bits=B with --adapt-interval: a re-allocation sets the "
                         "step's widths at run time from the first allocation (always), from "

@@ -31,9 +31,9 @@ parameters require gradients (unfreezing), or of the parameters themselves
 
 GACT's adaptive loop (average_bits= with adapt_interval=N): every N calls
 the sensitivities are measured again (act-run's estimator, in process
-through the C API) on the last adapt_batches
-training batches and the current parameters, act-allocate-bits re-allocates
-the budget, and the step compiled for the new allocation (cached by
+through the C API) on the newest training batch and the current
+parameters (the last adapt_batches batches give the gradient variance),
+act-allocate-bits re-allocates the budget, and the step compiled for the new allocation (cached by
 allocation) takes over. Every (re-)allocation is logged in
 `step.adaptations` with its bits per tensor, predicted and gradient
 variance and GACT's variance alert; `step.adapt_seconds` is its cost,
@@ -108,7 +108,7 @@ class Step:
             raise ValueError(f"adapt_backoff= is an integer >= 1 (1: re-allocate every "
                              f"adapt_interval calls), got {adapt_backoff!r}")
         # GACT's adaptive loop: re-measure and re-allocate every
-        # adapt_interval calls on the last adapt_batches batches; after a
+        # adapt_interval calls (on the newest batch); after a
         # re-allocation that changed nothing, adapt_backoff times later
         # (up to ADAPT_BACKOFF_LIMIT intervals), after one that moved,
         # adapt_interval calls later again.
@@ -681,9 +681,13 @@ class Step:
             lists = [[a.cpu() if isinstance(a, torch.Tensor) else a for a in args]
                      for args in lists]
         profile = os.path.join(self.work_dir, f"{tag}_profile.json")
-        # act-run's default step seed (1): the estimator's streams.
+        # act-run's default step seed (1): the estimator's streams. The
+        # per-tensor sensitivities are the newest batch's (GACT's Alg. 1:
+        # L + 1 runs on the current batch); the other recent batches are
+        # run once each, for the gradient variance the alert compares with.
         self._measuring[shapes].estimate_sensitivity(lists, profile, seed=1,
-                                                     estimator=self.sensitivity)
+                                                     estimator=self.sensitivity,
+                                                     per_tensor_batches=1)
         profiles = [profile]
         if self.few_bit:
             # Few-bit codes as the allocator's other family: their gradient
@@ -1286,8 +1290,9 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     may `step.encoding`: PFQ's saved-activation bits);
     `step.effective_macs` / `step.fp32_macs` sum FracTrain's cost over calls.
     adapt_interval: with average_bits, GACT's adaptive loop: every
-    adapt_interval calls, re-measure on the last adapt_batches batches,
-    re-allocate and swap in the step of the new allocation (cached by
+    adapt_interval calls, re-measure (each tensor on the newest batch, as
+    GACT's Alg. 1 on the current one; the gradient variance over the last
+    adapt_batches batches), re-allocate and swap in the step of the new allocation (cached by
     allocation); `step.adaptations` logs each allocation (bits per tensor,
     predicted and gradient variance, the variance alert, seconds),
     `step.adapt_seconds` against `step.step_seconds` is its cost

@@ -564,6 +564,24 @@ def test_capi_sensitivity_is_act_runs(tmp_path):
     got = json.loads((tmp_path / "capi.json").read_text())
     assert len(got["tensors"]) == 3 and got["measurement"]["batches"] == 2
     assert got == expected
+    # The per-tensor runs on the first batch only (the adaptive loop's
+    # re-estimation): act-run's sensitivities on that batch alone, the two
+    # batches' gradient variance, L + 1 + 1 evaluations.
+    driver.run("act-run", measured, "--inputs=" + ",".join(files[0]), "--step-seed=7",
+               "--threads=1", f"--sensitivity={tmp_path / 'first.json'}")
+    capi.set_num_threads(1)
+    try:
+        compiled.estimate_sensitivity(batches, tmp_path / "newest.json", seed=7,
+                                      per_tensor_batches=1)
+    finally:
+        capi.set_num_threads(0)
+    alone = json.loads((tmp_path / "first.json").read_text())
+    newest = json.loads((tmp_path / "newest.json").read_text())
+    assert newest["tensors"] == alone["tensors"]
+    assert newest["gradient_variance"] == expected["gradient_variance"] > 0
+    assert newest["measurement"]["evaluations"] == 3 + 1 + 1
+    with pytest.raises(capi.ActError, match="0 \\(all\\) to the 2 given, not 3"):
+        compiled.estimate_sensitivity(batches, tmp_path / "bad.json", per_tensor_batches=3)
     plain = capi.CompiledStep.from_file(src)
     with pytest.raises(capi.ActError, match="no stochastic encodings"):
         plain.estimate_sensitivity([first], tmp_path / "none.json")
@@ -951,10 +969,11 @@ def test_pfq_raises_saved_activation_bits(tmp_path):
     assert figure.stat().st_size > 5000
 
 
-def _adaptive_run(work_dir, runtime_bits, **options):
-    """14 calls of GACT's adaptive loop (average_bits=3, adapt_interval=4;
-    every 4 calls unless options say otherwise: adapt_backoff=1) whose
-    inputs shrink 100x from call 4 on; the step and its losses."""
+def _adaptive_run(work_dir, runtime_bits, calls=14, scale=0.01, **options):
+    """`calls` calls of GACT's adaptive loop (average_bits=3,
+    adapt_interval=4; every 4 calls unless options say otherwise:
+    adapt_backoff=1) whose inputs are `scale` times larger from call 4 on;
+    the step and its losses."""
     options.setdefault("adapt_backoff", 1)
     torch.manual_seed(3)
     model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 64), nn.Tanh(),
@@ -964,10 +983,10 @@ def _adaptive_run(work_dir, runtime_bits, **options):
                        average_bits=3, adapt_interval=4, runtime_bits=runtime_bits, **options)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     losses = []
-    for i in range(14):
-        xb, yb = x[i * 32:][:32], y[i * 32:][:32]
+    for i in range(calls):
+        xb, yb = x[(i % 14) * 32:][:32], y[(i % 14) * 32:][:32]
         if i >= 4:
-            xb = xb * 0.01
+            xb = xb * scale
         opt.zero_grad(set_to_none=True)
         losses.append(step(xb, yb))
         assert torch.isfinite(losses[-1])
@@ -977,13 +996,13 @@ def _adaptive_run(work_dir, runtime_bits, **options):
 
 def test_gact_adaptive_loop_reallocates_and_swaps_the_step(tmp_path):
     """average_bits=3, adapt_interval=4, runtime_bits=False: allocations at
-    calls 0 (one batch), 4, 8 and 12 (the last two batches, so the profile
-    has a gradient variance and the alert is checked). The inputs shrink
-    100x from call 4 on: once both measured batches are shrunk (call 8) the
-    sensitivities have changed, the re-allocation moves bits (1/4/4 instead
-    of 2/2/4) and the step compiled for it takes over; each allocation's
-    per-tensor variances sum to its prediction and its alert follows GACT's
-    10% rule."""
+    calls 0 (one batch), 4, 8 and 12 (the newest batch measured, the one
+    before it too for the gradient variance, so the alert is checked). The
+    inputs shrink 100x from call 4 on: measured on the shrunk batch (call
+    4), the sensitivities have changed, the re-allocation moves bits (1/4/4
+    instead of 2/2/4) and the step compiled for it takes over; each
+    allocation's per-tensor variances sum to its prediction and its alert
+    follows GACT's 10% rule."""
     step, _ = _adaptive_run(tmp_path, runtime_bits=False)
     adaptations = step.adaptations
     assert [a["call"] for a in adaptations] == [0, 4, 8, 12]
@@ -1000,32 +1019,51 @@ def test_gact_adaptive_loop_reallocates_and_swaps_the_step(tmp_path):
         signatures.append(tuple(sorted(a["encodings"].items())))
     shares = sum(t["variance"] for t in step.allocation["tensors"] if t["variance"] is not None)
     assert shares == pytest.approx(adaptations[-1]["predicted_variance"], rel=1e-9)
-    assert [a["changed"] for a in adaptations] == [False, False, True, False]
-    assert signatures[0] == signatures[1] != signatures[2] == signatures[3]
-    assert list(adaptations[2]["bits"].values()) == [1, 4, 4]
+    assert [a["changed"] for a in adaptations] == [False, True, False, False]
+    assert signatures[0] != signatures[1] == signatures[2] == signatures[3]
+    assert list(adaptations[1]["bits"].values()) == [1, 4, 4]
     # One compiled step per allocation; the last call ran the newest.
     assert len(step.compiled) == 2
     assert step.variant[-1] == tuple((int(k), v) for k, v in adaptations[-1]["encodings"].items())
     assert step.adapt_seconds == pytest.approx(sum(a["seconds"] for a in adaptations))
 
 
+def test_gact_adaptive_loop_measures_the_newest_batch(tmp_path):
+    """A re-estimation measures each tensor on the newest batch alone (L + 1
+    runs) and runs the batch before it once, for the gradient variance:
+    L + 2 evaluations, where two batches measured in full took 2 (L + 1);
+    its sensitivities are act-run's on the newest batch."""
+    step, _ = _adaptive_run(tmp_path, runtime_bits=True)
+    assert [a["call"] for a in step.adaptations] == [0, 4, 8, 12]
+    profiles = [json.loads(next(tmp_path.glob(f"*_a{k}_profile.json")).read_text())
+                for k in range(4)]
+    tensors = len(profiles[0]["tensors"])
+    assert profiles[0]["measurement"]["evaluations"] == tensors + 1
+    assert profiles[0]["gradient_variance"] is None
+    for p in profiles[1:]:
+        assert p["measurement"] == {**p["measurement"], "batches": 2,
+                                    "evaluations": tensors + 2}
+        assert p["gradient_variance"] > 0
+        assert all(t["samples"] == 1 for t in p["tensors"])
+
+
 def test_gact_adaptive_loop_backs_off_while_the_allocation_holds(tmp_path):
     """By default (adapt_backoff=2) a re-allocation that changes nothing
     makes the next wait twice as long: the run above re-allocates at calls
-    0, 4 (unchanged), then 4 + 8 = 12 (both measured batches shrunk: it
-    moves, so the next would be 4 calls later again); the losses are those
-    of the run that re-allocates every 4 calls up to the move it skipped at
-    call 8. Each allocation's seconds split into measuring, allocating and
+    0, 4 (it moves, so the next is 4 calls later), 8 (unchanged), then
+    would at 8 + 8 = 16; the losses are those of the run that re-allocates
+    every 4 calls (its allocation at call 12 changed nothing). Each allocation's seconds split into measuring, allocating and
     compiling; the overhead is all of it but the first allocation's compile
     of its step (a fixed encoding's step compiles one too)."""
     step, losses = _adaptive_run(tmp_path / "backoff", runtime_bits=False, adapt_backoff=2)
     adaptations = step.adaptations
-    assert [a["call"] for a in adaptations] == [0, 4, 12]
-    assert [a["changed"] for a in adaptations] == [False, False, True]
-    assert list(adaptations[2]["bits"].values()) == [1, 4, 4]
-    assert step._next_adapt[next(iter(step._next_adapt))] == (16, 4)
+    assert [a["call"] for a in adaptations] == [0, 4, 8]
+    assert [a["changed"] for a in adaptations] == [False, True, False]
+    assert list(adaptations[1]["bits"].values()) == [1, 4, 4]
+    assert step._next_adapt[next(iter(step._next_adapt))] == (16, 8)
     fixed, fixed_losses = _adaptive_run(tmp_path / "fixed", runtime_bits=False)
-    assert losses[:8] == fixed_losses[:8]  # (the same steps until call 8)
+    assert [a["call"] for a in fixed.adaptations] == [0, 4, 8, 12]
+    assert losses == fixed_losses
     for a in adaptations:
         assert a["measure_seconds"] > 0 and a["allocate_seconds"] > 0
         assert a["measure_seconds"] + a["allocate_seconds"] + a["compile_seconds"] == \
@@ -1034,7 +1072,7 @@ def test_gact_adaptive_loop_backs_off_while_the_allocation_holds(tmp_path):
     assert step.adapt_overhead_seconds == pytest.approx(
         step.adapt_seconds - adaptations[0]["compile_seconds"])
     # (the move compiled its step here: that is adaptation)
-    assert adaptations[2]["compile_seconds"] > 0.1
+    assert adaptations[1]["compile_seconds"] > 0.1
     with pytest.raises(ValueError, match="adapt_backoff= is an integer >= 1"):
         act.compile(nn.Linear(4, 2), F.cross_entropy, average_bits=2, adapt_interval=4,
                     adapt_backoff=0)
@@ -1042,7 +1080,7 @@ def test_gact_adaptive_loop_backs_off_while_the_allocation_holds(tmp_path):
 
 def test_gact_adaptive_loop_sets_new_widths_without_recompiling(tmp_path):
     """The same run with run-time widths: with runtime_bits=True the one
-    compiled step (#act.runtime_quant) takes the allocation at call 8 (1/4/4
+    compiled step (#act.runtime_quant) takes the allocation at call 4 (1/4/4
     instead of 2/2/4, the same family) as new widths instead of a new step;
     by default (None) the first compile is #act.quant's and the first move
     compiles the step with run-time widths, which later moves would only
@@ -1054,7 +1092,7 @@ def test_gact_adaptive_loop_sets_new_widths_without_recompiling(tmp_path):
     adaptations = step.adaptations
     assert [a["bits"] for a in adaptations] == [a["bits"] for a in static.adaptations]
     assert [a["changed"] for a in adaptations] == [False] * 4
-    assert [a["widths_changed"] for a in adaptations] == [False, False, True, False]
+    assert [a["widths_changed"] for a in adaptations] == [False, True, False, False]
     assert len(step.compiled) == 1
     compiled = next(iter(step.compiled.values()))[0]
     assert compiled.bits == {int(k): v for k, v in adaptations[-1]["bits"].items()}
@@ -1068,18 +1106,18 @@ def test_gact_adaptive_loop_sets_new_widths_without_recompiling(tmp_path):
 
     auto, auto_losses = _adaptive_run(tmp_path / "auto", runtime_bits=None)
     assert auto_losses == static_losses
-    assert [a["changed"] for a in auto.adaptations] == [False, False, True, False]
+    assert [a["changed"] for a in auto.adaptations] == [False, True, False, False]
     assert [a["widths_changed"] for a in auto.adaptations] == [False] * 4
     first, moved = [entry[0] for entry in auto.compiled.values()]
     assert first.bits == {} and moved.bits == compiled.bits
     # The first allocation's placement with run-time widths was compiled by
-    # a background process while training ran: the move at call 8 loaded
+    # a background process while training ran: the move at call 4 loaded
     # it; only the first allocation compiled here.
-    assert [a["compiled"] for a in auto.adaptations] == ["here", None, "ahead", None]
+    assert [a["compiled"] for a in auto.adaptations] == ["here", "ahead", None, None]
     assert [a["compiled"] for a in step.adaptations] == ["here", None, None, None]
     here, here_losses = _adaptive_run(tmp_path / "here", runtime_bits=None, compile_ahead=False)
     assert here_losses == static_losses
-    assert [a["compiled"] for a in here.adaptations] == ["here", None, "here", None]
+    assert [a["compiled"] for a in here.adaptations] == ["here", "here", None, None]
 
 
 def test_gact_adaptive_training_logs_allocations(tmp_path):
@@ -1434,6 +1472,29 @@ def test_fashion_resnet20_follows_eager():
         assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-5), name
     for (name, b), c in zip(model.named_buffers(), eager.buffers()):
         assert torch.allclose(b.float(), c.float(), rtol=1e-5, atol=1e-6), name
+
+
+def test_fashion_vit_follows_eager():
+    """act.train's ViT (fmnist-vit: a strided patch convolution, attention
+    without a mask, the tokens' mean): one step without encodings gives
+    eager's loss and gradients, and at average 2 bits every saved value is
+    encoded and the loss is eager's (encodings change the backward only)."""
+    from act.train import FashionViT
+    torch.manual_seed(0)
+    model = FashionViT(d=32, layers=2)
+    eager, allocated = copy.deepcopy(model), copy.deepcopy(model)
+    x, y = torch.randn(4, 1, 28, 28), torch.randint(0, 10, (4,))
+    step = act.compile(model, F.cross_entropy, x, y)
+    loss = step(x, y)
+    reference = F.cross_entropy(eager(x), y)
+    reference.backward()
+    assert abs(float(loss) - float(reference)) < 1e-5
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-5), name
+    step = act.compile(allocated, F.cross_entropy, x, y, average_bits=2)
+    assert abs(float(step(x, y)) - float(reference)) < 1e-5
+    before, after = step.saved_bytes
+    assert after * 8 < before, step.saved_bytes
 
 
 def test_the_reference_snippet_runs_as_written():

@@ -201,6 +201,11 @@ std::vector<double> flattenGradient(llvm::ArrayRef<HostTensor> outputs,
 ///    width), so that its bias counts too. The step's stochastic tensors
 ///    must all be #act.runtime_quant with 32 among their choices; the
 ///    step's widths are as they were afterwards.
+/// With `perTensorBatches` (0: all), the per-tensor runs are made on the
+/// first that many batches only; the others give their base run, which
+/// the gradient variance (the variance alert's) needs, at 1 run each: an
+/// adaptive loop that keeps its estimate over re-estimations measures the
+/// newest batch's sensitivities and still sees the sampling variance.
 /// (SensitivityMethod: Analysis/Profile.h, whose profiles record it.)
 struct SensitivityEstimate {
   Profile profile;
@@ -211,7 +216,8 @@ llvm::Expected<SensitivityEstimate> estimateSensitivity(
     Step &step, std::vector<std::vector<HostTensor>> batches, uint64_t stepSeed,
     llvm::unique_function<void(size_t done, size_t total, size_t batch)>
         progress = nullptr,
-    SensitivityMethod method = SensitivityMethod::Variance);
+    SensitivityMethod method = SensitivityMethod::Variance,
+    unsigned perTensorBatches = 0);
 
 /// Few-bit backward's gradient error, the #act.fewbit family of
 /// act-allocate-bits. `compile`: every saved value of `module`'s training

@@ -736,6 +736,24 @@ class Step:
             tensors, signature = place(True)
         widths = {t["id"]: t["bits"] for t in tensors if t.get("runtime")}
         previous_widths = self._widths.get(shapes)
+        held = None
+        if (previous is not None and previous[1] == signature and previous_widths
+                and widths != previous_widths):
+            # Other widths only: moved to when they predict clearly less
+            # compression variance than the widths in use, both under the
+            # new sensitivities (a one-batch estimate's noise would
+            # otherwise move widths back and forth, and every move resets
+            # the back-off).
+            with open(profile) as f:
+                c = {t["id"]: t["sensitivity"] for t in json.load(f)["tensors"]
+                     if t.get("encoding", "#act.quant").startswith("#act.quant")}
+            proposed, current = _quant_variance(c, widths), _quant_variance(c, previous_widths)
+            if proposed > (1 - ADAPT_HYSTERESIS) * current:
+                held = {"proposed": widths, "proposed_variance": proposed,
+                        "current_variance": current}
+                widths = previous_widths
+                tensors = [{**t, "bits": widths[t["id"]]} if t["id"] in widths else t
+                           for t in tensors]
         if previous is None or previous[1] != signature:
             self._allocated[shapes] = (tuned, signature)
         self._widths[shapes] = widths
@@ -761,6 +779,8 @@ class Step:
             # (the same families, other widths: set at run time)
             "widths_changed": (previous is not None and previous[1] == signature
                                and previous_widths != widths),
+            # (other widths proposed and not taken: ADAPT_HYSTERESIS)
+            "held": held,
             # (the seconds it took: compiling the measuring step and the
             # estimates; act-allocate-bits' placements; compiling the
             # allocated step, set by _charge)
@@ -994,6 +1014,14 @@ def step_layout(traced, exporter):
         "has_dropout": traced.has_dropout,
         "updated": [traced.buffers[i] for i, _ in exporter.updated],
     }
+
+
+def _quant_variance(sensitivities, widths):
+    """The compression variance of run-time widths {id: bits} by #act.quant
+    sensitivities {id: c_l}: sum of c_l S(b), S(b) = (2^b - 1)^-2, none at
+    32 bits (stored as it is)."""
+    return sum(0.0 if b >= 32 else sensitivities[i] / (2 ** b - 1) ** 2
+               for i, b in widths.items())
 
 
 def _signature(tensors):
@@ -1233,6 +1261,11 @@ def _outside_act():
 AHEAD_AFTER = 2.0
 # A settled allocation is re-measured at most this many adapt_intervals apart.
 ADAPT_BACKOFF_LIMIT = 8
+# A re-allocation that changes only run-time widths takes them when they
+# predict at least this much less compression variance (a share of the
+# widths' in use, both from the new sensitivities); otherwise the widths in
+# use stay ("held" in its adaptations entry).
+ADAPT_HYSTERESIS = 0.1
 
 # The first element of the keys of the step exported for every batch size.
 EVERY_BATCH_SIZE = "every batch size"
@@ -1302,7 +1335,9 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     the next waits adapt_backoff times the last interval (at most
     ADAPT_BACKOFF_LIMIT = 8 adapt_intervals); after one that moved,
     adapt_interval calls again (GACT: sensitivities settle early in
-    training); 1: every adapt_interval calls.
+    training); 1: every adapt_interval calls. New run-time widths that
+    predict less than ADAPT_HYSTERESIS (10 %) less compression variance
+    than those in use are not taken (the entry's "held").
     runtime_bits: with average_bits, the allocation's #act.quant and f32
     choices are compiled as #act.runtime_quant (widths 1, 2, 4, 8, 32 read
     at run time, codes bit for bit #act.quant's), so that a re-allocation

@@ -1120,6 +1120,31 @@ def test_gact_adaptive_loop_sets_new_widths_without_recompiling(tmp_path):
     assert [a["compiled"] for a in here.adaptations] == ["here", "here", None, None]
 
 
+def test_gact_adaptive_loop_holds_widths_that_gain_little(tmp_path, monkeypatch):
+    """A re-allocation that changes only run-time widths takes them when
+    they predict at least ADAPT_HYSTERESIS less compression variance than
+    the widths in use (both by the new sensitivities): the move at call 4
+    (2/2/4 to 1/4/4) is taken at the default 10 %, and held when almost
+    any gain is too little. A held move keeps the step's widths, logs the
+    proposal and its prediction (act-allocate-bits' own, recomputed from
+    the profile) and does not count as a move."""
+    from act import training
+    step, _ = _adaptive_run(tmp_path / "taken", runtime_bits=True)
+    moved = step.adaptations[1]
+    assert moved["widths_changed"] and moved["held"] is None
+    monkeypatch.setattr(training, "ADAPT_HYSTERESIS", 1 - 1e-12)
+    step, _ = _adaptive_run(tmp_path / "held", runtime_bits=True)
+    held = step.adaptations[1]
+    assert [a["widths_changed"] for a in step.adaptations] == [False] * 4
+    assert held["held"]["proposed"] == {int(k): v for k, v in moved["bits"].items()}
+    assert list(held["bits"].values()) == list(step.adaptations[0]["bits"].values()) == [2, 2, 4]
+    assert held["held"]["proposed_variance"] == pytest.approx(held["predicted_variance"],
+                                                              rel=1e-6)
+    assert held["held"]["proposed_variance"] < held["held"]["current_variance"]
+    compiled = next(iter(step.compiled.values()))[0]
+    assert compiled.bits == {int(k): v for k, v in step.adaptations[0]["bits"].items()}
+
+
 def test_gact_adaptive_training_logs_allocations(tmp_path):
     """act.train with average-bits=2 and --adapt-interval: the log has every
     allocation and the share of training time adapting took; the plot

@@ -114,7 +114,13 @@ class Step:
         # adapt_interval calls later again.
         self.adapt_interval, self.adapt_batches = adapt_interval, adapt_batches
         self.adapt_backoff = adapt_backoff
-        self._next_adapt = {}  # shapes -> (the call that re-allocates next, its interval)
+        # shapes -> (the call of that shape that re-allocates next, its
+        # interval): intervals count a shape's own calls, so that an epoch's
+        # last, partial batch (its own shape, once an epoch) is not
+        # re-estimated at every appearance.
+        self._next_adapt = {}
+        self._shape_calls = collections.Counter()  # shapes -> its training calls so far
+        self._shape_call = 0  # the current call's index among its shape's
         # Re-allocation without recompiling: the allocation's #act.quant and
         # f32 choices placed as #act.runtime_quant, so that a later
         # allocation of the same families only sets the step's widths.
@@ -801,7 +807,7 @@ class Step:
             if shapes in self._next_adapt and not (entry["changed"] or entry["widths_changed"]):
                 interval = min(self._next_adapt[shapes][1] * self.adapt_backoff,
                                self.adapt_interval * ADAPT_BACKOFF_LIMIT)
-            self._next_adapt[shapes] = (self.calls + interval, interval)
+            self._next_adapt[shapes] = (self._shape_call + interval, interval)
 
     def _runtime_ahead(self, shapes, src, name, profiles, tag):
         """With the adaptive loop and runtime_bits=None, after the first
@@ -888,11 +894,13 @@ class Step:
         if not torch.is_grad_enabled():
             return self._forward_only(inputs, targets)
         shapes = self._shapes(inputs, targets)
+        self._shape_call = self._shape_calls[shapes]
+        self._shape_calls[shapes] += 1
         if self.adapt_interval:
             recent = self._recent.setdefault(
                 shapes, collections.deque(maxlen=self.adapt_batches))
             recent.append((_cloned(inputs), _cloned(targets)))
-            if shapes in self._next_adapt and self.calls >= self._next_adapt[shapes][0]:
+            if shapes in self._next_adapt and self._shape_call >= self._next_adapt[shapes][0]:
                 # Re-estimate on the recent batches of this shape (the
                 # current one first: its arguments carry the parameters).
                 start = time.perf_counter()

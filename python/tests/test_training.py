@@ -1155,10 +1155,14 @@ def test_gact_adaptive_training_logs_allocations(tmp_path):
                  "--adapt-interval", "10", "--adapt-backoff", "1", "--log", str(log),
                  "--plot", str(figure)]) == 0
     run = [json.loads(line) for line in log.read_text().splitlines()][1]
-    # 2 epochs of 23 steps (the last partial: its own shape, allocated once):
-    # the full batches' allocations at calls 0, 10, 20, 30, 40.
+    # 2 epochs of 23 steps, the last partial (its own shape): the full
+    # batches' allocations every 10 of their own calls, at calls 0, 10, 20,
+    # then 31, 41 (the partial batch at call 22 does not count); the partial
+    # batch's, once (at call 22; at 45 it has had 2 calls of its own).
     full = [a for a in run["adaptations"] if a["shapes"][0][0] == 64]
-    assert [a["call"] for a in full] == [0, 10, 20, 30, 40]
+    assert [a["call"] for a in full] == [0, 10, 20, 31, 41]
+    partial = [a for a in run["adaptations"] if a["shapes"][0][0] != 64]
+    assert [a["call"] for a in partial] == [22]
     # Re-estimations use the last two batches of the shape (the partial
     # batch between them does not count): the alert has its variance.
     assert all(a["batches"] == 2 and a["gradient_variance"] > 0 for a in full[1:])

@@ -188,8 +188,8 @@ ACT_CAPI_EXPORTED int actStepEstimateSensitivity(
 /// #act.runtime_quant with 32 among their widths, which are as they were
 /// afterwards): act-run --sensitivity-estimator. `perTensorBatches` (0:
 /// all): the per-tensor evaluations on the first that many batches only,
-/// the others evaluated once for the gradient variance (an adaptive loop
-/// that keeps its estimate measures the newest batch).
+/// the others evaluated once for the gradient variance (act.compile's
+/// adaptive loop measures the newest batch so).
 ACT_CAPI_EXPORTED int actStepEstimateSensitivityWith(
     ActStep step, const char *estimator, const ActTensor *const *batches,
     intptr_t numBatches, intptr_t perTensorBatches, intptr_t numArgs,

@@ -10,8 +10,8 @@ next to PyTorch eager on the same data, initial weights and batches.
                          [--log FILE.jsonl] [--plot FILE.svg]
 
 TASK: a name of TASKS (digits-mlp, digits-cnn, digits-vgg, fmnist-cnn,
-fmnist-resnet20, fmnist-vit, python-lm, python-lm-large; docs/Training.md). The digits
-tasks train on the handwritten digits scikit-learn ships
+fmnist-resnet20, fmnist-vit, python-lm, python-lm-large; docs/Training.md).
+The digits tasks train on the handwritten digits scikit-learn ships
 (sklearn.datasets.load_digits, 1,797 8x8 images, no download; fixed split:
 a permutation by
 numpy.random.RandomState(0), the first 1,437 images train, the other 360
@@ -35,10 +35,11 @@ steps.
 GACT: "average-bits=B" allocates bits per tensor from sensitivities act-run
 measures; with --adapt-interval N it measures again every N steps (on the
 newest batch, the last K for the gradient variance; F times later after
-a re-allocation that changed nothing, at most 8 N) and swaps in the re-allocated step (GACT's adaptive loop;
-the table gives the allocations, how many changed, the variance alerts and
-the share of training time adapting took, apart from the first step's
-compile, which every configuration pays, and with it).
+a re-allocation that changed nothing, at most 8 N) and swaps in the
+re-allocated step (GACT's adaptive loop; the table gives the allocations,
+how many changed, the variance alerts and the share of training time
+adapting took, apart from the first step's compile, which every
+configuration pays, and with it).
 
 Data-parallel: --processes P splits every batch over P processes
 (torch.distributed, gloo on localhost); each runs its act step on its
@@ -404,8 +405,8 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     pfq: PlateauSchedule options (eps, alpha, window).
     info, a dict, receives FracTrain's cost and the PFQ epochs/switches.
     adapt_interval (average-bits=B only): GACT's adaptive loop, re-allocated
-    every adapt_interval steps from the newest batch (adapt_batches:
-    act.compile's; adapt_backoff times later after one that changed nothing: act.compile's);
+    every adapt_interval steps from the newest batch (adapt_batches and
+    adapt_backoff, times later after one that changed nothing: act.compile's);
     runtime_bits: act.compile's (None: widths set at run time with the
     adaptive loop; False: a step compiled per allocation).
     rank, world: data-parallel training in a torch.distributed group of

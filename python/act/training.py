@@ -120,7 +120,9 @@ class Step:
         # re-estimated at every appearance.
         self._next_adapt = {}
         self._shape_calls = collections.Counter()  # shapes -> its training calls so far
-        self._shape_call = 0  # the current call's index among its shape's
+        # The current call's index among its shape's (0 before the first
+        # call too: act.compile's example batch allocates ahead of it).
+        self._shape_call = 0
         # Re-allocation without recompiling: the allocation's #act.quant and
         # f32 choices placed as #act.runtime_quant, so that a later
         # allocation of the same families only sets the step's widths.
@@ -749,7 +751,8 @@ class Step:
             # compression variance than the widths in use, both under the
             # new sensitivities (a one-batch estimate's noise would
             # otherwise move widths back and forth, and every move resets
-            # the back-off).
+            # the back-off). The quantizer's c_l from the profile (the
+            # report gives the chosen family's: 0 where f32 was chosen).
             with open(profile) as f:
                 c = {t["id"]: t["sensitivity"] for t in json.load(f)["tensors"]
                      if t.get("encoding", "#act.quant").startswith("#act.quant")}
@@ -894,12 +897,12 @@ class Step:
         if not torch.is_grad_enabled():
             return self._forward_only(inputs, targets)
         shapes = self._shapes(inputs, targets)
-        self._shape_call = self._shape_calls[shapes]
-        self._shape_calls[shapes] += 1
         if self.adapt_interval:
             recent = self._recent.setdefault(
                 shapes, collections.deque(maxlen=self.adapt_batches))
             recent.append((_cloned(inputs), _cloned(targets)))
+            self._shape_call = self._shape_calls[shapes]
+            self._shape_calls[shapes] += 1
             if shapes in self._next_adapt and self._shape_call >= self._next_adapt[shapes][0]:
                 # Re-estimate on the recent batches of this shape (the
                 # current one first: its arguments carry the parameters).
@@ -1331,10 +1334,10 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     may `step.encoding`: PFQ's saved-activation bits);
     `step.effective_macs` / `step.fp32_macs` sum FracTrain's cost over calls.
     adapt_interval: with average_bits, GACT's adaptive loop: every
-    adapt_interval calls, re-measure (each tensor on the newest batch, as
-    GACT's Alg. 1 on the current one; the gradient variance over the last
-    adapt_batches batches), re-allocate and swap in the step of the new allocation (cached by
-    allocation); `step.adaptations` logs each allocation (bits per tensor,
+    adapt_interval calls of a batch shape, re-measure (each tensor on the
+    newest batch, as GACT's Alg. 1 on the current one; the gradient
+    variance over the last adapt_batches batches), re-allocate and swap in
+    the step of the new allocation (cached by allocation); `step.adaptations` logs each allocation (bits per tensor,
     predicted and gradient variance, the variance alert, seconds),
     `step.adapt_seconds` against `step.step_seconds` is its cost
     (`step.adapt_overhead_seconds`: less the first allocation's compile,

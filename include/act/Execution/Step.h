@@ -204,8 +204,8 @@ std::vector<double> flattenGradient(llvm::ArrayRef<HostTensor> outputs,
 /// With `perTensorBatches` (0: all), the per-tensor runs are made on the
 /// first that many batches only; the others give their base run, which
 /// the gradient variance (the variance alert's) needs, at 1 run each: an
-/// adaptive loop that keeps its estimate over re-estimations measures the
-/// newest batch's sensitivities and still sees the sampling variance.
+/// adaptive loop measures the newest batch's sensitivities and still sees
+/// the sampling variance.
 /// (SensitivityMethod: Analysis/Profile.h, whose profiles record it.)
 struct SensitivityEstimate {
   Profile profile;

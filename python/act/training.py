@@ -217,6 +217,7 @@ class Step:
         self._allocated = {}  # shapes -> (tuned graph, allocation signature)
         self._measuring = {}  # shapes -> the compiled step that measures sensitivities
         self._exact = {}  # shapes -> the step without encodings (few-bit codes' reference)
+        self._in_use = {}  # shapes -> the allocation in use (its report's tensors, as set)
         self.variant = None  # the key of the compiled variant in use
         self.seed = seed
         self.calls = 0
@@ -478,6 +479,12 @@ class Step:
                                   f"{variant if isinstance(variant, str) else 'allocated bits'})")
         if step is None:
             return self._compile(inputs, targets)
+        self._register(key, name, mlir, step, layout)
+        return self._at_widths(shapes, key)
+
+    def _register(self, key, name, mlir, step, layout):
+        """The step compiled from `mlir` as the compiled variant `key`, with
+        its memory report (the saved bytes before and after)."""
         report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
         self.report = report  # the last compiled variant's (docs/MemoryReport.md)
         if self.include:
@@ -491,7 +498,6 @@ class Step:
         self.compiled[key] = (step, layout,
                               (totals["saved_bytes_before"], totals["saved_bytes_after"]))
         self._widths_set[key] = (report, step.bits, self.compiled[key][2])  # (as planned)
-        return self._at_widths(shapes, key)
 
     def _at_widths(self, shapes, key):
         """The compiled entry of `key` with the allocation's run-time widths
@@ -736,17 +742,52 @@ class Step:
 
         runtime = self.runtime_bits is True or shapes in self._runtime_shapes
         tensors, signature = place(runtime)
-        if (self.runtime_bits is None and self.adapt_interval and not runtime
+        previous_widths = self._widths.get(shapes)
+        held = check = None
+        if self._checked(previous):
+            # The whole step decides (ALLOCATION_CHECK): the proposal, the
+            # widths in use and uniform bits, each measured as the gradient
+            # error of the step with run-time widths against the exact one.
+            if not runtime:
+                tensors, signature = place(True)
+            began_check = time.perf_counter()
+            step, key = self._runtime_step(shapes, tuned, signature)
+            in_use = {t["id"]: t["bits"] for t in self._in_use[shapes]}
+            candidates = {"proposed": {t["id"]: t["bits"] for t in tensors if t.get("runtime")}}
+            candidates["current"] = {i: in_use.get(i, 32) for i in candidates["proposed"]}
+            if self.average_bits in (1, 2, 4, 8):
+                candidates["uniform"] = {i: int(self.average_bits) for i in candidates["proposed"]}
+            check = self._measure_widths(shapes, step, lists[0], candidates)
+            best = min(check["errors"], key=check["errors"].get)
+            if (best == "current" or check["errors"][best]
+                    > (1 - ADAPT_HYSTERESIS) * check["errors"]["current"]):
+                best = "current"
+            check.update(chosen=best, seconds=time.perf_counter() - began_check)
+            if best == "current":
+                # (in use as it is: a static step stays static)
+                if candidates["proposed"] != candidates["current"]:
+                    held = {"proposed": candidates["proposed"],
+                            "proposed_error": check["errors"]["proposed"],
+                            "current_error": check["errors"]["current"]}
+                signature, tensors = previous[1], self._in_use[shapes]
+                widths = previous_widths or {}
+            else:
+                if not runtime:
+                    # (moved: run-time widths from now on, the step compiled)
+                    self._runtime_shapes.add(shapes)
+                widths = candidates[best]
+                tensors = [{**t, "bits": widths[t["id"]]} if t["id"] in widths else t
+                           for t in tensors]
+        elif (self.runtime_bits is None and self.adapt_interval and not runtime
                 and previous is not None and previous[1] != signature):
             # The allocation moved: its step, and every later one's, takes
             # the widths at run time (one compile now, none after).
             self._runtime_shapes.add(shapes)
             tensors, signature = place(True)
-        widths = {t["id"]: t["bits"] for t in tensors if t.get("runtime")}
-        previous_widths = self._widths.get(shapes)
-        held = None
-        if (previous is not None and previous[1] == signature and previous_widths
-                and widths != previous_widths):
+        if check is None:
+            widths = {t["id"]: t["bits"] for t in tensors if t.get("runtime")}
+        if (check is None and previous is not None and previous[1] == signature
+                and previous_widths and widths != previous_widths):
             # Other widths only: moved to when they predict clearly less
             # compression variance than the widths in use, both under the
             # new sensitivities (a one-batch estimate's noise would
@@ -766,6 +807,7 @@ class Step:
         if previous is None or previous[1] != signature:
             self._allocated[shapes] = (tuned, signature)
         self._widths[shapes] = widths
+        self._in_use[shapes] = tensors
         predicted = self.allocation["predicted_variance"]
         gradient = self.allocation["gradient_variance"]
         alert = None
@@ -790,6 +832,9 @@ class Step:
                                and previous_widths != widths),
             # (other widths proposed and not taken: ADAPT_HYSTERESIS)
             "held": held,
+            # (the whole-step check: each candidate's measured gradient
+            # error, the one chosen, its seconds; None where not made)
+            "check": check,
             # (the seconds it took: compiling the measuring step and the
             # estimates; act-allocate-bits' placements; compiling the
             # allocated step, set by _charge)
@@ -811,6 +856,46 @@ class Step:
                 interval = min(self._next_adapt[shapes][1] * self.adapt_backoff,
                                self.adapt_interval * ADAPT_BACKOFF_LIMIT)
             self._next_adapt[shapes] = (self._shape_call + interval, interval)
+
+    def _checked(self, previous):
+        """Whether a re-allocation is decided by the whole-step check: one
+        after the first (a step with run-time widths to measure on), with
+        the adaptive loop on the CPU, run-time widths allowed and the
+        quantizer's family alone (every choice a run-time width)."""
+        return (ALLOCATION_CHECK_RUNS > 0 and previous is not None and self.adapt_interval
+                and self.runtime_bits is not False and not self.few_bit
+                and self.device.type == "cpu")
+
+    def _runtime_step(self, shapes, tuned, signature):
+        """The step of `shapes` with run-time widths (placed in `tuned`,
+        of `signature`), and its key: compiled before, loaded from the
+        background compile that _runtime_ahead started, or compiled now."""
+        key = shapes + (self.compute_bits, signature)
+        if key not in self.compiled:
+            name, src, layout = self._exports[shapes]
+            name, mlir = self._prepared.pop(key, None) or self._lower(name, src, tuned)
+            step = self._compile_file(mlir, shapes,
+                                      f"compiling {name} ({_describe(shapes)}, run-time widths)")
+            self._register(key, name, mlir, step, layout)
+        return self.compiled[key][0], key
+
+    def _measure_widths(self, shapes, step, args, candidates):
+        """The gradient error of `step` (run-time widths) at each of
+        `candidates` ({name: {id: bits}}) on `args`: the mean squared
+        distance of its gradient from the step without encodings' over
+        ALLOCATION_CHECK_RUNS step seeds (the same seeds for every
+        candidate), the step's widths restored after."""
+        if shapes not in self._exact:
+            self._exact[shapes] = capi.CompiledStep.from_file(self._exports[shapes][1])
+        before, errors = step.bits, {}
+        try:
+            for name, widths in candidates.items():
+                step.set_bits(widths)
+                errors[name] = step.measure_variance(args, ALLOCATION_CHECK_RUNS, seed=1,
+                                                     reference=self._exact[shapes])[2]
+        finally:
+            step.set_bits(before)
+        return {"errors": errors, "runs": ALLOCATION_CHECK_RUNS}
 
     def _runtime_ahead(self, shapes, src, name, profiles, tag):
         """With the adaptive loop and runtime_bits=None, after the first
@@ -1278,6 +1363,18 @@ ADAPT_BACKOFF_LIMIT = 8
 # use stay ("held" in its adaptations entry).
 ADAPT_HYSTERESIS = 0.1
 
+# A re-allocation of the adaptive loop is decided on the whole step: the
+# proposed widths, the widths in use and uniform bits at the average (where
+# the average is a width), each the mean squared error of the step's
+# gradient against the step without encodings on the newest batch, over
+# this many step seeds (the same for each). The lowest is taken; one that
+# is not ADAPT_HYSTERESIS lower than the widths in use is not. The
+# per-tensor model the allocator solves adds up each tensor's variance
+# measured at one width; the whole step also sees how errors combine
+# through nonlinear backward reads and bias at low widths (docs/Tuning.md).
+# 0: no check (the allocator's proposal, held by predicted variance).
+ALLOCATION_CHECK_RUNS = 2
+
 # The first element of the keys of the step exported for every batch size.
 EVERY_BATCH_SIZE = "every batch size"
 
@@ -1346,9 +1443,16 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     the next waits adapt_backoff times the last interval (at most
     ADAPT_BACKOFF_LIMIT = 8 adapt_intervals); after one that moved,
     adapt_interval calls again (GACT: sensitivities settle early in
-    training); 1: every adapt_interval calls. New run-time widths that
-    predict less than ADAPT_HYSTERESIS (10 %) less compression variance
-    than those in use are not taken (the entry's "held").
+    training); 1: every adapt_interval calls. From the first
+    re-allocation on (on the CPU, without few_bit, runtime_bits not False)
+    the whole step decides: the proposed widths, those in use and uniform
+    bits at the average (where it is 1, 2, 4 or 8) are each measured as the
+    gradient's mean squared error against the step without encodings on
+    the newest batch, on the step with run-time widths (the entry's
+    "check"); the lowest is taken unless the widths in use are within
+    ADAPT_HYSTERESIS (10 %) of it (the entry's "held"). Without the check,
+    new widths that predict less than ADAPT_HYSTERESIS less compression
+    variance than those in use are not taken.
     runtime_bits: with average_bits, the allocation's #act.quant and f32
     choices are compiled as #act.runtime_quant (widths 1, 2, 4, 8, 32 read
     at run time, codes bit for bit #act.quant's), so that a re-allocation

@@ -8,6 +8,7 @@ Needs act-opt (ACT_BIN_DIR) and libActCAPI.so (ACT_LIB_DIR); lit sets both.
 
 import copy
 import json
+import math
 import os
 import re
 import subprocess
@@ -975,12 +976,13 @@ def _adaptive_run(work_dir, runtime_bits, calls=14, scale=0.01, **options):
     adapt_backoff=1) whose inputs are `scale` times larger from call 4 on;
     the step and its losses."""
     options.setdefault("adapt_backoff", 1)
+    options.setdefault("average_bits", 3)
     torch.manual_seed(3)
     model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 64), nn.Tanh(),
                           nn.Linear(64, 4))
     x, y = torch.randn(448, 16), torch.randint(0, 4, (448,))
     step = act.compile(model, F.cross_entropy, x[:32], y[:32], work_dir=str(work_dir),
-                       average_bits=3, adapt_interval=4, runtime_bits=runtime_bits, **options)
+                       adapt_interval=4, runtime_bits=runtime_bits, **options)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     losses = []
     for i in range(calls):
@@ -1120,29 +1122,141 @@ def test_gact_adaptive_loop_sets_new_widths_without_recompiling(tmp_path):
     assert [a["compiled"] for a in here.adaptations] == ["here", "here", None, None]
 
 
-def test_gact_adaptive_loop_holds_widths_that_gain_little(tmp_path, monkeypatch):
+@pytest.mark.parametrize("check", [True, False])
+def test_gact_adaptive_loop_holds_widths_that_gain_little(tmp_path, monkeypatch, check):
     """A re-allocation that changes only run-time widths takes them when
-    they predict at least ADAPT_HYSTERESIS less compression variance than
-    the widths in use (both by the new sensitivities): the move at call 4
-    (2/2/4 to 1/4/4) is taken at the default 10 %, and held when almost
-    any gain is too little. A held move keeps the step's widths, logs the
-    proposal and its prediction (act-allocate-bits' own, recomputed from
-    the profile) and does not count as a move."""
+    they are at least ADAPT_HYSTERESIS better than the widths in use: the
+    move at call 4 (2/2/4 to 1/4/4) is taken at the default 10 %, and held
+    when almost any gain is too little. Better by the whole-step check's
+    measured gradient error, or without the check
+    (ALLOCATION_CHECK_RUNS = 0) by predicted compression variance (both by
+    the new sensitivities: act-allocate-bits' own prediction, recomputed
+    from the profile). A held move keeps the step's widths, logs the
+    proposal and both errors or predictions, and does not count as a
+    move."""
     from act import training
+    if not check:
+        monkeypatch.setattr(training, "ALLOCATION_CHECK_RUNS", 0)
     step, _ = _adaptive_run(tmp_path / "taken", runtime_bits=True)
     moved = step.adaptations[1]
     assert moved["widths_changed"] and moved["held"] is None
+    assert (moved["check"]["chosen"] == "proposed") if check else moved["check"] is None
     monkeypatch.setattr(training, "ADAPT_HYSTERESIS", 1 - 1e-12)
     step, _ = _adaptive_run(tmp_path / "held", runtime_bits=True)
     held = step.adaptations[1]
     assert [a["widths_changed"] for a in step.adaptations] == [False] * 4
     assert held["held"]["proposed"] == {int(k): v for k, v in moved["bits"].items()}
     assert list(held["bits"].values()) == list(step.adaptations[0]["bits"].values()) == [2, 2, 4]
-    assert held["held"]["proposed_variance"] == pytest.approx(held["predicted_variance"],
-                                                              rel=1e-6)
-    assert held["held"]["proposed_variance"] < held["held"]["current_variance"]
+    if check:
+        assert held["check"]["chosen"] == "current"
+        assert held["held"]["proposed_error"] == held["check"]["errors"]["proposed"]
+        assert held["held"]["proposed_error"] < held["held"]["current_error"]
+    else:
+        assert held["held"]["proposed_variance"] == pytest.approx(held["predicted_variance"],
+                                                                  rel=1e-6)
+        assert held["held"]["proposed_variance"] < held["held"]["current_variance"]
     compiled = next(iter(step.compiled.values()))[0]
     assert compiled.bits == {int(k): v for k, v in step.adaptations[0]["bits"].items()}
+
+
+def _checked_run(work_dir, monkeypatch, calls=9, scale_uniform=1.0):
+    """GACT's adaptive loop (average_bits=2, adapt_interval=4: allocations
+    at calls 0, 4 and 8) on layers of unequal sizes, each whole-step check's
+    arguments and measured errors recorded (uniform's multiplied by
+    `scale_uniform`); the step, the records and the losses."""
+    from act import training
+    checks, measure = [], training.Step._measure_widths
+
+    def recorded(self, shapes, step, args, candidates):
+        result = measure(self, shapes, step, args, candidates)
+        result["errors"]["uniform"] *= scale_uniform
+        checks.append(([a.clone() if isinstance(a, torch.Tensor) else a.copy() for a in args],
+                       candidates, dict(result["errors"])))
+        return result
+    monkeypatch.setattr(training.Step, "_measure_widths", recorded)
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(16, 128), nn.GELU(), nn.Linear(128, 32), nn.Tanh(),
+                          nn.Linear(32, 64), nn.LayerNorm(64), nn.Linear(64, 4))
+    x, y = torch.randn(448, 16), torch.randint(0, 4, (448,))
+    step = act.compile(model, F.cross_entropy, x[:32], y[:32], work_dir=str(work_dir),
+                       average_bits=2, adapt_interval=4, adapt_backoff=1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for i in range(calls):
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(step(x[i * 32:][:32], y[i * 32:][:32])))
+        opt.step()
+    return step, checks, losses
+
+
+def test_gact_whole_step_check_measures_the_candidates(tmp_path, monkeypatch):
+    """From the first re-allocation on, the allocation is decided on the
+    whole step: the proposal, the widths in use and uniform bits, each the
+    mean squared error of the gradient against the step without encodings
+    (ALLOCATION_CHECK_RUNS step seeds, on the step with run-time widths).
+    Each error is bit for bit what the same seeds give on a step compiled
+    for those bits alone: the first allocation's #act.quant step, and the
+    step with every measured tensor at 2 bits (measuring_step's placement:
+    uniform bits at equal bytes). The lowest is taken unless the widths in
+    use are within ADAPT_HYSTERESIS of it; the step's widths are then those
+    it chose."""
+    from act import training
+    from act.tune import measuring_step
+    step, checks, _ = _checked_run(tmp_path, monkeypatch)
+    adaptations = step.adaptations
+    assert [a["call"] for a in adaptations] == [0, 4, 8] and adaptations[0]["check"] is None
+    assert len(checks) == 2
+    name, src, _ = next(iter(step._exports.values()))
+    exact = capi.CompiledStep.from_file(src)
+    first = capi.CompiledStep.from_file(str(next(tmp_path.glob("*_a0_tuned.mlir"))))
+    uniform = capi.CompiledStep.from_file(measuring_step(src, str(tmp_path / "uniform.mlir"), 2))
+    for (args, candidates, errors), entry in zip(checks, adaptations[1:]):
+        assert set(errors) == {"proposed", "current", "uniform"}
+        assert set(candidates["uniform"].values()) == {2}
+        runs = training.ALLOCATION_CHECK_RUNS
+        assert errors["uniform"] == uniform.measure_variance(args, runs, seed=1,
+                                                             reference=exact)[2]
+        if entry is adaptations[1]:  # (the first allocation's widths in use)
+            assert errors["current"] == first.measure_variance(args, runs, seed=1,
+                                                               reference=exact)[2]
+        assert entry["check"]["errors"] == errors
+        best = min(errors, key=errors.get)
+        chosen = ("current" if errors[best] > (1 - training.ADAPT_HYSTERESIS)
+                  * errors["current"] else best)
+        assert entry["check"]["chosen"] == chosen
+        assert {int(k): v for k, v in entry["bits"].items()
+                if int(k) in candidates[chosen]} == candidates[chosen]
+    # Unequal layers: the allocation is not uniform, and measured better.
+    assert len(set(adaptations[0]["bits"].values())) > 1
+    assert checks[0][2]["current"] < checks[0][2]["uniform"]
+
+
+def test_gact_whole_step_check_takes_uniform_bits_when_they_are_best(tmp_path, monkeypatch):
+    """Where uniform bits measure clearly best (here made so: their
+    measured error scaled down 100x), the re-allocation takes them: every
+    tensor at the average, set as the run-time widths of the step the
+    check measured on (the first move: compiled once, no other step), the
+    saved bytes those of uniform bits; the next check starts from them."""
+    step, checks, losses = _checked_run(tmp_path, monkeypatch, scale_uniform=0.01)
+    moved, after = step.adaptations[1:]
+    assert moved["check"]["chosen"] == "uniform" and moved["changed"]
+    assert set(moved["bits"].values()) == {2}
+    compiled = step.compiled[step.variant][0]
+    assert compiled.bits == {int(k): 2 for k in moved["bits"]}
+    assert checks[1][1]["current"] == checks[0][1]["uniform"]
+    assert after["check"]["chosen"] in ("current", "uniform")
+    assert len(step.compiled) == 2  # (the first allocation's; run-time widths)
+    # Saved bytes: uniform bits' (measuring_step's #act.quant<bits=2>
+    # placement, by act's memory report) and each value's width word.
+    from act import driver
+    from act.tune import measuring_step
+    src = next(iter(step._exports.values()))[1]
+    uniform = driver.memory_report(measuring_step(src, str(tmp_path / "uniform.mlir"), 2),
+                                   str(tmp_path / "uniform.json"))
+    words = len(moved["bits"])
+    assert step.saved_bytes[1] == (uniform["graphs"][0]["totals"]["saved_bytes_after"]
+                                   + 4 * words)
+    assert all(math.isfinite(v) for v in losses)
 
 
 def test_gact_adaptive_training_logs_allocations(tmp_path):

@@ -218,6 +218,7 @@ class Step:
         self._measuring = {}  # shapes -> the compiled step that measures sensitivities
         self._exact = {}  # shapes -> the step without encodings (few-bit codes' reference)
         self._in_use = {}  # shapes -> the allocation in use (its report's tensors, as set)
+        self._runtime_keys = {}  # shapes -> the key of its step with run-time widths
         self.variant = None  # the key of the compiled variant in use
         self.seed = seed
         self.calls = 0
@@ -866,6 +867,19 @@ class Step:
                 and self.runtime_bits is not False and not self.few_bit
                 and self.device.type == "cpu")
 
+    def _runtime_pending(self, shapes):
+        """Whether the whole-step check of `shapes` would wait for its step
+        with run-time widths, still compiling in the background: the
+        re-allocation then waits instead (tried again at the next calls),
+        at most ADAPT_WAIT_LIMIT intervals past when it was due."""
+        key = self._runtime_keys.get(shapes)
+        if key is None or key in self.compiled or key not in self._prepared:
+            return False
+        ahead = self._ahead.get(self._prepared[key][1])
+        due = self._next_adapt[shapes][0]
+        return (ahead is not None and not ahead.done(self._prepared[key][1])
+                and self._shape_call < due + ADAPT_WAIT_LIMIT * self.adapt_interval)
+
     def _runtime_step(self, shapes, tuned, signature):
         """The step of `shapes` with run-time widths (placed in `tuned`,
         of `signature`), and its key: compiled before, loaded from the
@@ -916,6 +930,7 @@ class Step:
                                      runtime_bits=True, recompute_cost=self.recompute_cost,
                                      loss_head=self.loss_head)
             key = shapes + (self.compute_bits, _signature(allocation["tensors"]))
+            self._runtime_keys[shapes] = key
             if key in self.compiled or key in self._prepared:
                 return
             self._prepared[key] = self._lower(name, src, tuned)
@@ -988,7 +1003,8 @@ class Step:
             recent.append((_cloned(inputs), _cloned(targets)))
             self._shape_call = self._shape_calls[shapes]
             self._shape_calls[shapes] += 1
-            if shapes in self._next_adapt and self._shape_call >= self._next_adapt[shapes][0]:
+            if (shapes in self._next_adapt and self._shape_call >= self._next_adapt[shapes][0]
+                    and not self._runtime_pending(shapes)):
                 # Re-estimate on the recent batches of this shape (the
                 # current one first: its arguments carry the parameters).
                 start = time.perf_counter()
@@ -1362,6 +1378,11 @@ ADAPT_BACKOFF_LIMIT = 8
 # widths' in use, both from the new sensitivities); otherwise the widths in
 # use stay ("held" in its adaptations entry).
 ADAPT_HYSTERESIS = 0.1
+
+# A re-allocation due while the step it is checked on (run-time widths)
+# still compiles in the background waits for it, at most this many
+# adapt_intervals (then training waits for the compile).
+ADAPT_WAIT_LIMIT = 1
 
 # A re-allocation of the adaptive loop is decided on the whole step: the
 # proposed widths, the widths in use and uniform bits at the average (where

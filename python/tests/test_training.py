@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import warnings
 
 import pytest
@@ -30,6 +31,16 @@ from act.train import train  # noqa: E402
 from act.tune import tune  # noqa: E402
 
 warnings.simplefilter("ignore")
+
+
+@pytest.fixture(autouse=True)
+def _reallocations_when_due(monkeypatch):
+    """A re-allocation due while its step with run-time widths still
+    compiles in the background waits (ADAPT_WAIT_LIMIT); how long depends
+    on this machine's load, so these tests re-allocate when due (training
+    waits for the compile instead), except the one that tests the wait."""
+    from act import training
+    monkeypatch.setattr(training, "ADAPT_WAIT_LIMIT", 0)
 
 
 def test_without_encodings_act_trains_the_eager_curve(tmp_path):
@@ -1157,6 +1168,36 @@ def test_gact_adaptive_loop_holds_widths_that_gain_little(tmp_path, monkeypatch,
         assert held["held"]["proposed_variance"] < held["held"]["current_variance"]
     compiled = next(iter(step.compiled.values()))[0]
     assert compiled.bits == {int(k): v for k, v in step.adaptations[0]["bits"].items()}
+
+
+def test_gact_reallocation_waits_for_its_background_compile(tmp_path, monkeypatch):
+    """A re-allocation due while the step it is checked on (run-time
+    widths, compiled by a background process after the first allocation)
+    is still compiling waits for it, tried again at each call, instead of
+    stopping training for the compile: here the compile is made to finish
+    by call 6, so the re-allocation due at call 4 happens at call 6 and
+    loads it ("ahead"). ADAPT_WAIT_LIMIT = 0 re-allocates when due."""
+    from act import ahead, training
+    monkeypatch.setattr(training, "ADAPT_WAIT_LIMIT", 1)
+    done, calls = ahead.Ahead.done, []
+
+    def compiling_until_call_6(self, path):
+        if calls and calls[-1].calls < 6:
+            return False
+        while not done(self, path):  # (the real compile, from call 6 on)
+            time.sleep(0.02)
+        return True
+    monkeypatch.setattr(ahead.Ahead, "done", compiling_until_call_6)
+    import act.training
+    real_call = act.training.Step.__call__
+
+    def call(self, inputs, targets):
+        calls[:] = [self]
+        return real_call(self, inputs, targets)
+    monkeypatch.setattr(act.training.Step, "__call__", call)
+    step, _ = _adaptive_run(tmp_path, runtime_bits=None, calls=9)
+    assert [a["call"] for a in step.adaptations] == [0, 6]
+    assert step.adaptations[1]["compiled"] == "ahead"
 
 
 def _checked_run(work_dir, monkeypatch, calls=9, scale_uniform=1.0):

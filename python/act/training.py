@@ -746,9 +746,10 @@ class Step:
         previous_widths = self._widths.get(shapes)
         held = check = None
         if self._checked(previous):
-            # The whole step decides (ALLOCATION_CHECK): the proposal, the
-            # widths in use and uniform bits, each measured as the gradient
-            # error of the step with run-time widths against the exact one.
+            # The whole step decides (ALLOCATION_CHECK_RUNS): the proposal,
+            # the widths in use and uniform bits, each measured as the
+            # gradient error of the step with run-time widths against the
+            # step without encodings.
             if not runtime:
                 tensors, signature = place(True)
             began_check = time.perf_counter()
@@ -1393,7 +1394,8 @@ ADAPT_WAIT_LIMIT = 1
 # per-tensor model the allocator solves adds up each tensor's variance
 # measured at one width; the whole step also sees how errors combine
 # through nonlinear backward reads and bias at low widths (docs/Tuning.md).
-# 0: no check (the allocator's proposal, held by predicted variance).
+# 0: no check (the allocator's proposal, held by predicted variance); else
+# at least 2 (measure_variance's least).
 ALLOCATION_CHECK_RUNS = 2
 
 # The first element of the keys of the step exported for every batch size.

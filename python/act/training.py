@@ -732,20 +732,34 @@ class Step:
         previous = self._allocated.get(shapes)
         measured_at = time.perf_counter()
 
-        def place(runtime):
+        def place(runtime, bits=None):
             _, self.allocation = allocate(src, profiles, self.average_bits, tuned,
                                           os.path.join(self.work_dir, f"{tag}_allocation.json"),
                                           runtime_bits=runtime,
                                           recompute_cost=self.recompute_cost,
-                                          loss_head=self.loss_head)
+                                          loss_head=self.loss_head, bits=bits)
             tensors = self.allocation["tensors"]
             return tensors, _signature(tensors)
 
         runtime = self.runtime_bits is True or shapes in self._runtime_shapes
         tensors, signature = place(runtime)
+        uniform_first = (previous is None and self._check_on()
+                         and self.average_bits in CHECK_WIDTHS)
+        if uniform_first:
+            # The first allocation, made at initialization, goes stale
+            # fast (docs/Tuning.md: 2.6-8x uniform bits' gradient error a
+            # few hundred steps later): uniform bits until the first
+            # re-allocation's check measures the allocator's proposal
+            # against them (whose step with run-time widths is compiled
+            # ahead from this proposal).
+            if runtime:
+                tensors = [{**t, "bits": int(self.average_bits)} if t.get("runtime") else t
+                           for t in tensors]
+            else:
+                tensors, signature = place(False, [int(self.average_bits)])
         previous_widths = self._widths.get(shapes)
         held = check = None
-        if self._checked(previous):
+        if previous is not None and self._check_on():
             # The whole step decides (ALLOCATION_CHECK_RUNS): the proposal,
             # the widths in use and uniform bits, each measured as the
             # gradient error of the step with run-time widths against the
@@ -757,7 +771,7 @@ class Step:
             in_use = {t["id"]: t["bits"] for t in self._in_use[shapes]}
             candidates = {"proposed": {t["id"]: t["bits"] for t in tensors if t.get("runtime")}}
             candidates["current"] = {i: in_use.get(i, 32) for i in candidates["proposed"]}
-            if self.average_bits in (1, 2, 4, 8):
+            if self.average_bits in CHECK_WIDTHS:
                 candidates["uniform"] = {i: int(self.average_bits) for i in candidates["proposed"]}
             check = self._measure_widths(shapes, step, lists[0], candidates)
             best = min(check["errors"], key=check["errors"].get)
@@ -837,6 +851,9 @@ class Step:
             # (the whole-step check: each candidate's measured gradient
             # error, the one chosen, its seconds; None where not made)
             "check": check,
+            # (the first allocation placed as uniform bits, the allocator's
+            # proposal compiled ahead for the first check)
+            "uniform_first": uniform_first,
             # (the seconds it took: compiling the measuring step and the
             # estimates; act-allocate-bits' placements; compiling the
             # allocated step, set by _charge)
@@ -859,14 +876,15 @@ class Step:
                                self.adapt_interval * ADAPT_BACKOFF_LIMIT)
             self._next_adapt[shapes] = (self._shape_call + interval, interval)
 
-    def _checked(self, previous):
-        """Whether a re-allocation is decided by the whole-step check: one
-        after the first (a step with run-time widths to measure on), with
+    def _check_on(self):
+        """Whether re-allocations are decided by the whole-step check: with
         the adaptive loop on the CPU, run-time widths allowed and the
-        quantizer's family alone (every choice a run-time width)."""
-        return (ALLOCATION_CHECK_RUNS > 0 and previous is not None and self.adapt_interval
-                and self.runtime_bits is not False and not self.few_bit
-                and self.device.type == "cpu")
+        quantizer's family alone (every choice a run-time width); from the
+        first re-allocation on (a step with run-time widths to measure on,
+        compiled ahead after the first)."""
+        return bool(ALLOCATION_CHECK_RUNS > 0 and self.adapt_interval
+                    and self.runtime_bits is not False and not self.few_bit
+                    and self.device.type == "cpu")
 
     def _runtime_pending(self, shapes):
         """Whether the whole-step check of `shapes` would wait for its step
@@ -1397,6 +1415,10 @@ ADAPT_WAIT_LIMIT = 1
 # 0: no check (the allocator's proposal, held by predicted variance); else
 # at least 2 (measure_variance's least).
 ALLOCATION_CHECK_RUNS = 2
+
+# Averages at which uniform bits are a candidate of the check (and the
+# first allocation, before any check, with the check on).
+CHECK_WIDTHS = (1, 2, 4, 8)
 
 # The first element of the keys of the step exported for every batch size.
 EVERY_BATCH_SIZE = "every batch size"

@@ -1202,15 +1202,17 @@ def test_gact_reallocation_waits_for_its_background_compile(tmp_path, monkeypatc
 
 def _checked_run(work_dir, monkeypatch, calls=9, scale_uniform=1.0):
     """GACT's adaptive loop (average_bits=2, adapt_interval=4: allocations
-    at calls 0, 4 and 8) on layers of unequal sizes, each whole-step check's
-    arguments and measured errors recorded (uniform's multiplied by
-    `scale_uniform`); the step, the records and the losses."""
+    at calls 0, 4, 8, ...) on layers of unequal sizes, each whole-step
+    check's arguments and measured errors recorded (uniform's multiplied by
+    `scale_uniform` from the second check on); the step, the records and
+    the losses."""
     from act import training
     checks, measure = [], training.Step._measure_widths
 
     def recorded(self, shapes, step, args, candidates):
         result = measure(self, shapes, step, args, candidates)
-        result["errors"]["uniform"] *= scale_uniform
+        if checks:
+            result["errors"]["uniform"] *= scale_uniform
         checks.append(([a.clone() if isinstance(a, torch.Tensor) else a.copy() for a in args],
                        candidates, dict(result["errors"])))
         return result
@@ -1225,41 +1227,52 @@ def _checked_run(work_dir, monkeypatch, calls=9, scale_uniform=1.0):
     losses = []
     for i in range(calls):
         opt.zero_grad(set_to_none=True)
-        losses.append(float(step(x[i * 32:][:32], y[i * 32:][:32])))
+        losses.append(float(step(x[(i % 14) * 32:][:32], y[(i % 14) * 32:][:32])))
         opt.step()
     return step, checks, losses
 
 
 def test_gact_whole_step_check_measures_the_candidates(tmp_path, monkeypatch):
-    """From the first re-allocation on, the allocation is decided on the
-    whole step: the proposal, the widths in use and uniform bits, each the
-    mean squared error of the gradient against the step without encodings
+    """With the adaptive loop, the first allocation (made at
+    initialization, before anything can be checked) is uniform bits at the
+    average; from the first re-allocation on the whole step decides: the
+    allocator's proposal, the widths in use and uniform bits, each the mean
+    squared error of the gradient against the step without encodings
     (ALLOCATION_CHECK_RUNS step seeds, on the step with run-time widths).
     Each error is bit for bit what the same seeds give on a step compiled
-    for those bits alone: the first allocation's #act.quant step, and the
-    step with every measured tensor at 2 bits (measuring_step's placement:
-    uniform bits at equal bytes). The lowest is taken unless the widths in
+    for those bits alone: the first allocation's #act.quant step (uniform),
+    the proposal placed as #act.quant by act-allocate-bits from the same
+    profile, and the step with every measured tensor at 2 bits
+    (measuring_step's placement). The lowest is taken unless the widths in
     use are within ADAPT_HYSTERESIS of it; the step's widths are then those
     it chose."""
     from act import training
-    from act.tune import measuring_step
+    from act.tune import allocate, measuring_step
     step, checks, _ = _checked_run(tmp_path, monkeypatch)
     adaptations = step.adaptations
     assert [a["call"] for a in adaptations] == [0, 4, 8] and adaptations[0]["check"] is None
+    assert adaptations[0]["uniform_first"] and set(adaptations[0]["bits"].values()) == {2}
     assert len(checks) == 2
     name, src, _ = next(iter(step._exports.values()))
     exact = capi.CompiledStep.from_file(src)
-    first = capi.CompiledStep.from_file(str(next(tmp_path.glob("*_a0_tuned.mlir"))))
-    uniform = capi.CompiledStep.from_file(measuring_step(src, str(tmp_path / "uniform.mlir"), 2))
-    for (args, candidates, errors), entry in zip(checks, adaptations[1:]):
+    runs = training.ALLOCATION_CHECK_RUNS
+
+    def error(mlir, args):
+        return capi.CompiledStep.from_file(str(mlir)).measure_variance(
+            args, runs, seed=1, reference=exact)[2]
+    first = next(tmp_path.glob("*_a0_tuned.mlir"))
+    uniform = measuring_step(src, str(tmp_path / "uniform.mlir"), 2)
+    for k, ((args, candidates, errors), entry) in enumerate(zip(checks, adaptations[1:])):
         assert set(errors) == {"proposed", "current", "uniform"}
         assert set(candidates["uniform"].values()) == {2}
-        runs = training.ALLOCATION_CHECK_RUNS
-        assert errors["uniform"] == uniform.measure_variance(args, runs, seed=1,
-                                                             reference=exact)[2]
-        if entry is adaptations[1]:  # (the first allocation's widths in use)
-            assert errors["current"] == first.measure_variance(args, runs, seed=1,
-                                                               reference=exact)[2]
+        assert errors["uniform"] == error(uniform, args)
+        if k == 0:  # (the first allocation's widths in use: uniform)
+            assert errors["current"] == errors["uniform"] == error(first, args)
+        # The proposal, placed as #act.quant from the same profile.
+        proposal = tmp_path / f"proposal{k}.mlir"
+        allocate(src, str(next(tmp_path.glob(f"*_a{k + 1}_profile.json"))), 2, str(proposal),
+                 str(tmp_path / f"proposal{k}.json"))
+        assert errors["proposed"] == error(proposal, args)
         assert entry["check"]["errors"] == errors
         best = min(errors, key=errors.get)
         chosen = ("current" if errors[best] > (1 - training.ADAPT_HYSTERESIS)
@@ -1267,24 +1280,27 @@ def test_gact_whole_step_check_measures_the_candidates(tmp_path, monkeypatch):
         assert entry["check"]["chosen"] == chosen
         assert {int(k): v for k, v in entry["bits"].items()
                 if int(k) in candidates[chosen]} == candidates[chosen]
-    # Unequal layers: the allocation is not uniform, and measured better.
-    assert len(set(adaptations[0]["bits"].values())) > 1
-    assert checks[0][2]["current"] < checks[0][2]["uniform"]
+    # Unequal layers: the proposal is not uniform, and measures better.
+    assert len(set(checks[0][1]["proposed"].values())) > 1
+    assert checks[0][2]["proposed"] < checks[0][2]["uniform"]
+    assert adaptations[1]["check"]["chosen"] == "proposed" and adaptations[1]["changed"]
 
 
 def test_gact_whole_step_check_takes_uniform_bits_when_they_are_best(tmp_path, monkeypatch):
-    """Where uniform bits measure clearly best (here made so: their
-    measured error scaled down 100x), the re-allocation takes them: every
-    tensor at the average, set as the run-time widths of the step the
-    check measured on (the first move: compiled once, no other step), the
-    saved bytes those of uniform bits; the next check starts from them."""
-    step, checks, losses = _checked_run(tmp_path, monkeypatch, scale_uniform=0.01)
-    moved, after = step.adaptations[1:]
-    assert moved["check"]["chosen"] == "uniform" and moved["changed"]
-    assert set(moved["bits"].values()) == {2}
+    """Where uniform bits measure clearly best (here made so at the second
+    check: their measured error scaled down 100x), the re-allocation goes
+    back to them from the proposal taken at the first: every tensor at the
+    average, set as run-time widths of the step the checks measure on (no
+    other step compiled), the saved bytes those of uniform bits; the next
+    check starts from them."""
+    step, checks, losses = _checked_run(tmp_path, monkeypatch, calls=13, scale_uniform=0.01)
+    first, moved, back, after = step.adaptations
+    assert moved["check"]["chosen"] == "proposed" and len(set(moved["bits"].values())) > 1
+    assert back["check"]["chosen"] == "uniform" and back["widths_changed"]
+    assert set(back["bits"].values()) == {2}
     compiled = step.compiled[step.variant][0]
-    assert compiled.bits == {int(k): 2 for k in moved["bits"]}
-    assert checks[1][1]["current"] == checks[0][1]["uniform"]
+    assert compiled.bits == {int(k): 2 for k in back["bits"]}
+    assert checks[2][1]["current"] == checks[1][1]["uniform"]
     assert after["check"]["chosen"] in ("current", "uniform")
     assert len(step.compiled) == 2  # (the first allocation's; run-time widths)
     # Saved bytes: uniform bits' (measuring_step's #act.quant<bits=2>
@@ -1294,7 +1310,7 @@ def test_gact_whole_step_check_takes_uniform_bits_when_they_are_best(tmp_path, m
     src = next(iter(step._exports.values()))[1]
     uniform = driver.memory_report(measuring_step(src, str(tmp_path / "uniform.mlir"), 2),
                                    str(tmp_path / "uniform.json"))
-    words = len(moved["bits"])
+    words = len(back["bits"])
     assert step.saved_bytes[1] == (uniform["graphs"][0]["totals"]["saved_bytes_after"]
                                    + 4 * words)
     assert all(math.isfinite(v) for v in losses)

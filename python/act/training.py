@@ -917,18 +917,22 @@ class Step:
         `candidates` ({name: {id: bits}}) on `args`: the mean squared
         distance of its gradient from the step without encodings' over
         ALLOCATION_CHECK_RUNS step seeds (the same seeds for every
-        candidate), the step's widths restored after."""
+        candidate; equal widths measured once), the step's widths restored
+        after."""
         if shapes not in self._exact:
             self._exact[shapes] = capi.CompiledStep.from_file(self._exports[shapes][1])
-        before, errors = step.bits, {}
+        before, errors, measured = step.bits, {}, {}
         try:
             for name, widths in candidates.items():
-                step.set_bits(widths)
-                errors[name] = step.measure_variance(args, ALLOCATION_CHECK_RUNS, seed=1,
-                                                     reference=self._exact[shapes])[2]
+                same = tuple(sorted(widths.items()))  # (equal widths measured once)
+                if same not in measured:
+                    step.set_bits(widths)
+                    measured[same] = step.measure_variance(
+                        args, ALLOCATION_CHECK_RUNS, seed=1, reference=self._exact[shapes])[2]
+                errors[name] = measured[same]
         finally:
             step.set_bits(before)
-        return {"errors": errors, "runs": ALLOCATION_CHECK_RUNS}
+        return {"errors": errors, "runs": ALLOCATION_CHECK_RUNS, "measured": len(measured)}
 
     def _runtime_ahead(self, shapes, src, name, profiles, tag):
         """With the adaptive loop and runtime_bits=None, after the first
@@ -1399,9 +1403,11 @@ ADAPT_BACKOFF_LIMIT = 8
 ADAPT_HYSTERESIS = 0.1
 
 # A re-allocation due while the step it is checked on (run-time widths)
-# still compiles in the background waits for it, at most this many
-# adapt_intervals (then training waits for the compile).
-ADAPT_WAIT_LIMIT = 1
+# still compiles in the background may wait for it, at most this many
+# adapt_intervals (then training waits for the compile). 0 (the default):
+# training waits, so that a run's result does not depend on how fast this
+# machine compiles (the same seed, the same allocations).
+ADAPT_WAIT_LIMIT = 0
 
 # A re-allocation of the adaptive loop is decided on the whole step: the
 # proposed widths, the widths in use and uniform bits at the average (where

@@ -33,16 +33,6 @@ from act.tune import tune  # noqa: E402
 warnings.simplefilter("ignore")
 
 
-@pytest.fixture(autouse=True)
-def _reallocations_when_due(monkeypatch):
-    """A re-allocation due while its step with run-time widths still
-    compiles in the background waits (ADAPT_WAIT_LIMIT); how long depends
-    on this machine's load, so these tests re-allocate when due (training
-    waits for the compile instead), except the one that tests the wait."""
-    from act import training
-    monkeypatch.setattr(training, "ADAPT_WAIT_LIMIT", 0)
-
-
 def test_without_encodings_act_trains_the_eager_curve(tmp_path):
     """Same initial weights and batches, SGD with momentum, 200 steps: the
     losses agree within 1e-3 relative at every step; BatchNorm's running
@@ -1176,7 +1166,8 @@ def test_gact_reallocation_waits_for_its_background_compile(tmp_path, monkeypatc
     is still compiling waits for it, tried again at each call, instead of
     stopping training for the compile: here the compile is made to finish
     by call 6, so the re-allocation due at call 4 happens at call 6 and
-    loads it ("ahead"). ADAPT_WAIT_LIMIT = 0 re-allocates when due."""
+    loads it ("ahead"). The default, ADAPT_WAIT_LIMIT = 0, re-allocates
+    when due (a result that does not depend on the machine's speed)."""
     from act import ahead, training
     monkeypatch.setattr(training, "ADAPT_WAIT_LIMIT", 1)
     done, calls = ahead.Ahead.done, []

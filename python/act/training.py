@@ -743,8 +743,11 @@ class Step:
 
         runtime = self.runtime_bits is True or shapes in self._runtime_shapes
         tensors, signature = place(runtime)
-        uniform_first = (previous is None and self._check_on()
-                         and self.average_bits in CHECK_WIDTHS)
+        # Uniform bits at equal bytes: the widest width whose placement on
+        # every value the allocation can set fits its budget.
+        uniform, spent = _uniform_width(self.allocation)
+        uniform_first = (previous is None and self._check_on() and uniform is not None
+                         and spent >= UNIFORM_FIRST_SPENT)
         if uniform_first:
             # The first allocation, made at initialization, goes stale
             # fast (docs/Tuning.md: 2.6-8x uniform bits' gradient error a
@@ -753,10 +756,9 @@ class Step:
             # against them (whose step with run-time widths is compiled
             # ahead from this proposal).
             if runtime:
-                tensors = [{**t, "bits": int(self.average_bits)} if t.get("runtime") else t
-                           for t in tensors]
+                tensors = [{**t, "bits": uniform} if t.get("runtime") else t for t in tensors]
             else:
-                tensors, signature = place(False, [int(self.average_bits)])
+                tensors, signature = place(False, [uniform])
         previous_widths = self._widths.get(shapes)
         held = check = None
         if previous is not None and self._check_on():
@@ -771,8 +773,8 @@ class Step:
             in_use = {t["id"]: t["bits"] for t in self._in_use[shapes]}
             candidates = {"proposed": {t["id"]: t["bits"] for t in tensors if t.get("runtime")}}
             candidates["current"] = {i: in_use.get(i, 32) for i in candidates["proposed"]}
-            if self.average_bits in CHECK_WIDTHS:
-                candidates["uniform"] = {i: int(self.average_bits) for i in candidates["proposed"]}
+            if uniform is not None:
+                candidates["uniform"] = {i: uniform for i in candidates["proposed"]}
             check = self._measure_widths(shapes, step, lists[0], candidates)
             best = min(check["errors"], key=check["errors"].get)
             if (best == "current" or check["errors"][best]
@@ -1159,6 +1161,29 @@ def _quant_variance(sensitivities, widths):
                for i, b in widths.items())
 
 
+def _settable(t):
+    """Whether the allocation's tensor `t` (act-allocate-bits' report) takes
+    any width as run-time widths would: measured, not a sign mask, placed as
+    #act.quant or f32 (act-allocate-bits' isRuntime)."""
+    return t.get("runtime") or (t["sensitivity"] is not None and not t["sign_only"]
+                                and (t["encoding"] == "f32"
+                                     or t["encoding"].startswith("#act.quant")))
+
+
+def _uniform_width(report):
+    """Uniform bits at equal bytes for act-allocate-bits' `report`: the
+    widest of CHECK_WIDTHS that fits its budget on every settable tensor
+    (the others as placed), and the share of the budget it spends; (None,
+    0) where none fits."""
+    fixed = sum(t["bits"] * t["elements"] for t in report["tensors"] if not _settable(t))
+    free = sum(t["elements"] for t in report["tensors"] if _settable(t))
+    budget = report["budget_bits"]
+    fits = [w for w in CHECK_WIDTHS if free and fixed + w * free <= budget]
+    if not fits:
+        return None, 0.0
+    return max(fits), (fixed + max(fits) * free) / budget
+
+
 def _signature(tensors):
     """What the step compiled for an allocation (act-allocate-bits' report's
     tensors) depends on: each tensor's encoding, or "runtime" for run-time
@@ -1422,9 +1447,14 @@ ADAPT_WAIT_LIMIT = 0
 # at least 2 (measure_variance's least).
 ALLOCATION_CHECK_RUNS = 2
 
-# Averages at which uniform bits are a candidate of the check (and the
-# first allocation, before any check, with the check on).
+# Uniform bits, a candidate of every check, are the widest of these widths
+# whose placement fits the allocation's budget (the average itself, unless
+# recomputed values, at 0 bits, or 1-bit masks leave more for the rest). The
+# first allocation, before any check, is uniform bits where they spend at
+# least UNIFORM_FIRST_SPENT of the budget (else the allocator's: uniform 1
+# bit at average 1.5 would not be the same bytes).
 CHECK_WIDTHS = (1, 2, 4, 8)
+UNIFORM_FIRST_SPENT = 0.9
 
 # The first element of the keys of the step exported for every batch size.
 EVERY_BATCH_SIZE = "every batch size"
@@ -1497,11 +1527,13 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     training); 1: every adapt_interval calls. From the first
     re-allocation on (on the CPU, without few_bit, runtime_bits not False)
     the whole step decides: the proposed widths, those in use and uniform
-    bits at the average (where it is 1, 2, 4 or 8) are each measured as the
-    gradient's mean squared error against the step without encodings on
-    the newest batch, on the step with run-time widths (the entry's
-    "check"); the lowest is taken unless the widths in use are within
-    ADAPT_HYSTERESIS (10 %) of it (the entry's "held"). Without the check,
+    bits at equal bytes (the widest of 1, 2, 4, 8 that fits the budget)
+    are each measured as the gradient's mean squared error against the
+    step without encodings on the newest batch, on the step with run-time
+    widths (the entry's "check"); the lowest is taken unless the widths in
+    use are within ADAPT_HYSTERESIS (10 %) of it (the entry's "held"); the
+    first allocation, before any check, is those uniform bits where they
+    spend at least 90 % of the budget (the entry's "uniform_first"). Without the check,
     new widths that predict less than ADAPT_HYSTERESIS less compression
     variance than those in use are not taken.
     runtime_bits: with average_bits, the allocation's #act.quant and f32

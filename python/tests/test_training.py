@@ -1307,6 +1307,26 @@ def test_gact_whole_step_check_takes_uniform_bits_when_they_are_best(tmp_path, m
     assert all(math.isfinite(v) for v in losses)
 
 
+def test_uniform_bits_at_equal_bytes():
+    """The check's uniform bits are the widest width that fits the
+    allocation's budget on every value it can set (a sign mask stays 1
+    bit): the average itself without recomputation; 8 bits at average 2
+    where recomputed values (in the budget at 0 bits) leave 3/4 of it to
+    the values stored; 1 bit at average 1.5 (two thirds of the budget: not
+    uniform bits first)."""
+    from act.training import _uniform_width
+
+    def report(budget, *tensors):
+        return {"budget_bits": budget, "tensors": [
+            {"elements": n, "bits": b, "sign_only": mask, "sensitivity": None if mask else 1.0,
+             "encoding": "mask" if mask else "#act.quant<bits = 2>"} for n, b, mask in tensors]}
+    assert _uniform_width(report(2 * 300, (100, 2, False), (200, 2, False))) == (2, 1.0)
+    assert _uniform_width(report(2 * 400, (100, 8, False))) == (8, 1.0)
+    assert _uniform_width(report(1.5 * 300, (300, 2, False))) == (1, 300 / 450)
+    assert _uniform_width(report(2 * 200, (100, 1, True), (100, 2, False))) == (2, 300 / 400)
+    assert _uniform_width(report(50, (100, 1, False))) == (None, 0.0)
+
+
 def test_gact_adaptive_training_logs_allocations(tmp_path):
     """act.train with average-bits=2 and --adapt-interval: the log has every
     allocation and the share of training time adapting took; the plot

@@ -769,14 +769,20 @@ class Step:
             if not runtime:
                 tensors, signature = place(True)
             began_check = time.perf_counter()
-            step, key = self._runtime_step(shapes, tuned, signature)
             in_use = {t["id"]: t["bits"] for t in self._in_use[shapes]}
             candidates = {"proposed": {t["id"]: t["bits"] for t in tensors if t.get("runtime")}}
             candidates["current"] = {i: in_use.get(i, 32) for i in candidates["proposed"]}
             if uniform is not None:
                 candidates["uniform"] = {i: uniform for i in candidates["proposed"]}
-            check = self._measure_widths(shapes, step, lists[0], candidates)
-            best = min(check["errors"], key=check["errors"].get)
+            if all(c == candidates["current"] for c in candidates.values()):
+                # (nothing to choose between: nothing measured, and the
+                # step with run-time widths not needed for it)
+                check = {"errors": {}, "runs": ALLOCATION_CHECK_RUNS, "measured": 0}
+                best = "current"
+            else:
+                step, key = self._runtime_step(shapes, tuned, signature)
+                check = self._measure_widths(shapes, step, lists[0], candidates)
+                best = min(check["errors"], key=check["errors"].get)
             if (best == "current" or check["errors"][best]
                     > (1 - ADAPT_HYSTERESIS) * check["errors"]["current"]):
                 best = "current"

@@ -1307,6 +1307,19 @@ def test_gact_whole_step_check_takes_uniform_bits_when_they_are_best(tmp_path, m
     assert all(math.isfinite(v) for v in losses)
 
 
+def test_gact_whole_step_check_measures_nothing_when_nothing_differs(tmp_path):
+    """Three equal layers at average 2 bits: the allocator proposes 2 bits
+    each, which are the widths in use (uniform bits first) and uniform
+    bits; a check with one candidate measures nothing and needs no step
+    with run-time widths (only the first allocation's step is compiled)."""
+    step, _ = _adaptive_run(tmp_path, runtime_bits=None, average_bits=2, compile_ahead=False)
+    assert [a["call"] for a in step.adaptations] == [0, 4, 8, 12]
+    for a in step.adaptations[1:]:
+        assert a["check"]["measured"] == 0 and a["check"]["chosen"] == "current"
+        assert set(a["bits"].values()) == {2} and not a["changed"]
+    assert len(step.compiled) == 1
+
+
 def test_uniform_bits_at_equal_bytes():
     """The check's uniform bits are the widest width that fits the
     allocation's budget on every value it can set (a sign mask stays 1

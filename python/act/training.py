@@ -464,7 +464,6 @@ class Step:
 
     def _compile(self, inputs, targets):
         shapes = self._key(inputs, targets)
-        name, src, layout = self._exports[shapes]
         if self.average_bits is not None:
             if shapes not in self._allocated:
                 self._allocate(shapes, [(inputs, targets)])
@@ -475,17 +474,21 @@ class Step:
         self.variant = key  # the compiled variant in use
         if key in self.compiled:
             return self._at_widths(shapes, key)
-        name, mlir = self._prepared.pop(key, None) or self._lower(name, src, mlir)
-        step = self._compile_file(mlir, shapes, f"compiling {name} ({_describe(shapes)}, "
-                                  f"{variant if isinstance(variant, str) else 'allocated bits'})")
-        if step is None:
+        if not self._compile_variant(shapes, key, mlir, variant if isinstance(variant, str)
+                                     else "allocated bits"):
             return self._compile(inputs, targets)
-        self._register(key, name, mlir, step, layout)
         return self._at_widths(shapes, key)
 
-    def _register(self, key, name, mlir, step, layout):
-        """The step compiled from `mlir` as the compiled variant `key`, with
-        its memory report (the saved bytes before and after)."""
+    def _compile_variant(self, shapes, key, mlir, what):
+        """Compiles the variant `key` of the step exported for `shapes` (its
+        graph lowered ahead, else `mlir`, average_bits' placement, lowered
+        now) into self.compiled, with its memory report (the saved bytes
+        before and after); False where _compile_file refused it."""
+        name, src, layout = self._exports[shapes]
+        name, mlir = self._prepared.pop(key, None) or self._lower(name, src, mlir)
+        step = self._compile_file(mlir, shapes, f"compiling {name} ({_describe(shapes)}, {what})")
+        if step is None:
+            return False
         report = driver.memory_report(mlir, os.path.join(self.work_dir, f"{name}_report.json"))
         self.report = report  # the last compiled variant's (docs/MemoryReport.md)
         if self.include:
@@ -499,6 +502,7 @@ class Step:
         self.compiled[key] = (step, layout,
                               (totals["saved_bytes_before"], totals["saved_bytes_after"]))
         self._widths_set[key] = (report, step.bits, self.compiled[key][2])  # (as planned)
+        return True
 
     def _at_widths(self, shapes, key):
         """The compiled entry of `key` with the allocation's run-time widths
@@ -750,7 +754,7 @@ class Step:
                          and spent >= UNIFORM_FIRST_SPENT)
         if uniform_first:
             # The first allocation, made at initialization, goes stale
-            # fast (docs/Tuning.md: 2.6-8x uniform bits' gradient error a
+            # fast (docs/Tuning.md: 2.6-9.4x uniform bits' gradient error a
             # few hundred steps later): uniform bits until the first
             # re-allocation's check measures the allocator's proposal
             # against them (whose step with run-time widths is compiled
@@ -766,20 +770,26 @@ class Step:
             # the widths in use and uniform bits, each measured as the
             # gradient error of the step with run-time widths against the
             # step without encodings.
-            if not runtime:
-                tensors, signature = place(True)
             began_check = time.perf_counter()
             in_use = {t["id"]: t["bits"] for t in self._in_use[shapes]}
-            candidates = {"proposed": {t["id"]: t["bits"] for t in tensors if t.get("runtime")}}
-            candidates["current"] = {i: in_use.get(i, 32) for i in candidates["proposed"]}
-            if uniform is not None:
-                candidates["uniform"] = {i: uniform for i in candidates["proposed"]}
+
+            def candidates_of(tensors):
+                proposed = {t["id"]: t["bits"] for t in tensors if _settable(t)}
+                found = {"proposed": proposed,
+                         "current": {i: in_use.get(i, 32) for i in proposed}}
+                if uniform is not None:
+                    found["uniform"] = {i: uniform for i in proposed}
+                return found
+            candidates = candidates_of(tensors)
             if all(c == candidates["current"] for c in candidates.values()):
-                # (nothing to choose between: nothing measured, and the
-                # step with run-time widths not needed for it)
+                # (nothing to choose between: nothing measured, and neither
+                # the placement nor the step with run-time widths needed)
                 check = {"errors": {}, "runs": ALLOCATION_CHECK_RUNS, "measured": 0}
                 best = "current"
             else:
+                if not runtime:
+                    tensors, signature = place(True)
+                    candidates = candidates_of(tensors)  # (the step's own ids)
                 step, key = self._runtime_step(shapes, tuned, signature)
                 check = self._measure_widths(shapes, step, lists[0], candidates)
                 best = min(check["errors"], key=check["errors"].get)
@@ -913,11 +923,7 @@ class Step:
         background compile that _runtime_ahead started, or compiled now."""
         key = shapes + (self.compute_bits, signature)
         if key not in self.compiled:
-            name, src, layout = self._exports[shapes]
-            name, mlir = self._prepared.pop(key, None) or self._lower(name, src, tuned)
-            step = self._compile_file(mlir, shapes,
-                                      f"compiling {name} ({_describe(shapes)}, run-time widths)")
-            self._register(key, name, mlir, step, layout)
+            self._compile_variant(shapes, key, tuned, "run-time widths")
         return self.compiled[key][0], key
 
     def _measure_widths(self, shapes, step, args, candidates):
@@ -1441,8 +1447,8 @@ ADAPT_HYSTERESIS = 0.1
 ADAPT_WAIT_LIMIT = 0
 
 # A re-allocation of the adaptive loop is decided on the whole step: the
-# proposed widths, the widths in use and uniform bits at the average (where
-# the average is a width), each the mean squared error of the step's
+# proposed widths, the widths in use and uniform bits at equal bytes
+# (CHECK_WIDTHS, below), each the mean squared error of the step's
 # gradient against the step without encodings on the newest batch, over
 # this many step seeds (the same for each). The lowest is taken; one that
 # is not ADAPT_HYSTERESIS lower than the widths in use is not. The

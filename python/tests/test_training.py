@@ -1179,13 +1179,12 @@ def test_gact_reallocation_waits_for_its_background_compile(tmp_path, monkeypatc
             time.sleep(0.02)
         return True
     monkeypatch.setattr(ahead.Ahead, "done", compiling_until_call_6)
-    import act.training
-    real_call = act.training.Step.__call__
+    real_call = training.Step.__call__
 
     def call(self, inputs, targets):
         calls[:] = [self]
         return real_call(self, inputs, targets)
-    monkeypatch.setattr(act.training.Step, "__call__", call)
+    monkeypatch.setattr(training.Step, "__call__", call)
     step, _ = _adaptive_run(tmp_path, runtime_bits=None, calls=9)
     assert [a["call"] for a in step.adaptations] == [0, 6]
     assert step.adaptations[1]["compiled"] == "ahead"
@@ -1225,8 +1224,8 @@ def _checked_run(work_dir, monkeypatch, calls=9, scale_uniform=1.0):
 
 def test_gact_whole_step_check_measures_the_candidates(tmp_path, monkeypatch):
     """With the adaptive loop, the first allocation (made at
-    initialization, before anything can be checked) is uniform bits at the
-    average; from the first re-allocation on the whole step decides: the
+    initialization, before anything can be checked) is uniform bits at
+    equal bytes (here the average, 2 bits); from the first re-allocation on the whole step decides: the
     allocator's proposal, the widths in use and uniform bits, each the mean
     squared error of the gradient against the step without encodings
     (ALLOCATION_CHECK_RUNS step seeds, on the step with run-time widths).

@@ -145,8 +145,8 @@ def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", mi
     tensors); recompute_cost: act-allocate-bits' recompute-cost (the
     report's "recomputed" ids, at 0 bits in the budget); loss_head: the
     loss head's encoding (act-allocate-bits' loss-head); bits: the
-    allowed widths (act-allocate-bits' bits; [b] at average b places
-    uniform bits); returns (its table, the report's JSON)."""
+    allowed widths (act-allocate-bits' bits; [w], where w bits on every
+    tensor fit the budget, places uniform bits); returns (its table, the report's JSON)."""
     paths = [profile_path] if isinstance(profile_path, str) else list(profile_path)
     table = os.path.splitext(report)[0] + ".txt"
     driver.passes(joint, mlir, "act-allocate-bits", " ".join([

@@ -6,8 +6,8 @@ next to PyTorch eager on the same data, initial weights and batches.
                          [--pfq-eps 0.05] [--pfq-alpha 0.3] [--pfq-window 5]
                          [--adapt-interval N] [--adapt-backoff F] [--adapt-batches K]
                          [--sensitivity variance|error]
-                         [--processes P]
-                         [--log FILE.jsonl] [--plot FILE.svg]
+                         [--processes P] [--schedule constant|cosine]
+                         [--log FILE.jsonl [--resume]] [--plot FILE.svg]
 
 TASK: a name of TASKS (digits-mlp, digits-cnn, digits-vgg, fmnist-cnn,
 fmnist-resnet20, fmnist-vit, python-lm, python-lm-large; docs/Training.md).
@@ -48,8 +48,10 @@ optimizer, so the update is the whole batch's.
 
 A progress bar (tqdm) runs on a terminal; --log writes every run's epochs
 (loss, test accuracy, seconds, peak, saved bytes, bits) and PFQ switches
-as JSON lines; --plot draws the loss and accuracy curves of all
-configurations and the PFQ schedules on one figure.
+as JSON lines, a line per run as it ends; --resume keeps the runs such a
+log has (made by the same command) and runs only the others, so a long
+table is made over several sittings; --plot draws the loss and accuracy
+curves of all configurations and the PFQ schedules on one figure.
 """
 
 import argparse
@@ -393,7 +395,7 @@ def progress(total, desc):
 def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=None,
           info=None, adapt_interval=0, adapt_batches=2, rank=0, world=1, steps_per_epoch=None,
           include=None, runtime_bits=None, device="cpu", recompute_cost=0, loss_head=None,
-          adapt_backoff=2, sensitivity="variance"):
+          adapt_backoff=2, sensitivity="variance", lr_schedule="constant"):
     """Trains `task` (a TASKS name) with act (encoding: an act encoding,
     "none" for act without encodings, or None for PyTorch eager;
     "+compute=F/B" or "+pfq=STAGES" appended for FracTrain); epochs, batch
@@ -422,7 +424,9 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     encoding).
     device: where the model and the batches are ("cuda": act.compile's
     step on CUDA tensors, eager on the GPU; the data set moved there once,
-    step times measured to the device's completion)."""
+    step times measured to the device's completion).
+    lr_schedule: "constant", or "cosine" (the learning rate annealed from
+    lr to 0 over the run's steps, step by step: CosineAnnealingLR)."""
     schedule, compute_bits, dfq, targets = None, None, None, None
     if encoding is not None and "+dfq=" in encoding:
         # DFQ at a target cost; several targets: FracTrain (PFQ's plateau
@@ -491,6 +495,10 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     steps_per_epoch = steps_per_epoch or task.steps_per_epoch
     samples = steps_per_epoch * batch if steps_per_epoch else len(xtr)
     batches = (samples + batch - 1) // batch
+    if lr_schedule not in ("constant", "cosine"):
+        raise ValueError(f"the learning rate schedule is constant or cosine, not {lr_schedule!r}")
+    annealing = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * batches)
+                 if lr_schedule == "cosine" else None)
     metric_key = "test_accuracy" if task.metric == "accuracy" else "validation_loss"
     bar = progress(total=epochs * batches, desc=f"{name} {encoding or 'eager'} seed {seed}")
     train_start = time.perf_counter()
@@ -535,6 +543,8 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
                 epoch_costs.append(dfq.control(len(xb), step.records if step else None))
                 loss = loss - dfq.penalty  # the task's loss, without Eq. 2's penalty
             opt.step()
+            if annealing is not None:
+                annealing.step()
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             times.append(time.perf_counter() - t)
@@ -548,6 +558,7 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
             "epoch": epoch + 1, "loss": mean_loss,
             metric_key: evaluate(task, model, xte, yte),
             "seconds": time.perf_counter() - epoch_start,
+            "lr": opt.param_groups[0]["lr"],  # (after the epoch's last step)
             "peak_bytes": step.last_peak_bytes if step is not None else None,
             # Mean over the epoch's steps (the last, partial batch included).
             "saved_bytes": (step.saved_sum[1] - saved_at_start[1])
@@ -751,6 +762,45 @@ def plot(runs, path, title):
     plt.close(fig)
 
 
+def logged_runs(path, options):
+    """The runs of act.train's --log `path` (JSON lines; none when it does
+    not exist yet) by (configuration, seed), for --resume: every run must
+    have been made with `options` (the recipe and the options that change
+    a result); a last line cut off mid-write (the run that was stopped) is
+    dropped, from the file too (the next run's line goes after the last
+    whole one). ValueError naming the line otherwise."""
+    runs = {}
+    if not os.path.exists(path):
+        return runs
+    with open(path) as f:
+        lines = f.read().split("\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            run = json.loads(line)
+        except json.JSONDecodeError as e:
+            if number == len(lines):  # (no newline after it: cut off)
+                print(f"{path}:{number}: a run cut off mid-write, run again", file=sys.stderr)
+                with open(path, "w") as f:
+                    f.write("\n".join(lines[:-1]) + "\n" if number > 1 else "")
+                continue
+            raise ValueError(f"{path}:{number}: not a JSON line ({e})") from None
+        if not isinstance(run, dict) or "median_step_seconds" not in run:
+            raise ValueError(f"{path}:{number}: not a run of act.train's --log with its "
+                             f"step time and peak (written before --resume existed?)")
+        if run.get("options") != options:
+            theirs = run.get("options") or {}
+            differ = sorted(k for k in set(options) | set(theirs)
+                            if options.get(k) != theirs.get(k))
+            raise ValueError(f"{path}:{number}: made with other options ({', '.join(differ)}: "
+                             + ", ".join(f"{theirs.get(k)!r} there, {options.get(k)!r} here"
+                                         for k in differ)
+                             + "); resume with the same command, or start another log")
+        runs[(run["configuration"], run["seed"])] = run
+    return runs
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m act.train", description=__doc__.split("\n\n")[0])
     p.add_argument("task", choices=sorted(TASKS))
@@ -808,16 +858,41 @@ def main(argv=None):
                         "then against the first configuration)")
     p.add_argument("--log", help="write every run's epochs (loss, test accuracy, time, peak, "
                    "saved bytes, bits) and PFQ switches as JSON lines")
+    p.add_argument("--schedule", choices=["constant", "cosine"], default="constant",
+                   help="the learning rate over the run: constant, or cosine (annealed to 0 "
+                        "step by step)")
+    p.add_argument("--resume", action="store_true",
+                   help="with --log: keep the runs the log already has (the same command's: "
+                        "its recipe and options must match), run only the missing ones and "
+                        "append them; the table covers all")
     p.add_argument("--plot", help="write the loss and accuracy curves of every configuration "
                    "and the PFQ schedules to this .svg/.png")
     a = p.parse_args(argv)
+    if a.resume and not a.log:
+        p.error("--resume needs --log (the runs to keep are the log's)")
     pfq = {"eps": a.pfq_eps, "alpha": a.pfq_alpha, "window": a.pfq_window}
-    log = open(a.log, "w") if a.log else None
     warnings.simplefilter("ignore")
     seeds = [int(s) for s in a.seeds.split(",")]
     task = TASKS[a.task]
     epochs, batch, lr = a.epochs or task.epochs, a.batch or task.batch, a.lr or task.lr
+    # What a logged run must share with this command for --resume to keep it.
+    options = {"task": a.task, "epochs": epochs, "batch": batch, "lr": lr,
+               "schedule": a.schedule, "adapt_interval": a.adapt_interval,
+               "adapt_backoff": a.adapt_backoff, "adapt_batches": a.adapt_batches,
+               "sensitivity": a.sensitivity, "runtime_bits": a.runtime_bits,
+               "recompute_cost": a.recompute_cost, "loss_head": a.loss_head,
+               "processes": a.processes, "device": a.device,
+               "pfq": [a.pfq_eps, a.pfq_alpha, a.pfq_window]}
+    done = {}
+    if a.resume:
+        try:
+            done = logged_runs(a.log, options)
+        except ValueError as e:
+            p.error(str(e))
+    log = open(a.log, "a" if a.resume else "w") if a.log else None
     recipe = (f"AdamW lr {lr}" if task.optimizer == "adamw" else f"SGD lr {lr} momentum 0.9")
+    if a.schedule == "cosine":
+        recipe += ", cosine to 0"
     print(f"{a.task}: {epochs} epochs"
           + (f" of {task.steps_per_epoch} steps" if task.steps_per_epoch else "")
           + f", batch {batch}, {recipe}, seeds {seeds}; {task.description}"
@@ -845,19 +920,33 @@ def main(argv=None):
                 kwargs["recompute_cost"] = a.recompute_cost
             if a.loss_head and enc is not None and enc != "none":
                 kwargs["loss_head"] = a.loss_head
-            if a.processes > 1:
-                (acc, peak, t, saved), info = train_distributed(a.processes, **kwargs)
+            if a.schedule != "constant":
+                kwargs["lr_schedule"] = a.schedule
+            metric = "validation_loss" if loss_metric else "accuracy"
+            if (enc or "eager", s) in done:
+                # (--resume: the log's run)
+                run = dict(done[(enc or "eager", s)])
+                acc, peak, t, saved = (run.pop(metric), run.pop("peak_bytes"),
+                                       run.pop("median_step_seconds"), run.pop("saved_bytes"))
+                info = {k: v for k, v in run.items()
+                        if k not in ("configuration", "options")}
+                print(f"(from {a.log}: {enc or 'eager'}, seed {s})", file=sys.stderr)
             else:
-                acc, peak, t, saved = train(**kwargs, info=info)
+                if a.processes > 1:
+                    (acc, peak, t, saved), info = train_distributed(a.processes, **kwargs)
+                else:
+                    acc, peak, t, saved = train(**kwargs, info=info)
+                if log:
+                    log.write(json.dumps({
+                        "configuration": enc or "eager", "seed": s, metric: acc, **info,
+                        "peak_bytes": peak, "median_step_seconds": t,
+                        "saved_bytes": list(saved) if saved else None,
+                        "options": options}) + "\n")
+                    log.flush()
             accs.append(acc)
             peaks.append(peak)
             times.append(t)
             infos.append(info)
-            if log:
-                log.write(json.dumps({"configuration": enc or "eager", "seed": s,
-                                      ("validation_loss" if loss_metric else "accuracy"): acc,
-                                      **info}) + "\n")
-                log.flush()
         name = "PyTorch eager fp32" if enc is None else f"act {enc}"
         runs.append((name, infos))
         std = statistics.stdev(accs) if len(accs) > 1 else 0.0

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -969,6 +970,56 @@ def test_pfq_raises_saved_activation_bits(tmp_path):
     assert epochs[first]["saved_bytes"] > epochs[0]["saved_bytes"]
     assert all(0 < e["test_accuracy"] <= 1 and e["seconds"] > 0 for e in epochs)
     assert figure.stat().st_size > 5000
+
+
+def test_train_resumes_a_log_and_anneals_the_learning_rate(tmp_path, monkeypatch, capsys):
+    """act.train --schedule cosine anneals the learning rate to 0 over the
+    run's steps (half of it after half of them); --resume keeps the runs
+    the log has and runs only the missing ones, a run cut off mid-write
+    runs again, and a log of other options is refused, naming them."""
+    import act.train as train_module
+    ran = []
+    real = train_module.train
+
+    def counted(**kwargs):
+        ran.append((kwargs["encoding"], kwargs["seed"]))
+        return real(**kwargs)
+    monkeypatch.setattr(train_module, "train", counted)
+    log = tmp_path / "log.jsonl"
+    command = ["digits-mlp", "--epochs", "2", "--encoding", "#act.quant<bits=4>",
+               "--schedule", "cosine", "--log", str(log)]
+    assert train_module.main(command + ["--seeds", "0"]) == 0
+    assert ran == [(None, 0), ("#act.quant<bits=4>", 0)]
+    first = log.read_text()
+    runs = [json.loads(line) for line in first.splitlines()]
+    for run in runs:
+        # (23 steps an epoch: after 23 of 46, lr * (1 + cos(pi / 2)) / 2)
+        lrs = [e["lr"] for e in run["epochs"]]
+        assert lrs[0] == pytest.approx(0.05 * (1 + math.cos(math.pi * 23 / 46)) / 2)
+        assert lrs[1] == pytest.approx(0.0, abs=1e-12)
+    # Resumed with another seed: only seed 1's runs are made, appended.
+    ran.clear()
+    capsys.readouterr()
+    assert train_module.main(command + ["--seeds", "0,1", "--resume"]) == 0
+    assert ran == [(None, 1), ("#act.quant<bits=4>", 1)]
+    lines = log.read_text().splitlines()
+    assert "\n".join(lines[:2]) + "\n" == first and len(lines) == 4
+    table = capsys.readouterr().out
+    quant = [json.loads(line)["accuracy"] for line in lines if "quant" in line]
+    row = [r for r in table.splitlines() if r.startswith("| act #act.quant")][0]
+    assert f"{100 * statistics.mean(quant):.2f} +- {100 * statistics.stdev(quant):.2f} %" in row
+    # The last run cut off mid-write: run again.
+    log.write_text("\n".join(lines[:3]) + "\n" + lines[3][:40])
+    ran.clear()
+    assert train_module.main(command + ["--seeds", "0,1", "--resume"]) == 0
+    assert ran == [("#act.quant<bits=4>", 1)]
+    # Other options: refused before anything runs.
+    ran.clear()
+    with pytest.raises(SystemExit) as exit:
+        train_module.main(command + ["--seeds", "0,1", "--resume", "--lr", "0.1"])
+    assert exit.value.code == 2 and ran == []
+    error = capsys.readouterr().err
+    assert "log.jsonl:1: made with other options (lr: 0.05 there, 0.1 here)" in error
 
 
 def _adaptive_run(work_dir, runtime_bits, calls=14, scale=0.01, **options):

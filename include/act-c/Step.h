@@ -223,6 +223,22 @@ actStepMeasureVariance(ActStep step, const ActTensor *args, intptr_t numArgs,
                        unsigned runs, uint64_t stepSeed, ActStep reference,
                        double *variance, double *meanNorm2,
                        double *meanSquaredError, char **error);
+/// The mean squared error of the step's gradient against `reference`'s
+/// (actStepMeasureVariance's `meanSquaredError`) at each of `numSets` sets
+/// of run-time widths, in one call: the reference runs once, every set
+/// over the same `runs` step seeds drawn from `stepSeed`. Set k is
+/// `setSizes[k]` (id, width) pairs, the sets' pairs one after the other in
+/// `ids` and `bits`; each set starts from the widths the step had before
+/// the call (ids a set leaves out keep them), and those are restored
+/// after. Its error into `meanSquaredErrors[k]`. Non-zero and a message on
+/// failure (an id without a run-time width or a width its encoding does
+/// not allow: "set K of widths: ...").
+ACT_CAPI_EXPORTED int
+actStepMeasureErrors(ActStep step, const ActTensor *args, intptr_t numArgs,
+                     unsigned runs, uint64_t stepSeed, ActStep reference,
+                     intptr_t numSets, const intptr_t *setSizes,
+                     const int64_t *ids, const int32_t *bits,
+                     double *meanSquaredErrors, char **error);
 /// Joint form: the step's results; split form: the forward's outputs, then
 /// the backward's results.
 ACT_CAPI_EXPORTED intptr_t actRunGetNumResults(ActRun run);

@@ -657,6 +657,98 @@ int actStepMeasureVariance(ActStep step, const ActTensor *args,
   return 0;
 }
 
+int actStepMeasureErrors(ActStep step, const ActTensor *args,
+                         intptr_t numArgs, unsigned runs, uint64_t stepSeed,
+                         ActStep reference, intptr_t numSets,
+                         const intptr_t *setSizes, const int64_t *ids,
+                         const int32_t *bits, double *meanSquaredErrors,
+                         char **error) {
+  StepHandle *handle = unwrap(step);
+  StepHandle *ref = unwrap(reference);
+  if (!handle) {
+    setError(error, kNoStep);
+    return 1;
+  }
+  if (refuseOnDevice(handle, "the error measurement", error))
+    return 1;
+  if (!ref) {
+    setError(error, "the reference is not a live step");
+    return 1;
+  }
+  if (ref->step->getSeedsIndex()) {
+    setError(error, "the reference step has stochastic encodings: give the "
+                    "step of the graph without them");
+    return 1;
+  }
+  if (numSets < 1 || !setSizes || !meanSquaredErrors) {
+    setError(error, "the error measurement needs at least one set of widths "
+                    "and its outputs");
+    return 1;
+  }
+  intptr_t total = 0;
+  for (intptr_t k = 0; k < numSets; ++k) {
+    if (setSizes[k] < 0) {
+      setError(error, "set " + std::to_string(k) + " of widths has " +
+                          std::to_string(setSizes[k]) + " entries");
+      return 1;
+    }
+    total += setSizes[k];
+  }
+  if (total && (!ids || !bits)) {
+    setError(error, "the ids or widths are null");
+    return 1;
+  }
+  auto refValues = viewArguments(ref, args, numArgs, error);
+  if (!refValues)
+    return 1;
+  auto values = viewArguments(handle, args, numArgs, error);
+  if (!values)
+    return 1;
+  // The step without encodings, once for every set.
+  auto outs = ref->step->run(*refValues);
+  if (!outs) {
+    setError(error, llvm::toString(outs.takeError()));
+    return 1;
+  }
+  std::vector<double> exact =
+      flattenGradient(outs->values, ref->step->getLossIndex());
+  const auto &specs = handle->step->getArguments();
+  std::vector<int32_t> before = handle->step->getBits().vec();
+  auto restore = [&] {
+    for (auto [id, width] : llvm::enumerate(before))
+      if (width)
+        llvm::consumeError(handle->step->setBits(int64_t(id), width));
+  };
+  intptr_t at = 0;
+  for (intptr_t k = 0; k < numSets; ++k) {
+    if (k)
+      restore(); // (each set from the widths before the call)
+    for (intptr_t i = at; i < at + setSizes[k]; ++i)
+      if (llvm::Error e = handle->step->setBits(ids[i], bits[i])) {
+        restore();
+        setError(error, "set " + std::to_string(k) + " of widths: " +
+                            llvm::toString(std::move(e)));
+        return 1;
+      }
+    at += setSizes[k];
+    // The same step seeds for every set (common random numbers: the sets'
+    // differences are measured more tightly than each set's error).
+    std::vector<HostTensor> list = *values;
+    if (std::optional<unsigned> seeds = handle->step->getSeedsIndex())
+      list[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
+    auto measured =
+        measureVariance(*handle->step, std::move(list), runs, stepSeed, &exact);
+    if (!measured) {
+      restore();
+      setError(error, llvm::toString(measured.takeError()));
+      return 1;
+    }
+    meanSquaredErrors[k] = *measured->meanSquaredError;
+  }
+  restore();
+  return 0;
+}
+
 int actStepEstimateFewBitSensitivity(ActStep step, unsigned bits,
                                      const ActTensor *const *batches,
                                      intptr_t numBatches, intptr_t numArgs,

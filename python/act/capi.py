@@ -94,6 +94,12 @@ _SIGNATURES = {
                        ctypes.c_uint64, _Handle, ctypes.POINTER(ctypes.c_double),
                        ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
                        _ERROR]),
+    "actStepMeasureErrors": (
+        ctypes.c_int, [_Handle, ctypes.POINTER(_Tensor), ctypes.c_ssize_t, ctypes.c_uint,
+                       ctypes.c_uint64, _Handle, ctypes.c_ssize_t,
+                       ctypes.POINTER(ctypes.c_ssize_t), ctypes.POINTER(ctypes.c_int64),
+                       ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_double),
+                       _ERROR]),
     "actRunGetNumResults": (ctypes.c_ssize_t, [_Handle]),
     "actRunGetResult": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
     "actRunGetPeakBytes": (ctypes.c_int64, [_Handle]),
@@ -551,6 +557,24 @@ class CompiledStep:
         if status:
             _check(_Handle(None), error)
         return out[0].value, out[1].value, out[2].value if reference is not None else None
+
+    def measure_errors(self, args, width_sets, runs, reference, seed=0):
+        """The mean squared error of the step's gradient on `args` against
+        `reference`'s (measure_variance's third value) at each of
+        `width_sets` (a list of {saved id: bits}, each from the widths the
+        step has now, which stay), over the same `runs` step seeds for
+        every set; the reference runs once (actStepMeasureErrors)."""
+        keep, error = [], ctypes.c_void_p()
+        sizes = (ctypes.c_ssize_t * len(width_sets))(*[len(w) for w in width_sets])
+        pairs = [(i, b) for w in width_sets for i, b in w.items()]
+        ids = (ctypes.c_int64 * max(1, len(pairs)))(*[i for i, _ in pairs])
+        bits = (ctypes.c_int32 * max(1, len(pairs)))(*[b for _, b in pairs])
+        out = (ctypes.c_double * len(width_sets))()
+        if library().actStepMeasureErrors(self._handle, self._tensors(args, keep), len(args),
+                                          runs, seed, reference._handle, len(width_sets),
+                                          sizes, ids, bits, out, ctypes.byref(error)):
+            _check(_Handle(None), error)
+        return list(out)
 
     def __del__(self):
         if getattr(self, "_handle", None) is not None and _lib is not None:

@@ -935,17 +935,12 @@ class Step:
         after."""
         if shapes not in self._exact:
             self._exact[shapes] = capi.CompiledStep.from_file(self._exports[shapes][1])
-        before, errors, measured = step.bits, {}, {}
-        try:
-            for name, widths in candidates.items():
-                same = tuple(sorted(widths.items()))  # (equal widths measured once)
-                if same not in measured:
-                    step.set_bits(widths)
-                    measured[same] = step.measure_variance(
-                        args, ALLOCATION_CHECK_RUNS, seed=1, reference=self._exact[shapes])[2]
-                errors[name] = measured[same]
-        finally:
-            step.set_bits(before)
+        # (equal widths measured once; one run of the reference for all)
+        distinct = list({tuple(sorted(w.items())): None for w in candidates.values()})
+        measured = dict(zip(distinct, step.measure_errors(
+            args, [dict(w) for w in distinct], ALLOCATION_CHECK_RUNS, self._exact[shapes],
+            seed=1)))
+        errors = {name: measured[tuple(sorted(w.items()))] for name, w in candidates.items()}
         return {"errors": errors, "runs": ALLOCATION_CHECK_RUNS, "measured": len(measured)}
 
     def _runtime_ahead(self, shapes, src, name, profiles, tag):

@@ -1327,6 +1327,35 @@ def test_gact_whole_step_check_measures_the_candidates(tmp_path, monkeypatch):
     assert adaptations[1]["check"]["chosen"] == "proposed" and adaptations[1]["changed"]
 
 
+def test_measure_errors_runs_every_width_set_against_one_reference(tmp_path, monkeypatch):
+    """CompiledStep.measure_errors (actStepMeasureErrors), what the check
+    measures with: each set of run-time widths' error is bit for bit
+    measure_variance's at those widths (the same step seeds), a set that
+    leaves an id out measures it at the widths the step had, which are
+    restored after; a width the encoding does not allow fails naming its
+    set, the widths unchanged."""
+    from act.tune import measuring_step
+    step, checks, _ = _checked_run(tmp_path, monkeypatch, calls=5)
+    args = checks[0][0]
+    name, src, _ = next(iter(step._exports.values()))
+    exact = capi.CompiledStep.from_file(src)
+    runtime = capi.CompiledStep.from_file(measuring_step(
+        src, str(tmp_path / "runtime.mlir"), encoding="#act.runtime_quant<[1, 2, 4, 8], bits = 4>"))
+    ids = sorted(checks[0][1]["proposed"])
+    before = runtime.bits
+    sets = [{i: 2 for i in ids}, {ids[0]: 8}, {i: 1 + (k % 2) for k, i in enumerate(ids)}]
+    errors = runtime.measure_errors(args, sets, 2, exact, seed=1)
+    assert runtime.bits == before
+    for widths, got in zip(sets, errors):
+        runtime.set_bits(widths)
+        assert got == runtime.measure_variance(args, 2, seed=1, reference=exact)[2]
+        runtime.set_bits({i: before[i] for i in ids})
+    assert errors[1] < errors[0] and errors[2] > errors[0]  # (8 bits once; 1 bit half the time)
+    with pytest.raises(capi.ActError, match="set 1 of widths"):
+        runtime.measure_errors(args, [{ids[0]: 2}, {ids[1]: 3}], 2, exact, seed=1)
+    assert runtime.bits == before
+
+
 def test_gact_whole_step_check_takes_uniform_bits_when_they_are_best(tmp_path, monkeypatch):
     """Where uniform bits measure clearly best (here made so at the second
     check: their measured error scaled down 100x), the re-allocation goes

@@ -657,12 +657,11 @@ int actStepMeasureVariance(ActStep step, const ActTensor *args,
   return 0;
 }
 
-int actStepMeasureErrors(ActStep step, const ActTensor *args,
-                         intptr_t numArgs, unsigned runs, uint64_t stepSeed,
-                         ActStep reference, intptr_t numSets,
-                         const intptr_t *setSizes, const int64_t *ids,
-                         const int32_t *bits, double *meanSquaredErrors,
-                         char **error) {
+int actStepMeasureErrors(ActStep step, const ActTensor *args, intptr_t numArgs,
+                         unsigned runs, uint64_t stepSeed, ActStep reference,
+                         intptr_t numSets, const intptr_t *setSizes,
+                         const int64_t *ids, const int32_t *bits,
+                         double *meanSquaredErrors, char **error) {
   StepHandle *handle = unwrap(step);
   StepHandle *ref = unwrap(reference);
   if (!handle) {
@@ -726,8 +725,8 @@ int actStepMeasureErrors(ActStep step, const ActTensor *args,
     for (intptr_t i = at; i < at + setSizes[k]; ++i)
       if (llvm::Error e = handle->step->setBits(ids[i], bits[i])) {
         restore();
-        setError(error, "set " + std::to_string(k) + " of widths: " +
-                            llvm::toString(std::move(e)));
+        setError(error, "set " + std::to_string(k) +
+                            " of widths: " + llvm::toString(std::move(e)));
         return 1;
       }
     at += setSizes[k];

@@ -321,8 +321,34 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
       return llvm::createStringError("no function @" + name +
                                      " with a body in the module");
   }
+  // CPU code compiled before for this module and target: loaded, not
+  // compiled (CodeCache.h). The key is the module as given: what the
+  // lowering and the pipeline make of it is a function of the module, the
+  // target and the build, all in the key, so a hit skips the lowering too
+  // (a third of a cached step's load) unless a signature holds encoded
+  // values, whose storage tensors the arguments' specs need.
+  std::optional<CodeCache> cache;
+  std::string key;
+  std::unique_ptr<llvm::MemoryBuffer> cachedObject;
+  bool usesTasks = !target.gpu && target.threads != 1;
+  if (!target.gpu && !target.cacheDir.empty() && target.peakReport.empty()) {
+    cache.emplace(target.cacheDir);
+    key =
+        CodeCache::getKey(module, names, countAllocations, target, cpuFeatures);
+    cachedObject = cache->lookup(key);
+  }
+  bool encodedSignature = false;
+  for (const std::string &name : names) {
+    FunctionType type =
+        module.lookupSymbol<func::FuncOp>(name).getFunctionType();
+    for (TypeRange types :
+         {TypeRange(type.getInputs()), TypeRange(type.getResults())})
+      encodedSignature |= llvm::any_of(types, llvm::IsaPred<EncodedType>);
+  }
+  bool lowered = false;
   // Encoded values in the signature become their storage tensors first.
-  {
+  auto lower = [&]() -> llvm::Error {
+    lowered = true;
     PassManager pm(module.getContext());
     // The target the pipeline below lowers for (its own conversion then
     // finds nothing left to convert).
@@ -341,7 +367,11 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     pm.addPass(createConvertActToLinalgPass(lowering));
     if (failed(pm.run(module)))
       return llvm::createStringError("lowering the act ops failed");
-  }
+    return llvm::Error::success();
+  };
+  if (!cachedObject || encodedSignature)
+    if (llvm::Error e = lower())
+      return std::move(e);
   for (const std::string &name : names) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
     auto jit = std::unique_ptr<JitFunction>(new JitFunction());
@@ -386,47 +416,41 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     jits.push_back(std::move(jit));
   }
 
-  // CPU code compiled before for this module and target: loaded, not
-  // compiled (CodeCache.h). An entry that fails to load is compiled anew
-  // and replaced.
-  std::optional<CodeCache> cache;
-  std::string key;
-  bool usesTasks = !target.gpu && target.threads != 1;
-  if (!target.gpu && !target.cacheDir.empty() && target.peakReport.empty()) {
-    cache.emplace(target.cacheDir);
-    key =
-        CodeCache::getKey(module, names, countAllocations, target, cpuFeatures);
-    if (std::unique_ptr<llvm::MemoryBuffer> object = cache->lookup(key)) {
-      auto loaded = loadCachedCode(std::move(object));
-      if (loaded) {
-        std::shared_ptr<llvm::orc::LLJIT> jit = std::move(*loaded);
-        // (Tasks may return through the code after a call: see below.)
-        std::shared_ptr<void> code(jit.get(), [jit, usesTasks](void *) mutable {
-          if (usesTasks)
-            quiesceAsyncRuntime();
-          llvm::consumeError(jit->deinitialize(jit->getMainJITDylib()));
-          jit.reset();
-        });
-        bool found = true;
-        for (auto &fn : jits) {
-          auto address = jit->lookup("_mlir_" + fn->name);
-          if (!address) {
-            llvm::consumeError(address.takeError());
-            found = false;
-            break;
-          }
-          fn->entry = address->toPtr<void (*)(void **)>();
-          fn->code = code;
-          fn->fromCache = true;
+  // The cached code, where there was some. An entry that fails to load is
+  // compiled anew and replaced.
+  if (cachedObject) {
+    auto loaded = loadCachedCode(std::move(cachedObject));
+    if (loaded) {
+      std::shared_ptr<llvm::orc::LLJIT> jit = std::move(*loaded);
+      // (Tasks may return through the code after a call: see below.)
+      std::shared_ptr<void> code(jit.get(), [jit, usesTasks](void *) mutable {
+        if (usesTasks)
+          quiesceAsyncRuntime();
+        llvm::consumeError(jit->deinitialize(jit->getMainJITDylib()));
+        jit.reset();
+      });
+      bool found = true;
+      for (auto &fn : jits) {
+        auto address = jit->lookup("_mlir_" + fn->name);
+        if (!address) {
+          llvm::consumeError(address.takeError());
+          found = false;
+          break;
         }
-        if (found)
-          return std::move(jits);
-      } else {
-        llvm::consumeError(loaded.takeError());
+        fn->entry = address->toPtr<void (*)(void **)>();
+        fn->code = code;
+        fn->fromCache = true;
       }
+      if (found)
+        return std::move(jits);
+    } else {
+      llvm::consumeError(loaded.takeError());
     }
   }
 
+  if (!lowered)
+    if (llvm::Error e = lower())
+      return std::move(e);
   PassManager pm(module.getContext());
   if (target.gpu) {
     GPUPipelineOptions options;

@@ -9,6 +9,7 @@
 
 #include "act/Execution/CodeCache.h"
 #include "act/InitAll.h"
+#include "act/Support/CpuFeatures.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -216,6 +217,53 @@ TEST_F(CodeCacheTest, LoadedStepComputesWhatTheCompiledOneDoes) {
   ASSERT_EQ(outputs[0].size(), outputs[1].size());
   for (size_t i = 0; i < outputs[0].size(); ++i)
     EXPECT_EQ(outputs[0][i], outputs[1][i]) << "result " << i;
+}
+
+// The key is the module as given, before act's lowering (a hit skips it);
+// an entry that verifies but is no loadable code is compiled anew (the
+// module lowered then) and replaced.
+TEST_F(CodeCacheTest, KeyIsTheModuleAsGivenAndABadEntryIsCompiledAnew) {
+  const char *text = R"mlir(
+func.func @roundtrip(%x: tensor<1000xf32>, %seed: i64) -> tensor<1000xf32> {
+  %e = act.encode %x, id = 3, seed %seed
+      : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>>
+  %d = act.decode %e
+      : !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>> -> tensor<1000xf32>
+  return %d : tensor<1000xf32>
+}
+)mlir";
+  JitTarget target;
+  target.cacheDir = directory;
+  target.threads = 1;
+  auto features = getCpuFeatures(target.cpuFeatures);
+  ASSERT_TRUE(bool(features)) << llvm::toString(features.takeError());
+  OwningOpRef<ModuleOp> given = parseSourceString<ModuleOp>(text, &context);
+  ASSERT_TRUE(given);
+  std::string key =
+      CodeCache::getKey(*given, {"roundtrip"}, true, target, *features);
+  CodeCache cache(directory);
+  ASSERT_FALSE(llvm::errorToBool(cache.store(key, "not an object file")));
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::cos(float(i)) * 2.0f;
+  for (bool expectCached : {false, true}) {
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+    auto jit = JitFunction::compile(*module, "roundtrip", true, target);
+    ASSERT_TRUE(bool(jit)) << llvm::toString(jit.takeError());
+    EXPECT_EQ((*jit)->isFromCache(), expectCached);
+    HostTensor input =
+        HostTensor::view(ElementKind::F32, {1000}, x.data(), /*isTensor=*/true);
+    auto results =
+        (*jit)->call({input, HostTensor::scalar<int64_t>(ElementKind::I64, 7)});
+    ASSERT_TRUE(bool(results)) << llvm::toString(results.takeError());
+    const float *decoded = results->front().as<float>();
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_LE(std::fabs(decoded[i] - x[i]), 0.28f) << i; // (4 / 15)
+    // The bad entry replaced by the code, under the same key.
+    auto object = cache.lookup(key);
+    ASSERT_TRUE(object);
+    EXPECT_NE(object->getBuffer(), "not an object file");
+  }
 }
 
 } // namespace

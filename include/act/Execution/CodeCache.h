@@ -5,8 +5,9 @@
 // next process that compiles the same module for the same target in
 // milliseconds. An entry is one file, `<key>.o`, in the cache's directory:
 // a header (magic, the object's SHA-256) and the object file. The key is the
-// SHA-256 of everything the code depends on: the module as the pipeline
-// receives it, the functions compiled, every JitTarget field, the CPU the
+// SHA-256 of everything the code depends on: the module as the JIT is
+// given it (before act's lowering, which a hit then skips), the functions
+// compiled, every JitTarget field, the CPU the
 // code is generated for, LLVM's version and the act binary that compiles it
 // (its path, size and modification time: a rebuild invalidates every entry).
 // An entry that does not verify is ignored and replaced; the directory is
@@ -37,7 +38,7 @@ public:
                                                                 << 30)
       : directory(std::move(directory)), maxBytes(maxBytes) {}
 
-  /// The key of `module` (as the pipeline will receive it) compiled for
+  /// The key of `module` (as JitFunction::compileAll is given it) compiled for
   /// `target`: the functions `names`, allocations counted or not, code for
   /// the CPU features `cpuFeatures` (getCpuFeatures' string; empty: GPU).
   static std::string getKey(ModuleOp module, llvm::ArrayRef<std::string> names,

@@ -326,7 +326,10 @@ class CompiledStep:
                                            entry.encode() if entry else None,
                                            device.encode(), ctypes.byref(error))
         step = cls(_check(h, error))
-        release_freed_memory()  # what the compiler freed
+        if not step.from_cache:
+            # What the compiler freed (a load from the cache frees little:
+            # a Python collection and a trim there cost more than the load)
+            release_freed_memory()
         return step
 
     @classmethod
@@ -336,7 +339,8 @@ class CompiledStep:
         h = library().actStepCompileSourceOn(data, len(data), entry.encode() if entry else None,
                                              device.encode(), ctypes.byref(error))
         step = cls(_check(h, error))
-        release_freed_memory()
+        if not step.from_cache:
+            release_freed_memory()
         return step
 
     def set_stream(self, stream):

@@ -323,6 +323,14 @@ intptr_t actStepGetBits(ActStep step, int32_t *bits, intptr_t capacity) {
   return intptr_t(widths.size());
 }
 
+/// Sets the step's run-time widths back to `before` (getBits' earlier
+/// copy; 0: a value without one).
+static void restoreBits(Step &step, llvm::ArrayRef<int32_t> before) {
+  for (auto [id, width] : llvm::enumerate(before))
+    if (width)
+      llvm::consumeError(step.setBits(int64_t(id), width));
+}
+
 int actStepSetBits(ActStep step, const int64_t *ids, const int32_t *bits,
                    intptr_t count, char **error) {
   StepHandle *handle = unwrap(step);
@@ -337,9 +345,7 @@ int actStepSetBits(ActStep step, const int64_t *ids, const int32_t *bits,
   std::vector<int32_t> before = handle->step->getBits().vec();
   for (intptr_t i = 0; i < count; ++i)
     if (llvm::Error e = handle->step->setBits(ids[i], bits[i])) {
-      for (auto [id, width] : llvm::enumerate(before))
-        if (width)
-          llvm::consumeError(handle->step->setBits(int64_t(id), width));
+      restoreBits(*handle->step, before);
       setError(error, llvm::toString(std::move(e)));
       return 1;
     }
@@ -599,6 +605,33 @@ int actStepEstimateSensitivityWith(ActStep step, const char *estimator,
   return 0;
 }
 
+/// The flattened gradient of `reference` (a live step without stochastic
+/// encodings) on `args`, what the measurements compare against; none and a
+/// message otherwise.
+static std::optional<std::vector<double>>
+referenceGradient(ActStep reference, const ActTensor *args, intptr_t numArgs,
+                  char **error) {
+  StepHandle *ref = unwrap(reference);
+  if (!ref) {
+    setError(error, "the reference is not a live step");
+    return std::nullopt;
+  }
+  if (ref->step->getSeedsIndex()) {
+    setError(error, "the reference step has stochastic encodings: give the "
+                    "step of the graph without them");
+    return std::nullopt;
+  }
+  auto refValues = viewArguments(ref, args, numArgs, error);
+  if (!refValues)
+    return std::nullopt;
+  auto outs = ref->step->run(*refValues);
+  if (!outs) {
+    setError(error, llvm::toString(outs.takeError()));
+    return std::nullopt;
+  }
+  return flattenGradient(outs->values, ref->step->getLossIndex());
+}
+
 int actStepMeasureVariance(ActStep step, const ActTensor *args,
                            intptr_t numArgs, unsigned runs, uint64_t stepSeed,
                            ActStep reference, double *variance,
@@ -620,25 +653,9 @@ int actStepMeasureVariance(ActStep step, const ActTensor *args,
     return 1;
   std::optional<std::vector<double>> exact;
   if (reference.ptr) {
-    StepHandle *ref = unwrap(reference);
-    if (!ref) {
-      setError(error, "the reference is not a live step");
+    exact = referenceGradient(reference, args, numArgs, error);
+    if (!exact)
       return 1;
-    }
-    if (ref->step->getSeedsIndex()) {
-      setError(error, "the reference step has stochastic encodings: give the "
-                      "step of the graph without them");
-      return 1;
-    }
-    auto refValues = viewArguments(ref, args, numArgs, error);
-    if (!refValues)
-      return 1;
-    auto outs = ref->step->run(*refValues);
-    if (!outs) {
-      setError(error, llvm::toString(outs.takeError()));
-      return 1;
-    }
-    exact = flattenGradient(outs->values, ref->step->getLossIndex());
   }
   // measureVariance sets every run's seeds in this tensor.
   const auto &specs = handle->step->getArguments();
@@ -663,22 +680,12 @@ int actStepMeasureErrors(ActStep step, const ActTensor *args, intptr_t numArgs,
                          const int64_t *ids, const int32_t *bits,
                          double *meanSquaredErrors, char **error) {
   StepHandle *handle = unwrap(step);
-  StepHandle *ref = unwrap(reference);
   if (!handle) {
     setError(error, kNoStep);
     return 1;
   }
   if (refuseOnDevice(handle, "the error measurement", error))
     return 1;
-  if (!ref) {
-    setError(error, "the reference is not a live step");
-    return 1;
-  }
-  if (ref->step->getSeedsIndex()) {
-    setError(error, "the reference step has stochastic encodings: give the "
-                    "step of the graph without them");
-    return 1;
-  }
   if (numSets < 1 || !setSizes || !meanSquaredErrors) {
     setError(error, "the error measurement needs at least one set of widths "
                     "and its outputs");
@@ -697,27 +704,17 @@ int actStepMeasureErrors(ActStep step, const ActTensor *args, intptr_t numArgs,
     setError(error, "the ids or widths are null");
     return 1;
   }
-  auto refValues = viewArguments(ref, args, numArgs, error);
-  if (!refValues)
-    return 1;
   auto values = viewArguments(handle, args, numArgs, error);
   if (!values)
     return 1;
   // The step without encodings, once for every set.
-  auto outs = ref->step->run(*refValues);
-  if (!outs) {
-    setError(error, llvm::toString(outs.takeError()));
+  std::optional<std::vector<double>> exact =
+      referenceGradient(reference, args, numArgs, error);
+  if (!exact)
     return 1;
-  }
-  std::vector<double> exact =
-      flattenGradient(outs->values, ref->step->getLossIndex());
   const auto &specs = handle->step->getArguments();
   std::vector<int32_t> before = handle->step->getBits().vec();
-  auto restore = [&] {
-    for (auto [id, width] : llvm::enumerate(before))
-      if (width)
-        llvm::consumeError(handle->step->setBits(int64_t(id), width));
-  };
+  auto restore = [&] { restoreBits(*handle->step, before); };
   intptr_t at = 0;
   for (intptr_t k = 0; k < numSets; ++k) {
     if (k)
@@ -735,8 +732,8 @@ int actStepMeasureErrors(ActStep step, const ActTensor *args, intptr_t numArgs,
     std::vector<HostTensor> list = *values;
     if (std::optional<unsigned> seeds = handle->step->getSeedsIndex())
       list[*seeds] = Step::makeSeeds(specs[*seeds], stepSeed);
-    auto measured =
-        measureVariance(*handle->step, std::move(list), runs, stepSeed, &exact);
+    auto measured = measureVariance(*handle->step, std::move(list), runs,
+                                    stepSeed, &*exact);
     if (!measured) {
       restore();
       setError(error, llvm::toString(measured.takeError()));

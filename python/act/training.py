@@ -712,12 +712,10 @@ class Step:
             # Few-bit codes as the allocator's other family: their gradient
             # error against the step without encodings (variants compiled
             # once per shape, in the C API).
-            if shapes not in self._exact:
-                self._exact[shapes] = capi.CompiledStep.from_file(src)
             profiles.append(os.path.join(self.work_dir, f"{tag}_fewbit.json"))
             try:
                 # (Dropout's seed is an argument: the same noise in both.)
-                self._exact[shapes].estimate_fewbit_sensitivity(lists, profiles[-1],
+                self._exact_step(shapes).estimate_fewbit_sensitivity(lists, profiles[-1],
                                                                 self.few_bit)
             except capi.ActError as e:
                 if "nothing to store as few-bit codes" not in str(e):
@@ -933,15 +931,22 @@ class Step:
         ALLOCATION_CHECK_RUNS step seeds (the same seeds for every
         candidate; equal widths measured once), the step's widths restored
         after."""
+        # (equal widths measured once; one run of the reference for all)
+        sets = {name: tuple(sorted(w.items())) for name, w in candidates.items()}
+        distinct = list(dict.fromkeys(sets.values()))
+        measured = dict(zip(distinct, step.measure_errors(
+            args, [dict(w) for w in distinct], ALLOCATION_CHECK_RUNS, self._exact_step(shapes),
+            seed=1)))
+        return {"errors": {name: measured[w] for name, w in sets.items()},
+                "runs": ALLOCATION_CHECK_RUNS, "measured": len(measured)}
+
+    def _exact_step(self, shapes):
+        """The step exported for `shapes` without encodings (the reference
+        of few-bit codes' estimate and of the whole-step check), compiled
+        once."""
         if shapes not in self._exact:
             self._exact[shapes] = capi.CompiledStep.from_file(self._exports[shapes][1])
-        # (equal widths measured once; one run of the reference for all)
-        distinct = list({tuple(sorted(w.items())): None for w in candidates.values()})
-        measured = dict(zip(distinct, step.measure_errors(
-            args, [dict(w) for w in distinct], ALLOCATION_CHECK_RUNS, self._exact[shapes],
-            seed=1)))
-        errors = {name: measured[tuple(sorted(w.items()))] for name, w in candidates.items()}
-        return {"errors": errors, "runs": ALLOCATION_CHECK_RUNS, "measured": len(measured)}
+        return self._exact[shapes]
 
     def _runtime_ahead(self, shapes, src, name, profiles, tag):
         """With the adaptive loop and runtime_bits=None, after the first

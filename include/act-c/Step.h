@@ -107,6 +107,11 @@ ACT_CAPI_EXPORTED int actStepSetStream(ActStep step, void *stream,
 /// A run's live peak is actRunGetPeakBytes, as on the CPU.
 ACT_CAPI_EXPORTED void actGetDevicePoolBytes(int64_t *reserved,
                                              int64_t *peakReserved);
+/// CUDA graphs of steps on device tensors (ACT_GPU_GRAPHS=1): calls
+/// captured in a graph, graph launches (a captured call's and each
+/// replay's), and captures the driver refused, so far in the process.
+ACT_CAPI_EXPORTED void actGetGpuGraphCounts(int64_t *captures,
+                                            int64_t *launches, int64_t *failed);
 
 /// The arguments a run takes from the caller (an act.seeds argument is not
 /// one: the run fills it from its step seed).

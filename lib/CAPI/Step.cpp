@@ -265,6 +265,17 @@ void actGetDevicePoolBytes(int64_t *reserved, int64_t *peakReserved) {
     *peakReserved = stats.peakReservedBytes;
 }
 
+void actGetGpuGraphCounts(int64_t *captures, int64_t *launches,
+                          int64_t *failed) {
+  ::act::rt::GraphStats stats = ::act::rt::getGraphStats();
+  if (captures)
+    *captures = stats.captures;
+  if (launches)
+    *launches = stats.launches;
+  if (failed)
+    *failed = stats.failedCaptures;
+}
+
 /// Non-zero, with a message, for a step on device tensors: `what` reads
 /// gradients on the host.
 static int refuseOnDevice(StepHandle *handle, const char *what, char **error) {

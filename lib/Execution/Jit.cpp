@@ -518,6 +518,14 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
             jit->arguments[i].hostRead = true;
       jit->deviceTensors = true;
       jit->streamOrdered = true;
+      // A graph replays the kernel parameters of its capture: a function
+      // whose host code reads an argument (a dropout seed) runs without.
+      static const bool graphsByEnvironment = [] {
+        const char *v = std::getenv("ACT_GPU_GRAPHS");
+        return v && std::string(v) == "1";
+      }();
+      jit->graphs = (target.gpuGraphs || graphsByEnvironment) &&
+                    !fn->hasAttr("act.host_read_arguments");
     }
   // The ExecutionEngine calls each entry through a wrapper that unpacks an
   // array of argument pointers: a call with every memref descriptor's
@@ -651,6 +659,43 @@ void forEachRun(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> strides,
 }
 } // namespace
 
+/// A call captured in a CUDA graph (JitTarget::gpuGraphs): the graph, the
+/// arguments it reads in place (pointers, scalars' values), its blocks for
+/// the others (the seeds, arguments that moved between calls: copied in
+/// before each launch), its results as the capture
+/// returned them (the same blocks at every launch), and the most bytes the
+/// capture held above what was live before it. Results handed out hold it:
+/// while they do, a replay would overwrite them.
+struct mlir::act::CapturedCall {
+  ::act::rt::Graph *graph = ::act::rt::createGraph();
+  std::vector<std::pair<size_t, int64_t>> inPlace; // index -> pointer/value
+  std::map<size_t, void *> copiedIn;               // index -> block
+  std::vector<int64_t> resultStorage;
+  /// The blocks the results hold (freed through the hooks with the graph).
+  std::set<int64_t> resultBlocks;
+  /// The results copied out at each launch (smaller than kLentResultBytes,
+  /// views, returned arguments): the graph gathers them into `gathered`,
+  /// at these offsets, which each launch copies out whole.
+  std::map<size_t, size_t> gatheredAt; // result index -> byte offset
+  void *gathered = nullptr;
+  size_t gatheredBytes = 0;
+  int64_t peakAbove = 0;
+  ~CapturedCall() {
+    if (gathered)
+      ::act::rt::getGpuBacking().release(gathered);
+    for (int64_t block : resultBlocks)
+      _mlir_memref_to_llvm_free(reinterpret_cast<void *>(block));
+    for (auto &[index, block] : copiedIn)
+      ::act::rt::getGpuBacking().release(block);
+    ::act::rt::destroyGraph(graph);
+  }
+};
+
+/// Results of this size or more are a graph's own blocks, lent out; smaller
+/// ones (the loss, a bias's gradient) are copied out at each launch, all
+/// with one copy, so that holding them does not stop replays.
+static constexpr size_t kLentResultBytes = size_t(64) << 10;
+
 llvm::Expected<std::vector<HostTensor>>
 JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   auto fail = [](const std::string &message) {
@@ -670,6 +715,12 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   std::vector<void *> staged;
   std::map<int64_t, size_t> onDevice; // staged pointer -> bytes
   std::vector<void *> pooled;
+  struct SeedCopy {
+    const void *host;
+    size_t bytes;
+    void *block;
+  };
+  std::vector<SeedCopy> seedCopies;
   llvm::scope_exit releaseStaged([&] {
     for (void *p : staged)
       mgpuMemFree(p, nullptr);
@@ -697,15 +748,24 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       continue;
     }
     auto ptr = reinterpret_cast<int64_t>(arg.data());
-    if (deviceTensors && arg.byteSize() &&
-        (spec.isRuntimeFilled() || spec.hostRead)) {
-      // Host tensors the host code reads (seeds and widths the runtime
-      // filled, a dropout seed): a managed block of the pool (uncounted, as
-      // inputs are).
+    if (deviceTensors && arg.byteSize() && spec.hostRead) {
+      // Host tensors the host code reads (widths the runtime filled, a
+      // dropout seed): a managed block of the pool (uncounted, as inputs
+      // are).
       void *copy = ::act::rt::getGpuBacking().allocate(arg.byteSize());
       std::memcpy(copy, arg.data(), arg.byteSize());
       pooled.push_back(copy);
       ptr = reinterpret_cast<int64_t>(copy);
+    } else if (deviceTensors && arg.byteSize() && spec.isRuntimeFilled()) {
+      // Seeds the runtime filled on the host and only kernels read
+      // (act-seeds-in-kernels): a device block of the pool, copied in on
+      // the step's stream below.
+      bool wasDevice = ::act::rt::setDeviceAllocations(true);
+      void *block = ::act::rt::getGpuBacking().allocate(arg.byteSize());
+      ::act::rt::setDeviceAllocations(wasDevice);
+      pooled.push_back(block);
+      seedCopies.push_back({arg.data(), arg.byteSize(), block});
+      ptr = reinterpret_cast<int64_t>(block);
     } else if (gpu && arg.byteSize() && !deviceTensors) {
       // (ACT_GPU_DEVICE_INPUTS=0: managed memory for these too, for
       // bisecting.)
@@ -740,6 +800,63 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       packed.push_back(&field);
   }
 
+  // JitTarget::gpuGraphs: from the second call on, the call is captured in
+  // a graph, or the graph it was captured in is launched again. What each
+  // argument is (a pointer, a scalar's value) against the call before
+  // says which arguments the graph reads in place (the same as then: a
+  // model's parameters) and which it copies in before each launch into a
+  // block of its own (they moved: a batch, a split step's saved values).
+  enum class Graphed { No, Capture, Replay } graphed = Graphed::No;
+  if (graphs) {
+    std::vector<int64_t> now(args.size(), 0);
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (arguments[i].isRuntimeFilled())
+        continue;
+      now[i] = reinterpret_cast<int64_t>(args[i].data());
+      if (!arguments[i].isTensor) {
+        now[i] = 0;
+        std::memcpy(&now[i], args[i].data(),
+                    std::min<size_t>(sizeof(int64_t), args[i].byteSize()));
+      }
+    }
+    std::vector<int64_t> before = std::exchange(lastArguments, now);
+    // An argument read in place moved: captured anew (the old graph's
+    // blocks go with the last of its results).
+    if (captured && llvm::any_of(captured->inPlace, [&](auto &arg) {
+          return now[arg.first] != arg.second;
+        }))
+      captured.reset();
+    if (!before.empty() && !captured) {
+      graphed = Graphed::Capture;
+      captured = std::make_shared<CapturedCall>();
+      ::act::rt::Graph *pool = ::act::rt::setGraphPool(captured->graph);
+      bool wasDevice = ::act::rt::setDeviceAllocations(true);
+      for (size_t i = 0; i < args.size(); ++i) {
+        bool copied = arguments[i].isRuntimeFilled() ||
+                      (arguments[i].isTensor && args[i].byteSize() &&
+                       now[i] != before[i]);
+        if (!copied) {
+          captured->inPlace.emplace_back(i, now[i]);
+          continue;
+        }
+        if (!args[i].byteSize())
+          continue;
+        void *block = ::act::rt::getGpuBacking().allocate(args[i].byteSize());
+        captured->copiedIn[i] = block;
+        std::vector<int64_t> &f = descriptors[i].fields;
+        f[0] = f[1] = reinterpret_cast<int64_t>(block);
+        inputBuffers.insert(f[0]);
+      }
+      ::act::rt::setDeviceAllocations(wasDevice);
+      ::act::rt::setGraphPool(pool);
+    } else if (captured && captured.use_count() == 1) {
+      graphed = Graphed::Replay;
+    }
+    // (Else the first call, as always; or a result the graph lent is
+    // still held: this call runs without the graph, which would overwrite
+    // it.)
+  }
+
   // The results come back as one struct in LLVM's layout.
   std::vector<size_t> offsets;
   size_t size = 0;
@@ -756,17 +873,123 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   if (!results.empty())
     packed.push_back(resultBytes);
 
+  // A tensor result's descriptor, as the call returned it.
+  struct ResultView {
+    int64_t allocated;
+    char *base;
+    std::vector<int64_t> shape, strides;
+    bool contiguous = true;
+    size_t bytes;
+  };
+  auto viewOf = [&](size_t r) {
+    const ValueSpec &spec = results[r];
+    size_t rank = spec.shape.size();
+    const auto *f = reinterpret_cast<const int64_t *>(resultBytes + offsets[r]);
+    ResultView v;
+    v.allocated = f[0];
+    unsigned element = getElementBytes(spec.kind);
+    v.base = reinterpret_cast<char *>(f[1]) + f[2] * element;
+    v.shape.assign(f + 3, f + 3 + rank);
+    v.strides.assign(f + 3 + rank, f + 3 + 2 * rank);
+    int64_t n = 1;
+    for (int64_t d = int64_t(rank) - 1; d >= 0; --d) {
+      if (v.shape[d] != 1 && v.strides[d] != n)
+        v.contiguous = false;
+      n *= v.shape[d];
+    }
+    v.bytes = size_t(n) * element;
+    return v;
+  };
+
   if (gpu && !deviceTensors)
     mgpuStreamSynchronize(nullptr); // the staging copies
   auto started = std::chrono::steady_clock::now();
   if (gpu && streamOrdered)
     ::act::rt::beginStreamOrdered(deviceTensors ? stream : nullptr);
   void *runStream = ::act::rt::getOrderedStream();
-  {
+  if (graphed == Graphed::No) {
+    for (const SeedCopy &copy : seedCopies)
+      ::act::rt::copyToDevice(copy.block, copy.host, copy.bytes, runStream);
+  } else {
+    // The graph's blocks for the seeds and the arguments that moved.
+    for (auto [i, block] : captured->copiedIn) {
+      if (arguments[i].isRuntimeFilled())
+        ::act::rt::copyToDevice(block, args[i].data(), args[i].byteSize(),
+                                runStream);
+      else
+        mgpuMemcpy(block, const_cast<char *>(args[i].data()),
+                   args[i].byteSize(), runStream);
+    }
+  }
+  if (graphed == Graphed::Replay) {
+    ::act::rt::launchGraph(captured->graph);
+    ::act::rt::notePeakAbove(captured->peakAbove);
+    std::memcpy(resultBytes, captured->resultStorage.data(),
+                resultStorage.size() * sizeof(int64_t));
+  } else {
     // Device tensors: the step's buffers are plain device memory.
     bool wasDevice = ::act::rt::setDeviceAllocations(deviceTensors);
+    int64_t base = ::act::rt::getMemoryStats().liveBytes;
+    if (graphed == Graphed::Capture)
+      ::act::rt::beginGraphCapture(captured->graph);
     entry(packed.data());
+    if (graphed == Graphed::Capture) {
+      // The results copied out at each launch, gathered by the graph into
+      // one block of its own (a contiguous run at a time).
+      std::vector<std::pair<size_t, ResultView>> gather;
+      for (size_t r = 0; r < results.size(); ++r) {
+        if (!results[r].isTensor)
+          continue;
+        ResultView v = viewOf(r);
+        if (v.bytes < kLentResultBytes || !v.contiguous ||
+            inputBuffers.count(v.allocated)) {
+          captured->gatheredAt[r] = captured->gatheredBytes;
+          captured->gatheredBytes += (v.bytes + 255) / 256 * 256;
+          gather.emplace_back(r, std::move(v));
+        }
+      }
+      if (captured->gatheredBytes) {
+        captured->gathered =
+            ::act::rt::getGpuBacking().allocate(captured->gatheredBytes);
+        for (auto &[r, view] : gather) {
+          const ResultView &v = view;
+          char *to =
+              static_cast<char *>(captured->gathered) + captured->gatheredAt[r];
+          unsigned element = getElementBytes(results[r].kind);
+          forEachRun(
+              v.shape, v.strides, [&](int64_t e, int64_t at, int64_t count) {
+                mgpuMemcpy(to + size_t(e) * element, v.base + at * element,
+                           size_t(count) * element, runStream);
+              });
+        }
+      }
+    }
     ::act::rt::setDeviceAllocations(wasDevice);
+    std::string error;
+    if (graphed == Graphed::Capture &&
+        !::act::rt::endGraphCapture(captured->graph, error)) {
+      // Nothing of the call ran: its results' blocks go back, and the
+      // function runs without graphs from now on.
+      std::set<int64_t> blocks;
+      for (size_t r = 0; r < results.size(); ++r)
+        if (results[r].isTensor)
+          blocks.insert(
+              *reinterpret_cast<const int64_t *>(resultBytes + offsets[r]));
+      for (int64_t block : blocks)
+        if (!inputBuffers.count(block))
+          _mlir_memref_to_llvm_free(reinterpret_cast<void *>(block));
+      llvm::errs() << "act: capturing @" << name << " in a CUDA graph failed ("
+                   << error << "); it runs without graphs\n";
+      graphs = false;
+      captured.reset();
+      ::act::rt::endStreamOrdered(/*wait=*/false);
+      return call(args);
+    }
+    if (graphed == Graphed::Capture) {
+      ::act::rt::launchGraph(captured->graph);
+      captured->peakAbove = ::act::rt::getMemoryStats().peakBytes - base;
+      captured->resultStorage = resultStorage;
+    }
   }
   if (deviceTensors) {
     // Queued, not waited for: the caller's later work on the stream reads
@@ -802,6 +1025,47 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
     else
       std::free(p);
   };
+  if (graphed != Graphed::No) {
+    // The graph's results: the gathered ones copied out with one copy,
+    // the others lent (they hold the graph).
+    if (graphed == Graphed::Capture)
+      for (size_t r = 0; r < results.size(); ++r)
+        if (results[r].isTensor && !inputBuffers.count(viewOf(r).allocated))
+          captured->resultBlocks.insert(viewOf(r).allocated);
+    std::shared_ptr<void> gathered;
+    if (captured->gatheredBytes) {
+      bool wasDevice = ::act::rt::setDeviceAllocations(true);
+      void *out =
+          _mlir_memref_to_llvm_aligned_alloc(256, captured->gatheredBytes);
+      ::act::rt::setDeviceAllocations(wasDevice);
+      mgpuMemcpy(out, captured->gathered, captured->gatheredBytes, runStream);
+      gathered = std::shared_ptr<void>(out, release);
+    }
+    std::vector<HostTensor> outs;
+    for (size_t r = 0; r < results.size(); ++r) {
+      const ValueSpec &spec = results[r];
+      if (!spec.isTensor) {
+        HostTensor out =
+            HostTensor::allocate(spec.kind, {}, /*isTensor=*/false);
+        std::memcpy(out.data(), resultBytes + offsets[r],
+                    getElementBytes(spec.kind));
+        outs.push_back(std::move(out));
+        continue;
+      }
+      ResultView v = viewOf(r);
+      auto at = captured->gatheredAt.find(r);
+      char *data = at == captured->gatheredAt.end()
+                       ? v.base
+                       : static_cast<char *>(gathered.get()) + at->second;
+      std::shared_ptr<void> owner = at == captured->gatheredAt.end()
+                                        ? std::shared_ptr<void>(captured)
+                                        : gathered;
+      outs.push_back(HostTensor::adopt(
+          spec.kind, v.shape, data,
+          [keep = std::move(owner)](void *) mutable { keep.reset(); }));
+    }
+    return std::move(outs);
+  }
   std::map<int64_t, std::shared_ptr<void>> owners;
   std::vector<HostTensor> outs;
   for (size_t r = 0; r < results.size(); ++r) {

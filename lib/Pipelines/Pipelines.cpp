@@ -515,6 +515,9 @@ void mlir::act::buildGPUPipeline(OpPassManager &pm,
       {options.blockSize}, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  // Kernels read the seeds from device memory, not as parameters the host
+  // code loaded (a CUDA graph replays with the next call's seeds).
+  pm.addNestedPass<func::FuncOp>(act::createActSeedsInKernelsPass());
   // Constants and index math the kernels use move into the launches, so
   // outlining passes them as immediates, not as kernel parameters.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());

@@ -58,6 +58,7 @@ _SIGNATURES = {
     "actStepSetStream": (ctypes.c_int, [_Handle, ctypes.c_void_p, _ERROR]),
     "actGetDevicePoolBytes": (None, [ctypes.POINTER(ctypes.c_int64),
                                      ctypes.POINTER(ctypes.c_int64)]),
+    "actGetGpuGraphCounts": (None, [ctypes.POINTER(ctypes.c_int64)] * 3),
     "actStepDestroy": (None, [_Handle]),
     "actStepGetNumArguments": (ctypes.c_ssize_t, [_Handle]),
     "actStepGetArgument": (ctypes.c_int, [_Handle, ctypes.c_ssize_t, ctypes.POINTER(_Tensor)]),
@@ -227,6 +228,15 @@ def device_pool_bytes():
     reserved, peak = ctypes.c_int64(), ctypes.c_int64()
     library().actGetDevicePoolBytes(ctypes.byref(reserved), ctypes.byref(peak))
     return reserved.value, peak.value
+
+
+def gpu_graph_counts():
+    """CUDA graphs of steps on device tensors (ACT_GPU_GRAPHS=1) so far in
+    the process: {"captures", "launches", "failed"} (a captured call's
+    launch and each replay's; captures the driver refused)."""
+    counts = [ctypes.c_int64() for _ in range(3)]
+    library().actGetGpuGraphCounts(*[ctypes.byref(c) for c in counts])
+    return dict(zip(["captures", "launches", "failed"], [c.value for c in counts]))
 
 
 class Run:

@@ -44,7 +44,7 @@ SCRIPT = textwrap.dedent("""
     fake.actFakeCudaWorkOn.argtypes = [ctypes.c_void_p]
     fake.actFakeCudaMemoryKind.argtypes = [ctypes.c_uint64]
     NAMES = ["launches", "device_allocations", "managed_allocations", "host_copies",
-             "device_copies", "memsets"]
+             "device_copies", "memsets", "graph_launches", "pinned_copies"]
 
     def counts():
         out = (ctypes.c_int64 * len(NAMES))()
@@ -147,6 +147,61 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+# CUDA graphs (ACT_GPU_GRAPHS=1, read once per process): a step with seeds
+# whose gradients of 128 KiB the graph lends, run after run; argv: its
+# path, then the dropout step's.
+GRAPH_SCRIPT = SCRIPT[:SCRIPT.index("\nout = {}") + 1] + textwrap.dedent("""
+    out = {}
+    step = capi.CompiledStep.from_file(sys.argv[2], device="cuda-kernels")
+    args = device_arguments(step.arguments)
+    s = stream()
+    step.set_stream(s)
+    kept = []
+    import numpy as np
+
+    def run_once(r):
+        run = step.run(args, seed=r)
+        kept.append([(t.data, t.dtype.itemsize * int(np.prod(t.shape))) for t in run.results])
+        return run.results, run.peak_bytes
+
+    def counted(runs=1):
+        before = capi.gpu_graph_counts()
+        report = measure(run_once, s, runs)
+        after = capi.gpu_graph_counts()
+        return report, {k: after[k] - before[k] for k in after}
+
+    out["first"], out["first_graphs"] = counted(2)  # as always, then captured
+    out["replays"], out["replay_graphs"] = counted(3)
+    out["pointers"] = kept[-4:]
+    # A lent result held: the next run goes without the graph.
+    held = step.run(args, seed=7)
+    out["held"], out["held_graphs"] = counted()
+    del held
+    out["released"], out["released_graphs"] = counted()
+    # Other arguments: captured anew.
+    args = device_arguments(step.arguments)
+    out["moved"], out["moved_graphs"] = counted(2)
+    out["arguments"] = len(args)
+    # A step whose host code reads an argument (a dropout seed): no graph.
+    import numpy as np
+    dropout = capi.CompiledStep.from_file(sys.argv[3], device="cuda-kernels")
+    dargs = [np.array(5, np.int64) if i in dropout.host_arguments else a
+             for i, a in enumerate(device_arguments(dropout.arguments))]
+    dropout.set_stream(s)
+    before = capi.gpu_graph_counts()
+    for r in range(3):
+        dropout.run(dargs, seed=r)
+    out["dropout_graphs"] = capi.gpu_graph_counts()["launches"] - before["launches"]
+    # A capture the driver refuses: the step runs without graphs from then.
+    os.environ["ACT_FAKE_CUDA_REFUSE_CAPTURE"] = "1"
+    refused = capi.CompiledStep.from_file(sys.argv[2], device="cuda-kernels")
+    refused.set_stream(s)
+    step = refused
+    out["refused"], out["refused_graphs"] = counted(3)
+    print(json.dumps(out))
+""")
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     assert os.path.exists(FAKE_DRIVER), f"{FAKE_DRIVER}: the stand-in driver is built with act"
@@ -185,7 +240,8 @@ def test_a_cuda_step_runs_in_place_on_the_callers_stream(report, mode):
         # launch, copy and fill went on the stream the caller set.
         assert run["launches"] > 0
         assert run["host_copies"] == 0
-        assert run["on_stream"] == run["launches"] + run["device_copies"] + run["memsets"]
+        assert run["on_stream"] == (run["launches"] + run["device_copies"] + run["memsets"]
+                                    + run["pinned_copies"])
         # The results (the loss among them) are device memory.
         assert run["result_kinds"] == [1]
         assert run["peak"] > 0
@@ -215,6 +271,99 @@ def test_cuda_steps_refuse_host_tensors_and_host_measurements(report):
     # tensor, staged by the runtime; a device pointer there is refused.
     assert report["dropout_host"] == [4]
     assert "argument 4 of the step is read by the step's host code" in errors["device_seed"]
+
+
+@pytest.fixture(scope="module")
+def graph_report(tmp_path_factory):
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    import act
+    tmp = tmp_path_factory.mktemp("graphs")
+    torch.manual_seed(0)
+    paths = []
+    for name, model in [("wide", nn.Sequential(nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 4))),
+                        ("dropout", nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.5),
+                                                  nn.Linear(32, 4)))]:
+        x = torch.randn(8, model[0].in_features)
+        step = act.compile(model, F.cross_entropy, x, torch.randint(0, 4, (8,)),
+                           encoding="#act.quant<bits = 4>", work_dir=str(tmp / name),
+                           dynamic_batch=False)
+        paths.append(str(tmp / name / "step0_v0_encoded.mlir"))
+        del step
+    env = dict(os.environ, ACT_CUDA_DRIVER=FAKE_DRIVER, ACT_LIB_DIR=LIB_DIR, ACT_GPU_GRAPHS="1")
+    done = subprocess.run([sys.executable, "-c", GRAPH_SCRIPT, os.path.dirname(HERE)] + paths,
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out["stderr"] = done.stderr
+    return out
+
+
+def test_a_cuda_graph_replays_a_step_with_one_launch(graph_report):
+    """ACT_GPU_GRAPHS=1: the first run as always, the second captured in a
+    CUDA graph and launched, each later one a single graph launch: no
+    kernel launched one by one, no allocation, nothing from or to pageable
+    host memory; the seeds copied in from pinned memory; the gradients
+    (128 KiB) the graph's own blocks, the same at every run, the small
+    results (the loss, the biases' gradients) gathered by the graph and
+    copied out with one copy."""
+    r = graph_report
+    first, captured = r["first"]
+    assert first["launches"] > 0 and first["graph_launches"] == 0
+    assert captured["launches"] == 0 and captured["graph_launches"] == 1
+    assert r["first_graphs"] == {"captures": 1, "launches": 1, "failed": 0}
+    assert r["replay_graphs"] == {"captures": 0, "launches": 3, "failed": 0}
+    for run in r["replays"]:
+        assert run["graph_launches"] == 1 and run["launches"] == 0
+        assert run["device_allocations"] == 0 and run["managed_allocations"] == 0
+        assert run["host_copies"] == 0 and run["pinned_copies"] == 1  # the seeds
+        # The small results, gathered by the graph, copied out at once.
+        assert run["device_copies"] == 1 and run["memsets"] == 0
+        assert run["on_stream"] == (run["graph_launches"] + run["device_copies"]
+                                    + run["memsets"] + run["pinned_copies"])
+        assert run["result_kinds"] == [1]
+        # The capture's peak, reported for each replay.
+        assert run["peak"] == captured["peak"] > 0
+    # The capture's results and three replays': the first layer's weight
+    # gradient (128 KiB) lent, the same block each time; the others copied
+    # out together, into one block at 256-byte steps.
+    runs = r["pointers"]
+    lent = [i for i, (p, n) in enumerate(runs[0]) if n >= 64 << 10]
+    assert len(lent) == 1 and all(run[lent[0]] == runs[0][lent[0]] for run in runs)
+    for run in runs:
+        small = sorted(p for i, (p, n) in enumerate(run) if i not in lent)
+        span = sum((n + 255) // 256 * 256 for i, (p, n) in enumerate(run) if i not in lent)
+        assert all((p - small[0]) % 256 == 0 for p in small)
+        assert small[-1] - small[0] < span
+
+
+def test_a_held_result_or_other_arguments_stop_a_replay(graph_report):
+    r = graph_report
+    # While a run the graph lent results to is held, the next runs without.
+    (held,) = r["held"]
+    assert held["launches"] > 0 and held["graph_launches"] == 0
+    assert r["held_graphs"]["launches"] == 0
+    (released,) = r["released"]
+    assert released["graph_launches"] == 1 and released["launches"] == 0
+    assert released["device_allocations"] == 0
+    # Other device pointers: the step is captured anew, and the arguments
+    # that moved are copied into the graph's blocks before each launch.
+    assert r["moved_graphs"] == {"captures": 1, "launches": 2, "failed": 0}
+    for run in r["moved"]:
+        assert run["device_copies"] == r["arguments"] + 1 and run["launches"] == 0
+    # A step whose host code reads an argument is never captured.
+    assert r["dropout_graphs"] == 0
+
+
+def test_a_refused_capture_runs_the_step_without_graphs(graph_report):
+    r = graph_report
+    first, refused, after = r["refused"]
+    assert r["refused_graphs"] == {"captures": 0, "launches": 0, "failed": 1}
+    # The refused call ran its kernels one by one, as every call after it.
+    assert refused["launches"] == first["launches"] == after["launches"] > 0
+    assert "in a CUDA graph failed (operation failed due to a previous error during " \
+        "capture (901)); it runs without graphs" in r["stderr"]
 
 
 def test_device_tensors_cross_to_torch_through_dlpack_without_a_copy():

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
@@ -80,9 +81,28 @@ Driver &require() {
   return d;
 }
 
+/// Whether a CUDA graph is being captured (beginGraphCapture), and the
+/// first call the capture could not record.
+struct CaptureState {
+  std::atomic<bool> active{false};
+  std::string refused;
+};
+CaptureState &captureState() {
+  static auto *c = new CaptureState;
+  return *c;
+}
+
 void check(int result, const char *what) {
   if (result == 0)
     return;
+  // CUDA_ERROR_STREAM_CAPTURE_* and CUDA_ERROR_CAPTURED_EVENT: a call the
+  // capture cannot record ends it, not the process; endGraphCapture says
+  // which, and the caller runs the step without a graph.
+  if (captureState().active && result >= 900 && result <= 908) {
+    if (captureState().refused.empty())
+      captureState().refused = what;
+    return;
+  }
   const char *message = "unknown error";
   if (driver().cuGetErrorString)
     driver().cuGetErrorString(result, &message);
@@ -298,16 +318,19 @@ namespace {
 /// allocator): cuMemFree synchronizes the whole device, and a fresh managed
 /// block's pages fault on the GPU at their first touch. A step frees and
 /// allocates the same sizes every time. Never given back before the
-/// process ends (leaked: the driver may be gone by then). Two pools: CUDA
+/// process ends (leaked: the driver may be gone by then). Two kinds: CUDA
 /// managed memory, and plain device memory for steps whose host code
-/// touches no buffer (setDeviceAllocations).
+/// touches no buffer (setDeviceAllocations); and per kind, the shared pool
+/// and each CUDA graph's own (createGraph).
 struct BlockCache {
   std::mutex mutex;
-  /// Free blocks by size, per pool (0: managed, 1: device).
-  std::multimap<size_t, void *> free[2];
+  /// Free blocks by size, per kind (0: managed, 1: device) and pool (null:
+  /// the shared one).
+  std::map<act::rt::Graph *, std::multimap<size_t, void *>> free[2];
   struct Block {
     size_t size;
     bool device;
+    act::rt::Graph *pool;
   };
   std::unordered_map<void *, Block> blocks;
   /// Device pool: bytes held (live and cached), their most, and blocks.
@@ -318,6 +341,7 @@ BlockCache &blockCache() {
   return *cache;
 }
 thread_local bool deviceAllocations = false;
+thread_local act::rt::Graph *graphPool = nullptr;
 } // namespace
 
 static void *allocateBlock(size_t bytes) {
@@ -327,10 +351,11 @@ static void *allocateBlock(size_t bytes) {
   size_t size =
       bytes <= mib ? (bytes + 511) / 512 * 512 : (bytes + mib - 1) / mib * mib;
   bool device = deviceAllocations;
+  act::rt::Graph *pool = graphPool;
   BlockCache &cache = blockCache();
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
-    auto &free = cache.free[device];
+    auto &free = cache.free[device][pool];
     auto it = free.lower_bound(size);
     if (it != free.end() && it->first / 2 <= size) {
       void *block = it->second;
@@ -340,7 +365,7 @@ static void *allocateBlock(size_t bytes) {
   }
   void *block = mgpuMemAlloc(size, nullptr, /*isHostShared=*/!device);
   std::lock_guard<std::mutex> lock(cache.mutex);
-  cache.blocks[block] = {size, device};
+  cache.blocks[block] = {size, device, pool};
   if (device) {
     cache.deviceReserved += int64_t(size);
     cache.devicePeakReserved =
@@ -353,7 +378,7 @@ static void releaseBlock(void *base) {
   BlockCache &cache = blockCache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   const BlockCache::Block &block = cache.blocks.at(base);
-  cache.free[block.device].emplace(block.size, base);
+  cache.free[block.device][block.pool].emplace(block.size, base);
 }
 
 bool act::rt::setDeviceAllocations(bool on) {
@@ -373,6 +398,136 @@ act::rt::DevicePoolStats act::rt::getDevicePoolStats() {
   BlockCache &cache = blockCache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   return {cache.deviceReserved, cache.devicePeakReserved, cache.deviceBlocks};
+}
+
+//===----------------------------------------------------------------------===//
+// Pinned staging and CUDA graphs
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A ring of pinned staging buffers for copyToDevice, each with the event
+/// of the last copy that read it.
+struct Staging {
+  struct Slot {
+    void *host = nullptr;
+    size_t bytes = 0;
+    void *event = nullptr;
+    bool pending = false;
+  };
+  std::mutex mutex;
+  Slot slots[8];
+  unsigned next = 0;
+};
+Staging &staging() {
+  static auto *s = new Staging;
+  return *s;
+}
+std::atomic<int64_t> graphCaptures{0}, graphLaunches{0}, failedCaptures{0};
+} // namespace
+
+struct act::rt::Graph {
+  void *exec = nullptr;
+  act::rt::Graph *previousPool = nullptr;
+};
+
+void act::rt::copyToDevice(void *device, const void *host, size_t bytes,
+                           void *stream) {
+  if (!bytes)
+    return;
+  Driver &d = require();
+  Staging &s = staging();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Staging::Slot &slot = s.slots[s.next++ % 8];
+  if (slot.pending)
+    check(d.cuEventSynchronize(slot.event), "cuEventSynchronize (staging)");
+  slot.pending = false;
+  if (slot.bytes < bytes) {
+    if (slot.host)
+      check(d.cuMemFreeHost(slot.host), "cuMemFreeHost");
+    slot.bytes = std::max(bytes, size_t(4096));
+    check(d.cuMemHostAlloc(&slot.host, slot.bytes, 0), "cuMemHostAlloc");
+  }
+  if (!slot.event)
+    check(d.cuEventCreate(&slot.event, /*CU_EVENT_DISABLE_TIMING=*/2),
+          "cuEventCreate");
+  std::memcpy(slot.host, host, bytes);
+  check(d.cuMemcpyAsync(reinterpret_cast<uint64_t>(device),
+                        reinterpret_cast<uint64_t>(slot.host), bytes, stream),
+        "cuMemcpyAsync (staging)");
+  check(d.cuEventRecord(slot.event, stream), "cuEventRecord (staging)");
+  slot.pending = true;
+}
+
+act::rt::Graph *act::rt::createGraph() { return new Graph; }
+
+act::rt::Graph *act::rt::setGraphPool(Graph *graph) {
+  Graph *previous = graphPool;
+  graphPool = graph;
+  return previous;
+}
+
+void act::rt::beginGraphCapture(Graph *graph) {
+  graph->previousPool = setGraphPool(graph);
+  captureState().refused.clear();
+  captureState().active = true;
+  check(require().cuStreamBeginCapture_v2(streamOrdered().stream,
+                                          /*CU_STREAM_CAPTURE_MODE_RELAXED=*/2),
+        "cuStreamBeginCapture");
+}
+
+bool act::rt::endGraphCapture(Graph *graph, std::string &error) {
+  setGraphPool(graph->previousPool);
+  captureState().active = false;
+  Driver &d = require();
+  void *captured = nullptr;
+  int result = d.cuStreamEndCapture(streamOrdered().stream, &captured);
+  if (result == 0 && captured) {
+    result = d.cuGraphInstantiateWithFlags(&graph->exec, captured, 0);
+    check(d.cuGraphDestroy(captured), "cuGraphDestroy");
+    if (result == 0) {
+      ++graphCaptures;
+      return true;
+    }
+  }
+  const char *message = "unknown error";
+  d.cuGetErrorString(result, &message);
+  error = std::string(message) + " (" + std::to_string(result) + ")";
+  if (!captureState().refused.empty())
+    error = captureState().refused + " inside the capture: " + error;
+  ++failedCaptures;
+  return false;
+}
+
+void act::rt::launchGraph(Graph *graph) {
+  check(require().cuGraphLaunch(graph->exec, streamOrdered().stream),
+        "cuGraphLaunch");
+  ++graphLaunches;
+}
+
+void act::rt::destroyGraph(Graph *graph) {
+  {
+    // Its blocks join the shared pool.
+    BlockCache &cache = blockCache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    for (auto &free : cache.free) {
+      auto own = free.find(graph);
+      if (own == free.end())
+        continue;
+      free[nullptr].insert(own->second.begin(), own->second.end());
+      free.erase(own);
+    }
+    for (auto &[base, block] : cache.blocks)
+      if (block.pool == graph)
+        block.pool = nullptr;
+  }
+  // (An executable graph still running is freed when it completes.)
+  if (graph->exec)
+    check(require().cuGraphExecDestroy(graph->exec), "cuGraphExecDestroy");
+  delete graph;
+}
+
+act::rt::GraphStats act::rt::getGraphStats() {
+  return {graphCaptures.load(), graphLaunches.load(), failedCaptures.load()};
 }
 
 act::rt::Backing act::rt::getGpuBacking() {

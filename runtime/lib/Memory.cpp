@@ -212,6 +212,13 @@ act::rt::MemoryStats act::rt::getMemoryStats() {
 
 void act::rt::resetPeak() { peakBytes.store(liveBytes.load()); }
 
+void act::rt::notePeakAbove(int64_t bytes) {
+  int64_t most = liveBytes.load() + bytes;
+  int64_t peak = peakBytes.load();
+  while (most > peak && !peakBytes.compare_exchange_weak(peak, most)) {
+  }
+}
+
 const act::rt::HookSymbol *act::rt::getAllocationHooks(size_t &count) {
   static const HookSymbol hooks[] = {
       {"_mlir_memref_to_llvm_alloc",

@@ -175,6 +175,104 @@ TEST(FakeCuda, StreamOrderedModeSkipsTheStepsSynchronizations) {
   EXPECT_EQ(getSkippedSynchronizations(), before + 2);
 }
 
+// A stream-ordered call captured into a CUDA graph: its fills (and
+// launches) are recorded, not run, and run at each launch of the graph;
+// its blocks come from the graph's own pool, which the shared pool does
+// not hand out until the graph is destroyed.
+TEST(FakeCuda, AGraphRecordsTheCallAndKeepsItsBlocks) {
+  Backing gpu = getGpuBacking();
+  bool wasDevice = setDeviceAllocations(true);
+  beginStreamOrdered();
+  Graph *graph = createGraph();
+  GraphStats before = getGraphStats();
+  beginGraphCapture(graph);
+  void *scratch = gpu.allocate(5000); // the graph's, freed inside it
+  mgpuMemset32(scratch, 7, 1250, mgpuStreamCreate());
+  gpu.release(scratch);
+  void *out = gpu.allocate(4000); // the graph's result
+  EXPECT_EQ(out, scratch);        // reused inside the graph
+  mgpuMemset32(out, 0x2a, 1000, mgpuStreamCreate());
+  std::string error;
+  ASSERT_TRUE(endGraphCapture(graph, error)) << error;
+  EXPECT_EQ(getGraphStats().captures, before.captures + 1);
+  // Nothing ran yet: the result block is still unwritten; the graph runs
+  // both fills.
+  setDeviceAllocations(false);
+  auto *host = static_cast<uint32_t *>(gpu.allocate(4000)); // managed
+  launchGraph(graph);
+  mgpuMemcpy(host, out, 4000, getOrderedStream());
+  EXPECT_EQ(host[0], 0x2au);
+  EXPECT_EQ(host[999], 0x2au);
+  EXPECT_EQ(getGraphStats().launches, before.launches + 1);
+  // The graph's blocks are not the shared pool's...
+  setDeviceAllocations(true);
+  gpu.release(out);
+  void *shared = gpu.allocate(4000);
+  EXPECT_NE(shared, out);
+  // ... until it is destroyed.
+  destroyGraph(graph);
+  void *again = gpu.allocate(4000);
+  EXPECT_EQ(again, out);
+  gpu.release(again);
+  gpu.release(shared);
+  endStreamOrdered();
+  setDeviceAllocations(false);
+  gpu.release(host);
+  setDeviceAllocations(wasDevice);
+}
+
+// What a capture cannot record (here a copy from pageable host memory,
+// which CUDA refuses inside a capture) fails the capture with the call
+// named, and does not abort: the caller runs the step without a graph.
+TEST(FakeCuda, ACaptureThatCannotRecordACallFails) {
+  beginStreamOrdered();
+  Graph *graph = createGraph();
+  setDeviceAllocations(true);
+  void *device = getGpuBacking().allocate(64);
+  setDeviceAllocations(false);
+  beginGraphCapture(graph);
+  std::vector<char> pageable(64, 1);
+  mgpuMemcpy(device, pageable.data(), 64, getOrderedStream());
+  std::string error;
+  int64_t failed = getGraphStats().failedCaptures;
+  EXPECT_FALSE(endGraphCapture(graph, error));
+  EXPECT_NE(error.find("cuMemcpyAsync inside the capture"), std::string::npos)
+      << error;
+  EXPECT_EQ(getGraphStats().failedCaptures, failed + 1);
+  destroyGraph(graph);
+  getGpuBacking().release(device);
+  endStreamOrdered();
+}
+
+// copyToDevice stages through pinned memory: the host's bytes may change
+// at once, the copy still has the old ones.
+TEST(FakeCuda, CopyToDeviceStagesThroughPinnedMemory) {
+  beginStreamOrdered();
+  void *stream = getOrderedStream();
+  setDeviceAllocations(true);
+  void *device = getGpuBacking().allocate(4096);
+  setDeviceAllocations(false);
+  auto *host = static_cast<uint64_t *>(getGpuBacking().allocate(80000));
+  std::vector<uint64_t> values(10000, 0);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = i * 3;
+  copyToDevice(device, values.data(), 24, stream);
+  values[1] = 99;
+  mgpuMemcpy(host, device, 24, stream);
+  EXPECT_EQ(host[1], 3u);
+  // Larger than a staging buffer so far: it grows.
+  setDeviceAllocations(true);
+  void *big = getGpuBacking().allocate(80000);
+  setDeviceAllocations(false);
+  copyToDevice(big, values.data(), 80000, stream);
+  mgpuMemcpy(host, big, 80000, stream);
+  EXPECT_EQ(host[9999], 9999u * 3);
+  endStreamOrdered();
+  getGpuBacking().release(big);
+  getGpuBacking().release(device);
+  getGpuBacking().release(host);
+}
+
 int main(int argc, char **argv) {
   // Before the runtime's first call, which loads the driver once.
   setenv("ACT_CUDA_DRIVER", ACT_FAKE_CUDA_PATH, 1);

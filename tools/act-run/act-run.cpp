@@ -102,6 +102,14 @@ static cl::opt<bool> deviceTensors(
              "plain device memory from the runtime's pool; the results "
              "copied to the host after the last run"),
     cl::cat(runCategory));
+static cl::opt<bool> gpuGraphs(
+    "gpu-graphs",
+    cl::desc("--device-tensors: the second run captured in a CUDA graph, "
+             "each later one a launch of that graph (its blocks, the "
+             "results' among them, the graph's own: they stay live while "
+             "the step does); a 'cuda graphs:' line counts them. Also "
+             "ACT_GPU_GRAPHS=1"),
+    cl::cat(runCategory));
 static cl::opt<std::string> gpuChip("gpu-chip", cl::init(defaults::kGpuChip),
                                     cl::desc("--device=gpu: the NVIDIA "
                                              "architecture"),
@@ -541,9 +549,12 @@ int main(int argc, char **argv) {
                 "--device=cpu or gpu-emulated");
   if (deviceTensors && device != Device::GPU)
     return fail("--device-tensors goes with --device=gpu");
+  if (gpuGraphs && !deviceTensors)
+    return fail("--gpu-graphs goes with --device-tensors");
   JitTarget target;
   target.gpu = device == Device::GPU;
   target.deviceTensors = deviceTensors;
+  target.gpuGraphs = gpuGraphs;
   target.emulateGpuKernels = device == Device::GPUEmulated;
   target.recordStorage = storage;
   target.peakReport = peakReport;
@@ -766,6 +777,12 @@ int main(int argc, char **argv) {
     llvm::outs() << "device pool: "
                  << rt::getDevicePoolStats().peakReservedBytes
                  << " bytes at most (live and cached blocks)\n";
+  if (deviceTensors && (gpuGraphs || rt::getGraphStats().launches)) {
+    rt::GraphStats graphs = rt::getGraphStats();
+    llvm::outs() << "cuda graphs: " << graphs.captures << " captured, "
+                 << graphs.launches << " launches, " << graphs.failedCaptures
+                 << " refused\n";
+  }
   if (storage) {
     // By id: a value stored twice (sign mask and value) is one line.
     std::map<int64_t, int64_t> byId;

@@ -859,6 +859,23 @@ def ActScalarOpsToKernelsPass
                            "::mlir::memref::MemRefDialect"];
 }
 
+def ActSeedsInKernelsPass
+    : Pass<"act-seeds-in-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Read the step's seeds inside the kernels that use them";
+  let description = [{
+    In act-gpu-pipeline, after the loops become `gpu.launch`: a load from
+    the `act.seeds` argument (the Philox seeds the runtime fills for each
+    call) at constant indices, in host code, whose value only launches use,
+    moves into each of those launches. The kernels then read the seeds
+    from device memory, and the host code reads nothing: the seeds are
+    not in `act.host_read_arguments`, the runtime copies them to the device
+    on the step's stream, and a CUDA graph of the step replays with the
+    next call's seeds (the values no longer travel as kernel parameters
+    fixed at capture). A load with another user stays.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def ActMarkStreamOrderedPass
     : Pass<"act-mark-stream-ordered", "::mlir::func::FuncOp"> {
   let summary = "Mark GPU steps whose host code touches no buffer";

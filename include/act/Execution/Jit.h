@@ -100,6 +100,12 @@ struct JitTarget {
   /// (act.host_read_arguments, ValueSpec::hostRead) are the caller's host
   /// tensors.
   bool deviceTensors = false;
+  /// Device tensors: from a function's second call on, the call is
+  /// captured in a CUDA graph once and replayed with one launch while the
+  /// caller passes the same device pointers (the seeds excepted: the
+  /// runtime copies each call's into the graph's block); see
+  /// JitFunction::call. Also turned on by ACT_GPU_GRAPHS=1.
+  bool gpuGraphs = false;
   /// GPU: matmuls and convolutions through cuBLAS/cuDNN
   /// (act-gpu-pipeline{libraries}); false: generated kernels.
   bool gpuLibraries = defaults::kGpuLibraries;
@@ -177,6 +183,18 @@ public:
   /// strided views and returned arguments, which are copied out.
   /// JitTarget::deviceTensors: argument data are device pointers, and so
   /// are the results'.
+  /// JitTarget::gpuGraphs: the first call runs as always (it warms the
+  /// pool and the libraries' choices); the second is captured in a CUDA
+  /// graph (its blocks the graph's own) and launched; later calls launch
+  /// the graph again. The arguments that were the same pointers (scalars:
+  /// values) in the first two calls are read in place, and a call where
+  /// one of them differs is captured anew; the others (and the seeds) are
+  /// copied into the graph's blocks before each launch. Results of 64 KiB
+  /// or more are the graph's own blocks: while one is held, a call runs
+  /// without the graph (a replay would overwrite it); smaller ones (the
+  /// loss) are gathered by the graph and copied out with one copy. A
+  /// capture the driver refuses turns graphs off for the function, with a
+  /// note on stderr.
   llvm::Expected<std::vector<HostTensor>> call(llvm::ArrayRef<HostTensor> args);
   /// JitTarget::deviceTensors: the CUDA stream later calls are queued on
   /// (null: the runtime's own).
@@ -206,6 +224,13 @@ private:
   /// JitTarget::deviceTensors, and its stream.
   bool deviceTensors = false;
   void *stream = nullptr;
+  /// JitTarget::gpuGraphs, for a function whose host code reads no
+  /// argument (false after a capture failed); the last call's argument
+  /// pointers (and scalars), and its captured call (CapturedCall in
+  /// Jit.cpp), which results it lent hold too.
+  bool graphs = false;
+  std::vector<int64_t> lastArguments;
+  std::shared_ptr<struct CapturedCall> captured;
   double lastDeviceSeconds = 0;
 };
 

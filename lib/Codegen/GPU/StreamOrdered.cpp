@@ -14,6 +14,11 @@
 // it gets a parallel loop of one iteration, so it becomes a one-thread
 // kernel.
 //
+// act-seeds-in-kernels: the seeds' loads move from the host code into the
+// launches that use them, so that kernels read the seeds from device
+// memory (what a CUDA graph's replay needs: kernel parameters are fixed
+// at capture).
+//
 // act-mark-stream-ordered: after kernel outlining, marks each function
 // whose host code touches no memory but the integer arguments it reads
 // (seeds, which only the host writes) act.stream_ordered, and lists those
@@ -29,12 +34,15 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::act {
 #define GEN_PASS_DEF_ACTSCALAROPSTOKERNELSPASS
 #define GEN_PASS_DEF_ACTMARKSTREAMORDEREDPASS
+#define GEN_PASS_DEF_ACTSEEDSINKERNELSPASS
 #include "act/Codegen/Passes.h.inc"
 } // namespace mlir::act
 
@@ -174,6 +182,44 @@ bool reachesKernel(Value value) {
   }
   return false;
 }
+
+struct ActSeedsInKernelsPass
+    : act::impl::ActSeedsInKernelsPassBase<ActSeedsInKernelsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    for (BlockArgument arg : func.getArguments()) {
+      if (!func.getArgAttr(arg.getArgNumber(), "act.seeds"))
+        continue;
+      for (Operation *user : llvm::make_early_inc_range(arg.getUsers())) {
+        auto load = dyn_cast<memref::LoadOp>(user);
+        if (!load || load->getParentOfType<gpu::LaunchOp>() ||
+            !llvm::all_of(
+                load.getIndices(),
+                [](Value i) { return matchPattern(i, m_Constant()); }) ||
+            !llvm::all_of(load->getUses(), [](OpOperand &use) {
+              return use.getOwner()->getParentOfType<gpu::LaunchOp>();
+            }))
+          continue;
+        llvm::DenseMap<Operation *, Value> inLaunch;
+        for (OpOperand &use : llvm::make_early_inc_range(load->getUses())) {
+          auto launch = use.getOwner()->getParentOfType<gpu::LaunchOp>();
+          Value &clone = inLaunch[launch];
+          if (!clone) {
+            auto b = OpBuilder::atBlockBegin(&launch.getBody().front());
+            IRMapping map;
+            for (Value index : load.getIndices())
+              map.map(index, b.clone(*index.getDefiningOp())->getResult(0));
+            clone = b.clone(*load, map)->getResult(0);
+          }
+          use.set(clone);
+        }
+        load.erase();
+      }
+    }
+  }
+};
 
 struct ActMarkStreamOrderedPass
     : act::impl::ActMarkStreamOrderedPassBase<ActMarkStreamOrderedPass> {

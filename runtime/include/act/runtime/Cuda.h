@@ -71,6 +71,45 @@ struct DevicePoolStats {
 };
 DevicePoolStats getDevicePoolStats();
 
+/// Copies `bytes` of host memory into device memory on `stream` without
+/// waiting for it: through a ring of pinned staging buffers
+/// (cuMemHostAlloc), each reused once the copy that read it is done (an
+/// event), so the host's bytes may change as soon as this returns. For
+/// what the host fills and kernels read (a step's seeds) on a stream the
+/// host does not wait for. Not while `stream` is being captured.
+void copyToDevice(void *device, const void *host, size_t bytes, void *stream);
+
+/// CUDA graphs of stream-ordered calls (JitTarget::gpuGraphs): a call
+/// captured once on the ordered stream and replayed with one launch.
+///
+/// A graph has a pool of its own. While the calling thread captures for it
+/// (or allocates for it: setGraphPool), its allocations take blocks of that
+/// pool and its frees give them back there, never to the shared pool, so a
+/// replay writes only memory nothing else holds (as PyTorch's graphs'
+/// private pools). Destroying the graph gives its blocks to the shared
+/// pool (one still held goes there when released).
+struct Graph;
+Graph *createGraph();
+/// The pool the calling thread's allocations come from: `graph`'s, or the
+/// shared one (null); returns the previous.
+Graph *setGraphPool(Graph *graph);
+/// Starts capturing the ordered stream (beginStreamOrdered) into `graph`,
+/// in relaxed mode (allocations may reach the driver); the calling
+/// thread's allocations come from the graph's pool until endGraphCapture.
+void beginGraphCapture(Graph *graph);
+/// Ends the capture and instantiates the graph; false and why when the
+/// capture could not record the call (a synchronization inside it, a copy
+/// from pageable host memory): then nothing of it ran.
+bool endGraphCapture(Graph *graph, std::string &error);
+/// Queues the captured graph on the ordered stream.
+void launchGraph(Graph *graph);
+void destroyGraph(Graph *graph);
+/// Captures, replays (launchGraph) and failed captures so far.
+struct GraphStats {
+  int64_t captures = 0, launches = 0, failedCaptures = 0;
+};
+GraphStats getGraphStats();
+
 } // namespace act::rt
 
 extern "C" {

@@ -77,6 +77,10 @@ Backing getMallocBacking();
 void keepFreedMemory();
 /// Sets the peak to the current live bytes.
 void resetPeak();
+/// Raises the peak to the live bytes plus `bytes`: what a call that ran
+/// without the hooks (a CUDA graph's replay) held at its most, as its
+/// capture measured it.
+void notePeakAbove(int64_t bytes);
 
 /// The bytes each encode stored, by slot, as the last act_record_storage
 /// calls reported them (cleared by clearStorageRecords).

@@ -9,7 +9,8 @@
 # one stream, no host synchronization inside the step) and in its
 # bisecting variants, every step again on device tensors (--device-tensors:
 # inputs resident, the pool's plain device memory, one stream; what
-# act.compile runs on CUDA tensors), with cuDNN's non-FFT, non-Winograd
+# act.compile runs on CUDA tensors) and in CUDA graphs (--gpu-graphs: one
+# launch per step after the second), with cuDNN's non-FFT, non-Winograd
 # algorithms, and
 # against float64 PyTorch (reference_*.npz), and PyTorch eager and
 # torch.compile on the same GPU, models and batches when python3 has torch
@@ -68,6 +69,19 @@ if [ "${ACT_GPU_DEVICE_TENSORS:-1}" = 1 ]; then
       grep -E "^(loss|time|memory|device pool|act-run|act runtime)" | grep -v "MemoryBuffer" || status=1
   done < steps/list
   python3 compare.py cpu.npz tensors || status=1
+  # The same in CUDA graphs (--gpu-graphs): the second run captured, every
+  # later one a single graph launch; the results compared are the last
+  # replay's.
+  echo "== steps on device tensors in CUDA graphs (act-run --device-tensors --gpu-graphs)"
+  while read -r step; do
+    mapfile -t args < "steps/$step.args"
+    echo "-- $step"
+    bin/act-run "steps/$step.mlir" "${args[@]}" --repeat=10 --device=gpu --device-tensors \
+      --gpu-graphs --output-dir="graphs/$step" 2>&1 |
+      grep -E "^(loss|time|memory|device pool|cuda graphs|act-run|act runtime|act:)" |
+      grep -v "MemoryBuffer" || status=1
+  done < steps/list
+  python3 compare.py cpu.npz graphs || status=1
 fi
 first=$(head -1 models | cut -d' ' -f1)
 if [ -n "$first" ]; then

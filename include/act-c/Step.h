@@ -103,6 +103,11 @@ ACT_CAPI_EXPORTED int actStepIsArgumentOnHost(ActStep step, intptr_t pos);
 /// than the run before first waits for that one. Non-zero for a CPU step.
 ACT_CAPI_EXPORTED int actStepSetStream(ActStep step, void *stream,
                                        char **error);
+/// A CUDA step's later runs in CUDA graphs (`on` non-zero) or not: from
+/// the second run on, a run is captured once and replayed with one launch
+/// (docs/Running.md, "CUDA graphs"). Non-zero with why for a CPU step and
+/// for one whose host code reads an argument (a dropout seed).
+ACT_CAPI_EXPORTED int actStepSetGraphs(ActStep step, int on, char **error);
 /// The device pool's bytes (live and cached blocks) now and at most.
 /// A run's live peak is actRunGetPeakBytes, as on the CPU.
 ACT_CAPI_EXPORTED void actGetDevicePoolBytes(int64_t *reserved,

@@ -257,6 +257,19 @@ int actStepSetStream(ActStep step, void *stream, char **error) {
   return 0;
 }
 
+int actStepSetGraphs(ActStep step, int on, char **error) {
+  StepHandle *handle = unwrap(step);
+  if (!handle) {
+    setError(error, kNoStep);
+    return 1;
+  }
+  if (llvm::Error e = handle->step->setGraphs(on != 0)) {
+    setError(error, llvm::toString(std::move(e)));
+    return 1;
+  }
+  return 0;
+}
+
 void actGetDevicePoolBytes(int64_t *reserved, int64_t *peakReserved) {
   ::act::rt::DevicePoolStats stats = ::act::rt::getDevicePoolStats();
   if (reserved)

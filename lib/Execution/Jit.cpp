@@ -524,9 +524,20 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
         const char *v = std::getenv("ACT_GPU_GRAPHS");
         return v && std::string(v) == "1";
       }();
+      if (auto reads =
+              fn->getAttrOfType<DenseI64ArrayAttr>("act.host_read_arguments"))
+        jit->graphsRefused =
+            "@" + jit->name + "'s host code reads argument " +
+            std::to_string(reads[0]) +
+            " (a dropout seed): a CUDA graph would replay its first value";
       jit->graphs = (target.gpuGraphs || graphsByEnvironment) &&
-                    !fn->hasAttr("act.host_read_arguments");
+                    jit->graphsRefused.empty();
     }
+  for (auto &jit : jits)
+    if (!target.deviceTensors)
+      jit->graphsRefused = "@" + jit->name +
+                           " is not compiled for device tensors: CUDA " +
+                           "graphs replay a step on CUDA tensors";
   // The ExecutionEngine calls each entry through a wrapper that unpacks an
   // array of argument pointers: a call with every memref descriptor's
   // fields as scalars (thousands for a model's step), whose code generation
@@ -690,6 +701,17 @@ struct mlir::act::CapturedCall {
     ::act::rt::destroyGraph(graph);
   }
 };
+
+llvm::Error JitFunction::setGraphs(bool on) {
+  if (on && !graphsRefused.empty())
+    return llvm::createStringError(graphsRefused);
+  graphs = on;
+  if (!on) {
+    captured.reset();
+    lastArguments.clear();
+  }
+  return llvm::Error::success();
+}
 
 /// Results of this size or more are a graph's own blocks, lent out; smaller
 /// ones (the loss, a bias's gradient) are copied out at each launch, all

@@ -306,6 +306,13 @@ void Step::setStream(void *s) {
     jit->setStream(s);
 }
 
+llvm::Error Step::setGraphs(bool on) {
+  for (auto &jit : jits)
+    if (llvm::Error e = jit->setGraphs(on))
+      return e;
+  return llvm::Error::success();
+}
+
 llvm::Expected<StepOutputs> Step::runForward(llvm::ArrayRef<HostTensor> args) {
   // Dynamic sizes the step's ops need equal are equal (7 rows of inputs and
   // 9 of labels used to run and report a wrong loss).

@@ -56,6 +56,7 @@ _SIGNATURES = {
     "actStepIsOnDevice": (ctypes.c_int, [_Handle]),
     "actStepIsArgumentOnHost": (ctypes.c_int, [_Handle, ctypes.c_ssize_t]),
     "actStepSetStream": (ctypes.c_int, [_Handle, ctypes.c_void_p, _ERROR]),
+    "actStepSetGraphs": (ctypes.c_int, [_Handle, ctypes.c_int, _ERROR]),
     "actGetDevicePoolBytes": (None, [ctypes.POINTER(ctypes.c_int64),
                                      ctypes.POINTER(ctypes.c_int64)]),
     "actGetGpuGraphCounts": (None, [ctypes.POINTER(ctypes.c_int64)] * 3),
@@ -362,6 +363,15 @@ class CompiledStep:
         handle = getattr(stream, "cuda_stream", stream)
         error = ctypes.c_void_p()
         if library().actStepSetStream(self._handle, handle or None, ctypes.byref(error)):
+            _check(_Handle(None), error)
+
+    def set_graphs(self, on=True):
+        """A CUDA step's later runs in CUDA graphs: from the second run on,
+        a run is captured once and each later one is a single graph launch
+        (docs/Running.md, "CUDA graphs"). ActError for a CPU step, or one
+        whose host code reads an argument (a dropout seed)."""
+        error = ctypes.c_void_p()
+        if library().actStepSetGraphs(self._handle, int(bool(on)), ctypes.byref(error)):
             _check(_Handle(None), error)
 
     def _device_tensors(self, args, keep, specs, what):

@@ -89,7 +89,7 @@ class Step:
                  measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
                  adapt_batches=2, keep_work_dir=False, include=None, dynamic_batch=True,
                  compile_ahead=None, runtime_bits=None, recompute_cost=0, loss_head=None,
-                 adapt_backoff=2, sensitivity="variance"):
+                 adapt_backoff=2, sensitivity="variance", cuda_graphs=False):
         _refuse_wrappers(module)
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
@@ -180,6 +180,7 @@ class Step:
             raise ValueError("sensitivity= measures for average_bits='s allocation; "
                              "give average_bits=")
         self.sensitivity = sensitivity
+        self.cuda_graphs = cuda_graphs
         # FracTrain's compute quantization: (forward bits, backward bits) of
         # the contractions' operands, or None for float. Settable between
         # calls (PFQ): each setting compiles once and is cached.
@@ -564,7 +565,14 @@ class Step:
             self._compiled_how = "here" if ahead is None else "ahead"
             if ahead is None:
                 with _progress(what):
-                    return capi.CompiledStep.from_file(mlir, device=self.device.type)
+                    step = capi.CompiledStep.from_file(mlir, device=self.device.type)
+                if self.cuda_graphs and step.device == "cuda":
+                    try:
+                        step.set_graphs(True)
+                    except capi.ActError as e:
+                        warnings.warn(f"act.compile: {str(e).strip()}; this step runs "
+                                      f"without CUDA graphs")
+                return step
             if not ahead.done(mlir):
                 with _progress(f"{what}, compiling in the background", after=1.0):
                     while not ahead.done(mlir):
@@ -1504,7 +1512,8 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
             encoding=None, seed=0, work_dir=None, average_bits=None, measure_bits=4, few_bit=0,
             compute_bits=None, adapt_interval=0, adapt_batches=2, keep_work_dir=False,
             include=None, dynamic_batch=True, compile_ahead=None, runtime_bits=None,
-            recompute_cost=0, loss_head=None, adapt_backoff=2, sensitivity="variance"):
+            recompute_cost=0, loss_head=None, adapt_backoff=2, sensitivity="variance",
+            cuda_graphs=False):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), "lossless" for Gist's
@@ -1600,12 +1609,18 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     the code cache when a batch first needs them; False: compiled then;
     None (the default): ahead where the first step took 2 s or more to
     export and compile (AHEAD_AFTER), unless ACT_COMPILE_AHEAD=0.
+    cuda_graphs: on CUDA tensors, each compiled step's runs in CUDA graphs
+    from its second run on: captured once, then one graph launch per run
+    (CompiledStep.set_graphs; docs/Running.md, "CUDA graphs"); the batch
+    and other arguments that move between calls are copied into the
+    graph's blocks, a step whose host code reads a dropout seed runs
+    without (a warning). Ignored on the CPU.
     The example batch, if given, compiles the step now (and `saved_bytes`
     is known from then on)."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
                 compute_bits, adapt_interval, adapt_batches, keep_work_dir, include,
                 dynamic_batch, compile_ahead, runtime_bits, recompute_cost, loss_head,
-                adapt_backoff, sensitivity)
+                adapt_backoff, sensitivity, cuda_graphs)
     if example_inputs is not None and example_targets is not None:
         inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
         placement("act.compile", tensors_of(inputs) + tensors_of(targets), module)

@@ -147,12 +147,13 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-# CUDA graphs (ACT_GPU_GRAPHS=1, read once per process): a step with seeds
+# CUDA graphs (CompiledStep.set_graphs): a step with seeds
 # whose gradients of 128 KiB the graph lends, run after run; argv: its
 # path, then the dropout step's.
 GRAPH_SCRIPT = SCRIPT[:SCRIPT.index("\nout = {}") + 1] + textwrap.dedent("""
     out = {}
     step = capi.CompiledStep.from_file(sys.argv[2], device="cuda-kernels")
+    step.set_graphs(True)
     args = device_arguments(step.arguments)
     s = stream()
     step.set_stream(s)
@@ -188,6 +189,16 @@ GRAPH_SCRIPT = SCRIPT[:SCRIPT.index("\nout = {}") + 1] + textwrap.dedent("""
     dargs = [np.array(5, np.int64) if i in dropout.host_arguments else a
              for i, a in enumerate(device_arguments(dropout.arguments))]
     dropout.set_stream(s)
+    errors = {}
+    try:
+        dropout.set_graphs(True)
+    except capi.ActError as e:
+        errors["dropout"] = str(e)
+    try:
+        capi.CompiledStep.from_file(sys.argv[3]).set_graphs(True)
+    except capi.ActError as e:
+        errors["cpu"] = str(e)
+    out["errors"] = errors
     before = capi.gpu_graph_counts()
     for r in range(3):
         dropout.run(dargs, seed=r)
@@ -195,6 +206,7 @@ GRAPH_SCRIPT = SCRIPT[:SCRIPT.index("\nout = {}") + 1] + textwrap.dedent("""
     # A capture the driver refuses: the step runs without graphs from then.
     os.environ["ACT_FAKE_CUDA_REFUSE_CAPTURE"] = "1"
     refused = capi.CompiledStep.from_file(sys.argv[2], device="cuda-kernels")
+    refused.set_graphs(True)
     refused.set_stream(s)
     step = refused
     out["refused"], out["refused_graphs"] = counted(3)
@@ -291,7 +303,7 @@ def graph_report(tmp_path_factory):
                            dynamic_batch=False)
         paths.append(str(tmp / name / "step0_v0_encoded.mlir"))
         del step
-    env = dict(os.environ, ACT_CUDA_DRIVER=FAKE_DRIVER, ACT_LIB_DIR=LIB_DIR, ACT_GPU_GRAPHS="1")
+    env = dict(os.environ, ACT_CUDA_DRIVER=FAKE_DRIVER, ACT_LIB_DIR=LIB_DIR)
     done = subprocess.run([sys.executable, "-c", GRAPH_SCRIPT, os.path.dirname(HERE)] + paths,
                           env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -301,7 +313,7 @@ def graph_report(tmp_path_factory):
 
 
 def test_a_cuda_graph_replays_a_step_with_one_launch(graph_report):
-    """ACT_GPU_GRAPHS=1: the first run as always, the second captured in a
+    """set_graphs(True): the first run as always, the second captured in a
     CUDA graph and launched, each later one a single graph launch: no
     kernel launched one by one, no allocation, nothing from or to pageable
     host memory; the seeds copied in from pinned memory; the gradients
@@ -352,8 +364,12 @@ def test_a_held_result_or_other_arguments_stop_a_replay(graph_report):
     assert r["moved_graphs"] == {"captures": 1, "launches": 2, "failed": 0}
     for run in r["moved"]:
         assert run["device_copies"] == r["arguments"] + 1 and run["launches"] == 0
-    # A step whose host code reads an argument is never captured.
+    # A step whose host code reads an argument is never captured, and
+    # says why; nor is a CPU step.
     assert r["dropout_graphs"] == 0
+    assert "host code reads argument 4 (a dropout seed): a CUDA graph would replay " \
+        "its first value" in r["errors"]["dropout"]
+    assert "is not compiled for device tensors" in r["errors"]["cpu"]
 
 
 def test_a_refused_capture_runs_the_step_without_graphs(graph_report):

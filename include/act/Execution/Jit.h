@@ -199,6 +199,11 @@ public:
   /// JitTarget::deviceTensors: the CUDA stream later calls are queued on
   /// (null: the runtime's own).
   void setStream(void *s) { stream = s; }
+  /// Turns CUDA graphs (JitTarget::gpuGraphs) on or off for later calls;
+  /// an error, naming why, for a function that cannot run in one (not on
+  /// device tensors; its host code reads an argument, such as a dropout
+  /// seed, whose first value a graph would replay).
+  llvm::Error setGraphs(bool on);
   /// GPU: the seconds the last call's compiled code ran, to its final
   /// synchronization (its inputs' staging before not included); 0 on the
   /// CPU.
@@ -229,6 +234,8 @@ private:
   /// pointers (and scalars), and its captured call (CapturedCall in
   /// Jit.cpp), which results it lent hold too.
   bool graphs = false;
+  /// Why this function cannot run in a graph (empty: it can).
+  std::string graphsRefused;
   std::vector<int64_t> lastArguments;
   std::shared_ptr<struct CapturedCall> captured;
   double lastDeviceSeconds = 0;

@@ -78,6 +78,9 @@ public:
   /// Device tensors: the CUDA stream later runs are queued on (null: the
   /// runtime's own). A run returns once its work is queued.
   void setStream(void *stream);
+  /// Device tensors: CUDA graphs for later runs (JitFunction::setGraphs,
+  /// for the forward and the backward), on or off.
+  llvm::Error setGraphs(bool on);
   /// The position of the act.seeds argument, if the step has one.
   std::optional<unsigned> getSeedsIndex() const { return seedsIndex; }
   /// The position of the act.bits argument, if the step has one.

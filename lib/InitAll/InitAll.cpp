@@ -114,6 +114,7 @@ llvm::ArrayRef<llvm::StringRef> mlir::act::getActPassAndPipelineNames() {
                                           "act-prefetch-streams",
                                           "act-collapse-parallel-loops",
                                           "act-scalar-ops-to-kernels",
+                                          "act-seeds-in-kernels",
                                           "act-mark-stream-ordered",
                                           "act-split-reductions",
                                           "act-outline-loops",

@@ -737,12 +737,9 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   std::vector<void *> staged;
   std::map<int64_t, size_t> onDevice; // staged pointer -> bytes
   std::vector<void *> pooled;
-  struct SeedCopy {
-    const void *host;
-    size_t bytes;
-    void *block;
-  };
-  std::vector<SeedCopy> seedCopies;
+  // Device tensors: the seeds the runtime filled on the host, which
+  // kernels read (act-seeds-in-kernels); copied to the device below.
+  std::vector<size_t> seedArguments;
   llvm::scope_exit releaseStaged([&] {
     for (void *p : staged)
       mgpuMemFree(p, nullptr);
@@ -779,15 +776,9 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       pooled.push_back(copy);
       ptr = reinterpret_cast<int64_t>(copy);
     } else if (deviceTensors && arg.byteSize() && spec.isRuntimeFilled()) {
-      // Seeds the runtime filled on the host and only kernels read
-      // (act-seeds-in-kernels): a device block of the pool, copied in on
-      // the step's stream below.
-      bool wasDevice = ::act::rt::setDeviceAllocations(true);
-      void *block = ::act::rt::getGpuBacking().allocate(arg.byteSize());
-      ::act::rt::setDeviceAllocations(wasDevice);
-      pooled.push_back(block);
-      seedCopies.push_back({arg.data(), arg.byteSize(), block});
-      ptr = reinterpret_cast<int64_t>(block);
+      // Seeds only kernels read: a device block (the pool's, or a CUDA
+      // graph's), copied in on the step's stream below.
+      seedArguments.push_back(i);
     } else if (gpu && arg.byteSize() && !deviceTensors) {
       // (ACT_GPU_DEVICE_INPUTS=0: managed memory for these too, for
       // bisecting.)
@@ -828,6 +819,13 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
   // says which arguments the graph reads in place (the same as then: a
   // model's parameters) and which it copies in before each launch into a
   // block of its own (they moved: a batch, a split step's saved values).
+  // Points argument i's descriptor at `block`, where it is copied.
+  auto redirect = [&](size_t i, void *block) {
+    std::vector<int64_t> &f = descriptors[i].fields;
+    inputBuffers.erase(f[0]);
+    f[0] = f[1] = reinterpret_cast<int64_t>(block);
+    inputBuffers.insert(f[0]);
+  };
   enum class Graphed { No, Capture, Replay } graphed = Graphed::No;
   if (graphs) {
     std::vector<int64_t> now(args.size(), 0);
@@ -863,11 +861,9 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
         }
         if (!args[i].byteSize())
           continue;
-        void *block = ::act::rt::getGpuBacking().allocate(args[i].byteSize());
-        captured->copiedIn[i] = block;
-        std::vector<int64_t> &f = descriptors[i].fields;
-        f[0] = f[1] = reinterpret_cast<int64_t>(block);
-        inputBuffers.insert(f[0]);
+        captured->copiedIn[i] =
+            ::act::rt::getGpuBacking().allocate(args[i].byteSize());
+        redirect(i, captured->copiedIn[i]);
       }
       ::act::rt::setDeviceAllocations(wasDevice);
       ::act::rt::setGraphPool(pool);
@@ -877,6 +873,21 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
     // (Else the first call, as always; or a result the graph lent is
     // still held: this call runs without the graph, which would overwrite
     // it.)
+  }
+  // The arguments copied to the device before the call: the graph's, or
+  // the seeds into blocks of the pool.
+  std::map<size_t, void *> copiedIn;
+  if (graphed != Graphed::No) {
+    copiedIn = captured->copiedIn;
+  } else if (!seedArguments.empty()) {
+    bool wasDevice = ::act::rt::setDeviceAllocations(true);
+    for (size_t i : seedArguments) {
+      void *block = ::act::rt::getGpuBacking().allocate(args[i].byteSize());
+      pooled.push_back(block);
+      copiedIn[i] = block;
+      redirect(i, block);
+    }
+    ::act::rt::setDeviceAllocations(wasDevice);
   }
 
   // The results come back as one struct in LLVM's layout.
@@ -923,25 +934,28 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
     return v;
   };
 
+  // The blocks the call's tensor results hold that are not arguments.
+  auto resultBlocks = [&] {
+    std::set<int64_t> blocks;
+    for (size_t r = 0; r < results.size(); ++r)
+      if (results[r].isTensor && !inputBuffers.count(viewOf(r).allocated))
+        blocks.insert(viewOf(r).allocated);
+    return blocks;
+  };
+
   if (gpu && !deviceTensors)
     mgpuStreamSynchronize(nullptr); // the staging copies
   auto started = std::chrono::steady_clock::now();
   if (gpu && streamOrdered)
     ::act::rt::beginStreamOrdered(deviceTensors ? stream : nullptr);
   void *runStream = ::act::rt::getOrderedStream();
-  if (graphed == Graphed::No) {
-    for (const SeedCopy &copy : seedCopies)
-      ::act::rt::copyToDevice(copy.block, copy.host, copy.bytes, runStream);
-  } else {
-    // The graph's blocks for the seeds and the arguments that moved.
-    for (auto [i, block] : captured->copiedIn) {
-      if (arguments[i].isRuntimeFilled())
-        ::act::rt::copyToDevice(block, args[i].data(), args[i].byteSize(),
-                                runStream);
-      else
-        mgpuMemcpy(block, const_cast<char *>(args[i].data()),
-                   args[i].byteSize(), runStream);
-    }
+  for (auto [i, block] : copiedIn) {
+    if (arguments[i].isRuntimeFilled()) // from the host
+      ::act::rt::copyToDevice(block, args[i].data(), args[i].byteSize(),
+                              runStream);
+    else
+      mgpuMemcpy(block, const_cast<char *>(args[i].data()), args[i].byteSize(),
+                 runStream);
   }
   if (graphed == Graphed::Replay) {
     ::act::rt::launchGraph(captured->graph);
@@ -992,14 +1006,8 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
         !::act::rt::endGraphCapture(captured->graph, error)) {
       // Nothing of the call ran: its results' blocks go back, and the
       // function runs without graphs from now on.
-      std::set<int64_t> blocks;
-      for (size_t r = 0; r < results.size(); ++r)
-        if (results[r].isTensor)
-          blocks.insert(
-              *reinterpret_cast<const int64_t *>(resultBytes + offsets[r]));
-      for (int64_t block : blocks)
-        if (!inputBuffers.count(block))
-          _mlir_memref_to_llvm_free(reinterpret_cast<void *>(block));
+      for (int64_t block : resultBlocks())
+        _mlir_memref_to_llvm_free(reinterpret_cast<void *>(block));
       llvm::errs() << "act: capturing @" << name << " in a CUDA graph failed ("
                    << error << "); it runs without graphs\n";
       graphs = false;
@@ -1051,9 +1059,7 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
     // The graph's results: the gathered ones copied out with one copy,
     // the others lent (they hold the graph).
     if (graphed == Graphed::Capture)
-      for (size_t r = 0; r < results.size(); ++r)
-        if (results[r].isTensor && !inputBuffers.count(viewOf(r).allocated))
-          captured->resultBlocks.insert(viewOf(r).allocated);
+      captured->resultBlocks = resultBlocks();
     std::shared_ptr<void> gathered;
     if (captured->gatheredBytes) {
       bool wasDevice = ::act::rt::setDeviceAllocations(true);
@@ -1100,23 +1106,16 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       outs.push_back(std::move(out));
       continue;
     }
-    size_t rank = spec.shape.size();
-    const auto *f = reinterpret_cast<const int64_t *>(field);
-    int64_t allocated = f[0], aligned = f[1], offset = f[2];
-    std::vector<int64_t> shape(f + 3, f + 3 + rank);
-    std::vector<int64_t> strides(f + 3 + rank, f + 3 + 2 * rank);
-    bool contiguous = true;
-    for (int64_t d = int64_t(rank) - 1, expect = 1; d >= 0; --d) {
-      if (shape[d] != 1 && strides[d] != expect)
-        contiguous = false;
-      expect *= shape[d];
-    }
+    ResultView v = viewOf(r);
+    int64_t allocated = v.allocated;
+    const std::vector<int64_t> &shape = v.shape, &strides = v.strides;
+    bool contiguous = v.contiguous;
     bool input = inputBuffers.count(allocated);
     std::shared_ptr<void> &owner = owners[allocated];
     if (!input && !owner)
       owner =
           std::shared_ptr<void>(reinterpret_cast<void *>(allocated), release);
-    const char *base = reinterpret_cast<const char *>(aligned) + offset * bytes;
+    const char *base = v.base;
     if (deviceTensors) {
       if (contiguous && !input) {
         outs.push_back(HostTensor::adopt(
@@ -1143,7 +1142,7 @@ JitFunction::call(llvm::ArrayRef<HostTensor> args) {
       mgpuMemcpy(readBack.data(), reinterpret_cast<void *>(allocated),
                  readBack.size(), nullptr);
       mgpuStreamSynchronize(nullptr);
-      base = readBack.data() + (aligned - allocated) + offset * bytes;
+      base = readBack.data() + (v.base - reinterpret_cast<char *>(allocated));
     }
     if (contiguous && !input) {
       // The step's own buffer becomes the result: no copy.

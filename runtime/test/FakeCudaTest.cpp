@@ -17,6 +17,15 @@
 
 using namespace act::rt;
 
+/// A device block of the GPU backing's pool (device allocations on just
+/// for it).
+static void *deviceBlock(size_t bytes) {
+  bool was = setDeviceAllocations(true);
+  void *block = getGpuBacking().allocate(bytes);
+  setDeviceAllocations(was);
+  return block;
+}
+
 TEST(FakeCuda, TheDriverNamedByTheEnvironmentLoads) {
   std::string error;
   EXPECT_TRUE(loadCuda(error)) << error;
@@ -111,9 +120,7 @@ TEST(FakeCuda, DeviceBlocksComeFromTheirOwnPool) {
 
 TEST(FakeCudaDeathTest, TheHostCannotTouchAPooledDeviceBlock) {
   Backing gpu = getGpuBacking();
-  setDeviceAllocations(true);
-  auto *device = static_cast<volatile char *>(gpu.allocate(100));
-  setDeviceAllocations(false);
+  auto *device = static_cast<volatile char *>(deviceBlock(100));
   EXPECT_DEATH(device[0] = 1, "");
   gpu.release(const_cast<char *>(device));
 }
@@ -227,9 +234,7 @@ TEST(FakeCuda, AGraphRecordsTheCallAndKeepsItsBlocks) {
 TEST(FakeCuda, ACaptureThatCannotRecordACallFails) {
   beginStreamOrdered();
   Graph *graph = createGraph();
-  setDeviceAllocations(true);
-  void *device = getGpuBacking().allocate(64);
-  setDeviceAllocations(false);
+  void *device = deviceBlock(64);
   beginGraphCapture(graph);
   std::vector<char> pageable(64, 1);
   mgpuMemcpy(device, pageable.data(), 64, getOrderedStream());
@@ -249,9 +254,7 @@ TEST(FakeCuda, ACaptureThatCannotRecordACallFails) {
 TEST(FakeCuda, CopyToDeviceStagesThroughPinnedMemory) {
   beginStreamOrdered();
   void *stream = getOrderedStream();
-  setDeviceAllocations(true);
-  void *device = getGpuBacking().allocate(4096);
-  setDeviceAllocations(false);
+  void *device = deviceBlock(4096);
   auto *host = static_cast<uint64_t *>(getGpuBacking().allocate(80000));
   std::vector<uint64_t> values(10000, 0);
   for (size_t i = 0; i < values.size(); ++i)
@@ -261,9 +264,7 @@ TEST(FakeCuda, CopyToDeviceStagesThroughPinnedMemory) {
   mgpuMemcpy(host, device, 24, stream);
   EXPECT_EQ(host[1], 3u);
   // Larger than a staging buffer so far: it grows.
-  setDeviceAllocations(true);
-  void *big = getGpuBacking().allocate(80000);
-  setDeviceAllocations(false);
+  void *big = deviceBlock(80000);
   copyToDevice(big, values.data(), 80000, stream);
   mgpuMemcpy(host, big, 80000, stream);
   EXPECT_EQ(host[9999], 9999u * 3);

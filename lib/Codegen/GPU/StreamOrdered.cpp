@@ -202,6 +202,9 @@ struct ActSeedsInKernelsPass
               return use.getOwner()->getParentOfType<gpu::LaunchOp>();
             }))
           continue;
+        // (Upstream's sinkOperationsIntoLaunchOp sinks an op only where
+        // its operands are already used in the launch; the seeds' memref
+        // is not.)
         llvm::DenseMap<Operation *, Value> inLaunch;
         for (OpOperand &use : llvm::make_early_inc_range(load->getUses())) {
           auto launch = use.getOwner()->getParentOfType<gpu::LaunchOp>();

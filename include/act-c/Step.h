@@ -91,6 +91,16 @@ ACT_CAPI_EXPORTED ActStep actStepCompileSourceOn(const char *source,
                                                  const char *entry,
                                                  const char *device,
                                                  char **error);
+/// actStepCompileFileOn where the code cache (actSetCacheDir) holds the
+/// step's code; where it does not (a CUDA step, no cache, a miss) a null
+/// step and no error, and nothing is compiled. An error is set where the
+/// file cannot be read or parsed. (act's Python front end compiles in a
+/// child process on a miss and loads the result with this: the compiler's
+/// memory is never the training process's.)
+ACT_CAPI_EXPORTED ActStep actStepLoadCachedFileOn(const char *path,
+                                                  const char *entry,
+                                                  const char *device,
+                                                  char **error);
 /// 1 for a step compiled for CUDA (device tensors), 0 otherwise.
 ACT_CAPI_EXPORTED int actStepIsOnDevice(ActStep step);
 /// 1 where a CUDA step's argument `pos` (actStepGetArgument's) is read by

@@ -143,12 +143,14 @@ static llvm::Expected<JitTarget> getTarget(llvm::StringRef device) {
 }
 
 static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
-                       const char *entry, const char *device, char **error) {
+                       const char *entry, const char *device, char **error,
+                       bool cacheOnly = false) {
   auto target = getTarget(device ? device : "cpu");
   if (!target) {
     setError(error, llvm::toString(target.takeError()));
     return {nullptr};
   }
+  target->cacheOnly = cacheOnly;
   static std::once_flag initialized;
   std::call_once(initialized, [] {
     llvm::InitializeNativeTarget();
@@ -179,6 +181,8 @@ static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
     setError(error, messages.empty() ? message : messages + message);
     return {nullptr};
   }
+  if (!*step) // (cacheOnly: not in the code cache)
+    return {nullptr};
   handle->step = std::move(*step);
   // The lowered module is not read again (a large step's IR holds tens of
   // MB).
@@ -207,6 +211,17 @@ ActStep actStepCompileFileOn(const char *path, const char *entry,
     return {nullptr};
   }
   return compile(std::move(file), entry, device, error);
+}
+
+ActStep actStepLoadCachedFileOn(const char *path, const char *entry,
+                                const char *device, char **error) {
+  std::string message;
+  auto file = openInputFile(path ? path : "", &message);
+  if (!file) {
+    setError(error, message);
+    return {nullptr};
+  }
+  return compile(std::move(file), entry, device, error, /*cacheOnly=*/true);
 }
 
 ActStep actStepCompileFile(const char *path, const char *entry, char **error) {

@@ -61,9 +61,10 @@ static std::string getBuildIdentity() {
   return identity;
 }
 
-// Every field of JitTarget changes the code, except cacheDir: one added
-// must be hashed below (this fails to compile until the size is updated).
-static_assert(sizeof(JitTarget) == 240,
+// Every field of JitTarget changes the code, except cacheDir and cacheOnly
+// (where the code is kept, whether a miss compiles): one added must be
+// hashed below (this fails to compile until the size is updated).
+static_assert(sizeof(JitTarget) == 248,
               "a new JitTarget field: add it to CodeCache::getKey");
 
 std::string CodeCache::getKey(ModuleOp module,

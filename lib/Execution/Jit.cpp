@@ -369,6 +369,9 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
       return llvm::createStringError("lowering the act ops failed");
     return llvm::Error::success();
   };
+  // (Nothing lowered for a caller that compiles elsewhere on a miss.)
+  if (target.cacheOnly && !cachedObject)
+    return std::vector<std::unique_ptr<JitFunction>>();
   if (!cachedObject || encodedSignature)
     if (llvm::Error e = lower())
       return std::move(e);
@@ -448,6 +451,8 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     }
   }
 
+  if (target.cacheOnly)
+    return std::vector<std::unique_ptr<JitFunction>>();
   if (!lowered)
     if (llvm::Error e = lower())
       return std::move(e);

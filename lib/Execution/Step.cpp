@@ -215,6 +215,8 @@ Step::compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target) {
                                       /*countAllocations=*/true, target);
   if (!jits)
     return jits.takeError();
+  if (jits->empty()) // (JitTarget::cacheOnly: not in the cache)
+    return std::unique_ptr<Step>();
   step->jits = std::move(*jits);
   step->onDevice = target.deviceTensors;
   step->forward = step->jits[0].get();

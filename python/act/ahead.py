@@ -10,7 +10,8 @@ ResNet) is not this process's, it runs at a lower priority than the
 training loop, and it can be stopped at any point (when the step is
 destroyed, or the process exits) without waiting for LLVM.
 
-    python3 -m act.ahead CACHE_DIR STEP.mlir...   # the background process
+    python3 -m act.ahead PARENT_PID CACHE_DIR STEP.mlir...   # the background process
+    python3 -m act.ahead --once CACHE_DIR STEP.mlir [ENTRY]     # compile_in_child's
 """
 
 import ctypes
@@ -56,6 +57,37 @@ class Ahead:
                 self.process.wait()
 
 
+def compile_in_child(path, entry, cache):
+    """Compiles the CPU step `path` (its function `entry`, or its training
+    graph) into the code cache `cache` in a child process (CompiledStep.from_file's
+    default where a cache is set), and waits for it. Raises capi.ActError
+    with the compiler's message where the step does not compile; a child
+    that ends otherwise (killed, out of memory) leaves the compile to the
+    caller."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path_env = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=here + (os.pathsep + path_env if path_env else ""))
+    run = subprocess.run([sys.executable, "-m", "act.ahead", "--once", cache, str(path),
+                          entry or ""], env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if run.returncode == ONCE_FAILED:
+        raise capi.ActError(run.stderr.strip())
+
+
+# compile_in_child's child's status where the step does not compile (its
+# error on stderr).
+ONCE_FAILED = 3
+
+
+def _once(cache, path, entry):
+    capi.set_cache_dir(cache)
+    try:
+        capi.CompiledStep.from_file(path, entry or None, in_child=False)
+    except capi.ActError as e:
+        sys.stderr.write(str(e))
+        sys.exit(ONCE_FAILED)
+
+
 def _end_with_parent(parent):
     """This process ends when `parent` does (Linux's parent-death signal)."""
     try:
@@ -68,6 +100,8 @@ def _end_with_parent(parent):
 
 
 def main(argv):
+    if argv[:1] == ["--once"]:
+        return _once(*argv[1:4])
     parent, cache, paths = int(argv[0]), argv[1], argv[2:]
     _end_with_parent(parent)
     try:
@@ -77,7 +111,7 @@ def main(argv):
     capi.set_cache_dir(cache)
     for path in paths:
         try:
-            capi.CompiledStep.from_file(path)
+            capi.CompiledStep.from_file(path, in_child=False)
             marker, text = COMPILED, ""
         except capi.ActError as e:
             marker, text = FAILED, str(e)

@@ -20,7 +20,7 @@ import os
 import numpy as np
 
 from .dlpack import DeviceTensor
-from .process import release_freed_memory
+from .process import release_compiler_pages, release_freed_memory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -53,6 +53,8 @@ _SIGNATURES = {
                                        _ERROR]),
     "actStepCompileSourceOn": (_Handle, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
                                          ctypes.c_char_p, _ERROR]),
+    "actStepLoadCachedFileOn": (_Handle, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                          _ERROR]),
     "actStepIsOnDevice": (ctypes.c_int, [_Handle]),
     "actStepIsArgumentOnHost": (ctypes.c_int, [_Handle, ctypes.c_ssize_t]),
     "actStepSetStream": (ctypes.c_int, [_Handle, ctypes.c_void_p, _ERROR]),
@@ -127,6 +129,9 @@ def library():
         if not os.path.exists(path):
             raise ActError(f"{path} not found: build act (scripts/setup.sh) or set ACT_LIB_DIR")
         lib = ctypes.CDLL(path)
+        # (Loading LLVM and MLIR runs their static initializers all over
+        # their code: about 70 MiB resident that no step needs.)
+        release_compiler_pages()
         for name, (restype, argtypes) in _SIGNATURES.items():
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = restype, argtypes
@@ -181,10 +186,22 @@ def run_passes(src, pipeline, dst=None):
     DST None: the result is not written. Raises ActError with the
     diagnostics."""
     error = ctypes.c_void_p()
-    if library().actRunPasses(str(src).encode(), pipeline.encode(),
-                              str(dst).encode() if dst else None, ctypes.byref(error)):
+    failed = library().actRunPasses(str(src).encode(), pipeline.encode(),
+                                    str(dst).encode() if dst else None, ctypes.byref(error))
+    release_compiler_pages()
+    if failed:
         _check(_Handle(None), error)
     return dst
+
+
+def _writable(directory):
+    """Whether the code cache `directory` can take entries (it is made
+    when missing, as the C API does)."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(directory, os.W_OK | os.X_OK)
 
 
 def set_num_threads(n):
@@ -314,8 +331,10 @@ class CompiledStep:
         self.host_arguments = {i for i in range(len(self.arguments))
                                if lib.actStepIsArgumentOnHost(handle, i)}
         self.loss_index = lib.actStepGetLossIndex(handle)
-        # Loaded from the code cache rather than compiled.
+        # Loaded from the code cache rather than compiled (from_file: by a
+        # child process, compiled_in_child).
         self.from_cache = bool(lib.actStepIsFromCache(handle))
+        self.compiled_in_child = False
         self.has_seeds = bool(lib.actStepHasSeeds(handle))
         # Split form: the saved values after the forward's outputs, and the
         # backward's arguments (the saved values, then the tangents).
@@ -328,19 +347,45 @@ class CompiledStep:
                                             tuple(t.shape[k] for k in range(t.rank))))
 
     @classmethod
-    def from_file(cls, path, entry=None, device="cpu"):
+    def from_file(cls, path, entry=None, device="cpu", in_child=None):
         """`device`: "cpu", "cuda" (device tensors in and out, cuBLAS/cuDNN
         for matmuls and convolutions) or "cuda-kernels" (act's generated
-        kernels alone)."""
-        error = ctypes.c_void_p()
-        h = library().actStepCompileFileOn(str(path).encode(),
-                                           entry.encode() if entry else None,
-                                           device.encode(), ctypes.byref(error))
+        kernels alone).
+
+        A CPU step with a code cache (set_cache_dir) that is not there yet
+        is compiled by a child process into the cache (act.ahead.compile_in_child)
+        and loaded from there: the compiler's memory (hundreds of MB for a
+        large step) is never this process's, whose peak resident memory is
+        what a user's monitor and a cluster's limit see. in_child: True or
+        False forces either way; None: ACT_COMPILE_IN_CHILD (default 1).
+        Either way the compiler's libraries' pages leave the resident set
+        afterwards (process.release_compiler_pages)."""
+        lib, error = library(), ctypes.c_void_p()
+        path_b, entry_b = str(path).encode(), entry.encode() if entry else None
+        if in_child is None:
+            in_child = os.environ.get("ACT_COMPILE_IN_CHILD", "1") != "0"
+        cache = get_cache_dir()
+        h, child = _Handle(None), False
+        if in_child and device == "cpu" and cache and _writable(cache):
+            h = lib.actStepLoadCachedFileOn(path_b, entry_b, device.encode(),
+                                            ctypes.byref(error))
+            if not h.ptr and not error.value:
+                from .ahead import compile_in_child
+                compile_in_child(path, entry, cache)  # (raises its ActError)
+                h = lib.actStepLoadCachedFileOn(path_b, entry_b, device.encode(),
+                                                ctypes.byref(error))
+                child = bool(h.ptr)
+        if not h.ptr and not error.value:  # (compiled here)
+            h = lib.actStepCompileFileOn(path_b, entry_b, device.encode(), ctypes.byref(error))
         step = cls(_check(h, error))
-        if not step.from_cache:
+        # Compiled for this call, by a child process, and loaded from the
+        # cache it wrote (from_cache: compiled by an earlier call).
+        step.compiled_in_child, step.from_cache = child, step.from_cache and not child
+        if not step.from_cache and not child:
             # What the compiler freed (a load from the cache frees little:
             # a Python collection and a trim there cost more than the load)
             release_freed_memory()
+        release_compiler_pages()
         return step
 
     @classmethod
@@ -352,6 +397,7 @@ class CompiledStep:
         step = cls(_check(h, error))
         if not step.from_cache:
             release_freed_memory()
+        release_compiler_pages()
         return step
 
     def set_stream(self, stream):

@@ -2,8 +2,69 @@
 
 import ctypes
 import gc
+import re
 
 _libc = None
+
+# The compiler's shared libraries (libActCAPI.so links them): LLVM's and
+# MLIR's code and read-only data, which compiling, and even loading them,
+# makes resident (about 100 MiB) and a training step never runs.
+COMPILER_LIBRARIES = re.compile(r"/lib(LLVM|MLIR)[^/]*\.so[^/]*$")
+MADV_DONTNEED = 4
+
+
+def _load_libc():
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        except OSError:
+            _libc = False
+    return _libc
+
+
+def compiler_pages(smaps="/proc/self/smaps"):
+    """The mappings of the compiler's libraries whose pages can leave the
+    resident set: [(start, end, resident bytes)] of each read-only mapping
+    none of whose pages is the process's own copy (`Anonymous: 0`: every
+    page is the file's, as the kernel reads it again on the next touch).
+    Writable mappings and relocated read-only data (copies) are kept."""
+    found, current = [], None
+    try:
+        with open(smaps) as f:
+            for line in f:
+                head = line.split(None, 5)
+                if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                    current = None
+                    if len(head) == 6 and COMPILER_LIBRARIES.search(head[5].strip()) \
+                            and "w" not in head[1]:
+                        start, end = (int(v, 16) for v in head[0].split("-"))
+                        current = [start, end, 0, True]
+                        found.append(current)
+                elif current is not None and head[0] == "Rss:":
+                    current[2] = int(head[1]) * 1024
+                elif current is not None and head[0] == "Anonymous:" and int(head[1]):
+                    current[3] = False
+    except OSError:
+        return []
+    return [(start, end, rss) for start, end, rss, pristine in found if pristine and rss]
+
+
+def release_compiler_pages():
+    """Drops the compiler's resident code and read-only data from the
+    process's resident set after a compile or a load from the code cache
+    (madvise MADV_DONTNEED on the unmodified read-only mappings of libLLVM
+    and libMLIR, compiler_pages: the next use reads them again from the
+    page cache, as after a fresh start). Returns the bytes dropped."""
+    libc = _load_libc()
+    if not libc or not hasattr(libc, "madvise"):
+        return 0
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    dropped = 0
+    for start, end, rss in compiler_pages():
+        if libc.madvise(start, end - start, MADV_DONTNEED) == 0:
+            dropped += rss
+    return dropped
 
 
 def release_freed_memory():
@@ -14,12 +75,7 @@ def release_freed_memory():
     keep resident, and count in the process's peak, for the rest of the
     run. Called after each export and each compile (docs/benchmarks.md,
     "The memory a user sees")."""
-    global _libc
     gc.collect()
-    if _libc is None:
-        try:
-            _libc = ctypes.CDLL("libc.so.6")
-        except OSError:
-            _libc = False
-    if _libc and hasattr(_libc, "malloc_trim"):
-        _libc.malloc_trim(0)
+    libc = _load_libc()
+    if libc and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)

@@ -1946,6 +1946,72 @@ def test_a_second_process_loads_the_step_from_the_code_cache(tmp_path):
     assert not off_cached and off == first
 
 
+_CHILD_STEP = """
+import hashlib, sys
+import torch, torch.nn as nn, torch.nn.functional as F
+sys.path.insert(0, {python!r})
+import act
+from act import process
+torch.manual_seed(0)
+model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                      nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 7 * 7, 10))
+x, y = torch.randn(16, 1, 14, 14), torch.randint(0, 10, (16,))
+step = act.compile(model, F.cross_entropy, x, y, encoding="#act.quant<bits = 4>")
+compiled = step.compiled[step.variant][0]
+for _ in range(3):
+    model.zero_grad()
+    loss = step(x, y)
+digest = hashlib.sha256(b"".join(p.grad.numpy().tobytes() for p in model.parameters()))
+with open("/proc/self/maps") as f:
+    mapped = sum(bool(process.COMPILER_LIBRARIES.search(l.strip())) for l in f)
+resident = sum(rss for _, _, rss in process.compiler_pages())
+print(compiled.compiled_in_child, compiled.from_cache, mapped, resident, float(loss).hex(),
+      digest.hexdigest())
+"""
+
+
+def test_a_step_compiles_in_a_child_and_the_compiler_leaves_the_resident_set(tmp_path):
+    """With a code cache, act.compile's steps are compiled by a child
+    process into the cache and loaded from there (capi.CompiledStep.from_file),
+    so that the compiler's memory is never the training process's, and the
+    compiler's libraries' pages leave the process's resident set after each
+    compile or load (about 100 MiB of LLVM and MLIR resident otherwise:
+    docs/benchmarks.md, "The memory a user sees"); the step trains bit for
+    bit as one compiled in the process does."""
+    import subprocess
+    script = tmp_path / "step.py"
+    script.write_text(_CHILD_STEP.format(python=os.path.join(ROOT, "python")))
+
+    def run(cache, child):
+        env = dict(os.environ, ACT_CACHE_DIR=cache, ACT_PROGRESS="0", ACT_COMPILE_IN_CHILD=child)
+        out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                             text=True, check=True).stdout.split()
+        return out[0] == "True", out[1] == "True", int(out[2]), int(out[3]), out[4:]
+
+    in_child, cached, mapped, resident, child_bits = run(str(tmp_path / "cache"), "1")
+    assert (in_child, cached) == (True, False)
+    assert mapped > 0  # (libLLVM and libMLIR are loaded, not resident)
+    assert resident < 8 * 2 ** 20, resident
+    in_child, cached, mapped, resident, here_bits = run("", "1")  # (no cache: here)
+    assert (in_child, cached) == (False, False) and resident < 8 * 2 ** 20
+    assert here_bits == child_bits
+
+
+def test_a_step_the_child_cannot_compile_fails_with_the_compilers_message(tmp_path):
+    """A compile error in the child process is the caller's ActError, the
+    message the compile in this process gives."""
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f(%a: tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>> {\n"
+                   "  return %a : tensor<4xcomplex<f32>>\n}\n")
+    messages = []
+    with capi.cache_dir(str(tmp_path / "cache")):
+        for child in (True, False):
+            with pytest.raises(capi.ActError, match="complex<f32> cannot be exchanged") as e:
+                capi.CompiledStep.from_file(bad, "f", in_child=child)
+            messages.append(str(e.value))
+    assert messages[0] == messages[1]
+
+
 def test_the_code_cache_directory_follows_the_environment(monkeypatch):
     monkeypatch.setenv("ACT_CACHE_DIR", "/some/where")
     assert capi.default_cache_dir() == "/some/where"

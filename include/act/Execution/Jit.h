@@ -158,6 +158,12 @@ struct JitTarget {
   /// (not with peakReport, which the pipeline writes); empty: none. A new
   /// field above must be part of CodeCache::getKey.
   std::string cacheDir;
+  /// CPU, with cacheDir: only load code from the cache. A miss (or an entry
+  /// that does not load) compiles nothing: compileAll returns no functions
+  /// and Step::compile no step. Lets a caller compile elsewhere (act's
+  /// Python front end compiles in a child process, so that the compiler's
+  /// memory is never its own) and load the result here.
+  bool cacheOnly = false;
 };
 
 class JitFunction {
@@ -168,7 +174,8 @@ public:
   static llvm::Expected<std::unique_ptr<JitFunction>>
   compile(ModuleOp module, llvm::StringRef name, bool countAllocations,
           const JitTarget &target = {});
-  /// Compiles several functions of one module with one engine.
+  /// Compiles several functions of one module with one engine (none where
+  /// JitTarget::cacheOnly misses the cache).
   static llvm::Expected<std::vector<std::unique_ptr<JitFunction>>>
   compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
              bool countAllocations, const JitTarget &target = {});

@@ -57,7 +57,8 @@ class Step {
 public:
   /// Compiles the step of `module` (lowered in place): the function `entry`
   /// (with its split backward, if it names one), or the module's training
-  /// graph when `entry` is empty.
+  /// graph when `entry` is empty. JitTarget::cacheOnly: a null step where
+  /// the code is not in the cache.
   static llvm::Expected<std::unique_ptr<Step>>
   compile(ModuleOp module, llvm::StringRef entry, const JitTarget &target = {});
 

@@ -278,6 +278,8 @@ JitFunction::compile(ModuleOp module, llvm::StringRef name,
   auto all = compileAll(module, {name.str()}, countAllocations, target);
   if (!all)
     return all.takeError();
+  if (all->empty()) // (JitTarget::cacheOnly: not in the cache)
+    return nullptr;
   return std::move(all->front());
 }
 

@@ -219,6 +219,40 @@ TEST_F(CodeCacheTest, LoadedStepComputesWhatTheCompiledOneDoes) {
     EXPECT_EQ(outputs[0][i], outputs[1][i]) << "result " << i;
 }
 
+// JitTarget::cacheOnly (what a caller that compiles elsewhere uses): a
+// miss compiles nothing and leaves the module as it was; once the code is
+// in the cache, it loads.
+TEST_F(CodeCacheTest, CacheOnlyLoadsAndNeverCompiles) {
+  JitTarget target;
+  target.cacheDir = directory;
+  target.threads = 1;
+  JitTarget only = target;
+  only.cacheOnly = true;
+  OwningOpRef<ModuleOp> module = parseCodec();
+  ASSERT_TRUE(module);
+  std::string before;
+  llvm::raw_string_ostream(before) << *module;
+  auto missed = JitFunction::compile(*module, "codec", true, only);
+  ASSERT_TRUE(bool(missed)) << llvm::toString(missed.takeError());
+  EXPECT_EQ(*missed, nullptr);
+  std::string after;
+  llvm::raw_string_ostream(after) << *module;
+  EXPECT_EQ(after, before); // (not lowered)
+  std::error_code ec;
+  EXPECT_TRUE(llvm::sys::fs::directory_iterator(directory, ec) ==
+              llvm::sys::fs::directory_iterator());
+  // Compiled (and cached) as usual, then loaded by cacheOnly.
+  OwningOpRef<ModuleOp> compiled = parseCodec();
+  auto jit = JitFunction::compile(*compiled, "codec", true, target);
+  ASSERT_TRUE(bool(jit)) << llvm::toString(jit.takeError());
+  EXPECT_FALSE((*jit)->isFromCache());
+  OwningOpRef<ModuleOp> again = parseCodec();
+  auto loaded = JitFunction::compile(*again, "codec", true, only);
+  ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+  ASSERT_NE(*loaded, nullptr);
+  EXPECT_TRUE((*loaded)->isFromCache());
+}
+
 // The key is the module as given, before act's lowering (a hit skips it);
 // an entry that verifies but is no loadable code is compiled anew (the
 // module lowered then) and replaced.

@@ -170,7 +170,8 @@ class JitFunction {
 public:
   /// Lowers `module` in place and compiles its function `name`. Fails when
   /// the function is missing, its signature has types act cannot exchange,
-  /// lowering fails, or (GPU) no driver or GPU is present.
+  /// lowering fails, or (GPU) no driver or GPU is present. Null where
+  /// JitTarget::cacheOnly misses the cache.
   static llvm::Expected<std::unique_ptr<JitFunction>>
   compile(ModuleOp module, llvm::StringRef name, bool countAllocations,
           const JitTarget &target = {});

@@ -355,12 +355,21 @@ TASKS = {
 }
 
 
+# Examples evaluate() runs the model on at once: Fashion-MNIST's 10,000 test
+# images in one batch took the process to 5.8 GB of resident memory (the
+# convolutions' outputs at 10,000 images) for a metric computed per example.
+EVALUATE_BATCH = 1000
+
+
 def evaluate(task, model, x, y):
     """The task's metric on held-out data: accuracy, or the mean loss."""
     model.eval()
     with torch.no_grad():
         if task.metric == "accuracy":
-            value = float((model(x).argmax(1) == y).float().mean())
+            correct = sum(int((model(x[i:i + EVALUATE_BATCH]).argmax(1)
+                               == y[i:i + EVALUATE_BATCH]).sum())
+                          for i in range(0, len(x), EVALUATE_BATCH))
+            value = correct / len(x)
         else:
             value = statistics.mean(float(task.loss_fn(model(x[i:i + 64]), y[i:i + 64]))
                                     for i in range(0, len(x), 64))

@@ -2208,3 +2208,23 @@ def test_gact_error_sensitivity(tmp_path):
         act.compile(model, F.cross_entropy, average_bits=2, sensitivity="bias")
     with pytest.raises(ValueError, match="give average_bits="):
         act.compile(model, F.cross_entropy, encoding="#act.quant<bits=4>", sensitivity="error")
+
+
+def test_evaluate_runs_the_held_out_data_in_batches(monkeypatch):
+    """act.train's evaluate: the accuracy over every example, the model run
+    on EVALUATE_BATCH examples at a time (Fashion-MNIST's 10,000 test
+    images in one batch took 5.8 GB), and the model back in training mode."""
+    from act import train
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 3), nn.BatchNorm1d(3))
+    x, y = torch.randn(2500, 1, 4, 4), torch.randint(0, 3, (2500,))
+    sizes = []
+    model.register_forward_hook(lambda m, args, out: sizes.append(len(args[0])))
+    task = train.TASKS["fmnist-cnn"]
+    model.eval()
+    with torch.no_grad():
+        whole = float((model(x).argmax(1) == y).float().mean())
+    model.train()
+    sizes.clear()
+    assert train.evaluate(task, model, x, y) == pytest.approx(whole, abs=1e-6)
+    assert sizes == [1000, 1000, 500] and model.training

@@ -67,9 +67,12 @@ def compile_in_child(path, entry, cache):
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path_env = os.environ.get("PYTHONPATH")
     env = dict(os.environ, PYTHONPATH=here + (os.pathsep + path_env if path_env else ""))
-    run = subprocess.run([sys.executable, "-m", "act.ahead", "--once", cache, str(path),
-                          entry or ""], env=env, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        run = subprocess.run([sys.executable, "-m", "act.ahead", "--once", cache, str(path),
+                              entry or ""], env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except OSError:  # (no interpreter to start: an embedded Python)
+        return
     if run.returncode == ONCE_FAILED:
         raise capi.ActError(run.stderr.strip())
 

@@ -23,12 +23,13 @@ def _load_libc():
     return _libc
 
 
-def compiler_pages(smaps="/proc/self/smaps"):
+def compiler_pages(smaps="/proc/self/smaps", resident_only=True):
     """The mappings of the compiler's libraries whose pages can leave the
     resident set: [(start, end, resident bytes)] of each read-only mapping
     none of whose pages is the process's own copy (`Anonymous: 0`: every
     page is the file's, as the kernel reads it again on the next touch).
-    Writable mappings and relocated read-only data (copies) are kept."""
+    Writable mappings and relocated read-only data (copies) are kept.
+    resident_only: only those with resident pages."""
     found, current = [], None
     try:
         with open(smaps) as f:
@@ -47,7 +48,15 @@ def compiler_pages(smaps="/proc/self/smaps"):
                     current[3] = False
     except OSError:
         return []
-    return [(start, end, rss) for start, end, rss, pristine in found if pristine and rss]
+    return [(start, end, rss) for start, end, rss, pristine in found
+            if pristine and (rss or not resident_only)]
+
+
+# compiler_pages' mappings, found once the libraries are loaded (a read of
+# /proc/self/smaps costs 50 ms beside torch's hundreds of mappings; the
+# libraries' read-only mappings, and which of them hold copies, do not
+# change once loaded).
+_compiler_mappings = None
 
 
 def release_compiler_pages():
@@ -55,16 +64,16 @@ def release_compiler_pages():
     process's resident set after a compile or a load from the code cache
     (madvise MADV_DONTNEED on the unmodified read-only mappings of libLLVM
     and libMLIR, compiler_pages: the next use reads them again from the
-    page cache, as after a fresh start). Returns the bytes dropped."""
+    page cache, as after a fresh start). Returns the mappings advised."""
+    global _compiler_mappings
     libc = _load_libc()
     if not libc or not hasattr(libc, "madvise"):
         return 0
+    if not _compiler_mappings:
+        _compiler_mappings = compiler_pages(resident_only=False)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    dropped = 0
-    for start, end, rss in compiler_pages():
-        if libc.madvise(start, end - start, MADV_DONTNEED) == 0:
-            dropped += rss
-    return dropped
+    return sum(libc.madvise(start, end - start, MADV_DONTNEED) == 0
+               for start, end, _ in _compiler_mappings)
 
 
 def release_freed_memory():

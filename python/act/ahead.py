@@ -11,7 +11,9 @@ training loop, and it can be stopped at any point (when the step is
 destroyed, or the process exits) without waiting for LLVM.
 
     python3 -m act.ahead PARENT_PID CACHE_DIR STEP.mlir...   # the background process
-    python3 -m act.ahead --once CACHE_DIR STEP.mlir [ENTRY]     # compile_in_child's
+
+compile_in_child: one step compiled by a child process while the caller
+waits (CompiledStep.from_file with a code cache), for the memory alone.
 """
 
 import ctypes
@@ -62,16 +64,15 @@ def compile_in_child(path, entry, cache):
     graph) into the code cache `cache` in a child process (CompiledStep.from_file's
     default where a cache is set), and waits for it. Raises capi.ActError
     with the compiler's message where the step does not compile; a child
-    that ends otherwise (killed, out of memory) leaves the compile to the
-    caller."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    path_env = os.environ.get("PYTHONPATH")
-    env = dict(os.environ, PYTHONPATH=here + (os.pathsep + path_env if path_env else ""))
+    that ends otherwise (killed, out of memory, no interpreter to start)
+    leaves the compile to the caller. The child is `python3 -E -S` running
+    _ONCE (libActCAPI.so through ctypes, nothing else imported: it starts in
+    tens of milliseconds)."""
     try:
-        run = subprocess.run([sys.executable, "-m", "act.ahead", "--once", cache, str(path),
-                              entry or ""], env=env, stdin=subprocess.DEVNULL,
+        run = subprocess.run([sys.executable, "-E", "-S", "-c", _ONCE, capi.library_path(),
+                              cache, str(path), entry or ""], stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    except OSError:  # (no interpreter to start: an embedded Python)
+    except OSError:
         return
     if run.returncode == ONCE_FAILED:
         raise capi.ActError(run.stderr.strip())
@@ -81,14 +82,27 @@ def compile_in_child(path, entry, cache):
 # error on stderr).
 ONCE_FAILED = 3
 
-
-def _once(cache, path, entry):
-    capi.set_cache_dir(cache)
-    try:
-        capi.CompiledStep.from_file(path, entry or None, in_child=False)
-    except capi.ActError as e:
-        sys.stderr.write(str(e))
-        sys.exit(ONCE_FAILED)
+# compile_in_child's child: LIBRARY CACHE STEP.mlir ENTRY ("": the graph).
+_ONCE = r"""
+import ctypes, sys
+library, cache, path, entry = sys.argv[1:5]
+class Handle(ctypes.Structure):
+    _fields_ = [("ptr", ctypes.c_void_p)]
+lib = ctypes.CDLL(library)
+lib.actSetCacheDir.argtypes = [ctypes.c_char_p]
+lib.actStepCompileFileOn.restype = Handle
+lib.actStepCompileFileOn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                     ctypes.POINTER(ctypes.c_void_p)]
+lib.actStepDestroy.argtypes = [Handle]
+lib.actSetCacheDir(cache.encode())
+error = ctypes.c_void_p()
+step = lib.actStepCompileFileOn(path.encode(), entry.encode() or None, b"cpu",
+                                ctypes.byref(error))
+if not step.ptr:
+    sys.stderr.write(ctypes.string_at(error.value).decode() if error.value else "unknown error")
+    sys.exit(%d)
+lib.actStepDestroy(step)
+""" % ONCE_FAILED
 
 
 def _end_with_parent(parent):
@@ -103,8 +117,6 @@ def _end_with_parent(parent):
 
 
 def main(argv):
-    if argv[:1] == ["--once"]:
-        return _once(*argv[1:4])
     parent, cache, paths = int(argv[0]), argv[1], argv[2:]
     _end_with_parent(parent)
     try:

@@ -120,12 +120,17 @@ _SIGNATURES = {
 _lib = None
 
 
+def library_path():
+    """Where libActCAPI.so is: ACT_LIB_DIR, else the repository's build/lib."""
+    lib_dir = os.environ.get("ACT_LIB_DIR", os.path.join(ROOT, "build", "lib"))
+    return os.path.abspath(os.path.join(lib_dir, "libActCAPI.so"))
+
+
 def library():
     """libActCAPI.so, loaded once."""
     global _lib
     if _lib is None:
-        lib_dir = os.environ.get("ACT_LIB_DIR", os.path.join(ROOT, "build", "lib"))
-        path = os.path.join(lib_dir, "libActCAPI.so")
+        path = library_path()
         if not os.path.exists(path):
             raise ActError(f"{path} not found: build act (scripts/setup.sh) or set ACT_LIB_DIR")
         lib = ctypes.CDLL(path)

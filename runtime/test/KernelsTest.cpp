@@ -174,6 +174,14 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"PerChannelGrouped",
                  {8, 2, 3, 14, 14, 6, 6, 6, 4, 4, {1, 1}, {2, 2}},
                  ConvAlgorithm::PerChannel},
+        // A CNN's first convolution (one channel in, large maps): a GEMM
+        // per image into the output, grouped and not.
+        ConvCase{"PerChannelFirstLayer",
+                 {5, 1, 1, 28, 28, 32, 3, 3, 28, 28, {1, 1}, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerChannel},
+        ConvCase{"PerChannelFirstLayerGrouped",
+                 {3, 2, 2, 12, 12, 4, 3, 3, 10, 10, {1, 1}, {1, 1}},
+                 ConvAlgorithm::PerChannel},
         // Loops (depthwise: a channel per group).
         ConvCase{"Depthwise",
                  {2, 6, 1, 9, 9, 1, 3, 3, 4, 4, {2, 2}, {1, 1}},
@@ -351,6 +359,34 @@ TEST(KernelsTest, OutputIsWrittenThroughItsStrides) {
     }
     setThreads(0);
   }
+}
+
+/// A CNN's first convolution (one channel in, 28x28 maps) takes scratch
+/// of a few images' windows, not of its output: its output-sized sums were
+/// the fmnist-cnn step's peak at large batches (98 MiB at batch 1024).
+TEST(KernelsTest, FirstLayerTakesNoOutputSizedScratch) {
+  ConvShape s{64, 1, 1, 28, 28, 32, 3, 3, 28, 28, {1, 1}, {1, 1}, {1, 1}};
+  ASSERT_EQ(chooseConvAlgorithm(s), ConvAlgorithm::PerChannel);
+  std::vector<float> in = randomVector(s.n * s.c * s.h * s.w, 1);
+  std::vector<float> wt = randomVector(s.f * s.c * s.kh * s.kw, 2);
+  std::vector<float> init = randomVector(s.n * s.f * s.oh * s.ow, 3);
+  std::vector<double> want = referenceConv(s, in, wt, init);
+  for (int threads : {1, 2}) {
+    setThreads(threads);
+    std::vector<float> out = init;
+    MemRef<4> min = rowMajor(in, s.n, s.c, s.h, s.w);
+    MemRef<4> mw = rowMajor(wt, s.f, s.c, s.kh, s.kw);
+    MemRef<4> mout = rowMajor(out, s.n, s.f, s.oh, s.ow);
+    resetPeak();
+    int64_t before = getMemoryStats().liveBytes;
+    _mlir_ciface_act_kernel_conv_2d_nchw_fchw_f32(&min, &mw, &mout, 1, 1, 1, 1,
+                                                  1, 1);
+    int64_t scratch = getMemoryStats().peakBytes - before;
+    // Windows of one image per thread: 28 * 28 * 9 floats.
+    EXPECT_LE(scratch, int64_t(threads * 28 * 28 * 9 * sizeof(float) + 1024));
+    expectClose(out, want, 1e-5);
+  }
+  setThreads(0);
 }
 
 /// The definition of a convolution's input gradient, in double.

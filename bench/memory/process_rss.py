@@ -7,7 +7,7 @@ the process's resident memory after `import torch` alone.
 
     ACT_BIN_DIR=build/bin ACT_LIB_DIR=build/lib python3 bench/memory/process_rss.py \
         [--batch 128] [--steps 20] [--encoding "#act.quant<bits=4>"]
-        [--largest-under MIB --steps 2]
+        [--largest-under MIB --steps 2 [--only act.compile --eager-batch N]]
 
 --largest-under MIB: the largest batch PyTorch eager, eager with
 torch.utils.checkpoint on each of the CNN's four convolution blocks, and act
@@ -132,11 +132,13 @@ def largest_batch(mode, encoding, cap, steps, cache, start=64, resolution=0.125)
     return low, fits.get(low), probes
 
 
-def largest_table(cap_mib, steps):
+def largest_table(cap_mib, steps, only=None, eager_batch=None):
     """--largest-under: for PyTorch eager, eager with checkpointing of the
     CNN's four convolution blocks, and act without encodings, at 4 bits and at 2
     bits, the largest batch under the same cap on the process's peak
-    resident memory."""
+    resident memory. only: the rows whose label contains it (--only);
+    eager_batch: eager's largest batch, for the ratios of a run without
+    eager's row."""
     cap = cap_mib * 2 ** 20
     rows = [("PyTorch eager", "eager", "none"),
             ("PyTorch eager, torch.utils.checkpoint per conv block", "checkpoint", "none"),
@@ -146,9 +148,11 @@ def largest_table(cap_mib, steps):
     print(f"| fmnist-cnn, peak RSS at most {cap_mib} MiB, {steps} steps | largest batch | "
           f"vs eager | its peak RSS | its step's own peak | probes (batch: MiB) |")
     print("|---|---|---|---|---|---|")
-    eager = None
+    eager = eager_batch
     mib = 2 ** 20
     for label, mode, encoding in rows:
+        if only and only not in label:
+            continue
         with tempfile.TemporaryDirectory(prefix="act-rss-cache-") as cache:
             batch, m, probes = largest_batch(mode, encoding, cap, steps, cache)
         eager = eager or batch
@@ -166,9 +170,14 @@ def main():
     p.add_argument("--largest-under", type=int, metavar="MIB",
                    help="instead: the largest batch each configuration trains with under a "
                         "cap of MIB MiB on the process's peak resident memory")
+    p.add_argument("--only", help="--largest-under: only the rows whose label contains this "
+                                  "(\"act.compile\": act's rows)")
+    p.add_argument("--eager-batch", type=int,
+                   help="--largest-under with --only: eager's largest batch, measured before, "
+                        "for the ratios")
     args = p.parse_args()
     if args.largest_under:
-        return largest_table(args.largest_under, args.steps)
+        return largest_table(args.largest_under, args.steps, args.only, args.eager_batch)
     # act's rows start with an empty code cache (compiled in the process);
     # the "cache warm" rows are a second process finding the step there
     # (docs/Running.md, "The code cache").

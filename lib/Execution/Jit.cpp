@@ -383,6 +383,12 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
     jit->name = name;
     jit->countAllocations = countAllocations;
     jit->gpu = target.gpu;
+    // (Here, before the code cache's early return: a step loaded from the
+    // cache refuses graphs as a compiled one does.)
+    if (!target.deviceTensors)
+      jit->graphsRefused = "@" + name +
+                           " is not compiled for device tensors: CUDA " +
+                           "graphs replay a step on CUDA tensors";
     FunctionType type = func.getFunctionType();
     for (unsigned i = 0; i < type.getNumInputs(); ++i) {
       ValueSpec spec;
@@ -540,11 +546,6 @@ JitFunction::compileAll(ModuleOp module, llvm::ArrayRef<std::string> names,
       jit->graphs = (target.gpuGraphs || graphsByEnvironment) &&
                     jit->graphsRefused.empty();
     }
-  for (auto &jit : jits)
-    if (!target.deviceTensors)
-      jit->graphsRefused = "@" + jit->name +
-                           " is not compiled for device tensors: CUDA " +
-                           "graphs replay a step on CUDA tensors";
   // The ExecutionEngine calls each entry through a wrapper that unpacks an
   // array of argument pointers: a call with every memref descriptor's
   // fields as scalars (thousands for a model's step), whose code generation

@@ -12,8 +12,8 @@ destroyed, or the process exits) without waiting for LLVM.
 
     python3 -m act.ahead PARENT_PID CACHE_DIR STEP.mlir...   # the background process
 
-compile_in_child: one step compiled by a child process while the caller
-waits (CompiledStep.from_file with a code cache), for the memory alone.
+capi.compile_in_child: one step compiled by a child process while the
+caller waits (CompiledStep.from_file with ACT_COMPILE_IN_CHILD=1).
 """
 
 import ctypes
@@ -57,52 +57,6 @@ class Ahead:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-
-
-def compile_in_child(path, entry, cache):
-    """Compiles the CPU step `path` (its function `entry`, or its training
-    graph) into the code cache `cache` in a child process (CompiledStep.from_file's
-    default where a cache is set), and waits for it. Raises capi.ActError
-    with the compiler's message where the step does not compile; a child
-    that ends otherwise (killed, out of memory, no interpreter to start)
-    leaves the compile to the caller. The child is `python3 -E -S` running
-    _ONCE (libActCAPI.so through ctypes, nothing else imported: it starts in
-    tens of milliseconds)."""
-    try:
-        run = subprocess.run([sys.executable, "-E", "-S", "-c", _ONCE, capi.library_path(),
-                              cache, str(path), entry or ""], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    except OSError:
-        return
-    if run.returncode == ONCE_FAILED:
-        raise capi.ActError(run.stderr.strip())
-
-
-# compile_in_child's child's status where the step does not compile (its
-# error on stderr).
-ONCE_FAILED = 3
-
-# compile_in_child's child: LIBRARY CACHE STEP.mlir ENTRY ("": the graph).
-_ONCE = r"""
-import ctypes, sys
-library, cache, path, entry = sys.argv[1:5]
-class Handle(ctypes.Structure):
-    _fields_ = [("ptr", ctypes.c_void_p)]
-lib = ctypes.CDLL(library)
-lib.actSetCacheDir.argtypes = [ctypes.c_char_p]
-lib.actStepCompileFileOn.restype = Handle
-lib.actStepCompileFileOn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                                     ctypes.POINTER(ctypes.c_void_p)]
-lib.actStepDestroy.argtypes = [Handle]
-lib.actSetCacheDir(cache.encode())
-error = ctypes.c_void_p()
-step = lib.actStepCompileFileOn(path.encode(), entry.encode() or None, b"cpu",
-                                ctypes.byref(error))
-if not step.ptr:
-    sys.stderr.write(ctypes.string_at(error.value).decode() if error.value else "unknown error")
-    sys.exit(%d)
-lib.actStepDestroy(step)
-""" % ONCE_FAILED
 
 
 def _end_with_parent(parent):

@@ -16,6 +16,8 @@ import contextlib
 import ctypes
 import math
 import os
+import subprocess
+import sys
 
 import numpy as np
 
@@ -362,20 +364,20 @@ class CompiledStep:
         and loaded from there: the compiler's memory (hundreds of MB for a
         large step) is never this process's, whose peak resident memory is
         what a user's monitor and a cluster's limit see. in_child: True or
-        False forces either way; None: ACT_COMPILE_IN_CHILD (default 1).
+        False forces either way; None: ACT_COMPILE_IN_CHILD=1 (default 0:
+        in this process, as act's tests expect no subprocess).
         Either way the compiler's libraries' pages leave the resident set
         afterwards (process.release_compiler_pages)."""
         lib, error = library(), ctypes.c_void_p()
         path_b, entry_b = str(path).encode(), entry.encode() if entry else None
         if in_child is None:
-            in_child = os.environ.get("ACT_COMPILE_IN_CHILD", "1") != "0"
+            in_child = os.environ.get("ACT_COMPILE_IN_CHILD", "0") == "1"
         cache = get_cache_dir()
         h, child = _Handle(None), False
         if in_child and device == "cpu" and cache and _writable(cache):
             h = lib.actStepLoadCachedFileOn(path_b, entry_b, device.encode(),
                                             ctypes.byref(error))
             if not h.ptr and not error.value:
-                from .ahead import compile_in_child
                 compile_in_child(path, entry, cache)  # (raises its ActError)
                 h = lib.actStepLoadCachedFileOn(path_b, entry_b, device.encode(),
                                                 ctypes.byref(error))
@@ -655,3 +657,49 @@ class CompiledStep:
         if getattr(self, "_handle", None) is not None and _lib is not None:
             _lib.actStepDestroy(self._handle)
             self._handle = None
+
+
+def compile_in_child(path, entry, cache):
+    """Compiles the CPU step `path` (its function `entry`, or its training
+    graph) into the code cache `cache` in a child process (CompiledStep.from_file's
+    default where a cache is set), and waits for it. Raises capi.ActError
+    with the compiler's message where the step does not compile; a child
+    that ends otherwise (killed, out of memory, no interpreter to start)
+    leaves the compile to the caller. The child is `python3 -E -S` running
+    _ONCE (libActCAPI.so through ctypes, nothing else imported: it starts in
+    tens of milliseconds)."""
+    try:
+        run = subprocess.run([sys.executable, "-E", "-S", "-c", _ONCE, library_path(),
+                              cache, str(path), entry or ""], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except OSError:
+        return
+    if run.returncode == ONCE_FAILED:
+        raise ActError(run.stderr.strip())
+
+
+# compile_in_child's child's status where the step does not compile (its
+# error on stderr).
+ONCE_FAILED = 3
+
+# compile_in_child's child: LIBRARY CACHE STEP.mlir ENTRY ("": the graph).
+_ONCE = r"""
+import ctypes, sys
+library, cache, path, entry = sys.argv[1:5]
+class Handle(ctypes.Structure):
+    _fields_ = [("ptr", ctypes.c_void_p)]
+lib = ctypes.CDLL(library)
+lib.actSetCacheDir.argtypes = [ctypes.c_char_p]
+lib.actStepCompileFileOn.restype = Handle
+lib.actStepCompileFileOn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                     ctypes.POINTER(ctypes.c_void_p)]
+lib.actStepDestroy.argtypes = [Handle]
+lib.actSetCacheDir(cache.encode())
+error = ctypes.c_void_p()
+step = lib.actStepCompileFileOn(path.encode(), entry.encode() or None, b"cpu",
+                                ctypes.byref(error))
+if not step.ptr:
+    sys.stderr.write(ctypes.string_at(error.value).decode() if error.value else "unknown error")
+    sys.exit(%d)
+lib.actStepDestroy(step)
+""" % ONCE_FAILED

@@ -2214,7 +2214,7 @@ def test_evaluate_runs_the_held_out_data_in_batches(monkeypatch):
     """act.train's evaluate: the accuracy over every example, the model run
     on EVALUATE_BATCH examples at a time (Fashion-MNIST's 10,000 test
     images in one batch took 5.8 GB), and the model back in training mode."""
-    from act import train
+    train = sys.modules["act.train"]
     torch.manual_seed(0)
     model = nn.Sequential(nn.Flatten(), nn.Linear(16, 3), nn.BatchNorm1d(3))
     x, y = torch.randn(2500, 1, 4, 4), torch.randint(0, 3, (2500,))

@@ -92,7 +92,10 @@ print(json.dumps({"after_import": after_import, "after_compile": after_compile,
 def measure(mode, encoding, batch, steps, cache):
     argv = [sys.executable, "-c", WORKER, os.path.abspath(PYTHON), mode, encoding, str(batch),
             str(steps)]
-    env = dict(os.environ, ACT_PROGRESS="0", ACT_CACHE_DIR=cache)
+    # (act compiles in a child process: its compiler's memory is not the
+    # training process's; ACT_COMPILE_IN_CHILD=0 measures it in-process.)
+    env = dict(os.environ, ACT_PROGRESS="0", ACT_CACHE_DIR=cache,
+               ACT_COMPILE_IN_CHILD=os.environ.get("ACT_COMPILE_IN_CHILD", "1"))
     if mode in ("eager", "checkpoint"):
         sys.path.insert(0, os.path.abspath(PYTHON))
         from act import mallocpeak

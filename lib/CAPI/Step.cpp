@@ -202,26 +202,26 @@ static ActStep compile(std::unique_ptr<llvm::MemoryBuffer> buffer,
   return {steps().insert(std::move(handle))};
 }
 
-ActStep actStepCompileFileOn(const char *path, const char *entry,
-                             const char *device, char **error) {
+/// compile() on the file at `path`.
+static ActStep compileFile(const char *path, const char *entry,
+                           const char *device, char **error, bool cacheOnly) {
   std::string message;
   auto file = openInputFile(path ? path : "", &message);
   if (!file) {
     setError(error, message);
     return {nullptr};
   }
-  return compile(std::move(file), entry, device, error);
+  return compile(std::move(file), entry, device, error, cacheOnly);
+}
+
+ActStep actStepCompileFileOn(const char *path, const char *entry,
+                             const char *device, char **error) {
+  return compileFile(path, entry, device, error, /*cacheOnly=*/false);
 }
 
 ActStep actStepLoadCachedFileOn(const char *path, const char *entry,
                                 const char *device, char **error) {
-  std::string message;
-  auto file = openInputFile(path ? path : "", &message);
-  if (!file) {
-    setError(error, message);
-    return {nullptr};
-  }
-  return compile(std::move(file), entry, device, error, /*cacheOnly=*/true);
+  return compileFile(path, entry, device, error, /*cacheOnly=*/true);
 }
 
 ActStep actStepCompileFile(const char *path, const char *entry, char **error) {

@@ -272,23 +272,26 @@ void convPerChannel(const ConvShape &s, const float *in, const float *wt,
   Scratch sums(direct || perImage ? 0 : size_t(threads) * s.f * np);
   Scratch weights(windowsRowMajor || perImage ? 0 : size_t(threads) * s.f * kk);
   const int64_t *st = s.inStride;
+  // weight[g, f0:f1, c] as an (f1 - f0) x KK matrix and its row stride:
+  // in place when its windows are row-major, else gathered into `buffer`.
+  auto weightMatrix = [&](int64_t g, int64_t c, int64_t f0, int64_t f1,
+                          float *buffer) -> std::pair<const float *, int64_t> {
+    const int64_t *ws = s.weightStride;
+    const float *w = wt + g * ws[0] + c * ws[2] + f0 * ws[1];
+    if (windowsRowMajor)
+      return {w, ws[1]};
+    for (int64_t f = f0; f < f1; ++f)
+      for (int64_t u = 0; u < s.kh; ++u)
+        for (int64_t v = 0; v < s.kw; ++v)
+          buffer[((f - f0) * s.kh + u) * s.kw + v] =
+              w[(f - f0) * ws[1] + u * ws[3] + v * ws[4]];
+    return {buffer, kk};
+  };
   // T[f0:f1] += weight[g, f0:f1, c] * windows(c)^T into `t` (row stride np).
   auto channel = [&](int64_t g, int64_t c, int64_t f0, int64_t f1, int thread,
                      float *t) {
-    // weight[g, :, c] as an F x KK matrix: in place when its windows are
-    // row-major, else gathered.
-    const int64_t *ws = s.weightStride;
-    const float *w = wt + g * ws[0] + c * ws[2] + f0 * ws[1];
-    int64_t lda = ws[1];
-    if (!windowsRowMajor) {
-      float *dst = weights.data + thread * s.f * kk;
-      for (int64_t f = f0; f < f1; ++f)
-        for (int64_t u = 0; u < s.kh; ++u)
-          for (int64_t v = 0; v < s.kw; ++v)
-            dst[((f - f0) * s.kh + u) * s.kw + v] =
-                w[(f - f0) * ws[1] + u * ws[3] + v * ws[4]];
-      w = dst, lda = kk;
-    }
+    auto [w, lda] =
+        weightMatrix(g, c, f0, f1, weights.data + thread * s.f * kk);
     // windows[(n, i, j), (u, v)] = in[n, g, c, i s0 + u d0, j s1 + v d1],
     // a band of images at a time.
     float *a = windows.data + thread * band * p * kk;
@@ -320,18 +323,8 @@ void convPerChannel(const ConvShape &s, const float *in, const float *wt,
       int64_t n = idx / s.g, g = idx % s.g;
       float *a = imageWindows.data + thread * p * kk;
       for (int64_t c = 0; c < s.c; ++c) {
-        const int64_t *ws = s.weightStride;
-        const float *w = wt + g * ws[0] + c * ws[2];
-        int64_t lda = ws[1];
-        if (!windowsRowMajor) {
-          float *dst = imageWeights.data + thread * s.f * kk;
-          for (int64_t f = 0; f < s.f; ++f)
-            for (int64_t u = 0; u < s.kh; ++u)
-              for (int64_t v = 0; v < s.kw; ++v)
-                dst[(f * s.kh + u) * s.kw + v] =
-                    w[f * ws[1] + u * ws[3] + v * ws[4]];
-          w = dst, lda = kk;
-        }
+        auto [w, lda] =
+            weightMatrix(g, c, 0, s.f, imageWeights.data + thread * s.f * kk);
         for (int64_t i = 0; i < s.oh; ++i)
           for (int64_t j = 0; j < s.ow; ++j)
             gatherWindow(s, in + n * st[0] + g * st[1] + c * st[2],

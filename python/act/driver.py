@@ -85,12 +85,19 @@ def placement_options(recompute_cost=0, loss_head=None):
 def insertion_options(encoding, few_bit=0, include=None, recompute_cost=0, loss_head=None):
     """act-insert-encode-decode's options for act.compile's and act.Module's
     `encoding=` (an act encoding, "lossless" for Gist's lossless encodings
-    only, None or "none" for none), `few_bit=`, `include=` (the saved
+    only, "lossless+F" for them with Gist's delayed precision reduction to
+    the float format F (fp10, bf16, ...: act-insert-encode-decode's
+    float-format), None or "none" for none), `few_bit=`, `include=` (the saved
     values' ids that may be encoded; None: all), `recompute_cost=`
     (recompute-cost: operations per byte) and `loss_head=` (loss-head: the
     loss head's encoding)."""
+    lossless, _, reduced = (encoding or "").partition("+")
+    if lossless == "lossless" and reduced and not reduced.isalnum():
+        raise ValueError(f"encoding={encoding!r}: 'lossless+F' takes a float format F "
+                         "(f16, bf16, fp10, e4m3, e5m2)")
     options = ("policy=none" if encoding in (None, "none")
-               else "policy=lossless" if encoding == "lossless"
+               else "policy=lossless" + (f" float-format={reduced}" if reduced else "")
+               if lossless == "lossless"
                else f"encoding={option_value(encoding)}")
     if include is not None:
         options += " include=" + ",".join(str(int(i)) for i in include)

@@ -126,7 +126,8 @@ class Module(nn.Module):
     """`module` with act's compiled, compressed forward and backward, as an
     nn.Module inside autograd (see the module docstring). encoding: an act
     encoding for every saved activation ("#act.quant<bits = 4>", ...),
-    "lossless" for Gist's lossless encodings only, or None for none;
+    "lossless" for Gist's lossless encodings only ("lossless+fp10": with
+    Gist's precision reduction to fp10, bf16, ...), or None for none;
     few_bit: with a lossy encoding, few-bit codes for the values the backward
     reads only through an activation's derivative (as act.compile).
     example_inputs, if given, compiles now (saved_bytes is known from then
@@ -149,7 +150,7 @@ class Module(nn.Module):
             raise TypeError(f"act.Module: wrap the module first and {name} around it "
                             f"({name}(act.Module(model)), so that its hooks see act's "
                             f"gradients), not act.Module({name}(model))")
-        if few_bit and encoding in (None, "none", "lossless"):
+        if few_bit and (encoding in (None, "none") or encoding.startswith("lossless")):
             raise ValueError("few_bit= goes with a lossy encoding= (the values it does not "
                              "apply to get that encoding)")
         self.module = module

@@ -103,3 +103,61 @@ def test_lossless_policy_is_bitwise_identical(spec, batch, recompute, tmp_path):
           f"({ratio:.2f}x; static estimate at density 0.5: "
           f"{totals['saved_bytes_after']}, {totals['compression_ratio']:.2f}x); "
           f"measured peak {peak0} -> {peak1} bytes")
+
+
+@pytest.mark.parametrize("fmt,tolerance", [("bf16", 2e-2), ("fp10", 1e-1)])
+def test_lossless_with_gist_precision_reduction(fmt, tolerance, tmp_path):
+    """"lossless+F" (policy=lossless float-format=F, Gist's delayed
+    precision reduction over its lossless encodings): the sign masks and
+    pool indices stay exact, the sparse maps keep their bitmap and store
+    their nonzeros in F, the other float values are #act.float of F. The
+    forward is untouched (the loss is the unencoded step's, bit for bit),
+    the gradients are close to it and bitwise those of #act.float of F on
+    every value, and the run stores fewer bytes than either the lossless
+    policy alone or the float format alone, measured."""
+    manifest = export(VGG, 2, 0, str(tmp_path))
+    src = manifest["files"]["joint"]
+    assert driver.insertion_options(f"lossless+{fmt}") == f"policy=lossless float-format={fmt}"
+    with pytest.raises(ValueError, match="float format"):
+        driver.insertion_options("lossless+fp10 min-bytes=0")
+    plain = driver.insert(src, str(tmp_path / "plain.mlir"), "policy=none")
+    lossless = driver.insert(src, str(tmp_path / "lossless.mlir"), "policy=lossless min-bytes=0")
+    reduced = driver.insert(src, str(tmp_path / "reduced.mlir"),
+                            driver.insertion_options(f"lossless+{fmt}") + " min-bytes=0")
+    text = open(reduced).read()
+    assert f"#act.sparse<density = 0.5, format = {fmt}>" in text
+    assert f"#act.float<format = {fmt}>" in text
+    assert "#act.mask" in text and "#act.index" in text and "#act.quant" not in text
+    n = manifest["parameters"] + 1
+    want, _, _ = driver.step(plain, manifest["inputs"], str(tmp_path / "plain"), n)
+    got, _, _ = driver.step(reduced, manifest["inputs"], str(tmp_path / "reduced"), n)
+    assert np.array_equal(np.atleast_1d(got[0]).view(np.uint8),
+                          np.atleast_1d(want[0]).view(np.uint8))  # the loss
+    errors = [float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30))
+              for g, w in zip(got[1:], want[1:])]
+    assert max(errors) < tolerance, errors
+    assert max(errors) > 0.0  # (the gradients do see the rounding)
+    # The same bits as #act.float<format = F> on every value (zeros stay
+    # zeros, the nonzeros round alike, masks and indices are exact under
+    # both): its accuracy is the float format's, at fewer bytes.
+    uniform = driver.insert(src, str(tmp_path / "uniform.mlir"),
+                            driver.insertion_options(f"#act.float<format = {fmt}>")
+                            + " min-bytes=0")
+    same, _, _ = driver.step(uniform, manifest["inputs"], str(tmp_path / "uniform"), n)
+    assert all(np.array_equal(np.atleast_1d(a).view(np.uint8), np.atleast_1d(b).view(np.uint8))
+               for a, b in zip(got, same))
+
+    def measured(mlir, name):
+        # What the run stores: the encoded values as measured, the others
+        # whole.
+        stored = driver.stored_bytes(mlir, manifest["inputs"])
+        report = driver.memory_report(mlir, str(tmp_path / f"{name}.json"))["graphs"][0]
+        return sum(stored.values()) + sum(row["bytes_before"] for row in report["saved"]
+                                          if row["id"] not in stored)
+
+    exact, narrow = measured(lossless, "lossless"), measured(reduced, "reduced")
+    dense = measured(uniform, "uniform")
+    print(f"{manifest['model']}: lossless {exact} B stored, #act.float<format = {fmt}> "
+          f"{dense} B, lossless+{fmt} {narrow} B; gradient relative errors up to "
+          f"{max(errors):.2e}, the float format's bit for bit")
+    assert narrow < exact and narrow < dense

@@ -74,6 +74,13 @@ func.func @sparse(%x: tensor<1000xf32>) -> tensor<1000xf32> {
   %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.sparse<density = 0.5>> -> tensor<1000xf32>
   return %d : tensor<1000xf32>
 }
+// With Gist's precision reduction over it: the compacted values packed as
+// fp10 codes (three to a word) by #act.float's kernels, and back.
+func.func @sparse_fp10(%x: tensor<1000xf32>) -> tensor<1000xf32> {
+  %e = act.encode %x, id = 40 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.sparse<density = 0.5, format = fp10>>
+  %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.sparse<density = 0.5, format = fp10>> -> tensor<1000xf32>
+  return %d : tensor<1000xf32>
+}
 // Group sizes on the GPU: 8 bits in groups of 256 (four tiles, 16 threads
 // per group), 4 bits in groups of 64 (two per tile), 2 bits in groups of 48
 // (no whole-tile kernel: flat kernels only), 4 bits in groups of 2048 (16

@@ -18,30 +18,78 @@ using namespace mlir::act;
 // #act.sparse
 //===----------------------------------------------------------------------===//
 
+/// The lowering model the stored values are stored by (#act.float of the
+/// encoding's `format`), or null when they are stored at full width.
+static EncodingLoweringAttrInterface
+getValuesLowering(SparseEncodingAttr encoding) {
+  FloatEncodingAttr values = encoding.getValuesEncoding();
+  if (!values)
+    return nullptr;
+  return cast<EncodingLoweringAttrInterface>(Attribute(values));
+}
+
+/// The 1-D tensor of stored values (dynamic: their count depends on the
+/// data).
+static RankedTensorType getValuesType(RankedTensorType type) {
+  return RankedTensorType::get({ShapedType::kDynamic}, type.getElementType());
+}
+
 template <>
 void EncodingModel<SparseEncodingAttr>::getStorageTypes(
-    Attribute, RankedTensorType type, SmallVectorImpl<Type> &types) const {
+    Attribute attr, RankedTensorType type, SmallVectorImpl<Type> &types) const {
   // Sizes depend on the data: the bitmap (empty in the dense fallback) and
-  // the stored values.
+  // the stored values, at full width or as their format's storage.
   types.push_back(RankedTensorType::get(
       {ShapedType::kDynamic}, IntegerType::get(type.getContext(), 32)));
-  types.push_back(
-      RankedTensorType::get({ShapedType::kDynamic}, type.getElementType()));
+  if (EncodingLoweringAttrInterface values =
+          getValuesLowering(cast<SparseEncodingAttr>(attr)))
+    return values.getStorageTypes(getValuesType(type), types);
+  types.push_back(getValuesType(type));
 }
 
 template <>
 SmallVector<Value> EncodingModel<SparseEncodingAttr>::buildEncode(
-    Attribute, OpBuilder &b, Location loc, Value input, Value, Value, int64_t,
-    const LoweringOptions &options) const {
+    Attribute attr, OpBuilder &b, Location loc, Value input, Value, Value,
+    int64_t id, const LoweringOptions &options) const {
   auto [bitmap, values] = buildSparseEncode(b, loc, input, options);
-  return {bitmap, values};
+  EncodingLoweringAttrInterface format =
+      getValuesLowering(cast<SparseEncodingAttr>(attr));
+  if (!format)
+    return {bitmap, values};
+  // Gist's precision reduction over the sparse storage: the compacted
+  // values (a transient at full width) stored in the narrow format.
+  SmallVector<Value> storage = {bitmap};
+  llvm::append_range(storage, format.buildEncode(b, loc, values, Value(),
+                                                 Value(), id, options));
+  return storage;
 }
 
 template <>
 Value EncodingModel<SparseEncodingAttr>::buildDecode(
-    Attribute, OpBuilder &b, Location loc, ValueRange storage,
+    Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
     RankedTensorType decodedType, ValueRange dynamicSizes,
     const LoweringOptions &options) const {
-  return buildSparseDecode(b, loc, storage[0], storage[1], decodedType,
+  auto encoding = cast<SparseEncodingAttr>(attr);
+  EncodingLoweringAttrInterface format = getValuesLowering(encoding);
+  if (!format)
+    return buildSparseDecode(b, loc, storage[0], storage[1], decodedType,
+                             dynamicSizes, options);
+  // The values first, back at full width: all n elements in the dense
+  // fallback (an empty bitmap), else as many as the format's storage holds
+  // (at least the nonzeros; the sparse decode reads only those).
+  IndexMath ix{b, loc};
+  Value n = elementCount(ix, decodedType, dynamicSizes);
+  Value dense = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      b.createOrFold<tensor::DimOp>(loc, storage[0], 0), ix.c(0));
+  FloatEncodingAttr values = encoding.getValuesEncoding();
+  Value capacity = b.createOrFold<tensor::DimOp>(loc, storage[1], 0);
+  if (!values.isByteArray())
+    capacity = ix.mul(capacity, values.getElementsPerWord());
+  Value count = arith::SelectOp::create(b, loc, dense, n, capacity);
+  Value decoded =
+      format.buildDecode(b, loc, storage.drop_front(),
+                         getValuesType(decodedType), {count}, options);
+  return buildSparseDecode(b, loc, storage[0], decoded, decodedType,
                            dynamicSizes, options);
 }

@@ -171,6 +171,18 @@ func.func @sparse_i1(%a: !act.encoded<tensor<4xi1>, #act.sparse>) { return }
 
 // -----
 
+// expected-error @+1 {{#act.sparse with format = bf16 encodes floating-point tensors, not 'tensor<4xi32>'}}
+func.func @sparse_format_int(%a: !act.encoded<tensor<4xi32>, #act.sparse<format = bf16>>) { return }
+
+// -----
+
+// expected-error @+3 {{expected one of [f16, bf16, fp10, e4m3, e5m2] for reduced floating format, got: fp9}}
+// expected-error @+2 {{failed to parse Act_SparseEncoding parameter 'format'}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @sparse_format_unknown(%a: !act.encoded<tensor<4xf32>, #act.sparse<format = fp9>>) { return }
+
+// -----
+
 // expected-error @+1 {{#act.division encodes spatial maps (rank 4, nchw, static H and W), not 'tensor<64x256xf32>'}}
 func.func @division_matrix(%a: !act.encoded<tensor<64x256xf32>, #act.division<>>) { return }
 

@@ -498,6 +498,83 @@ TEST_F(LoweringTest, SparseMatchesReferenceAndIsBitwiseLossless) {
       }
 }
 
+// #act.sparse with `format` (Gist's precision reduction over its sparse
+// storage): the bitmap is the exact one, the stored values are the
+// reference's sparse values as #act.float stores them, and the decode is
+// the reference's sparse decode of the float-decoded values: zeros stay
+// zeros, each nonzero is the format's rounding of it. All-zero, sparse and
+// dense-fallback data, on the CPU and GPU-emulated targets.
+TEST_F(LoweringTest, SparseWithFormatMatchesReferenceValuesInTheFormat) {
+  JitTarget emulated;
+  emulated.emulateGpuKernels = true;
+  const FloatCase formats[] = {{"bf16", rt::FloatFormat::BF16},
+                               {"fp10", rt::FloatFormat::FP10},
+                               {"e4m3", rt::FloatFormat::E4M3}};
+  for (const FloatCase &c : formats)
+    for (int64_t n : {1, 37, 1000, 5003})
+      for (bool gpu : {false, true}) {
+        auto jit = compileCodec(
+            n,
+            std::string("#act.sparse<density = 0.5, format = ") + c.attr + ">",
+            "f32", gpu ? emulated : JitTarget());
+        ASSERT_TRUE(jit);
+        for (double density : {0.0, 0.1, 0.6, 1.0}) {
+          SCOPED_TRACE(std::string(c.attr) + " n=" + std::to_string(n) +
+                       " density=" + std::to_string(density) +
+                       (gpu ? " gpu-emulated" : ""));
+          // (No NaN: the reference does not pin a NaN code's payload.)
+          std::vector<float> x =
+              data(n, unsigned(n * 10 + density * 100), false);
+          std::mt19937 gen{static_cast<unsigned>(n + 1)};
+          for (float &v : x)
+            if (std::uniform_real_distribution<double>(0, 1)(gen) >= density)
+              v = 0.0f;
+          if (n > 40) {
+            x[34] = -0.0f;  // nonzero bits: stored, and decoded as -0.0
+            x[35] = 1e-30f; // below every narrow format but bf16's range
+          }
+          std::vector<HostTensor> outs;
+          std::string error;
+          ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(0)}, outs, error))
+              << error;
+          ASSERT_EQ(outs.size(), 3u);
+          rt::SparseStorage ref = rt::encodeSparse(x.data(), n, 4);
+          EXPECT_EQ(values<uint32_t>(outs[0]), ref.bitmap);
+          int64_t k = int64_t(ref.values.size() / 4);
+          std::vector<float> kept(k);
+          std::memcpy(kept.data(), ref.values.data(), ref.values.size());
+          std::vector<uint32_t> words =
+              rt::encodeFloats(kept.data(), k, c.format);
+          // bf16's and e4m3's codes are an array of codes: the bytes of the
+          // reference's words without their tail.
+          uint32_t codeBits = rt::getElementBits(c.format);
+          std::vector<char> payload = bytes(outs[1]);
+          if (codeBits == 8 || codeBits == 16)
+            EXPECT_EQ(payload.size(), size_t(k) * codeBits / 8);
+          else
+            EXPECT_EQ(payload.size(), words.size() * 4);
+          payload.resize(words.size() * 4, 0);
+          std::vector<uint32_t> got(words.size());
+          std::memcpy(got.data(), payload.data(), payload.size());
+          EXPECT_EQ(got, words);
+          // The decode: the reference's sparse decode of the values the
+          // format gives back, bit for bit.
+          std::vector<float> rounded(k), expected(n);
+          rt::decodeFloats(words.data(), k, c.format, rounded.data());
+          rt::SparseStorage narrowed{ref.bitmap, {}};
+          narrowed.values.resize(size_t(k) * 4);
+          std::memcpy(narrowed.values.data(), rounded.data(), size_t(k) * 4);
+          rt::decodeSparse(narrowed, n, 4, expected.data());
+          EXPECT_EQ(values<uint32_t>(outs[2]),
+                    values<uint32_t>(tensor(expected)));
+          std::vector<float> decoded = values<float>(outs[2]);
+          for (int64_t i = 0; i < n; ++i)
+            if (x[i] == 0.0f && !std::signbit(x[i]))
+              ASSERT_EQ(decoded[i], 0.0f) << i;
+        }
+      }
+}
+
 // The CPU's vector form of the sparse storage on elements of 1, 2 and 8
 // bytes (the test above: 4): storage as the reference, decoded bitwise.
 TEST_F(LoweringTest, SparseOfOtherWidthsMatchesReference) {

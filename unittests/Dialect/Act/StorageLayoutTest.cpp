@@ -179,9 +179,11 @@ TEST_F(StorageLayoutTest, Index) {
 }
 
 TEST_F(StorageLayoutTest, Sparse) {
-  auto sparse = [&](double density, int64_t n, Type type) {
+  auto sparse = [&](double density, int64_t n, Type type,
+                    std::optional<FloatFormat> format = std::nullopt) {
     return cast<EncodingAttrInterface>(
-               SparseEncodingAttr::get(&context, llvm::APFloat(density)))
+               SparseEncodingAttr::get(&context, llvm::APFloat(density),
+                                       format))
         .getStorageLayout(n, type);
   };
   auto estimated = [&](int64_t payload, int64_t padding) {
@@ -197,6 +199,15 @@ TEST_F(StorageLayoutTest, Sparse) {
   // Denser than n - ceil(n / 32): the dense fallback, the tensor's bytes.
   EXPECT_EQ(sparse(0.99, 1000, b().getF32Type()), estimated(4000, 0));
   EXPECT_EQ(sparse(1.0, 1000, b().getF16Type()), estimated(2000, 0));
+  // With a format (Gist's precision reduction): the values in it. 500
+  // bf16 values (1000 bytes); 500 fp10 values, three to a word (167 words:
+  // 625 bytes of codes, 43 of padding); the dense fallback's 1000 in fp10.
+  EXPECT_EQ(sparse(0.5, 1000, b().getF32Type(), FloatFormat::BF16),
+            estimated(125 + 1000, 3));
+  EXPECT_EQ(sparse(0.5, 1000, b().getF32Type(), FloatFormat::FP10),
+            estimated(125 + 625, 3 + 43));
+  EXPECT_EQ(sparse(1.0, 1000, b().getF32Type(), FloatFormat::FP10),
+            estimated(1250, 86));
   EXPECT_TRUE(isSparseDenseFallback(1000, 969));
   EXPECT_FALSE(isSparseDenseFallback(1000, 968));
 }

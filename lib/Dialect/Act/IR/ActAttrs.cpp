@@ -382,7 +382,7 @@ StorageLayout IndexEncodingAttr::getStorageLayout(int64_t numElements,
 
 LogicalResult
 SparseEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                           APFloat densityFloat) {
+                           APFloat densityFloat, std::optional<FloatFormat>) {
   double density = densityFloat.convertToDouble();
   if (!(density >= 0.0 && density <= 1.0))
     return emitError() << "#act.sparse density must be in [0, 1]; got "
@@ -390,8 +390,19 @@ SparseEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+FloatEncodingAttr SparseEncodingAttr::getValuesEncoding() const {
+  if (!getFormat())
+    return nullptr;
+  return FloatEncodingAttr::get(getContext(), *getFormat());
+}
+
 LogicalResult SparseEncodingAttr::verifyTensorType(
     RankedTensorType type, function_ref<InFlightDiagnostic()> emitError) const {
+  // With a format, the values are a float encoding's: float elements.
+  if (getFormat() && !isa<FloatType>(type.getElementType()))
+    return emitError() << "#act.sparse with format = "
+                       << stringifyFloatFormat(*getFormat())
+                       << " encodes floating-point tensors, not " << type;
   Type element = type.getElementType();
   if ((isa<FloatType>(element) || isa<IntegerType>(element)) &&
       element.getIntOrFloatBitWidth() >= 8 &&
@@ -407,27 +418,35 @@ SparseEncodingAttr::getDecodedType(RankedTensorType type) const {
   return type;
 }
 
-// Every bit pattern (NaN payloads, -0.0) comes back.
-bool SparseEncodingAttr::isLossless(Type) const { return true; }
+// Every bit pattern (NaN payloads, -0.0) comes back, unless a narrower
+// format rounds the values.
+bool SparseEncodingAttr::isLossless(Type elementType) const {
+  FloatEncodingAttr values = getValuesEncoding();
+  return !values || values.isLossless(elementType);
+}
 
 bool SparseEncodingAttr::isStochastic() const { return false; }
 
 StorageLayout SparseEncodingAttr::getStorageLayout(int64_t numElements,
                                                    Type elementType) const {
   // The bitmap (one bit per element, in 32-bit words) and the nonzero
-  // values at full width, at the declared density; the dense fallback
-  // (values only) bounds it by the tensor's own bytes.
-  int64_t width = elementType.getIntOrFloatBitWidth() / 8;
+  // values at full width or in `format`, at the declared density; the dense
+  // fallback (values only) bounds it by the values' bytes. (The encode
+  // decides the fallback on the elements themselves, before the values'
+  // format.)
   int64_t nonzeros = static_cast<int64_t>(
       std::ceil(getDensityValue() * static_cast<double>(numElements)));
-  StorageLayout layout;
-  layout.estimated = true;
-  if (isSparseDenseFallback(numElements, nonzeros)) {
-    layout.payloadBytes = numElements * width;
-    return layout;
-  }
-  layout = StorageLayout::packed(numElements, 1, 32);
-  layout.payloadBytes += nonzeros * width;
+  bool dense = isSparseDenseFallback(numElements, nonzeros);
+  int64_t stored = dense ? numElements : nonzeros;
+  StorageLayout values;
+  if (FloatEncodingAttr format = getValuesEncoding())
+    values = format.getStorageLayout(stored, elementType);
+  else
+    values.payloadBytes = stored * (elementType.getIntOrFloatBitWidth() / 8);
+  StorageLayout layout =
+      dense ? StorageLayout() : StorageLayout::packed(numElements, 1, 32);
+  layout.payloadBytes += values.payloadBytes;
+  layout.paddingBytes += values.paddingBytes;
   layout.estimated = true;
   return layout;
 }

@@ -43,6 +43,9 @@ private:
   EncodingAttrInterface uniform;
   /// The loss-head option's encoding (null: none).
   EncodingAttrInterface lossHeadEncoding;
+  /// The float-format option's format (Gist's precision reduction under the
+  /// lossless policy; nullopt: none).
+  std::optional<FloatFormat> reducedFormat;
   llvm::SmallSet<int64_t, 8> include, exclude;
   FewBitPolicy fewBit;
 };
@@ -78,6 +81,22 @@ LogicalResult InsertEncodeDecodePass::initialize(MLIRContext *context) {
                      "act-insert-encode-decode: min-bytes must not be "
                      "negative, got ")
            << int64_t(minBytes);
+  reducedFormat = std::nullopt;
+  if (!floatFormat.empty()) {
+    reducedFormat = symbolizeFloatFormat(floatFormat);
+    if (!reducedFormat)
+      return emitError(loc("float-format"),
+                       "act-insert-encode-decode: float-format must be one "
+                       "of f16, bf16, fp10, e4m3, e5m2, got '")
+             << floatFormat << "'";
+    if (policy != EncodingPolicy::Lossless)
+      return emitError(loc("float-format"),
+                       "act-insert-encode-decode: float-format goes with "
+                       "policy=lossless (Gist's precision reduction over its "
+                       "lossless encodings); the uniform policy takes "
+                       "encoding='#act.float<format = ")
+             << floatFormat << ">'";
+  }
   if (fewBits > 8)
     return emitError(loc("few-bit"),
                      "act-insert-encode-decode: few-bit must be in 0..8, got ")
@@ -132,12 +151,21 @@ InsertEncodeDecodePass::chooseEncoding(TrainingGraph &graph,
   if (policy == EncodingPolicy::Lossless) {
     // Sparse storage where the IR makes zeros structural; for a value read
     // only through sign tests it carries the masks (nothing else is stored).
-    if (!isa<FloatType>(type.getElementType()) ||
-        (!hasStructuralZeros(saved.value) &&
-         !isReadOnlyThroughSignTests(graph, saved)))
+    // With a float format (Gist's DPR), the nonzeros in it, and the other
+    // float values as #act.float of it.
+    if (!isa<FloatType>(type.getElementType()))
       return nullptr;
-    return SparseEncodingAttr::get(type.getContext(),
-                                   llvm::APFloat(double(sparseDensity)));
+    if (hasStructuralZeros(saved.value) ||
+        isReadOnlyThroughSignTests(graph, saved))
+      return SparseEncodingAttr::get(type.getContext(),
+                                     llvm::APFloat(double(sparseDensity)),
+                                     reducedFormat);
+    if (!reducedFormat)
+      return nullptr;
+    auto reduced = FloatEncodingAttr::get(type.getContext(), *reducedFormat);
+    if (reduced.isLossless(type.getElementType()))
+      return nullptr;
+    return reduced;
   }
   if (failed(uniform.verifyTensorType(type, [&] {
         return emitRemark(saved.value.getLoc(), "act: saved value ")

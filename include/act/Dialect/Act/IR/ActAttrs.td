@@ -258,6 +258,14 @@ def Act_SparseEncoding : Act_EncodingAttr<"SparseEncoding", "sparse"> {
     empty bitmap (the dense fallback), so the storage never exceeds the
     tensor's own bytes.
 
+    With `format`, the stored values (the nonzeros, or every element in the
+    dense fallback) are themselves stored as `#act.float<format = ...>`
+    stores a tensor: Gist's delayed precision reduction applied over its
+    sparse storage (papers/gist.txt, "We also apply it over SSDC encoding,
+    compressing the non-zero values array"). The bitmap stays exact, so the
+    zeros stay zeros; the nonzero values are rounded as the float encoding
+    rounds them. Lossy, unless the tensor's elements are the format itself.
+
     The storage's size depends on the data: the encode allocates exactly
     what it needs, which is what act-run measures. `density` (the expected
     fraction of nonzero elements, in [0, 1]) is only what static estimates
@@ -267,13 +275,19 @@ def Act_SparseEncoding : Act_EncodingAttr<"SparseEncoding", "sparse"> {
 
     ```mlir
     #act.sparse<density = 0.5>
+    #act.sparse<density = 0.5, format = fp10>
     ```
   }];
-  let parameters = (ins Act_DensityParameter:$density);
-  let assemblyFormat = "(`<` `density` `=` $density^ `>`)?";
+  let parameters = (ins Act_DensityParameter:$density,
+                        OptionalParameter<"std::optional<::mlir::act::FloatFormat>",
+                                          "the values' narrow float format">:$format);
+  let assemblyFormat = "(`<` struct(params)^ `>`)?";
   let extraClassDeclaration = [{
     /// The expected fraction of nonzero elements, as a double.
     double getDensityValue() const { return getDensity().convertToDouble(); }
+    /// The encoding the stored values are stored by (#act.float of
+    /// `format`), or null when they are stored at full width.
+    FloatEncodingAttr getValuesEncoding() const;
   }];
 }
 

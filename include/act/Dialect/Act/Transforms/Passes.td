@@ -35,7 +35,12 @@ def ActInsertEncodeDecodePass
     the IR makes structural (`hasStructuralZeros`: ReLU outputs, max pools
     of them, views and zero padding of those), at the density
     `sparse-density` for the static estimate. Other values stay as they
-    are.
+    are. With `float-format=F` (Gist's delayed precision reduction, lossy)
+    the lossless policy also stores what it would store in full in the
+    narrow float format F: `#act.sparse<format = F>` (the bitmap exact, the
+    nonzero values in F) and `#act.float<format = F>` for the other float
+    values; sign masks and narrow integers stay exact, as Gist leaves its
+    Binarize data and CSR meta arrays.
 
     With `recompute-cost=R` (joint form), a value whose producer
     slice can be recomputed from the step's arguments, constants and the
@@ -117,6 +122,11 @@ def ActInsertEncodeDecodePass
            "the fraction of nonzero elements the static estimate assumes "
            "for values with structural zeros (ReLU outputs) under the "
            "lossless policy; the run time stores what the data needs">,
+    Option<"floatFormat", "float-format", "std::string", "\"\"",
+           "under the lossless policy, store the float values it keeps in "
+           "full in this narrow format (Gist's delayed precision reduction: "
+           "f16, bf16, fp10, e4m3, e5m2); sparse storage keeps its bitmap "
+           "exact and stores its nonzeros in it (default: none, lossless)">,
     Option<"recomputeCost", "recompute-cost", "double", "0",
            "recompute in the backward, instead of storing, every value whose "
            "recomputation from the step's arguments and the stored values "

@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -31,22 +32,27 @@ struct Peak {
   std::vector<int64_t> timeline;
 };
 
-int64_t getBytes(MemRefType type, int64_t &dynamicBuffers) {
+/// A static buffer's bytes (its elements' size from the data layout: index
+/// elements, as the sparse storage's block offsets, are 64 bits, not a
+/// bit width of their own); dynamic ones are counted apart.
+int64_t getBytes(MemRefType type, const DataLayout &layout,
+                 int64_t &dynamicBuffers) {
   if (!type.hasStaticShape()) {
     ++dynamicBuffers;
     return 0;
   }
-  int64_t bits = type.getElementTypeBitWidth();
+  int64_t bits = int64_t(layout.getTypeSizeInBits(type.getElementType()));
   return (type.getNumElements() * bits + 7) / 8;
 }
 
 Peak findPeak(func::FuncOp func) {
   Peak peak;
+  DataLayout layout = DataLayout::closest(func);
   std::map<Operation *, int64_t> live; // alloc -> bytes
   int64_t current = 0;
   for (Operation &op : func.getBody().front()) {
     if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-      int64_t bytes = getBytes(alloc.getType(), peak.dynamicBuffers);
+      int64_t bytes = getBytes(alloc.getType(), layout, peak.dynamicBuffers);
       live[alloc] = bytes;
       current += bytes;
     } else if (auto realloc = dyn_cast<memref::ReallocOp>(op)) {
@@ -59,7 +65,7 @@ Peak findPeak(func::FuncOp func) {
         current -= it->second;
         live.erase(it);
       }
-      int64_t bytes = getBytes(realloc.getType(), peak.dynamicBuffers);
+      int64_t bytes = getBytes(realloc.getType(), layout, peak.dynamicBuffers);
       live[realloc] = bytes;
       current += bytes;
     } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
@@ -76,7 +82,7 @@ Peak findPeak(func::FuncOp func) {
     int64_t nested = 0;
     for (Region &region : op.getRegions())
       region.walk([&](memref::AllocOp alloc) {
-        nested += getBytes(alloc.getType(), peak.dynamicBuffers);
+        nested += getBytes(alloc.getType(), layout, peak.dynamicBuffers);
       });
     peak.timeline.push_back(current + nested);
     if (current + nested <= peak.bytes)

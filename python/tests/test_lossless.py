@@ -113,7 +113,7 @@ def test_lossless_with_gist_precision_reduction(fmt, tolerance, tmp_path):
     their nonzeros in F, the other float values are #act.float of F. The
     forward is untouched (the loss is the unencoded step's, bit for bit),
     the gradients are close to it and bitwise those of #act.float of F on
-    every value, and the run stores fewer bytes than either the lossless
+    every value (at this batch), and the run stores fewer bytes than either the lossless
     policy alone or the float format alone, measured."""
     manifest = export(VGG, 2, 0, str(tmp_path))
     src = manifest["files"]["joint"]
@@ -139,7 +139,9 @@ def test_lossless_with_gist_precision_reduction(fmt, tolerance, tmp_path):
     assert max(errors) > 0.0  # (the gradients do see the rounding)
     # The same bits as #act.float<format = F> on every value (zeros stay
     # zeros, the nonzeros round alike, masks and indices are exact under
-    # both): its accuracy is the float format's, at fewer bytes.
+    # both): its accuracy is the float format's, at fewer bytes. (At batch
+    # 2 no weight gradient decodes by chunks of the batch; at larger ones
+    # the float format's do, and sum in another order: docs/Encodings.md.)
     uniform = driver.insert(src, str(tmp_path / "uniform.mlir"),
                             driver.insertion_options(f"#act.float<format = {fmt}>")
                             + " min-bytes=0")

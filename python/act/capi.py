@@ -661,8 +661,9 @@ class CompiledStep:
 
 def compile_in_child(path, entry, cache):
     """Compiles the CPU step `path` (its function `entry`, or its training
-    graph) into the code cache `cache` in a child process (CompiledStep.from_file's
-    default where a cache is set), and waits for it. Raises capi.ActError
+    graph) into the code cache `cache` in a child process (what
+    CompiledStep.from_file does with ACT_COMPILE_IN_CHILD=1 or in_child=True
+    where a cache is set), and waits for it. Raises capi.ActError
     with the compiler's message where the step does not compile; a child
     that ends otherwise (killed, out of memory, no interpreter to start)
     leaves the compile to the caller. The child is `python3 -E -S` running

@@ -1,21 +1,26 @@
 """The memory a user sees (issue 51): the peak resident memory of a whole
-process training the Fashion-MNIST CNN (act.train's fmnist-cnn model) for a
-few steps on random batches, with PyTorch eager, act.compile and act.Module,
-each in a fresh process; next to each, the step's own peak (act's
-allocation hooks; eager: the preloaded heap counter, act.mallocpeak) and
-the process's resident memory after `import torch` alone.
+process training a Fashion-MNIST network (act.train's fmnist-cnn, or
+fmnist-resnet20 with --model) for a few steps on random batches, with
+PyTorch eager, act.compile and act.Module, each in a fresh process; next
+to each, the step's own peak (act's allocation hooks; eager: the preloaded
+heap counter, act.mallocpeak) and the process's resident memory after
+`import torch` alone.
 
     ACT_BIN_DIR=build/bin ACT_LIB_DIR=build/lib python3 bench/memory/process_rss.py \
-        [--batch 128] [--steps 20] [--encoding "#act.quant<bits=4>"]
+        [--model fmnist-cnn|fmnist-resnet20] [--batch 128] [--steps 20]
+        [--encoding "#act.quant<bits=4>"]
         [--largest-under MIB --steps 2 [--only act.compile --eager-batch N]]
 
 --largest-under MIB: the largest batch PyTorch eager, eager with
-torch.utils.checkpoint on each of the CNN's four convolution blocks, and act
-(none, 4 bits, 2 bits) train with while the whole process peaks at most MIB
-MiB of resident memory, found by doubling and bisection, each probe a fresh
+torch.utils.checkpoint on each block (the CNN's four conv-BatchNorm-ReLU
+blocks; ResNet-20's stem and nine residual blocks), and act (none, 4 bits,
+2 bits) train with while the whole process peaks at most MIB MiB of
+resident memory, found by doubling and bisection, each probe a fresh
 process. Uniform 2 bits stands in for GACT's average 2 bits (the same
 bytes by the allocation's budget; its sensitivity estimate at a batch of
-thousands would cost minutes per probe).
+thousands would cost minutes per probe); "--only average-bits" adds
+GACT's own row (its first allocation: uniform bits at the budget where
+they spend 90 % of it, act.compile's uniform_first).
 """
 
 import argparse
@@ -34,10 +39,12 @@ sys.path.insert(0, sys.argv[1])
 warnings.simplefilter("ignore")
 import torch, torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
-def checkpointed(model, x):  # each conv-BatchNorm-ReLU block recomputed in the backward
+def checkpointed(model, x):  # each block recomputed in the backward
     mods, i = list(model.children()), 0
     while i < len(mods):
-        if isinstance(mods[i], torch.nn.Conv2d):
+        if isinstance(mods[i], ResidualBlock):
+            x, i = checkpoint(mods[i], x, use_reentrant=False), i + 1
+        elif isinstance(mods[i], torch.nn.Conv2d):
             x = checkpoint(torch.nn.Sequential(*mods[i:i + 3]), x, use_reentrant=False)
             i += 3
         else:
@@ -50,11 +57,11 @@ def rss_now():  # resident set now, bytes
         return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
 after_import = rss()
 import act
-from act.train import fashion_cnn
+from act.train import ResidualBlock, fashion_cnn, fashion_resnet20
 mode, encoding, batch, steps = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 encoding = None if encoding == "none" else encoding
 torch.manual_seed(0)
-model = fashion_cnn()
+model = {"fmnist-cnn": fashion_cnn, "fmnist-resnet20": fashion_resnet20}[sys.argv[6]]()
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 x, y = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
 step_peak = 0
@@ -89,9 +96,12 @@ print(json.dumps({"after_import": after_import, "after_compile": after_compile,
 '''
 
 
-def measure(mode, encoding, batch, steps, cache):
+MODELS = ("fmnist-cnn", "fmnist-resnet20")
+
+
+def measure(mode, encoding, batch, steps, cache, model="fmnist-cnn"):
     argv = [sys.executable, "-c", WORKER, os.path.abspath(PYTHON), mode, encoding, str(batch),
-            str(steps)]
+            str(steps), model]
     # (act compiles in a child process: its compiler's memory is not the
     # training process's; ACT_COMPILE_IN_CHILD=0 measures it in-process.)
     env = dict(os.environ, ACT_PROGRESS="0", ACT_CACHE_DIR=cache,
@@ -106,7 +116,8 @@ def measure(mode, encoding, batch, steps, cache):
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def largest_batch(mode, encoding, cap, steps, cache, start=64, resolution=0.125):
+def largest_batch(mode, encoding, cap, steps, cache, start=64, resolution=0.125,
+                  model="fmnist-cnn"):
     """The largest batch whose fresh process peaks at most `cap` bytes of
     resident memory: doubling from `start`, then bisection until the bounds
     are within `resolution` of each other (batches multiples of 16).
@@ -114,7 +125,7 @@ def largest_batch(mode, encoding, cap, steps, cache, start=64, resolution=0.125)
     probes, fits = [], {}
 
     def fits_at(batch):
-        m = measure(mode, encoding, batch, steps, cache)
+        m = measure(mode, encoding, batch, steps, cache, model)
         probes.append((batch, m["peak_rss"]))
         fits[batch] = m
         return m["peak_rss"] <= cap
@@ -135,7 +146,7 @@ def largest_batch(mode, encoding, cap, steps, cache, start=64, resolution=0.125)
     return low, fits.get(low), probes
 
 
-def largest_table(cap_mib, steps, only=None, eager_batch=None):
+def largest_table(cap_mib, steps, only=None, eager_batch=None, model="fmnist-cnn"):
     """--largest-under: for PyTorch eager, eager with checkpointing of the
     CNN's four convolution blocks, and act without encodings, at 4 bits and at 2
     bits, the largest batch under the same cap on the process's peak
@@ -148,16 +159,18 @@ def largest_table(cap_mib, steps, only=None, eager_batch=None):
             ("act.compile, none", "compile", "none"),
             ("act.compile, #act.quant<bits=4>", "compile", "#act.quant<bits=4>"),
             ("act.compile, #act.quant<bits=2>", "compile", "#act.quant<bits=2>")]
-    print(f"| fmnist-cnn, peak RSS at most {cap_mib} MiB, {steps} steps | largest batch | "
+    print(f"| {model}, peak RSS at most {cap_mib} MiB, {steps} steps | largest batch | "
           f"vs eager | its peak RSS | its step's own peak | probes (batch: MiB) |")
     print("|---|---|---|---|---|---|")
+    if only and "average-bits" in only:
+        rows.append((f"act.compile, {only}", "compile", only))
     eager = eager_batch
     mib = 2 ** 20
     for label, mode, encoding in rows:
         if only and only not in label:
             continue
         with tempfile.TemporaryDirectory(prefix="act-rss-cache-") as cache:
-            batch, m, probes = largest_batch(mode, encoding, cap, steps, cache)
+            batch, m, probes = largest_batch(mode, encoding, cap, steps, cache, model=model)
         eager = eager or batch
         shown = ", ".join(f"{b}: {r / mib:.0f}" for b, r in probes)
         print(f"| {label} | {batch} | {batch / max(eager, 1):.2f}x | "
@@ -167,6 +180,7 @@ def largest_table(cap_mib, steps, only=None, eager_batch=None):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", choices=MODELS, default="fmnist-cnn")
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--encoding", default="#act.quant<bits=4>")
@@ -180,7 +194,8 @@ def main():
                         "for the ratios")
     args = p.parse_args()
     if args.largest_under:
-        return largest_table(args.largest_under, args.steps, args.only, args.eager_batch)
+        return largest_table(args.largest_under, args.steps, args.only, args.eager_batch,
+                             args.model)
     # act's rows start with an empty code cache (compiled in the process);
     # the "cache warm" rows are a second process finding the step there
     # (docs/Running.md, "The code cache").
@@ -189,13 +204,13 @@ def main():
             (f"act.compile, {args.encoding}, cache warm", "compile", args.encoding),
             (f"act.Module, {args.encoding}", "module", args.encoding),
             (f"act.Module, {args.encoding}, cache warm", "module", args.encoding)]
-    print(f"| fmnist-cnn, batch {args.batch}, {args.steps} steps | process peak RSS | "
+    print(f"| {args.model}, batch {args.batch}, {args.steps} steps | process peak RSS | "
           f"RSS after import torch | peak after compile | RSS at the end | step's own peak |")
     print("|---|---|---|---|---|---|")
     eager = None
     with tempfile.TemporaryDirectory(prefix="act-rss-cache-") as cache:
         for label, mode, encoding in rows:
-            m = measure(mode, encoding, args.batch, args.steps, cache)
+            m = measure(mode, encoding, args.batch, args.steps, cache, args.model)
             eager = eager or m
             mib = 2 ** 20
             print(f"| {label} | {m['peak_rss'] / mib:.0f} MiB "

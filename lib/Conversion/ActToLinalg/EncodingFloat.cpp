@@ -145,6 +145,47 @@ bool EncodingModel<FloatEncodingAttr>::decodesPerElement(
   return packedDecodesPerElement(type, options);
 }
 
+/// The value of `code` (i32) in `format`, as `elementType`.
+static Value decodeCode(OpBuilder &b, Location loc, FloatFormat format,
+                        Value code, Type elementType) {
+  Value v;
+  if (std::optional<MiniFloat> mini = getMiniFloat(format)) {
+    v = buildMiniFloatDecode(b, loc, code, *mini);
+  } else {
+    Value i16 = arith::TruncIOp::create(b, loc, b.getI16Type(), code);
+    Value h = arith::BitcastOp::create(
+        b, loc, getHalfType(b.getContext(), format), i16);
+    if (elementType == h.getType())
+      return h;
+    v = arith::ExtFOp::create(b, loc, b.getF32Type(), h);
+  }
+  return fromF32(b, loc, v, elementType);
+}
+
+Value getFloatStorageCapacity(FloatEncodingAttr encoding, OpBuilder &b,
+                              Location loc, Value payload) {
+  mlir::act::detail::IndexMath ix{b, loc};
+  Value size = b.createOrFold<tensor::DimOp>(loc, payload, 0);
+  return encoding.isByteArray() ? size
+                                : ix.mul(size, encoding.getElementsPerWord());
+}
+
+Value buildFloatElementDecode(FloatEncodingAttr encoding, OpBuilder &b,
+                              Location loc, Value payload, Value k, Value count,
+                              Type elementType) {
+  Value code;
+  if (encoding.isByteArray()) {
+    code = arith::ExtUIOp::create(
+        b, loc, b.getI32Type(),
+        tensor::ExtractOp::create(b, loc, payload, ValueRange{k}));
+  } else {
+    code = buildPackedElementCode(
+        b, loc, payload,
+        {encoding.getElementBits(), encoding.getElementsPerWord()}, k, count);
+  }
+  return decodeCode(b, loc, encoding.getFormat(), code, elementType);
+}
+
 template <>
 Value EncodingModel<FloatEncodingAttr>::buildDecode(
     Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
@@ -154,21 +195,9 @@ Value EncodingModel<FloatEncodingAttr>::buildDecode(
   unsigned bits = encoding.getElementBits(),
            perWord = encoding.getElementsPerWord();
   FloatFormat format = encoding.getFormat();
-  std::optional<MiniFloat> mini = getMiniFloat(format);
   Type elementType = decodedType.getElementType();
   auto value = [&](OpBuilder &nb, Location nl, Value code) -> Value {
-    Value v;
-    if (mini) {
-      v = buildMiniFloatDecode(nb, nl, code, *mini);
-    } else {
-      Value i16 = arith::TruncIOp::create(nb, nl, nb.getI16Type(), code);
-      Value h = arith::BitcastOp::create(
-          nb, nl, getHalfType(nb.getContext(), format), i16);
-      if (elementType == h.getType())
-        return h;
-      v = arith::ExtFOp::create(nb, nl, nb.getF32Type(), h);
-    }
-    return fromF32(nb, nl, v, elementType);
+    return decodeCode(nb, nl, format, code, elementType);
   };
   if (encoding.isByteArray())
     return buildByteDecode(b, loc, storage[0], decodedType, dynamicSizes,

@@ -87,6 +87,7 @@ ACT_ENCODING_MODEL_PER_ELEMENT(FewBitEncodingAttr)
 ACT_ENCODING_MODEL(IndexEncodingAttr)
 ACT_ENCODING_MODEL_PER_ELEMENT(IndexEncodingAttr)
 ACT_ENCODING_MODEL(SparseEncodingAttr)
+ACT_ENCODING_MODEL_PER_ELEMENT(SparseEncodingAttr)
 ACT_ENCODING_MODEL(DivisionEncodingAttr)
 ACT_ENCODING_MODEL_PER_ELEMENT(DivisionEncodingAttr)
 ACT_ENCODING_MODEL(RecomputeEncodingAttr)
@@ -141,5 +142,19 @@ buildQuantEncode(mlir::act::QuantEncodingAttr encoding, mlir::OpBuilder &b,
                  mlir::Location loc, mlir::Value input, mlir::Value seed,
                  int64_t id, mlir::Value firstTile,
                  const mlir::act::LoweringOptions &options);
+
+/// How many values #act.float `encoding`'s storage `payload` holds: its
+/// elements (byte arrays), or its words times the values a word packs (at
+/// least the count encoded, and laid out as it is; EncodingFloat.cpp).
+mlir::Value getFloatStorageCapacity(mlir::act::FloatEncodingAttr encoding,
+                                    mlir::OpBuilder &b, mlir::Location loc,
+                                    mlir::Value payload);
+/// Value `k` (index) of the `count` values stored as #act.float `encoding`
+/// in `payload`, decoded to `elementType` (one read: a gather in a
+/// per-element decode, #act.sparse's values).
+mlir::Value buildFloatElementDecode(mlir::act::FloatEncodingAttr encoding,
+                                    mlir::OpBuilder &b, mlir::Location loc,
+                                    mlir::Value payload, mlir::Value k,
+                                    mlir::Value count, mlir::Type elementType);
 
 #endif // ACT_CONVERSION_ACTTOLINALG_ENCODINGMODEL_H

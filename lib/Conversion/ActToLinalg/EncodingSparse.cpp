@@ -64,6 +64,63 @@ SmallVector<Value> EncodingModel<SparseEncodingAttr>::buildEncode(
   return storage;
 }
 
+/// Per element (CPU, static shapes): only the variant with a `format`, whose
+/// readers tolerate reassociation (a lossy encoding's contractions take
+/// their decoded input a chunk of the batch at a time); the plain lossless
+/// storage stays one whole decode (vector expand-loads).
+template <>
+bool EncodingModel<SparseEncodingAttr>::decodesPerElement(
+    Attribute attr, RankedTensorType type,
+    const LoweringOptions &options) const {
+  return cast<SparseEncodingAttr>(attr).getValuesEncoding() &&
+         packedDecodesPerElement(type, options) && type.getRank() > 0;
+}
+
+/// The per-element decode of the variant with a `format`: each element
+/// reads its bit, its place among the values and that value's code
+/// (buildSparseElementDecode, buildFloatElementDecode). An empty values
+/// storage (no nonzeros) reads as one word of zeros, never selected.
+static Value buildPerElementDecode(SparseEncodingAttr encoding, OpBuilder &b,
+                                   Location loc, ValueRange storage,
+                                   RankedTensorType decodedType) {
+  mlir::act::detail::IndexMath ix{b, loc};
+  FloatEncodingAttr values = encoding.getValuesEncoding();
+  Value payload = storage[1];
+  auto payloadType = cast<RankedTensorType>(payload.getType());
+  Type word = payloadType.getElementType();
+  Value empty = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      getFloatStorageCapacity(values, b, loc, payload), ix.c(0));
+  auto pick = scf::IfOp::create(b, loc, TypeRange{payloadType}, empty, true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(pick.thenBlock());
+    Value zero = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get({1}, word),
+                               b.getZeroAttr(word)));
+    scf::YieldOp::create(
+        b, loc, tensor::CastOp::create(b, loc, payloadType, zero).getResult());
+    b.setInsertionPointToStart(pick.elseBlock());
+    scf::YieldOp::create(b, loc, payload);
+  }
+  payload = pick.getResult(0);
+  // The layout the values were encoded in: n of them in the dense fallback,
+  // else (as the whole decode's) the storage's capacity.
+  Value dense = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      b.createOrFold<tensor::DimOp>(loc, storage[0], 0), ix.c(0));
+  Value count = ix.select(dense, ix.c(decodedType.getNumElements()),
+                          getFloatStorageCapacity(values, b, loc, payload));
+  Type elementType = decodedType.getElementType();
+  return buildSparseElementDecode(b, loc, storage[0], count, decodedType,
+                                  [&](OpBuilder &nb, Location nl, Value k) {
+                                    return buildFloatElementDecode(
+                                        values, nb, nl, payload, k, count,
+                                        elementType);
+                                  });
+}
+
 template <>
 Value EncodingModel<SparseEncodingAttr>::buildDecode(
     Attribute attr, OpBuilder &b, Location loc, ValueRange storage,
@@ -74,6 +131,8 @@ Value EncodingModel<SparseEncodingAttr>::buildDecode(
   if (!format)
     return buildSparseDecode(b, loc, storage[0], storage[1], decodedType,
                              dynamicSizes, options);
+  if (options.perElementDecode && decodesPerElement(attr, decodedType, options))
+    return buildPerElementDecode(encoding, b, loc, storage, decodedType);
   // The values first, back at full width: all n elements in the dense
   // fallback (an empty bitmap), else as many as the format's storage holds
   // (at least the nonzeros; the sparse decode reads only those).
@@ -83,9 +142,7 @@ Value EncodingModel<SparseEncodingAttr>::buildDecode(
       b, loc, arith::CmpIPredicate::eq,
       b.createOrFold<tensor::DimOp>(loc, storage[0], 0), ix.c(0));
   FloatEncodingAttr values = encoding.getValuesEncoding();
-  Value capacity = b.createOrFold<tensor::DimOp>(loc, storage[1], 0);
-  if (!values.isByteArray())
-    capacity = ix.mul(capacity, values.getElementsPerWord());
+  Value capacity = getFloatStorageCapacity(values, b, loc, storage[1]);
   Value count = arith::SelectOp::create(b, loc, dense, n, capacity);
   Value decoded =
       format.buildDecode(b, loc, storage.drop_front(),

@@ -538,6 +538,28 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
   return payload;
 }
 
+/// The bits of lane `lane` (index) of the packed `word` (i32) of format `f`.
+static Value wordLaneCode(OpBuilder &b, Location loc, Value word, Value lane,
+                          PackedFormat f) {
+  int64_t mask = (int64_t(1) << f.bits) - 1;
+  Value shift = arith::IndexCastUIOp::create(
+      b, loc, b.getI32Type(),
+      arith::MulIOp::create(b, loc, lane, indexConst(b, loc, f.bits)));
+  return arith::AndIOp::create(b, loc,
+                               arith::ShRUIOp::create(b, loc, word, shift),
+                               i32Const(b, loc, mask));
+}
+
+Value mlir::act::buildPackedElementCode(OpBuilder &b, Location loc,
+                                        Value payload, PackedFormat f, Value k,
+                                        Value count) {
+  IndexMath ix{b, loc};
+  auto [wordIndex, lane] =
+      wordAndLane(ix, k, count, f.tileElements(), f.perWord);
+  Value word = tensor::ExtractOp::create(b, loc, payload, wordIndex);
+  return wordLaneCode(b, loc, word, lane, f);
+}
+
 Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
                                    PackedFormat f,
                                    const LoweringOptions &options,
@@ -552,15 +574,8 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
   int64_t columns =
       meta ? cast<RankedTensorType>(meta.getType()).getDimSize(1) : 0;
   Type elementType = type.getElementType();
-  int64_t mask = (int64_t(1) << f.bits) - 1;
-  // The bits of lane `lane` (i32) of `word`.
   auto laneCode = [&](OpBuilder &nb, Location nl, Value word, Value lane) {
-    Value shift = arith::IndexCastUIOp::create(
-        nb, nl, nb.getI32Type(),
-        arith::MulIOp::create(nb, nl, lane, indexConst(nb, nl, f.bits)));
-    return arith::AndIOp::create(nb, nl,
-                                 arith::ShRUIOp::create(nb, nl, word, shift),
-                                 i32Const(nb, nl, mask));
+    return wordLaneCode(nb, nl, word, lane, f);
   };
 
   // (Rank 0: one element, the chunked form below.)

@@ -594,6 +594,26 @@ mlir::act::buildSparseEncode(OpBuilder &b, Location loc, Value input,
   return {ifOp.getResult(0), ifOp.getResult(1)};
 }
 
+/// Where the values of each of the `words` words of `bitmap` start
+/// (tensor<? x i32>): a sequential scan of their popcounts.
+static Value wordOffsets(OpBuilder &b, Location loc, Value bitmap,
+                         Value words) {
+  IndexMath ix{b, loc};
+  Value offsetsInit = emptyRows(b, loc, words, {}, b.getI32Type());
+  auto scan = scf::ForOp::create(
+      b, loc, ix.c(0), words, ix.c(1),
+      ValueRange{offsetsInit, i32Const(b, loc, 0)},
+      [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
+        Value word = tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
+        Value offsets =
+            tensor::InsertOp::create(nb, nl, iter[1], iter[0], ValueRange{w});
+        Value total = arith::AddIOp::create(
+            nb, nl, iter[1], math::CtPopOp::create(nb, nl, word).getResult());
+        scf::YieldOp::create(nb, nl, ValueRange{offsets, total});
+      });
+  return scan.getResult(0);
+}
+
 Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
                                    Value values, RankedTensorType type,
                                    ValueRange dynamicSizes,
@@ -760,20 +780,7 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
     b.setInsertionPointAfter(ifOp);
     return unflatten(b, loc, ifOp.getResult(0), type, dynamicSizes);
   }
-  // Where each word's values start: a sequential scan of popcounts.
-  Value offsetsInit = emptyRows(b, loc, stored, {}, i32);
-  auto scan = scf::ForOp::create(
-      b, loc, ix.c(0), stored, ix.c(1),
-      ValueRange{offsetsInit, i32Const(b, loc, 0)},
-      [&](OpBuilder &nb, Location nl, Value w, ValueRange iter) {
-        Value word = tensor::ExtractOp::create(nb, nl, bitmap, ValueRange{w});
-        Value offsets =
-            tensor::InsertOp::create(nb, nl, iter[1], iter[0], ValueRange{w});
-        Value total = arith::AddIOp::create(
-            nb, nl, iter[1], math::CtPopOp::create(nb, nl, word).getResult());
-        scf::YieldOp::create(nb, nl, ValueRange{offsets, total});
-      });
-  Value offsets = scan.getResult(0);
+  Value offsets = wordOffsets(b, loc, bitmap, stored);
   // One parallel gather: element i is values[i] (dense fallback), or, when
   // its bit is set, values[offset of its word + set bits below it], else
   // zero.
@@ -822,4 +829,64 @@ Value mlir::act::buildSparseDecode(OpBuilder &b, Location loc, Value bitmap,
         return pick.getResult(0);
       });
   return unflatten(b, loc, out, type, dynamicSizes);
+}
+
+Value mlir::act::buildSparseElementDecode(
+    OpBuilder &b, Location loc, Value bitmap, Value readable,
+    RankedTensorType type,
+    function_ref<Value(OpBuilder &, Location, Value k)> valueAt) {
+  IndexMath ix{b, loc};
+  Type i32 = b.getI32Type();
+  Type elementType = type.getElementType();
+  Value stored = b.createOrFold<tensor::DimOp>(loc, bitmap, 0);
+  Value dense =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, stored, ix.c(0));
+  // The dense fallback's bitmap (no words) read as one zero word, so that
+  // the gather below needs no branch.
+  auto bitmapType = cast<RankedTensorType>(bitmap.getType());
+  Value zeroWord = tensor::CastOp::create(
+      b, loc, bitmapType,
+      arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(RankedTensorType::get({1}, i32),
+                                 b.getZeroAttr(i32))));
+  auto pick = scf::IfOp::create(b, loc, TypeRange{bitmapType}, dense, true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(pick.thenBlock());
+    scf::YieldOp::create(b, loc, zeroWord);
+    b.setInsertionPointToStart(pick.elseBlock());
+    scf::YieldOp::create(b, loc, bitmap);
+  }
+  Value words = pick.getResult(0);
+  Value wordCount = ix.select(dense, ix.c(1), stored);
+  Value offsets = wordOffsets(b, loc, words, wordCount);
+  Value lastWord = ix.sub(wordCount, ix.c(1));
+  Value last = ix.sub(readable, ix.c(1));
+  return buildFromFlatIndex(
+      b, loc, type, [&](OpBuilder &nb, Location nl, Value i) -> Value {
+        IndexMath nx{nb, nl};
+        Value w = nx.min(nx.div(i, 32), lastWord);
+        Value word = tensor::ExtractOp::create(nb, nl, words, ValueRange{w});
+        Value one = i32Const(nb, nl, 1);
+        Value bit = arith::ShLIOp::create(
+            nb, nl, one,
+            arith::IndexCastUIOp::create(nb, nl, i32, nx.rem(i, nx.c(32))));
+        Value set = arith::CmpIOp::create(
+            nb, nl, arith::CmpIPredicate::ne,
+            arith::AndIOp::create(nb, nl, word, bit), i32Const(nb, nl, 0));
+        Value below = arith::AndIOp::create(
+            nb, nl, word, arith::SubIOp::create(nb, nl, bit, one));
+        Value rank = arith::AddIOp::create(
+            nb, nl, tensor::ExtractOp::create(nb, nl, offsets, ValueRange{w}),
+            math::CtPopOp::create(nb, nl, below).getResult());
+        Value k = nx.min(nx.select(dense, i,
+                                   arith::IndexCastUIOp::create(
+                                       nb, nl, nb.getIndexType(), rank)),
+                         last);
+        Value v = valueAt(nb, nl, k);
+        return arith::SelectOp::create(
+            nb, nl, arith::OrIOp::create(nb, nl, dense, set), v,
+            arith::ConstantOp::create(nb, nl, nb.getZeroAttr(elementType)));
+      });
 }

@@ -193,6 +193,12 @@ Value buildPackedDecode(OpBuilder &b, Location loc, Value payload,
                         RankedTensorType type, ValueRange dynamicSizes,
                         Value meta, int64_t group, ElementValue value);
 
+/// The code (i32, in the low `format.bits` bits) of element `k` of a payload
+/// that buildPackedEncode built from `count` elements (index values): one
+/// read of its word, for decodes that gather (#act.sparse's values).
+Value buildPackedElementCode(OpBuilder &b, Location loc, Value payload,
+                             PackedFormat format, Value k, Value count);
+
 /// #act.sparse (docs/Encodings.md): the bitmap (tensor<? x i32>,
 /// ceil(n / 32) words, element i in bit i % 32 of word i / 32, set when its
 /// bits are not all zero) and the values (tensor<? x T>: the set elements in
@@ -207,6 +213,20 @@ std::pair<Value, Value> buildSparseEncode(OpBuilder &b, Location loc,
 Value buildSparseDecode(OpBuilder &b, Location loc, Value bitmap, Value values,
                         RankedTensorType type, ValueRange dynamicSizes,
                         const LoweringOptions &options);
+/// The per-element form of buildSparseDecode for a static `type`, whose
+/// values are read through `valueAt(k)`, k the element's place among the
+/// stored values (its own index in the dense fallback), kept below
+/// `readable` (index, at least 1: the values' reader must be able to read
+/// that many): one parallel generic over `type` without inputs, element i
+/// `valueAt(k)` where its bit is set (or in the dense fallback), else zero,
+/// after a sequential scan of the words' popcounts. Every read stays in
+/// bounds (the dense fallback's empty bitmap reads as one zero word), so
+/// the generic vectorizes as gathers, fuses into its elementwise readers and
+/// tiles with a weight gradient's convolution as the packed decodes do.
+Value buildSparseElementDecode(
+    OpBuilder &b, Location loc, Value bitmap, Value readable,
+    RankedTensorType type,
+    function_ref<Value(OpBuilder &, Location, Value k)> valueAt);
 
 /// act.fake_quant (compute quantization): the finite extremes of `input` by
 /// one reduction generic, then every element rounded to one of 2^bits

@@ -1,0 +1,88 @@
+"""One training step of the Fashion-MNIST CNN (act.train's fmnist-cnn model)
+per encoding, in one process on the same random batch: act's measured step
+peak (its allocation hooks), the median step time next to PyTorch eager's
+(same threads), the loss, and each encoding's largest relative gradient
+difference from the first encoding's (0.0: bit for bit).
+
+    ACT_BIN_DIR=build/bin ACT_LIB_DIR=build/lib python3 bench/memory/encoding_peaks.py \\
+        [--batch 128] [--steps 6] [--threads 1] \\
+        [--encodings "#act.float<format = fp10>;lossless+fp10;lossless"]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "python"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--steps", type=int, default=6, help="timed steps (after one warm-up)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--encodings", default="#act.float<format = fp10>;lossless+fp10;lossless",
+                   help="act.compile encoding= values, ';'-separated")
+    a = p.parse_args()
+    warnings.simplefilter("ignore")
+    import torch
+    import torch.nn.functional as F
+    import act
+    from act import peer
+    from act.train import fashion_cnn
+    peer.set_torch_threads(a.threads)
+    torch.manual_seed(0)
+    model = fashion_cnn()
+    # ReLU maps with zeros where the CNN's activations have them; inputs
+    # clipped below as normalized Fashion-MNIST images are (its background).
+    x = torch.randn(a.batch, 1, 28, 28).clamp(min=-1.0)
+    y = torch.randint(0, 10, (a.batch,))
+
+    def timed(step):
+        times = []
+        for i in range(a.steps + 1):
+            for q in model.parameters():
+                q.grad = None
+            t = time.perf_counter()
+            loss = step()
+            times.append(time.perf_counter() - t)
+        return float(loss), statistics.median(times[1:]), [q.grad.clone()
+                                                          for q in model.parameters()]
+
+    def eager():
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+
+    _, eager_s, _ = timed(eager)
+    print(f"fmnist-cnn, batch {a.batch}, {a.threads} thread(s); PyTorch eager's step "
+          f"{1000 * eager_s:.1f} ms ({peer.torch_blas()})")
+    print("| encoding | act's step peak | step ms (vs eager) | loss | gradients vs the first row's |")
+    print("|---|---|---|---|---|")
+    first = None
+    for enc in a.encodings.split(";"):
+        step = act.compile(model, F.cross_entropy, x, y, encoding=enc)
+        peaks = []
+
+        def run():
+            loss = step(x, y)
+            peaks.append(step.peak_bytes)
+            return loss
+
+        loss, seconds, grads = timed(run)
+        if first is None:
+            first, diff = grads, "(the reference)"
+        else:
+            d = max(float((g - r).abs().max() / r.abs().max().clamp(min=1e-30))
+                    for g, r in zip(grads, first))
+            diff = "bit for bit" if d == 0 else f"{d:.2g} relative"
+        print(f"| {enc} | {max(peaks):,} B | {1000 * seconds:.1f} ({seconds / eager_s:.2f}x) | "
+              f"{loss:.6f} | {diff} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

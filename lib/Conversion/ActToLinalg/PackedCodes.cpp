@@ -110,11 +110,30 @@ static std::pair<Value, Value> wordAndLane(IndexMath &ix, Value j, Value rest,
                                            int64_t tile, int64_t perWord) {
   Value t = ix.div(j, tile);
   Value within = ix.rem(j, ix.c(tile));
-  Value width = ix.c(16);
-  if (staticOr(rest) == ShapedType::kDynamic || staticOr(rest) % tile != 0)
-    width = tileExtent(ix, t, rest, tile, perWord).second;
-  return {ix.add(ix.mul(t, 16), ix.rem(within, width)),
-          arith::DivUIOp::create(ix.b, ix.loc, within, width)};
+  if (staticOr(rest) != ShapedType::kDynamic && staticOr(rest) % tile == 0)
+    return {ix.add(ix.mul(t, 16), ix.rem(within, ix.c(16))),
+            ix.div(within, 16)};
+  // The width varies (the last tile's is narrower): within / width through
+  // f32, exact for within < tile (at most 512) and width in [1, 16] (an
+  // inexact quotient is at least 1/16 from the next integer, far above
+  // f32's rounding), because an integer division by a value that is not a
+  // constant has no vector form on x86: a per-element decode's lanes would
+  // each divide alone.
+  OpBuilder &b = ix.b;
+  Location loc = ix.loc;
+  Value width = tileExtent(ix, t, rest, tile, perWord).second;
+  auto toF32 = [&](Value v) {
+    return arith::UIToFPOp::create(
+        b, loc, b.getF32Type(),
+        arith::IndexCastUIOp::create(b, loc, b.getI32Type(), v));
+  };
+  Value lane = arith::IndexCastUIOp::create(
+      b, loc, b.getIndexType(),
+      arith::FPToUIOp::create(
+          b, loc, b.getI32Type(),
+          arith::DivFOp::create(b, loc, toF32(within), toF32(width))));
+  Value word = ix.sub(within, arith::MulIOp::create(b, loc, lane, width));
+  return {ix.add(ix.mul(t, 16), word), lane};
 }
 
 /// How many slices buildSplitGroupStats views a group of `group` elements as

@@ -156,16 +156,22 @@ def test_cost_arithmetic_and_beta_sign():
 
 
 def test_dfq_and_fractrain_train_digits():
-    """DFQ alone and FracTrain (PFQ's plateau rule over DFQ targets) in
-    act.train: the model learns, the executed precision changes during
-    training, and the executed cost is FracTrain's saving."""
+    """DFQ alone, DFQ with the saved activations encoded (issue 51's
+    FracTrain row beside an encoding) and FracTrain (PFQ's plateau rule
+    over DFQ targets) in act.train: the model learns, the executed
+    precision changes during training, and the executed cost is
+    FracTrain's saving."""
     from act.train import train
-    for encoding in ("none+dfq=0.035", "none+dfq=0.03,0.05"):
+    for encoding in ("none+dfq=0.035", "#act.quant<bits=4>+dfq=0.035", "none+dfq=0.03,0.05"):
         info = {}
-        acc, _, _, _ = train("digits-mlp", encoding, seed=0, epochs=4,
-                             pfq={"eps": 0.5, "alpha": 0.5, "window": 1}, info=info)
+        acc, _, _, saved = train("digits-mlp", encoding, seed=0, epochs=4,
+                                 pfq={"eps": 0.5, "alpha": 0.5, "window": 1}, info=info)
         costs = [e["dfq_cost"] for e in info["epochs"]]
         assert acc > 0.85, (encoding, acc)
+        if encoding.startswith("#act.quant"):
+            # the saved activations at 4 bits (codes, group statistics)
+            assert saved[1] < saved[0] / 5, saved
+            assert all(e["encoding"] == "#act.quant<bits=4>" for e in info["epochs"])
         # between all options at FW-4/BW-8 (0.026) and all at FW-8/BW-8
         assert 0.026 <= min(costs) and max(costs) <= 0.0625 + 1e-9
         assert info["saved_vs_fp32"] > 0.9

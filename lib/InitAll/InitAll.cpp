@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferViewFlowOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
@@ -26,6 +27,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/BufferViewFlowOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -71,6 +73,13 @@ void mlir::act::registerAllDialects(DialectRegistry &registry) {
   // memref.alloc as an allocation (buffer-results-to-out-params hoists
   // returned allocations into the caller's buffer only through it).
   memref::registerAllocationOpInterfaceExternalModels(registry);
+  // The aliases that arith.select (and memref's reallocs) make, for
+  // BufferViewFlowAnalysis: act-early-dealloc frees a buffer after the last
+  // use of every alias, and without these a select of two buffers was no
+  // alias of either (the freed operand read later: a per-element sparse
+  // decode's storage, NaN gradients from the second training step on).
+  arith::registerBufferViewFlowOpInterfaceExternalModels(registry);
+  memref::registerBufferViewFlowOpInterfaceExternalModels(registry);
   mlir::registerAllExtensions(registry);
   // Translation to LLVM IR, for the JIT and object files.
   mlir::registerAllToLLVMIRTranslations(registry);

@@ -163,3 +163,38 @@ def test_lossless_with_gist_precision_reduction(fmt, tolerance, tmp_path):
           f"{dense} B, lossless+{fmt} {narrow} B; gradient relative errors up to "
           f"{max(errors):.2e}, the float format's bit for bit")
     assert narrow < exact and narrow < dense
+
+
+def test_gist_precision_reduction_trains_as_the_float_format():
+    """Training with "lossless+fp10" is training with #act.float<format =
+    fp10>, bit for bit, step after step: its sparse maps decode per element
+    (into their readers, the weight gradients' convolutions by chunks of
+    the batch) as the float format's values do, and zeros are zeros in
+    fp10. Several steps, because a decode reading storage its step had
+    already freed (act-early-dealloc without arith.select's aliases) read
+    right in a fresh process and garbage (NaN gradients) once the freed
+    memory was reused, from the second step on."""
+    import copy
+    import torch
+    import torch.nn.functional as F
+    import act
+    from act.train import fashion_cnn
+    torch.manual_seed(0)
+    models = [fashion_cnn()]
+    models.append(copy.deepcopy(models[0]))
+    x = torch.randn(6, 16, 1, 28, 28).clamp(min=-1.0)
+    y = torch.randint(0, 10, (6, 16))
+    steps = [act.compile(m, F.cross_entropy, x[0], y[0], encoding=e)
+             for m, e in zip(models, ("#act.float<format = fp10>", "lossless+fp10"))]
+    opts = [torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9) for m in models]
+    for i in range(len(x)):
+        losses = []
+        for m, step, opt in zip(models, steps, opts):
+            opt.zero_grad(set_to_none=True)
+            losses.append(float(step(x[i], y[i])))
+        assert losses[0] == losses[1], (i, losses)
+        for (name, p), q in zip(models[0].named_parameters(), models[1].parameters()):
+            assert torch.isfinite(q.grad).all(), (i, name)
+            assert torch.equal(p.grad, q.grad), (i, name)
+        for opt in opts:
+            opt.step()

@@ -39,3 +39,24 @@ func.func @step(%i: index, %x: f32) -> f32 {
   memref.dealloc %c : memref<64xf32>
   return %t : f32
 }
+
+// A buffer selected with another (arith.select of memrefs, as a
+// canonicalized scf.if yields them) is freed after the select's last use:
+// the select is an alias of both (arith's BufferViewFlowOpInterface model).
+// CHECK-LABEL: func.func @select
+// CHECK:      %[[A:.*]] = memref.alloc() : memref<64xf32>
+// CHECK:      %[[S:.*]] = arith.select %{{.*}}, %[[A]], %{{.*}} : memref<64xf32>
+// CHECK-NOT:  memref.dealloc %[[A]]
+// CHECK:      memref.load %[[S]]
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK:      return
+func.func @select(%c: i1, %g: memref<64xf32>, %i: index, %x: f32) -> f32 {
+  %a = memref.alloc() : memref<64xf32>
+  linalg.fill ins(%x : f32) outs(%a : memref<64xf32>)
+  %s = arith.select %c, %a, %g : memref<64xf32>
+  %y = arith.mulf %x, %x : f32
+  %r = memref.load %s[%i] : memref<64xf32>
+  %t = arith.addf %r, %y : f32
+  memref.dealloc %a : memref<64xf32>
+  return %t : f32
+}

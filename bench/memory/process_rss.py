@@ -155,7 +155,7 @@ def largest_table(cap_mib, steps, only=None, eager_batch=None, model="fmnist-cnn
     eager's row."""
     cap = cap_mib * 2 ** 20
     rows = [("PyTorch eager", "eager", "none"),
-            ("PyTorch eager, torch.utils.checkpoint per conv block", "checkpoint", "none"),
+            ("PyTorch eager, torch.utils.checkpoint per block", "checkpoint", "none"),
             ("act.compile, none", "compile", "none"),
             ("act.compile, #act.quant<bits=4>", "compile", "#act.quant<bits=4>"),
             ("act.compile, #act.quant<bits=2>", "compile", "#act.quant<bits=2>")]

@@ -106,6 +106,26 @@ Value mlir::act::detail::buildFromFlatIndex(
       .getResult(0);
 }
 
+Value mlir::act::detail::nonEmpty(OpBuilder &b, Location loc, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  Type element = type.getElementType();
+  Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      b.createOrFold<tensor::DimOp>(loc, t, 0),
+                                      indexConst(b, loc, 0));
+  auto pick = scf::IfOp::create(b, loc, TypeRange{type}, empty, true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(pick.thenBlock());
+  Value zero = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({1}, element),
+                             b.getZeroAttr(element)));
+  scf::YieldOp::create(b, loc,
+                       tensor::CastOp::create(b, loc, type, zero).getResult());
+  b.setInsertionPointToStart(pick.elseBlock());
+  scf::YieldOp::create(b, loc, t);
+  return pick.getResult(0);
+}
+
 Value mlir::act::detail::flatten(OpBuilder &b, Location loc, Value input) {
   auto type = cast<RankedTensorType>(input.getType());
   int64_t n =

@@ -85,26 +85,7 @@ static Value buildPerElementDecode(SparseEncodingAttr encoding, OpBuilder &b,
                                    RankedTensorType decodedType) {
   mlir::act::detail::IndexMath ix{b, loc};
   FloatEncodingAttr values = encoding.getValuesEncoding();
-  Value payload = storage[1];
-  auto payloadType = cast<RankedTensorType>(payload.getType());
-  Type word = payloadType.getElementType();
-  Value empty = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      getFloatStorageCapacity(values, b, loc, payload), ix.c(0));
-  auto pick = scf::IfOp::create(b, loc, TypeRange{payloadType}, empty, true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(pick.thenBlock());
-    Value zero = arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(RankedTensorType::get({1}, word),
-                               b.getZeroAttr(word)));
-    scf::YieldOp::create(
-        b, loc, tensor::CastOp::create(b, loc, payloadType, zero).getResult());
-    b.setInsertionPointToStart(pick.elseBlock());
-    scf::YieldOp::create(b, loc, payload);
-  }
-  payload = pick.getResult(0);
+  Value payload = mlir::act::detail::nonEmpty(b, loc, storage[1]);
   // The layout the values were encoded in: n of them in the dense fallback,
   // else (as the whole decode's) the storage's capacity.
   Value dense = arith::CmpIOp::create(

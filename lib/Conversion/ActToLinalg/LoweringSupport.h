@@ -203,6 +203,11 @@ Value buildFromFlatIndex(
     function_ref<Value(OpBuilder &, Location, Value i)> element);
 /// Inserts `part` into `into` at `offset` along dim 0.
 Value insert(OpBuilder &b, Location loc, Value part, Value into, Value offset);
+/// The 1-D tensor `t`, or where it is empty one zero element of its type
+/// (a constant): what a gather with clamped indices reads from a storage
+/// tensor that may hold nothing (the per-element sparse decode's bitmap
+/// and values), so that it needs no branch.
+Value nonEmpty(OpBuilder &b, Location loc, Value t);
 
 /// The ranked tensor type of `shape` and `type`.
 inline RankedTensorType tensorOf(ArrayRef<int64_t> shape, Type type) {

@@ -841,25 +841,9 @@ Value mlir::act::buildSparseElementDecode(
   Value stored = b.createOrFold<tensor::DimOp>(loc, bitmap, 0);
   Value dense =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, stored, ix.c(0));
-  // The dense fallback's bitmap (no words) read as one zero word, so that
-  // the gather below needs no branch.
-  auto bitmapType = cast<RankedTensorType>(bitmap.getType());
-  Value zeroWord = tensor::CastOp::create(
-      b, loc, bitmapType,
-      arith::ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(RankedTensorType::get({1}, i32),
-                                 b.getZeroAttr(i32))));
-  auto pick = scf::IfOp::create(b, loc, TypeRange{bitmapType}, dense, true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(pick.thenBlock());
-    scf::YieldOp::create(b, loc, zeroWord);
-    b.setInsertionPointToStart(pick.elseBlock());
-    scf::YieldOp::create(b, loc, bitmap);
-  }
-  Value words = pick.getResult(0);
-  Value wordCount = ix.select(dense, ix.c(1), stored);
+  // The dense fallback's bitmap (no words) read as one zero word.
+  Value words = nonEmpty(b, loc, bitmap);
+  Value wordCount = b.createOrFold<tensor::DimOp>(loc, words, 0);
   Value offsets = wordOffsets(b, loc, words, wordCount);
   Value lastWord = ix.sub(wordCount, ix.c(1));
   Value last = ix.sub(readable, ix.c(1));

@@ -819,7 +819,8 @@ def main(argv=None):
                         "codes where the backward reads an activation's derivative, "
                         "ENCODING elsewhere), or average-bits=B (GACT's allocation from "
                         "measured sensitivities; average-bits=B+few-bit=F: few-bit codes "
-                        "of F bits are the allocator's choice too)")
+                        "of F bits are the allocator's choice too); '' for the "
+                        "eager row alone")
     p.add_argument("--epochs", type=int, help="default: the task's (10)")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--batch", type=int, help="default: the task's (digits 64, python-lm 16)")
@@ -913,7 +914,10 @@ def main(argv=None):
           "act step peak B | step ms | compute saved vs fp32 / vs FW-8/BW-8, or adaptation |")
     print("|---|---|---|---|---|---|")
     runs, reference = [], None
-    for enc in ([] if a.no_eager else [None]) + a.encoding.split(";"):
+    encodings = [e for e in a.encoding.split(";") if e.strip()]
+    if a.no_eager and not encodings:
+        sys.exit("act.train: nothing to run: --no-eager and no --encoding")
+    for enc in ([] if a.no_eager else [None]) + encodings:
         accs, peaks, times, saved, infos = [], [], [], None, []
         for s in seeds:
             info = {"seed": s}

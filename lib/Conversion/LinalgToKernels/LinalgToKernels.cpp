@@ -22,6 +22,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
@@ -183,13 +184,19 @@ struct TransposeToCall : OpRewritePattern<linalg::TransposeOp> {
   int64_t minElements;
 };
 
-/// `expr` as `c - d_k` (affine form d_k * -1 + c): {k, c}.
+/// `expr` as `c - d_k` (affine form d_k * -1 + c, or d_k * -1 for c = 0:
+/// a 1x1 weight read backwards): {k, c}.
 std::optional<std::pair<unsigned, int64_t>> matchReversedDim(AffineExpr expr) {
   auto sum = dyn_cast<AffineBinaryOpExpr>(expr);
-  if (!sum || sum.getKind() != AffineExprKind::Add)
+  if (!sum)
     return std::nullopt;
-  auto constant = dyn_cast<AffineConstantExpr>(sum.getRHS());
-  auto product = dyn_cast<AffineBinaryOpExpr>(sum.getLHS());
+  auto constant =
+      cast<AffineConstantExpr>(getAffineConstantExpr(0, expr.getContext()));
+  auto product = sum;
+  if (sum.getKind() == AffineExprKind::Add) {
+    constant = dyn_cast<AffineConstantExpr>(sum.getRHS());
+    product = dyn_cast<AffineBinaryOpExpr>(sum.getLHS());
+  }
   if (!constant || !product || product.getKind() != AffineExprKind::Mul)
     return std::nullopt;
   auto minusOne = dyn_cast<AffineConstantExpr>(product.getRHS());
@@ -296,6 +303,60 @@ LogicalResult getStaticLayout(MemRefType type,
   return success();
 }
 
+/// A static view of a strided region of a buffer (`region`: the region's
+/// type, a subview of the buffer) as the same view of a contiguous buffer of
+/// the region's shape: its type there, or null when the view does not lie
+/// within the region, each of its dimensions along one of the region's.
+/// (A reinterpret_cast's offset counts from the buffer's start.)
+MemRefType getViewInRegion(MemRefType region, memref::ReinterpretCastOp view) {
+  SmallVector<int64_t> regionStrides, strides;
+  int64_t regionOffset, offset;
+  if (failed(getStaticLayout(region, regionStrides, regionOffset)) ||
+      failed(getStaticLayout(view.getType(), strides, offset)) ||
+      !view.getType().hasStaticShape())
+    return {};
+  ArrayRef<int64_t> shape = region.getShape();
+  SmallVector<int64_t> ownStrides = computeSuffixProduct(shape);
+  // The region's index where the view starts, by decreasing stride.
+  auto order = llvm::to_vector(
+      llvm::seq<int64_t>(0, static_cast<int64_t>(shape.size())));
+  llvm::sort(order, [&](int64_t a, int64_t b) {
+    return regionStrides[a] > regionStrides[b];
+  });
+  SmallVector<int64_t> start(shape.size(), 0);
+  int64_t left = offset - regionOffset, ownOffset = 0;
+  for (int64_t d : order) {
+    int64_t index = regionStrides[d] > 0 ? left / regionStrides[d] : 0;
+    if (index < 0 || index >= shape[d])
+      return {};
+    left -= index * regionStrides[d];
+    start[d] = index;
+    ownOffset += index * ownStrides[d];
+  }
+  if (left != 0)
+    return {};
+  SmallVector<bool> taken(shape.size(), false);
+  for (auto [k, stride] : llvm::enumerate(strides)) {
+    int64_t size = view.getType().getDimSize(k);
+    if (size == 1) {
+      stride = 0;
+      continue;
+    }
+    auto *at = llvm::find(regionStrides, stride);
+    if (at == regionStrides.end() || llvm::count(regionStrides, stride) != 1)
+      return {};
+    int64_t d = at - regionStrides.begin();
+    if (taken[d] || start[d] + size > shape[d])
+      return {};
+    taken[d] = true;
+    stride = ownStrides[d];
+  }
+  return MemRefType::get(
+      view.getType().getShape(), region.getElementType(),
+      StridedLayoutAttr::get(view.getContext(), ownOffset, strides),
+      region.getMemorySpace());
+}
+
 /// A buffer that holds a region of values among zeros, around them (a
 /// padded copy, tensor.pad bufferized) or with them spread out (a dilated
 /// copy, a strided tensor.insert_slice into zeros), read by a consumer:
@@ -315,6 +376,8 @@ struct ZeroFilledRegion {
   /// Null when the region is computed in place.
   memref::CopyOp copy;
   SmallVector<Operation *> deallocs;
+  /// In place: static views of the buffer within the region.
+  SmallVector<memref::ReinterpretCastOp> views;
   /// The values: the copy's source, or the subview.
   Value source;
   SmallVector<int64_t> offsets, strides;
@@ -327,6 +390,118 @@ struct ZeroFilledRegion {
     for (Operation *dealloc : deallocs)
       rewriter.eraseOp(dealloc);
     rewriter.eraseOp(alloc);
+  }
+
+  /// In place, once no reader needs the zeros around the region (the
+  /// kernel that replaced the consumer reads the region alone): the region
+  /// in a buffer of its own, of its shape and contiguous. The buffer, its
+  /// fill and the subviews go; the region's writers and readers take the
+  /// new buffer (views of the region, such as act-transpose-views' for a
+  /// weight gradient, the same view of it), filled with zeros where the
+  /// buffer was. A strided convolution's output gradient spread into zeros
+  /// in place otherwise keeps a buffer 4x its size (stride 2) live from its
+  /// first write to the kernel, and every op on it reads and writes every
+  /// other element. Fails, changing nothing, where a user of the region
+  /// would need a type the new buffer cannot give it (a view other than a
+  /// static reinterpret_cast, a call).
+  LogicalResult moveToOwnBuffer(RewriterBase &rewriter) {
+    SmallVector<memref::SubViewOp> subviews;
+    for (Operation *user : alloc->getUsers())
+      if (auto sv = dyn_cast<memref::SubViewOp>(user))
+        subviews.push_back(sv);
+    MemRefType viewType = subview.getType();
+    auto type =
+        MemRefType::get(viewType.getShape(), viewType.getElementType(),
+                        MemRefLayoutAttrInterface(), viewType.getMemorySpace());
+    auto translate = [&](memref::ReinterpretCastOp view) {
+      return getViewInRegion(viewType, view);
+    };
+    // Whether the users of `value` take a buffer of type `to` instead: as
+    // it is (a cast to a compatible type, linalg, copies, loads and
+    // stores), or through the same view of it (a subview; a static
+    // reinterpret_cast, whose offset counts from the buffer's start).
+    std::function<bool(Value, MemRefType)> takes = [&](Value value,
+                                                       MemRefType to) {
+      return llvm::all_of(value.getUsers(), [&](Operation *user) {
+        if (auto cast = dyn_cast<memref::CastOp>(user))
+          return memref::CastOp::areCastCompatible(TypeRange{to},
+                                                   TypeRange{cast.getType()});
+        if (auto sv = dyn_cast<memref::SubViewOp>(user))
+          return sv.getSource() == value &&
+                 takes(sv.getResult(),
+                       memref::SubViewOp::inferResultType(
+                           to, sv.getMixedOffsets(), sv.getMixedSizes(),
+                           sv.getMixedStrides()));
+        if (auto view = dyn_cast<memref::ReinterpretCastOp>(user)) {
+          MemRefType viewOnOwn = translate(view);
+          return viewOnOwn && takes(view.getResult(), viewOnOwn);
+        }
+        return isa<linalg::LinalgOp, memref::CopyOp, memref::LoadOp,
+                   memref::StoreOp>(user);
+      });
+    };
+    // `value`'s users on `to` instead (as `takes` accepted them).
+    std::function<void(Value, Value)> moveUsers = [&](Value value, Value to) {
+      for (OpOperand &use : llvm::make_early_inc_range(value.getUses())) {
+        Operation *user = use.getOwner();
+        rewriter.setInsertionPoint(user);
+        Value view;
+        if (auto sv = dyn_cast<memref::SubViewOp>(user))
+          view = memref::SubViewOp::create(
+              rewriter, sv.getLoc(), to, sv.getMixedOffsets(),
+              sv.getMixedSizes(), sv.getMixedStrides());
+        else if (auto reinterpret = dyn_cast<memref::ReinterpretCastOp>(user)) {
+          MemRefType viewOnOwn = translate(reinterpret);
+          auto layout = cast<StridedLayoutAttr>(viewOnOwn.getLayout());
+          view = memref::ReinterpretCastOp::create(
+              rewriter, reinterpret.getLoc(), viewOnOwn, to, layout.getOffset(),
+              viewOnOwn.getShape(), layout.getStrides());
+        }
+        if (!view) {
+          rewriter.modifyOpInPlace(user, [&] { use.set(to); });
+          continue;
+        }
+        moveUsers(user->getResult(0), view);
+        rewriter.eraseOp(user);
+      }
+    };
+    for (memref::SubViewOp sv : subviews)
+      if (!takes(sv.getResult(), type))
+        return failure();
+    for (memref::ReinterpretCastOp view : views)
+      if (!takes(view.getResult(), translate(view)))
+        return failure();
+    rewriter.setInsertionPoint(alloc);
+    Value own = memref::AllocOp::create(rewriter, alloc.getLoc(), type,
+                                        alloc.getAlignmentAttr());
+    rewriter.setInsertionPoint(filler);
+    Value zero =
+        arith::ConstantOp::create(rewriter, filler->getLoc(),
+                                  rewriter.getZeroAttr(type.getElementType()));
+    linalg::FillOp::create(rewriter, filler->getLoc(), zero, own);
+    for (memref::SubViewOp sv : subviews) {
+      moveUsers(sv.getResult(), own);
+      rewriter.eraseOp(sv);
+    }
+    for (memref::ReinterpretCastOp view : views) {
+      MemRefType viewOnOwn = translate(view);
+      auto layout = cast<StridedLayoutAttr>(viewOnOwn.getLayout());
+      rewriter.setInsertionPoint(view);
+      Value moved = memref::ReinterpretCastOp::create(
+          rewriter, view.getLoc(), viewOnOwn, own, layout.getOffset(),
+          viewOnOwn.getShape(), layout.getStrides());
+      moveUsers(view.getResult(), moved);
+      rewriter.eraseOp(view);
+    }
+    for (Operation *dealloc : deallocs) {
+      rewriter.setInsertionPoint(dealloc);
+      memref::DeallocOp::create(rewriter, dealloc->getLoc(), own);
+      rewriter.eraseOp(dealloc);
+    }
+    rewriter.eraseOp(filler);
+    rewriter.eraseOp(alloc);
+    source = own;
+    return success();
   }
 };
 
@@ -356,6 +531,9 @@ FailureOr<ZeroFilledRegion> matchZeroFilledRegion(Value padded,
       m.filler = user;
     else if (auto sv = dyn_cast<memref::SubViewOp>(user))
       subviews.push_back(sv);
+    else if (auto cast = dyn_cast<memref::ReinterpretCastOp>(user);
+             cast && allowInPlace)
+      m.views.push_back(cast);
     else
       return failure();
   }
@@ -383,6 +561,14 @@ FailureOr<ZeroFilledRegion> matchZeroFilledRegion(Value padded,
         return failure();
     m.source = m.subview.getResult();
   }
+  // Views of the buffer (act-transpose-views' for a weight gradient) must
+  // lie within the region: the consumer's replacement reads the region
+  // alone.
+  if (!m.views.empty() && m.copy)
+    return failure();
+  for (memref::ReinterpretCastOp cast : m.views)
+    if (!getViewInRegion(m.subview.getType(), cast))
+      return failure();
   auto sourceType = cast<MemRefType>(m.source.getType());
   for (int64_t d = 0, rank = sourceType.getRank(); d < rank; ++d) {
     int64_t offset = m.subview.getStaticOffsets()[d];
@@ -648,6 +834,8 @@ LogicalResult convBackwardDataOnSpreadCopy(IRRewriter &rewriter,
     free->moveAfter(call);
   if (copy->copy)
     copy->erase(rewriter);
+  else
+    (void)copy->moveToOwnBuffer(rewriter);
   // The flipped weight goes with its last convolution.
   if (llvm::any_of(filter.getUsers(), [](Operation *user) {
         return isa<linalg::Conv2DNchwFchwOp>(user);

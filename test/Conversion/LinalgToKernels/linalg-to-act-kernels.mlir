@@ -167,16 +167,21 @@ func.func @backward_data(%g: memref<2x16x4x4xf32>, %w: memref<16x8x3x3xf32>, %dx
 
 // The output gradient computed in place, into the interior of its padded
 // buffer, which the weight gradient also reads (through a view): the
-// kernel reads the interior through its strides and the buffer stays.
+// kernel reads the interior alone, so the interior moves to a buffer of
+// its own (zeroed where the padded one was), the producer writes there and
+// the view reads the same elements there; the padded buffer goes.
 // CHECK-LABEL: func.func @backward_data_in_place
-// CHECK:       %[[P:.*]] = memref.alloc() : memref<2x16x10x10xf32>
-// CHECK:       %[[S:.*]] = memref.subview %[[P]][0, 0, 1, 1] [2, 16, 8, 8] [1, 1, 1, 1]
-// CHECK:       linalg.generic {{.*}} outs(%[[S]]
-// CHECK:       memref.copy
+// CHECK-NOT:   2x16x10x10
+// CHECK:       %[[O:.*]] = memref.alloc() : memref<2x16x8x8xf32>
+// CHECK:       linalg.fill ins(%{{.*}} : f32) outs(%[[O]] : memref<2x16x8x8xf32>)
+// CHECK:       linalg.generic {{.*}} outs(%[[O]] : memref<2x16x8x8xf32>)
+// CHECK:       %[[V:.*]] = memref.reinterpret_cast %[[O]] to offset: [0], sizes: [16, 2, 8, 8], strides: [64, 1024, 8, 1]
+// CHECK:       memref.copy %[[V]], %{{.*}} : memref<16x2x8x8xf32, strided<[64, 1024, 8, 1]>> to memref<16x2x8x8xf32>
 // CHECK-NOT:   linalg.generic
-// CHECK:       %[[SC:.*]] = memref.cast %[[S]]
+// CHECK:       %[[SC:.*]] = memref.cast %[[O]]
 // CHECK:       call @act_kernel_conv_2d_nchw_fchw_backward_data_f32(%[[SC]], {{.*}})
-// CHECK-NEXT:  memref.dealloc %[[P]]
+// CHECK-NEXT:  memref.dealloc %[[O]]
+// CHECK-NOT:   2x16x10x10
 func.func @backward_data_in_place(%a: memref<2x16x8x8xf32>, %w: memref<16x8x3x3xf32>, %dx: memref<2x8x8x8xf32>,
                                   %gt: memref<16x2x8x8xf32>) {
   %zero = arith.constant 0.0 : f32
@@ -201,6 +206,96 @@ func.func @backward_data_in_place(%a: memref<2x16x8x8xf32>, %w: memref<16x8x3x3x
     ins(%p, %f : memref<2x16x10x10xf32>, memref<8x16x3x3xf32>) outs(%dx : memref<2x8x8x8xf32>)
   memref.dealloc %f : memref<8x16x3x3xf32>
   memref.dealloc %p : memref<2x16x10x10xf32>
+  return
+}
+
+// A strided 1x1 convolution's input gradient as the exporter writes it:
+// the output gradient spread into zeros at stride 2 (computed there in
+// place, half a batch at a time, and read for the weight gradient through
+// a transposed view of the buffer itself), convolved with the weight
+// transposed; a 1x1 weight read backwards is `-d2, -d3` (no constant).
+// The kernel's input gradient at stride 2 on a contiguous buffer of the
+// gradient's own shape: the 4x larger spread buffer goes, and the chunks'
+// subviews and the view are the same views of the new buffer.
+// CHECK-LABEL: func.func @backward_data_strided_1x1_in_place
+// CHECK-NOT:   2x8x8x8
+// CHECK:       %[[O:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x8x4x4xf32>
+// CHECK:       linalg.fill ins(%{{.*}} : f32) outs(%[[O]] : memref<2x8x4x4xf32>)
+// CHECK:       scf.for %[[I:.*]] =
+// CHECK:         %[[C:.*]] = memref.subview %[[O]][%[[I]], 0, 0, 0] [1, 8, 4, 4] [1, 1, 1, 1] : memref<2x8x4x4xf32> to memref<1x8x4x4xf32, strided<[128, 16, 4, 1], offset: ?>>
+// CHECK:         linalg.generic {{.*}} outs(%[[C]]
+// CHECK:       %[[V:.*]] = memref.reinterpret_cast %[[O]] to offset: [0], sizes: [8, 2, 4, 4], strides: [16, 128, 4, 1]
+// CHECK:       memref.copy %[[V]]
+// CHECK:       %[[SC:.*]] = memref.cast %[[O]]
+// CHECK:       call @act_kernel_conv_2d_nchw_fchw_backward_data_f32(%[[SC]], %{{.*}}, %{{.*}}, %c2_i64, %c2_i64{{.*}}, %c1_i64{{.*}}, %c1_i64{{.*}}, %c0_i64{{.*}}, %c0_i64{{.*}})
+// CHECK-NEXT:  memref.dealloc %[[O]]
+// CHECK-NOT:   2x8x8x8
+func.func @backward_data_strided_1x1_in_place(%a: memref<2x8x4x4xf32>, %w: memref<8x4x1x1xf32>, %dx: memref<2x4x8x8xf32>,
+                                              %gt: memref<8x2x4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %p = memref.alloc() {alignment = 64 : i64} : memref<2x8x8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<2x8x8x8xf32>)
+  %s = memref.subview %p[0, 0, 0, 0] [2, 8, 4, 4] [1, 1, 2, 2] : memref<2x8x8x8xf32> to memref<2x8x4x4xf32, strided<[512, 64, 16, 2]>>
+  scf.for %i = %c0 to %c2 step %c1 {
+    %c = memref.subview %s[%i, 0, 0, 0] [1, 8, 4, 4] [1, 1, 1, 1] : memref<2x8x4x4xf32, strided<[512, 64, 16, 2]>> to memref<1x8x4x4xf32, strided<[512, 64, 16, 2], offset: ?>>
+    %ac = memref.subview %a[%i, 0, 0, 0] [1, 8, 4, 4] [1, 1, 1, 1] : memref<2x8x4x4xf32> to memref<1x8x4x4xf32, strided<[128, 16, 4, 1], offset: ?>>
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%ac : memref<1x8x4x4xf32, strided<[128, 16, 4, 1], offset: ?>>) outs(%c : memref<1x8x4x4xf32, strided<[512, 64, 16, 2], offset: ?>>) {
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.mulf %in, %in : f32
+      linalg.yield %m : f32
+    }
+  }
+  %v = memref.reinterpret_cast %p to offset: [0], sizes: [8, 2, 4, 4], strides: [64, 512, 16, 2] : memref<2x8x8x8xf32> to memref<8x2x4x4xf32, strided<[64, 512, 16, 2]>>
+  memref.copy %v, %gt : memref<8x2x4x4xf32, strided<[64, 512, 16, 2]>> to memref<8x2x4x4xf32>
+  %f = memref.alloc() : memref<4x8x1x1xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d0, -d2, -d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%w : memref<8x4x1x1xf32>) outs(%f : memref<4x8x1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%p, %f : memref<2x8x8x8xf32>, memref<4x8x1x1xf32>) outs(%dx : memref<2x4x8x8xf32>)
+  memref.dealloc %f : memref<4x8x1x1xf32>
+  memref.dealloc %p : memref<2x8x8x8xf32>
+  return
+}
+
+// -----
+
+// A view of the spread buffer that reaches past the gradient's elements
+// (here the whole first row, zeros between them) reads what the kernel
+// would not: the convolution stays as it is.
+// CHECK-LABEL: func.func @spread_view_outside_region
+// CHECK-NOT:   backward_data
+// CHECK:       memref.alloc() : memref<2x8x8x8xf32>
+// CHECK:       call @act_kernel_conv_2d_nchw_fchw_f32
+func.func @spread_view_outside_region(%a: memref<2x8x4x4xf32>, %w: memref<8x4x1x1xf32>, %dx: memref<2x4x8x8xf32>,
+                                      %gt: memref<8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %p = memref.alloc() : memref<2x8x8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<2x8x8x8xf32>)
+  %s = memref.subview %p[0, 0, 0, 0] [2, 8, 4, 4] [1, 1, 2, 2] : memref<2x8x8x8xf32> to memref<2x8x4x4xf32, strided<[512, 64, 16, 2]>>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%a : memref<2x8x4x4xf32>) outs(%s : memref<2x8x4x4xf32, strided<[512, 64, 16, 2]>>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  %v = memref.reinterpret_cast %p to offset: [0], sizes: [8, 8], strides: [64, 1] : memref<2x8x8x8xf32> to memref<8x8xf32, strided<[64, 1]>>
+  memref.copy %v, %gt : memref<8x8xf32, strided<[64, 1]>> to memref<8x8xf32>
+  %f = memref.alloc() : memref<4x8x1x1xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d0, -d2, -d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%w : memref<8x4x1x1xf32>) outs(%f : memref<4x8x1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%p, %f : memref<2x8x8x8xf32>, memref<4x8x1x1xf32>) outs(%dx : memref<2x4x8x8xf32>)
+  memref.dealloc %f : memref<4x8x1x1xf32>
+  memref.dealloc %p : memref<2x8x8x8xf32>
   return
 }
 

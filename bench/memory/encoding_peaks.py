@@ -1,12 +1,14 @@
-"""One training step of the Fashion-MNIST CNN (act.train's fmnist-cnn model)
-per encoding, in one process on the same random batch: act's measured step
+"""One training step of a Fashion-MNIST network (act.train's fmnist-cnn, or
+fmnist-resnet20 with --model) per encoding, in one process on the same random batch: act's measured step
 peak (its allocation hooks), the median step time next to PyTorch eager's
 (same threads), the loss, and each encoding's largest relative gradient
 difference from the first encoding's (0.0: bit for bit).
 
     ACT_BIN_DIR=build/bin ACT_LIB_DIR=build/lib python3 bench/memory/encoding_peaks.py \\
-        [--batch 128] [--steps 6] [--threads 1] \\
+        [--model fmnist-cnn] [--batch 128] [--steps 6] [--threads 1] \\
         [--encodings "#act.float<format = fp10>;lossless+fp10;lossless"]
+
+("none": act without encodings.)
 """
 
 import argparse
@@ -22,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", choices=("fmnist-cnn", "fmnist-resnet20"), default="fmnist-cnn")
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--steps", type=int, default=6, help="timed steps (after one warm-up)")
     p.add_argument("--threads", type=int, default=1)
@@ -33,10 +36,10 @@ def main():
     import torch.nn.functional as F
     import act
     from act import peer
-    from act.train import fashion_cnn
+    from act.train import fashion_cnn, fashion_resnet20
     peer.set_torch_threads(a.threads)
     torch.manual_seed(0)
-    model = fashion_cnn()
+    model = {"fmnist-cnn": fashion_cnn, "fmnist-resnet20": fashion_resnet20}[a.model]()
     # ReLU maps with zeros where the CNN's activations have them; inputs
     # clipped below as normalized Fashion-MNIST images are (its background).
     x = torch.randn(a.batch, 1, 28, 28).clamp(min=-1.0)
@@ -59,13 +62,14 @@ def main():
         return loss
 
     _, eager_s, _ = timed(eager)
-    print(f"fmnist-cnn, batch {a.batch}, {a.threads} thread(s); PyTorch eager's step "
+    print(f"{a.model}, batch {a.batch}, {a.threads} thread(s); PyTorch eager's step "
           f"{1000 * eager_s:.1f} ms ({peer.torch_blas()})")
     print("| encoding | act's step peak | step ms (vs eager) | loss | gradients vs the first row's |")
     print("|---|---|---|---|---|")
     first = None
     for enc in a.encodings.split(";"):
-        step = act.compile(model, F.cross_entropy, x, y, encoding=enc)
+        step = act.compile(model, F.cross_entropy, x, y,
+                           encoding=None if enc == "none" else enc)
         peaks = []
 
         def run():

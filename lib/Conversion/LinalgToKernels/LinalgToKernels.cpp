@@ -472,7 +472,9 @@ struct ZeroFilledRegion {
       if (!takes(view.getResult(), translate(view)))
         return failure();
     rewriter.setInsertionPoint(alloc);
+    // (The region's dynamic dimensions are the buffer's, of its sizes.)
     Value own = memref::AllocOp::create(rewriter, alloc.getLoc(), type,
+                                        alloc.getDynamicSizes(),
                                         alloc.getAlignmentAttr());
     rewriter.setInsertionPoint(filler);
     Value zero =
@@ -517,8 +519,7 @@ FailureOr<ZeroFilledRegion> matchZeroFilledRegion(Value padded,
   // The buffer may be allocated around a loop the rest is in
   // (buffer-loop-hoisting).
   if (!m.alloc || !m.alloc->getBlock()->findAncestorOpInBlock(*consumer) ||
-      !m.alloc.getType().getLayout().isIdentity() ||
-      !m.alloc.getType().hasStaticShape())
+      !m.alloc.getType().getLayout().isIdentity())
     return failure();
   SmallVector<memref::SubViewOp> subviews;
   for (Operation *user : padded.getUsers()) {
@@ -544,6 +545,21 @@ FailureOr<ZeroFilledRegion> matchZeroFilledRegion(Value padded,
         !m.filler->isBeforeInBlock(sv) || !sv->isBeforeInBlock(consumer))
       return failure();
   m.subview = subviews.front();
+  // A dynamic dimension of the buffer (the batch of the step for every
+  // batch size) is the region's whole extent, of the same size value.
+  MemRefType allocType = m.alloc.getType();
+  SmallVector<OpFoldResult> sizes = m.subview.getMixedSizes();
+  for (int64_t d = 0, dynamic = 0; d < allocType.getRank(); ++d) {
+    if (allocType.isDynamicDim(d) !=
+        ShapedType::isDynamic(m.subview.getStaticSizes()[d]))
+      return failure();
+    if (!allocType.isDynamicDim(d))
+      continue;
+    if (m.subview.getStaticOffsets()[d] != 0 ||
+        m.subview.getStaticStrides()[d] != 1 ||
+        dyn_cast<Value>(sizes[d]) != m.alloc.getDynamicSizes()[dynamic++])
+      return failure();
+  }
   if (subviews.size() == 1 && m.subview->hasOneUse())
     m.copy = dyn_cast<memref::CopyOp>(*m.subview->getUsers().begin());
   if (m.copy && m.copy.getTarget() == m.subview.getResult() &&
@@ -557,7 +573,8 @@ FailureOr<ZeroFilledRegion> matchZeroFilledRegion(Value padded,
     for (memref::SubViewOp sv : subviews)
       if (sv.getStaticOffsets() != m.subview.getStaticOffsets() ||
           sv.getStaticSizes() != m.subview.getStaticSizes() ||
-          sv.getStaticStrides() != m.subview.getStaticStrides())
+          sv.getStaticStrides() != m.subview.getStaticStrides() ||
+          sv.getSizes() != m.subview.getSizes())
         return failure();
     m.source = m.subview.getResult();
   }

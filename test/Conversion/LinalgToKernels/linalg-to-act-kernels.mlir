@@ -301,6 +301,77 @@ func.func @spread_view_outside_region(%a: memref<2x8x4x4xf32>, %w: memref<8x4x1x
 
 // -----
 
+// The same in the step for every batch size: the batch is dynamic, the
+// spread buffer's and the gradient's (of the same size value), and so is
+// the new buffer's.
+// CHECK-LABEL: func.func @backward_data_strided_dynamic_batch
+// CHECK-SAME:  (%[[A:.*]]: memref<?x8x4x4xf32>
+// CHECK-NOT:   x8x8x8
+// CHECK:       %[[N:.*]] = memref.dim %[[A]], %c0
+// CHECK:       %[[O:.*]] = memref.alloc(%[[N]]) : memref<?x8x4x4xf32>
+// CHECK:       linalg.generic {{.*}} outs(%[[O]] : memref<?x8x4x4xf32>)
+// CHECK:       %[[SC:.*]] = memref.cast %[[O]]
+// CHECK:       call @act_kernel_conv_2d_nchw_fchw_backward_data_f32(%[[SC]], {{.*}})
+// CHECK-NEXT:  memref.dealloc %[[O]]
+func.func @backward_data_strided_dynamic_batch(%a: memref<?x8x4x4xf32>, %w: memref<8x4x1x1xf32>, %dx: memref<?x4x8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %a, %c0 : memref<?x8x4x4xf32>
+  %p = memref.alloc(%n) : memref<?x8x8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<?x8x8x8xf32>)
+  %s = memref.subview %p[0, 0, 0, 0] [%n, 8, 4, 4] [1, 1, 2, 2] : memref<?x8x8x8xf32> to memref<?x8x4x4xf32, strided<[512, 64, 16, 2]>>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%a : memref<?x8x4x4xf32>) outs(%s : memref<?x8x4x4xf32, strided<[512, 64, 16, 2]>>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  %f = memref.alloc() : memref<4x8x1x1xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d0, -d2, -d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%w : memref<8x4x1x1xf32>) outs(%f : memref<4x8x1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%p, %f : memref<?x8x8x8xf32>, memref<4x8x1x1xf32>) outs(%dx : memref<?x4x8x8xf32>)
+  memref.dealloc %f : memref<4x8x1x1xf32>
+  memref.dealloc %p : memref<?x8x8x8xf32>
+  return
+}
+
+// -----
+
+// A spread buffer whose batch is not the gradient's whole batch (a size
+// value of its own) stays.
+// CHECK-LABEL: func.func @spread_dynamic_part_of_batch
+// CHECK-NOT:   backward_data
+// CHECK:       call @act_kernel_conv_2d_nchw_fchw_f32
+func.func @spread_dynamic_part_of_batch(%a: memref<?x8x4x4xf32>, %w: memref<8x4x1x1xf32>, %dx: memref<?x4x8x8xf32>, %m: index) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %a, %c0 : memref<?x8x4x4xf32>
+  %p = memref.alloc(%n) : memref<?x8x8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<?x8x8x8xf32>)
+  %s = memref.subview %p[0, 0, 0, 0] [%m, 8, 4, 4] [1, 1, 2, 2] : memref<?x8x8x8xf32> to memref<?x8x4x4xf32, strided<[512, 64, 16, 2]>>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%a : memref<?x8x4x4xf32>) outs(%s : memref<?x8x4x4xf32, strided<[512, 64, 16, 2]>>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  %f = memref.alloc() : memref<4x8x1x1xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d0, -d2, -d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+    ins(%w : memref<8x4x1x1xf32>) outs(%f : memref<4x8x1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%p, %f : memref<?x8x8x8xf32>, memref<4x8x1x1xf32>) outs(%dx : memref<?x4x8x8xf32>)
+  memref.dealloc %f : memref<4x8x1x1xf32>
+  memref.dealloc %p : memref<?x8x8x8xf32>
+  return
+}
+
+// -----
+
 // A filter that is the weight transposed but not read backwards is no
 // input gradient: the convolution on the padded copy stays a convolution.
 // CHECK-LABEL: func.func @not_reversed

@@ -187,23 +187,23 @@ struct TransposeToCall : OpRewritePattern<linalg::TransposeOp> {
 /// `expr` as `c - d_k` (affine form d_k * -1 + c, or d_k * -1 for c = 0:
 /// a 1x1 weight read backwards): {k, c}.
 std::optional<std::pair<unsigned, int64_t>> matchReversedDim(AffineExpr expr) {
-  auto sum = dyn_cast<AffineBinaryOpExpr>(expr);
-  if (!sum)
-    return std::nullopt;
-  auto constant =
-      cast<AffineConstantExpr>(getAffineConstantExpr(0, expr.getContext()));
-  auto product = sum;
-  if (sum.getKind() == AffineExprKind::Add) {
-    constant = dyn_cast<AffineConstantExpr>(sum.getRHS());
-    product = dyn_cast<AffineBinaryOpExpr>(sum.getLHS());
+  int64_t constant = 0;
+  if (auto sum = dyn_cast<AffineBinaryOpExpr>(expr);
+      sum && sum.getKind() == AffineExprKind::Add) {
+    auto c = dyn_cast<AffineConstantExpr>(sum.getRHS());
+    if (!c)
+      return std::nullopt;
+    constant = c.getValue();
+    expr = sum.getLHS();
   }
-  if (!constant || !product || product.getKind() != AffineExprKind::Mul)
+  auto product = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!product || product.getKind() != AffineExprKind::Mul)
     return std::nullopt;
   auto minusOne = dyn_cast<AffineConstantExpr>(product.getRHS());
   auto dim = dyn_cast<AffineDimExpr>(product.getLHS());
   if (!minusOne || minusOne.getValue() != -1 || !dim)
     return std::nullopt;
-  return std::make_pair(dim.getPosition(), constant.getValue());
+  return std::make_pair(dim.getPosition(), constant);
 }
 
 /// A generic that only moves elements, out[d] = in[e(d)] with each index of
@@ -416,60 +416,64 @@ struct ZeroFilledRegion {
     auto translate = [&](memref::ReinterpretCastOp view) {
       return getViewInRegion(viewType, view);
     };
-    // Whether the users of `value` take a buffer of type `to` instead: as
-    // it is (a cast to a compatible type, linalg, copies, loads and
-    // stores), or through the same view of it (a subview; a static
-    // reinterpret_cast, whose offset counts from the buffer's start).
-    std::function<bool(Value, MemRefType)> takes = [&](Value value,
-                                                       MemRefType to) {
-      return llvm::all_of(value.getUsers(), [&](Operation *user) {
-        if (auto cast = dyn_cast<memref::CastOp>(user))
-          return memref::CastOp::areCastCompatible(TypeRange{to},
-                                                   TypeRange{cast.getType()});
-        if (auto sv = dyn_cast<memref::SubViewOp>(user))
-          return sv.getSource() == value &&
-                 takes(sv.getResult(),
-                       memref::SubViewOp::inferResultType(
-                           to, sv.getMixedOffsets(), sv.getMixedSizes(),
-                           sv.getMixedStrides()));
-        if (auto view = dyn_cast<memref::ReinterpretCastOp>(user)) {
-          MemRefType viewOnOwn = translate(view);
-          return viewOnOwn && takes(view.getResult(), viewOnOwn);
-        }
-        return isa<linalg::LinalgOp, memref::CopyOp, memref::LoadOp,
-                   memref::StoreOp>(user);
-      });
+    // Whether `user` takes a buffer of type `to` instead of the one it
+    // reads: as it is (a cast to a compatible type, linalg, copies, loads
+    // and stores), or through the same view of it (a subview; a static
+    // reinterpret_cast, whose offset counts from the buffer's start),
+    // whose own users take that view.
+    std::function<bool(Operation *, MemRefType)> takes = [&](Operation *user,
+                                                             MemRefType to) {
+      auto usersTake = [&](Value view, MemRefType on) {
+        return on && llvm::all_of(view.getUsers(),
+                                  [&](Operation *u) { return takes(u, on); });
+      };
+      if (auto cast = dyn_cast<memref::CastOp>(user))
+        return memref::CastOp::areCastCompatible(TypeRange{to},
+                                                 TypeRange{cast.getType()});
+      if (auto sv = dyn_cast<memref::SubViewOp>(user))
+        return usersTake(sv.getResult(),
+                         memref::SubViewOp::inferResultType(
+                             to, sv.getMixedOffsets(), sv.getMixedSizes(),
+                             sv.getMixedStrides()));
+      if (auto view = dyn_cast<memref::ReinterpretCastOp>(user))
+        return usersTake(view.getResult(), translate(view));
+      return isa<linalg::LinalgOp, memref::CopyOp, memref::LoadOp,
+                 memref::StoreOp>(user);
     };
-    // `value`'s users on `to` instead (as `takes` accepted them).
-    std::function<void(Value, Value)> moveUsers = [&](Value value, Value to) {
-      for (OpOperand &use : llvm::make_early_inc_range(value.getUses())) {
-        Operation *user = use.getOwner();
-        rewriter.setInsertionPoint(user);
-        Value view;
-        if (auto sv = dyn_cast<memref::SubViewOp>(user))
-          view = memref::SubViewOp::create(
-              rewriter, sv.getLoc(), to, sv.getMixedOffsets(),
-              sv.getMixedSizes(), sv.getMixedStrides());
-        else if (auto reinterpret = dyn_cast<memref::ReinterpretCastOp>(user)) {
-          MemRefType viewOnOwn = translate(reinterpret);
-          auto layout = cast<StridedLayoutAttr>(viewOnOwn.getLayout());
-          view = memref::ReinterpretCastOp::create(
-              rewriter, reinterpret.getLoc(), viewOnOwn, to, layout.getOffset(),
-              viewOnOwn.getShape(), layout.getStrides());
-        }
-        if (!view) {
-          rewriter.modifyOpInPlace(user, [&] { use.set(to); });
-          continue;
-        }
-        moveUsers(user->getResult(0), view);
-        rewriter.eraseOp(user);
+    // `use` on `to` instead (as `takes` accepted its user): a view is made
+    // again on `to` and its users follow.
+    std::function<void(OpOperand &, Value)> moveUse = [&](OpOperand &use,
+                                                          Value to) {
+      Operation *user = use.getOwner();
+      rewriter.setInsertionPoint(user);
+      Value view;
+      if (auto sv = dyn_cast<memref::SubViewOp>(user)) {
+        view = memref::SubViewOp::create(
+            rewriter, sv.getLoc(), to, sv.getMixedOffsets(), sv.getMixedSizes(),
+            sv.getMixedStrides());
+      } else if (auto reinterpret = dyn_cast<memref::ReinterpretCastOp>(user)) {
+        MemRefType viewOnOwn = translate(reinterpret);
+        auto layout = cast<StridedLayoutAttr>(viewOnOwn.getLayout());
+        view = memref::ReinterpretCastOp::create(
+            rewriter, reinterpret.getLoc(), viewOnOwn, to, layout.getOffset(),
+            viewOnOwn.getShape(), layout.getStrides());
+      } else {
+        rewriter.modifyOpInPlace(user, [&] { use.set(to); });
+        return;
       }
+      for (OpOperand &next :
+           llvm::make_early_inc_range(user->getResult(0).getUses()))
+        moveUse(next, view);
+      rewriter.eraseOp(user);
     };
+    // The region's subviews become the new buffer itself; the views of the
+    // buffer, the same views of it.
     for (memref::SubViewOp sv : subviews)
-      if (!takes(sv.getResult(), type))
-        return failure();
+      for (Operation *user : sv->getUsers())
+        if (!takes(user, type))
+          return failure();
     for (memref::ReinterpretCastOp view : views)
-      if (!takes(view.getResult(), translate(view)))
+      if (!takes(view, type))
         return failure();
     rewriter.setInsertionPoint(alloc);
     // (The region's dynamic dimensions are the buffer's, of its sizes.)
@@ -482,19 +486,12 @@ struct ZeroFilledRegion {
                                   rewriter.getZeroAttr(type.getElementType()));
     linalg::FillOp::create(rewriter, filler->getLoc(), zero, own);
     for (memref::SubViewOp sv : subviews) {
-      moveUsers(sv.getResult(), own);
+      for (OpOperand &use : llvm::make_early_inc_range(sv->getUses()))
+        moveUse(use, own);
       rewriter.eraseOp(sv);
     }
-    for (memref::ReinterpretCastOp view : views) {
-      MemRefType viewOnOwn = translate(view);
-      auto layout = cast<StridedLayoutAttr>(viewOnOwn.getLayout());
-      rewriter.setInsertionPoint(view);
-      Value moved = memref::ReinterpretCastOp::create(
-          rewriter, view.getLoc(), viewOnOwn, own, layout.getOffset(),
-          viewOnOwn.getShape(), layout.getStrides());
-      moveUsers(view.getResult(), moved);
-      rewriter.eraseOp(view);
-    }
+    for (memref::ReinterpretCastOp view : views)
+      moveUse(view.getSourceMutable(), own);
     for (Operation *dealloc : deallocs) {
       rewriter.setInsertionPoint(dealloc);
       memref::DeallocOp::create(rewriter, dealloc->getLoc(), own);

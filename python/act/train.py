@@ -387,6 +387,25 @@ def saved_encoding(encoding, bits):
     raise ValueError(f"PFQ's saved-activation bits apply to #act.quant, not {encoding}")
 
 
+def _average_bits(encoding):
+    """"average-bits=B" or "average-bits=B,stats=bf16" (the allocation's
+    #act.quant group statistics in bf16): (B, the statistics' format)."""
+    spec = encoding[len("average-bits="):]
+    budget, *options = spec.split(",")
+    stats = "f32"
+    for option in options:
+        key, _, value = option.partition("=")
+        if key.strip() != "stats" or value.strip() not in ("f32", "bf16"):
+            raise ValueError(f"{encoding!r}: after average-bits=B, only stats=f32 or "
+                             f"stats=bf16 (got {option!r})")
+        stats = value.strip()
+    try:
+        return float(budget), stats
+    except ValueError:
+        raise ValueError(f"{encoding!r}: average-bits= takes a number of bits, "
+                         f"not {budget!r}") from None
+
+
 def progress(total, desc):
     """tqdm's bar on stderr (python3-tqdm); none when tqdm is missing or
     stderr is not a terminal."""
@@ -484,8 +503,9 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
         encoding, _, few = encoding.partition("+few-bit=")
         few_bit = int(few) if few else 0
         if encoding.startswith("average-bits="):
+            average_bits, stats = _average_bits(encoding)
             step = act_compile(model, task.loss_fn, xtr[:local], ytr[:local],
-                               seed=seed + 1000 * rank, average_bits=float(encoding.split("=", 1)[1]),
+                               seed=seed + 1000 * rank, average_bits=average_bits, stats=stats,
                                few_bit=few_bit, adapt_interval=adapt_interval,
                                adapt_batches=adapt_batches, runtime_bits=runtime_bits,
                                recompute_cost=recompute_cost, loss_head=loss_head,
@@ -818,7 +838,8 @@ def main(argv=None):
                    help="';'-separated: none, an act encoding, ENCODING+few-bit=B (few-bit "
                         "codes where the backward reads an activation's derivative, "
                         "ENCODING elsewhere), or average-bits=B (GACT's allocation from "
-                        "measured sensitivities; average-bits=B+few-bit=F: few-bit codes "
+                        "measured sensitivities; average-bits=B,stats=bf16: its group "
+                        "statistics in bf16; average-bits=B+few-bit=F: few-bit codes "
                         "of F bits are the allocator's choice too); '' for the "
                         "eager row alone")
     p.add_argument("--epochs", type=int, help="default: the task's (10)")

@@ -89,7 +89,7 @@ class Step:
                  measure_bits=4, few_bit=0, compute_bits=None, adapt_interval=0,
                  adapt_batches=2, keep_work_dir=False, include=None, dynamic_batch=True,
                  compile_ahead=None, runtime_bits=None, recompute_cost=0, loss_head=None,
-                 adapt_backoff=2, sensitivity="variance", cuda_graphs=False):
+                 adapt_backoff=2, sensitivity="variance", cuda_graphs=False, stats="f32"):
         _refuse_wrappers(module)
         if encoding is not None and average_bits is not None:
             raise ValueError("give encoding= or average_bits=, not both")
@@ -176,6 +176,14 @@ class Step:
         # run-time widths).
         if sensitivity not in ("variance", "error"):
             raise ValueError(f"sensitivity= is 'variance' or 'error', got {sensitivity!r}")
+        if stats not in ("f32", "bf16"):
+            raise ValueError(f"stats= is 'f32' or 'bf16' (the allocation's group statistics), "
+                             f"not {stats!r}")
+        if stats != "f32" and average_bits is None:
+            raise ValueError("stats= stores average_bits='s #act.quant statistics; give "
+                             "average_bits= (a fixed encoding says it itself: "
+                             "#act.quant<bits=2, stats=bf16>)")
+        self.stats = stats
         if sensitivity != "variance" and average_bits is None:
             raise ValueError("sensitivity= measures for average_bits='s allocation; "
                              "give average_bits=")
@@ -521,7 +529,8 @@ class Step:
                 if t["id"] in widths and t["encoding"].startswith("#act.runtime_quant"):
                     group = re.search(r"group = (\d+)", t["encoding"])
                     after += (_runtime_quant_bytes(t["shape"], widths[t["id"]],
-                                                   int(group.group(1)) if group else 256)
+                                                   int(group.group(1)) if group else 256,
+                                                   "stats = bf16" in t["encoding"])
                               - t["bytes_after"])
             at = (saved[0], after)
             self._widths_set[key] = (report, dict(widths), at)
@@ -747,7 +756,8 @@ class Step:
                                           os.path.join(self.work_dir, f"{tag}_allocation.json"),
                                           runtime_bits=runtime,
                                           recompute_cost=self.recompute_cost,
-                                          loss_head=self.loss_head, bits=bits)
+                                          loss_head=self.loss_head, bits=bits,
+                                          stats=self.stats)
             tensors = self.allocation["tensors"]
             return tensors, _signature(tensors)
 
@@ -973,7 +983,7 @@ class Step:
             _, allocation = allocate(src, profiles, self.average_bits, tuned,
                                      os.path.join(self.work_dir, f"{tag}_runtime_allocation.json"),
                                      runtime_bits=True, recompute_cost=self.recompute_cost,
-                                     loss_head=self.loss_head)
+                                     loss_head=self.loss_head, stats=self.stats)
             key = shapes + (self.compute_bits, _signature(allocation["tensors"]))
             self._runtime_keys[shapes] = key
             if key in self.compiled or key in self._prepared:
@@ -1213,13 +1223,14 @@ def _signature(tensors):
     return tuple((t["id"], "runtime" if t.get("runtime") else t["encoding"]) for t in tensors)
 
 
-def _runtime_quant_bytes(shape, bits, group=256):
+def _runtime_quant_bytes(shape, bits, group=256, bf16_stats=False):
     """What #act.runtime_quant stores of an f32 tensor of `shape` at `bits`
     (docs/Encodings.md): the codes packed 32 / bits to a word (the elements
-    as they are at 32), two f32 per group of `group` and the width."""
+    as they are at 32), two f32 (bf16_stats: two bf16) per group of `group`
+    and the width."""
     n = int(np.prod(shape))
     words = n if bits >= 32 else -(-n // (32 // bits))
-    return 4 * words + 8 * -(-n // group) + 4
+    return 4 * words + (4 if bf16_stats else 8) * -(-n // group) + 4
 
 
 def _contiguous(value, what="inputs"):
@@ -1513,7 +1524,7 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
             compute_bits=None, adapt_interval=0, adapt_batches=2, keep_work_dir=False,
             include=None, dynamic_batch=True, compile_ahead=None, runtime_bits=None,
             recompute_cost=0, loss_head=None, adapt_backoff=2, sensitivity="variance",
-            cuda_graphs=False):
+            cuda_graphs=False, stats="f32"):
     """A compiled training step of `module` under `loss_fn` (see the module
     docstring). encoding: an act encoding for every saved activation
     (act-insert-encode-decode's uniform policy), "lossless" for Gist's
@@ -1615,12 +1626,15 @@ def compile(module, loss_fn=F.cross_entropy, example_inputs=None, example_target
     and other arguments that move between calls are copied into the
     graph's blocks, a step whose host code reads a dropout seed runs
     without (a warning). Ignored on the CPU.
+    stats: with average_bits, how the allocation's #act.quant encodings
+    store their group statistics: "f32" (8 bytes a group) or "bf16" (4:
+    the minimum rounded down, the step up; docs/Encodings.md).
     The example batch, if given, compiles the step now (and `saved_bytes`
     is known from then on)."""
     step = Step(module, loss_fn, encoding, seed, work_dir, average_bits, measure_bits, few_bit,
                 compute_bits, adapt_interval, adapt_batches, keep_work_dir, include,
                 dynamic_batch, compile_ahead, runtime_bits, recompute_cost, loss_head,
-                adapt_backoff, sensitivity, cuda_graphs)
+                adapt_backoff, sensitivity, cuda_graphs, stats)
     if example_inputs is not None and example_targets is not None:
         inputs, targets = _contiguous(example_inputs), _contiguous(example_targets, "targets")
         placement("act.compile", tensors_of(inputs) + tensors_of(targets), module)

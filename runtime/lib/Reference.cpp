@@ -271,6 +271,21 @@ void act::rt::decodeFloats(const uint32_t *words, int64_t n, FloatFormat format,
 /// 1 - 2^-20: shortens the step of a group whose range overflows.
 static constexpr float kOverflowStepFactor = 1.0f - 0x1p-20f;
 
+float act::rt::roundToBf16(float x, bool up) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  uint32_t rounded = u & 0xFFFF0000u;
+  // Dropping the low half rounds toward zero: one bf16 step away from it
+  // for a positive value rounded up or a negative one rounded down.
+  if ((u & 0xFFFFu) != 0 && bool(u >> 31) != up)
+    rounded += 0x10000u;
+  if ((rounded & 0x7FFFFFFFu) == 0x7F800000u)
+    rounded = (rounded & 0x80000000u) | 0x7F7F0000u; // the largest finite
+  float y;
+  std::memcpy(&y, &rounded, 4);
+  return y;
+}
+
 void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
                           std::vector<uint32_t> &words,
                           std::vector<float> &meta) {
@@ -288,6 +303,8 @@ void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
       }
     if (!(mn <= mx))
       mn = mx = 0.0f;
+    if (p.bf16Stats)
+      mn = roundToBf16(mn, /*up=*/false);
     float range = mx - mn;
     // Extremes more than the largest float apart: the step from halves.
     bool overflow = std::isinf(range);
@@ -295,10 +312,22 @@ void act::rt::encodeQuant(const float *x, int64_t n, const QuantParams &p,
     meta[2 * g] = mn;
     // Shortened by 2^-20 of itself so that fma(levels, step, mn) stays at
     // or below mx rather than rounding past the largest float.
-    meta[2 * g + 1] = overflow ? std::min(half / (levels * 0.5f),
-                                          std::numeric_limits<float>::max()) *
-                                     kOverflowStepFactor
-                               : range / levels;
+    float step = overflow ? std::min(half / (levels * 0.5f),
+                                     std::numeric_limits<float>::max()) *
+                                kOverflowStepFactor
+                          : range / levels;
+    if (p.bf16Stats) {
+      // The step rounded up (the grid covers [mn, mx]), or down where the
+      // top code's decode would overflow; the codes read its inverse.
+      float up = roundToBf16(step, /*up=*/true);
+      step = std::isfinite(std::fma(levels, up, mn))
+                 ? up
+                 : roundToBf16(step, /*up=*/false);
+      meta[2 * g + 1] = step;
+      inverse[g] = step > 0.0f ? 1.0f / step : 0.0f;
+      continue;
+    }
+    meta[2 * g + 1] = step;
     float inv = overflow ? (levels * 0.5f) / half : levels / range;
     inverse[g] = range > 0.0f ? inv : 0.0f;
   }

@@ -34,6 +34,16 @@ func.func @quant(%x: tensor<1000xf32>, %s: i64) -> tensor<1000xf32> {
   %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.quant<bits = 4>> -> tensor<1000xf32>
   return %d : tensor<1000xf32>
 }
+// bf16 statistics: each group's leader stores two 16-bit values, and the
+// decode widens them (ptxas checks both kernels above).
+// RUN: FileCheck %s --check-prefix=BF16 --input-file=%t/sm90/quant_bf16_kernel.ptx
+// BF16: .visible .entry quant_bf16_kernel
+// BF16: st.global.{{[bu]}}16
+func.func @quant_bf16(%x: tensor<1000xf32>, %s: i64) -> tensor<1000xf32> {
+  %e = act.encode %x, id = 0, seed %s : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 2, stats = bf16>>
+  %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.quant<bits = 2, stats = bf16>> -> tensor<1000xf32>
+  return %d : tensor<1000xf32>
+}
 func.func @nearest(%x: tensor<1000xf32>) -> tensor<1000xf32> {
   %e = act.encode %x, id = 1 : tensor<1000xf32> -> !act.encoded<tensor<1000xf32>, #act.quant<bits = 2, rounding = nearest>>
   %d = act.decode %e : !act.encoded<tensor<1000xf32>, #act.quant<bits = 2, rounding = nearest>> -> tensor<1000xf32>

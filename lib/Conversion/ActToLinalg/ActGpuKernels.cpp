@@ -272,7 +272,8 @@ void mlir::act::detail::buildGpuPackedEncode(
   Value metaBuffer;
   if (stats)
     metaBuffer =
-        allocRows(b, loc, groups, {stats->metaColumns}, b.getF32Type());
+        allocRows(b, loc, groups, {stats->metaColumns},
+                  stats->metaElement ? stats->metaElement : b.getF32Type());
 
   // The quarters of thread `thread`: with one, the thread's own index; with
   // r > 1, warp w's lane i owns quarters w * 32r + j * 32 + i (j < r), so a
@@ -373,8 +374,9 @@ void mlir::act::detail::buildGpuPackedEncode(
                                     ix.rem(t, ix.c(tilesPerGroup)), ix.c(0)));
         buildIf(b, loc, leader, [&](OpBuilder &b, Location loc) {
           for (auto [column, v] : llvm::enumerate(row))
-            memref::StoreOp::create(b, loc, v, metaBuffer,
-                                    ValueRange{g, indexConst(b, loc, column)});
+            memref::StoreOp::create(
+                b, loc, storeStat(b, loc, v, stats->metaElement), metaBuffer,
+                ValueRange{g, indexConst(b, loc, column)});
         });
       }
     }

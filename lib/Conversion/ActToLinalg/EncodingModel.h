@@ -128,6 +128,10 @@ using mlir::act::detail::toF32;
 
 using mlir::act::detail::fromF32;
 
+using mlir::act::detail::i32Const;
+using mlir::act::detail::loadStat;
+using mlir::act::detail::storeStat;
+
 inline Value f32Const(OpBuilder &b, Location loc, float v) {
   return arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(v));
 }

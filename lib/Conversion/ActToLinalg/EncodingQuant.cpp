@@ -18,14 +18,22 @@ using namespace mlir::act;
 // #act.quant
 //===----------------------------------------------------------------------===//
 
+/// The group statistics' element type: f32, or i16 holding bf16 bits.
+static Type statElementType(MLIRContext *ctx, StatFormat format) {
+  if (format == StatFormat::BF16)
+    return IntegerType::get(ctx, 16);
+  return Float32Type::get(ctx);
+}
+
 template <>
 void EncodingModel<QuantEncodingAttr>::getStorageTypes(
     Attribute attr, RankedTensorType type, SmallVectorImpl<Type> &types) const {
   auto encoding = cast<QuantEncodingAttr>(attr);
   MLIRContext *ctx = encoding.getContext();
   types.push_back(packedPayloadType(type, 32 / encoding.getBits()));
-  types.push_back(RankedTensorType::get(
-      {staticWords(type, encoding.getGroup()), 2}, Float32Type::get(ctx)));
+  types.push_back(
+      RankedTensorType::get({staticWords(type, encoding.getGroup()), 2},
+                            statElementType(ctx, encoding.getStats())));
 }
 
 /// The range of a group's finite elements: a group without any (min +inf,
@@ -98,13 +106,101 @@ static Value quantScale(OpBuilder &b, Location loc, Value mn, Value mx,
                                  fromHalves, scale);
 }
 
+/// Finite f32 `x` rounded to a bf16 value toward +inf (`up`) or -inf, as an
+/// f32, saturating at the largest finite bf16 (on the bits: the low half
+/// dropped, one bf16 step added to the magnitude when that rounded the
+/// wrong way; the reference's roundToBf16).
+static Value roundToBf16(OpBuilder &b, Location loc, Value x, bool up) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t v) { return i32Const(b, loc, v); };
+  Value bits = arith::BitcastOp::create(b, loc, i32, x);
+  Value low = arith::AndIOp::create(b, loc, bits, c(0xFFFF));
+  Value truncated = arith::AndIOp::create(b, loc, bits, c(int32_t(0xFFFF0000)));
+  Value negative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, bits, c(0));
+  // Dropping bits rounds toward zero: away from it for a positive value
+  // rounded up or a negative one rounded down.
+  Value away = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, low, c(0)),
+      up ? arith::XOrIOp::create(
+               b, loc, negative,
+               arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1))
+               .getResult()
+         : negative);
+  Value rounded = arith::AddIOp::create(
+      b, loc, truncated,
+      arith::SelectOp::create(b, loc, away, c(0x10000), c(0)));
+  Value infinite = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b, loc, rounded, c(0x7FFFFFFF)), c(0x7F800000));
+  Value largest = arith::OrIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, rounded, c(int32_t(0x80000000))),
+      c(0x7F7F0000));
+  return arith::BitcastOp::create(
+      b, loc, b.getF32Type(),
+      arith::SelectOp::create(b, loc, infinite, largest, rounded));
+}
+
+namespace {
+/// A group's statistics (f32 scalars) from its finite range [lo, hi]: the
+/// stored minimum and step, the inverse step the codes read, and (bf16
+/// only) `covered`, false when the stored grid may not reach from lo to hi
+/// (a minimum below bf16's range, a step rounded down to keep the decode
+/// finite, or hi - min overflowing): the codes then need their clamps.
+struct QuantStatValues {
+  Value min, step, inverse, covered;
+};
+} // namespace
+
+/// #act.quant's statistics of a group with finite range [lo, hi]
+/// (docs/Encodings.md): f32, the minimum lo, the step (hi - lo) / levels
+/// and the inverse levels / (hi - lo); bf16, the minimum rounded down to
+/// bf16, the step (hi - min) / levels rounded up (rounded down instead when
+/// the top code's decode would overflow), and the inverse 1 / step, so
+/// that the codes are computed on the grid the decode uses.
+static QuantStatValues quantStatValues(OpBuilder &b, Location loc, Value lo,
+                                       Value hi, int64_t levels,
+                                       StatFormat format) {
+  if (format == StatFormat::F32)
+    return {lo, quantScale(b, loc, lo, hi, levels),
+            quantInverse(b, loc, lo, hi, levels), Value()};
+  Value zero = f32Const(b, loc, 0.0f);
+  Value inf = arith::ConstantFloatOp::create(
+      b, loc, b.getF32Type(), APFloat::getInf(APFloat::IEEEsingle()));
+  auto isFinite = [&](Value v) {
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                 math::AbsFOp::create(b, loc, v), inf);
+  };
+  Value mn = roundToBf16(b, loc, lo, /*up=*/false);
+  Value scale = quantScale(b, loc, mn, hi, levels);
+  Value up = roundToBf16(b, loc, scale, /*up=*/true);
+  Value top =
+      math::FmaOp::create(b, loc, f32Const(b, loc, float(levels)), up, mn);
+  Value fits = isFinite(top);
+  Value step = arith::SelectOp::create(
+      b, loc, fits, up, roundToBf16(b, loc, scale, /*up=*/false));
+  Value positive =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, step, zero);
+  Value inverse = arith::SelectOp::create(
+      b, loc, positive,
+      arith::DivFOp::create(b, loc, f32Const(b, loc, 1.0f), step), zero);
+  Value covered = arith::AndIOp::create(
+      b, loc,
+      arith::AndIOp::create(
+          b, loc, fits,
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, mn, lo)),
+      isFinite(arith::SubFOp::create(b, loc, hi, mn)));
+  return {mn, step, inverse, covered};
+}
+
 /// Per-group minimum and maximum of `rows` (tensor<k x group x T>) over
 /// its first `valid` elements (all when null): the values the codes read,
 /// (min, (2^bits - 1) / (max - min), or 0 for a constant group), and the
 /// stored rows (min, (max - min) / (2^bits - 1)); `vectorize` marks the
 /// ops for act-vectorize (a chunk's small static kernels).
 static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
-                            int64_t levels, bool vectorize,
+                            int64_t levels, StatFormat format, bool vectorize,
                             SmallVectorImpl<Value> &perGroup, Value &metaRows,
                             Value *finite) {
   MLIRContext *ctx = b.getContext();
@@ -223,15 +319,27 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
   }
 
   auto one = AffineMap::getMultiDimIdentityMap(1, ctx);
+  // (bf16: a third result, 0 where the group's grid is covered, else +inf,
+  // summed into `finite` below.)
+  bool bf16 = format == StatFormat::BF16;
+  SmallVector<Value> inverseInits;
+  for (int i = 0; i < (bf16 ? 3 : 2); ++i)
+    inverseInits.push_back(tensor::EmptyOp::create(b, loc, statType, dyn));
+  SmallVector<AffineMap> inverseMaps(2 + inverseInits.size(), one);
   auto inverseOp = linalg::GenericOp::create(
-      b, loc, TypeRange{statType, statType}, ValueRange{mn, mx},
-      ValueRange{tensor::EmptyOp::create(b, loc, statType, dyn),
-                 tensor::EmptyOp::create(b, loc, statType, dyn)},
-      {one, one, one, one}, {utils::IteratorType::parallel},
+      b, loc, ValueRange(inverseInits).getTypes(), ValueRange{mn, mx},
+      inverseInits, inverseMaps, {utils::IteratorType::parallel},
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         auto [lo, hi] = finiteRange(nb, nl, args[0], args[1]);
-        linalg::YieldOp::create(
-            nb, nl, ValueRange{lo, quantInverse(nb, nl, lo, hi, levels)});
+        QuantStatValues v = quantStatValues(nb, nl, lo, hi, levels, format);
+        SmallVector<Value> results = {v.min, v.inverse};
+        if (bf16)
+          results.push_back(arith::SelectOp::create(
+              nb, nl, v.covered, f32Const(nb, nl, 0.0f),
+              arith::ConstantFloatOp::create(
+                  nb, nl, nb.getF32Type(),
+                  APFloat::getInf(APFloat::IEEEsingle()))));
+        linalg::YieldOp::create(nb, nl, results);
       });
   if (vectorize)
     inverseOp->setAttr(kVectorizeAttr, b.getUnitAttr());
@@ -252,12 +360,15 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
           arith::AddFOp::create(b, loc,
                                 arith::SubFOp::create(b, loc, get(mx), get(mn)),
                                 get(inverseOp.getResult(1))));
+      if (bf16)
+        sum = arith::AddFOp::create(b, loc, sum, get(inverseOp.getResult(2)));
     }
     *finite = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, sum,
                                     f32Const(b, loc, INFINITY));
   }
 
-  auto metaType = RankedTensorType::get({rowsType.getDimSize(0), 2}, f32);
+  Type element = statElementType(ctx, format);
+  auto metaType = RankedTensorType::get({rowsType.getDimSize(0), 2}, element);
   Value metaInit =
       metaRows ? metaRows
                : tensor::EmptyOp::create(b, loc, metaType, dyn).getResult();
@@ -267,14 +378,16 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
       {utils::IteratorType::parallel, utils::IteratorType::parallel},
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         auto [lo, hi] = finiteRange(nb, nl, args[0], args[1]);
-        Value scale = quantScale(nb, nl, lo, hi, levels);
+        QuantStatValues v = quantStatValues(nb, nl, lo, hi, levels, format);
         Value first =
             arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
                                   linalg::IndexOp::create(nb, nl, 1),
                                   arith::ConstantIndexOp::create(nb, nl, 0));
         linalg::YieldOp::create(
             nb, nl,
-            ValueRange{arith::SelectOp::create(nb, nl, first, lo, scale)});
+            ValueRange{storeStat(
+                nb, nl, arith::SelectOp::create(nb, nl, first, v.min, v.step),
+                element)});
       });
   if (vectorize)
     metaOp->setAttr(kVectorizeAttr, b.getUnitAttr());
@@ -287,22 +400,25 @@ SmallVector<Value> buildQuantEncode(QuantEncodingAttr encoding, OpBuilder &b,
                                     int64_t id, Value firstTile,
                                     const LoweringOptions &options) {
   int64_t levels = (int64_t(1) << encoding.getBits()) - 1;
+  StatFormat format = encoding.getStats();
   GroupStats stats{
       encoding.getGroup(),
       2,
       [&](OpBuilder &nb, Location nl, Value rows, Value valid, bool vectorize,
           SmallVectorImpl<Value> &perGroup, Value &metaRows, Value *finite) {
-        buildQuantStats(nb, nl, rows, valid, levels, vectorize, perGroup,
-                        metaRows, finite);
+        buildQuantStats(nb, nl, rows, valid, levels, format, vectorize,
+                        perGroup, metaRows, finite);
       },
       {arith::AtomicRMWKind::minnumf, arith::AtomicRMWKind::maxnumf},
       /*perGroupValues=*/2,
       [&](OpBuilder &nb, Location nl, ValueRange minMax,
           SmallVectorImpl<Value> &perGroup, SmallVectorImpl<Value> &metaRow) {
-        auto [mn, mx] = finiteRange(nb, nl, minMax[0], minMax[1]);
-        perGroup.assign({mn, quantInverse(nb, nl, mn, mx, levels)});
-        metaRow.assign({mn, quantScale(nb, nl, mn, mx, levels)});
-      }};
+        auto [lo, hi] = finiteRange(nb, nl, minMax[0], minMax[1]);
+        QuantStatValues v = quantStatValues(nb, nl, lo, hi, levels, format);
+        perGroup.assign({v.min, v.inverse});
+        metaRow.assign({v.min, v.step});
+      },
+      statElementType(b.getContext(), format)};
   std::optional<RandomKey> random;
   if (encoding.isStochastic())
     random =
@@ -402,8 +518,9 @@ Value EncodingModel<QuantEncodingAttr>::buildDecode(
         Value q = arith::SIToFPOp::create(nb, nl, nb.getF32Type(), code);
         // One rounding: q * step never overflows on its own way to the
         // result (groups whose range overflows decode finite, see
-        // quantScale).
-        Value x = math::FmaOp::create(nb, nl, q, row[1], row[0]);
+        // quantScale and quantStatValues).
+        Value x = math::FmaOp::create(nb, nl, q, loadStat(nb, nl, row[1]),
+                                      loadStat(nb, nl, row[0]));
         return fromF32(nb, nl, x, elementType);
       });
 }

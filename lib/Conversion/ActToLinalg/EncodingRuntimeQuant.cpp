@@ -87,8 +87,8 @@ SmallVector<Value> EncodingModel<RuntimeQuantEncodingAttr>::buildEncode(
     // (Dynamic: no rows.)
     SmallVector<Value> noRows(statsShaped.getNumDynamicDims(),
                               indexConst(b, loc, 0));
-    Value unused = tensor::EmptyOp::create(b, loc, statsShaped.getShape(),
-                                           b.getF32Type(), noRows);
+    Value unused = tensor::EmptyOp::create(
+        b, loc, statsShaped.getShape(), statsShaped.getElementType(), noRows);
     scf::YieldOp::create(
         b, loc,
         ValueRange{tensor::CastOp::create(b, loc, payloadType, words), unused});
@@ -166,9 +166,11 @@ static Value buildPerElementDecode(OpBuilder &b, Location loc, Value payload,
         Value code = arith::AndIOp::create(
             nb, nl, arith::ShRUIOp::create(nb, nl, word, shift), mask);
         Value first = ix.mul(ix.div(i, group), 2);
-        Value mn = tensor::ExtractOp::create(nb, nl, flatStats, first);
-        Value scale = tensor::ExtractOp::create(nb, nl, flatStats,
-                                                ix.add(first, ix.c(1)));
+        Value mn = loadStat(
+            nb, nl, tensor::ExtractOp::create(nb, nl, flatStats, first));
+        Value scale = loadStat(nb, nl,
+                               tensor::ExtractOp::create(
+                                   nb, nl, flatStats, ix.add(first, ix.c(1))));
         // code < 2^bits: the signed conversion is exact (as #act.quant's).
         Value q = arith::SIToFPOp::create(nb, nl, nb.getF32Type(), code);
         Value coded = math::FmaOp::create(nb, nl, q, scale, mn);

@@ -267,6 +267,30 @@ inline bool isGpu(const LoweringOptions &options) {
          options.target == LoweringTarget::GPUEmulated;
 }
 
+/// A group statistic (f32) as metadata of element type `element`: itself
+/// for f32; for i16 its bf16 bits (the value must be a bf16 value: the top
+/// half of its f32 bits).
+inline Value storeStat(OpBuilder &b, Location loc, Value x, Type element) {
+  if (!element || element == x.getType())
+    return x;
+  Type i32 = b.getI32Type();
+  Value bits = arith::BitcastOp::create(b, loc, i32, x);
+  bits = arith::ShRUIOp::create(b, loc, bits,
+                                arith::ConstantIntOp::create(b, loc, i32, 16));
+  return arith::TruncIOp::create(b, loc, element, bits);
+}
+
+/// A stored group statistic as f32 (storeStat's inverse).
+inline Value loadStat(OpBuilder &b, Location loc, Value x) {
+  if (!x.getType().isInteger(16))
+    return x;
+  Type i32 = b.getI32Type();
+  Value bits = arith::ExtUIOp::create(b, loc, i32, x);
+  bits = arith::ShLIOp::create(b, loc, bits,
+                               arith::ConstantIntOp::create(b, loc, i32, 16));
+  return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
+}
+
 /// f32 view of a float element (extended or truncated).
 Value toF32(OpBuilder &b, Location loc, Value x);
 /// A float element of `type` from f32 `x` (truncated or extended).

@@ -263,29 +263,31 @@ static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
                   finished.getResults().begin() + values);
 
   // The metadata rows from their columns.
-  auto metaType = RankedTensorType::get({k, columns}, f32);
+  Type element = stats.metaElement ? stats.metaElement : f32;
+  auto metaType = RankedTensorType::get({k, columns}, element);
   Value metaInit =
       metaRows ? metaRows
                : tensor::EmptyOp::create(b, loc, metaType, dyn).getResult();
   SmallVector<AffineMap> metaMaps(columns, dims(2, {0}));
   metaMaps.push_back(dims(2, {0, 1}));
-  metaRows = linalg::GenericOp::create(
-                 b, loc, metaInit.getType(),
-                 ValueRange(finished.getResults()).drop_front(values), metaInit,
-                 metaMaps,
-                 {utils::IteratorType::parallel, utils::IteratorType::parallel},
-                 [&](OpBuilder &nb, Location nl, ValueRange args) {
-                   Value column = linalg::IndexOp::create(nb, nl, 1);
-                   Value v = args[0];
-                   for (int64_t c = 1; c < columns; ++c)
-                     v = arith::SelectOp::create(
-                         nb, nl,
-                         arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
-                                               column, indexConst(nb, nl, c)),
-                         args[c], v);
-                   linalg::YieldOp::create(nb, nl, v);
-                 })
-                 .getResult(0);
+  metaRows =
+      linalg::GenericOp::create(
+          b, loc, metaInit.getType(),
+          ValueRange(finished.getResults()).drop_front(values), metaInit,
+          metaMaps,
+          {utils::IteratorType::parallel, utils::IteratorType::parallel},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value column = linalg::IndexOp::create(nb, nl, 1);
+            Value v = args[0];
+            for (int64_t c = 1; c < columns; ++c)
+              v = arith::SelectOp::create(
+                  nb, nl,
+                  arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                        column, indexConst(nb, nl, c)),
+                  args[c], v);
+            linalg::YieldOp::create(nb, nl, storeStat(nb, nl, v, element));
+          })
+          .getResult(0);
 }
 
 /// The groups of `elements` (1-D, a multiple of `group` long unless
@@ -388,7 +390,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
   Value meta;
   if (stats)
     meta = emptyRows(b, loc, ix.ceilDiv(n, stats->group), {stats->metaColumns},
-                     b.getF32Type());
+                     stats->metaElement ? stats->metaElement : b.getF32Type());
 
   if (split.fast && split.chunksStatic != 0 && isGpu(options)) {
     assert((!random || !random->firstTile) && "pieces are CPU only");
@@ -592,6 +594,8 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
   int64_t tile = split.tile, chunk = split.chunk, perWord = f.perWord;
   int64_t columns =
       meta ? cast<RankedTensorType>(meta.getType()).getDimSize(1) : 0;
+  Type metaElement =
+      meta ? cast<RankedTensorType>(meta.getType()).getElementType() : Type();
   Type elementType = type.getElementType();
   auto laneCode = [&](OpBuilder &nb, Location nl, Value word, Value lane) {
     return wordLaneCode(nb, nl, word, lane, f);
@@ -691,7 +695,7 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
           // Column `col` of the tile's groups' rows.
           int64_t first = t * tile / group;
           inputs.push_back(tensor::ExtractSliceOp::create(
-              b, loc, tensorOf({groupsPerTile}, b.getF32Type()), chunkMeta,
+              b, loc, tensorOf({groupsPerTile}, metaElement), chunkMeta,
               ArrayRef<OpFoldResult>{b.getIndexAttr(first),
                                      b.getIndexAttr(col)},
               ArrayRef<OpFoldResult>{b.getIndexAttr(groupsPerTile),
@@ -704,7 +708,7 @@ Value mlir::act::buildPackedDecode(OpBuilder &b, Location loc, Value payload,
         for (int64_t l = 0; l < perWord; ++l)
           lanes.push_back(rows[(t * tile + l * 16) / group][col]);
         inputs.push_back(tensor::FromElementsOp::create(
-            b, loc, tensorOf({perWord}, b.getF32Type()), lanes));
+            b, loc, tensorOf({perWord}, metaElement), lanes));
         maps.push_back(dim(1));
       }
       maps.push_back(b.getMultiDimIdentityMap(3));

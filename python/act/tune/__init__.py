@@ -137,7 +137,7 @@ def measure_fewbit(joint, inputs, batches, profile_path, bits=2):
 
 
 def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", min_bytes=1024,
-             runtime_bits=False, recompute_cost=0, loss_head=None, bits=None):
+             runtime_bits=False, recompute_cost=0, loss_head=None, bits=None, stats="f32"):
     """act-allocate-bits on `joint` for the average budget, written to
     `mlir`, in this process (driver.passes); `profile_path` is one profile
     or a list (one per encoding family); runtime_bits: #act.runtime_quant
@@ -146,7 +146,9 @@ def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", mi
     report's "recomputed" ids, at 0 bits in the budget); loss_head: the
     loss head's encoding (act-allocate-bits' loss-head); bits: the
     allowed widths (act-allocate-bits' bits; [w], where w bits on every
-    tensor fit the budget, places uniform bits); returns (its table, the report's JSON)."""
+    tensor fit the budget, places uniform bits); stats: how the chosen
+    #act.quant store their group statistics (act-allocate-bits' stats: f32
+    or bf16); returns (its table, the report's JSON)."""
     paths = [profile_path] if isinstance(profile_path, str) else list(profile_path)
     table = os.path.splitext(report)[0] + ".txt"
     driver.passes(joint, mlir, "act-allocate-bits", " ".join([
@@ -154,7 +156,8 @@ def allocate(joint, profile_path, average_bits, mlir, report, solver="exact", mi
         f"average-bits={average_bits}", f"solver={solver}",
         f"report={driver.option_value(report)}", f"table={driver.option_value(table)}",
         f"min-bytes={min_bytes}"] + (["runtime-bits=1"] if runtime_bits else [])
-        + ([f"bits={','.join(map(str, bits))}"] if bits else []))
+        + ([f"bits={','.join(map(str, bits))}"] if bits else [])
+        + ([f"stats={stats}"] if stats != "f32" else []))
         + driver.placement_options(recompute_cost, loss_head))
     with open(table) as f:
         text = f.read().rstrip()

@@ -15,6 +15,24 @@ func.func @roundtrip(%x: tensor<8x64xf32>, %s: i64, %b: i32) -> (tensor<8x64xf32
 
 // -----
 
+// bf16 group statistics: printed when not the default f32.
+// CHECK-LABEL: func @bf16_stats
+// CHECK-SAME: #act.runtime_quant<[2, 4], bits = 2, stats = bf16>
+// CHECK-SAME: #act.quant<bits = 4, stats = bf16>
+// CHECK-SAME: #act.quant<bits = 2>>
+func.func @bf16_stats(%a: !act.encoded<tensor<4xf32>, #act.runtime_quant<[2, 4], bits = 2, stats = bf16>>,
+                      %b: !act.encoded<tensor<4xf32>, #act.quant<bits = 4, stats = bf16>>,
+                      %c: !act.encoded<tensor<4xf32>, #act.quant<bits = 2, stats = f32>>) { return }
+
+// -----
+
+// expected-error @+3 {{expected one of [f32, bf16] for format of quantization group statistics, got: f16}}
+// expected-error @+2 {{failed to parse Act_QuantEncoding parameter 'stats'}}
+// expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
+func.func @bad_stats(%a: !act.encoded<tensor<4xf32>, #act.quant<bits = 4, stats = f16>>) { return }
+
+// -----
+
 // expected-error @+2 {{#act.runtime_quant widths must be 1, 2, 4, 8 or 32; got 3}}
 // expected-error @+1 {{failed to parse Act_EncodedType parameter 'encoding'}}
 func.func @width3(%a: !act.encoded<tensor<4xf32>, #act.runtime_quant<[2, 3], bits = 2>>) { return }

@@ -159,17 +159,33 @@ protected:
     return x;
   }
 
-  static std::string quantAttr(unsigned bits, int64_t group, bool stochastic) {
+  static std::string quantAttr(unsigned bits, int64_t group, bool stochastic,
+                               bool bf16 = false) {
     return "#act.quant<bits = " + std::to_string(bits) +
            ", group = " + std::to_string(group) +
-           ", rounding = " + (stochastic ? "stochastic" : "nearest") + ">";
+           ", rounding = " + (stochastic ? "stochastic" : "nearest") +
+           (bf16 ? ", stats = bf16>" : ">");
+  }
+  /// The stored group statistics as floats (bf16: i16 holding the top
+  /// half of each float's bits).
+  static std::vector<float> statValues(const HostTensor &v, bool bf16) {
+    if (!bf16)
+      return values<float>(v);
+    std::vector<float> out;
+    for (uint16_t h : values<uint16_t>(v)) {
+      uint32_t u = uint32_t(h) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      out.push_back(f);
+    }
+    return out;
   }
 
   /// Runs a quant codec on `x` and compares payload, metadata and decoded
   /// values with the reference bit for bit.
   void checkQuant(JitFunction &jit, const std::vector<float> &x, unsigned bits,
                   int64_t group, bool stochastic, int64_t seed,
-                  bool dynamic = false) {
+                  bool dynamic = false, bool bf16 = false) {
     int64_t n = int64_t(x.size());
     std::vector<HostTensor> outs;
     std::string error;
@@ -177,12 +193,12 @@ protected:
     // Payload, metadata (and, for a dynamic size, the element count), and
     // the decoded values.
     ASSERT_EQ(outs.size(), dynamic ? 4u : 3u);
-    rt::QuantParams p{bits, group, stochastic, uint64_t(seed), 7};
+    rt::QuantParams p{bits, group, stochastic, uint64_t(seed), 7, bf16};
     std::vector<uint32_t> words;
     std::vector<float> meta;
     rt::encodeQuant(x.data(), n, p, words, meta);
     EXPECT_EQ(values<uint32_t>(outs[0]), words);
-    EXPECT_EQ(values<float>(outs[1]), meta);
+    EXPECT_EQ(statValues(outs[1], bf16), meta);
     std::vector<float> ref(n);
     rt::decodeQuant(words.data(), meta.data(), n, p, ref.data());
     EXPECT_EQ(values<float>(outs.back()), ref);
@@ -286,17 +302,59 @@ TEST_F(LoweringTest, QuantMatchesReferenceBitForBit) {
   for (unsigned bits : {1u, 2u, 4u, 8u})
     for (int64_t group : {256, 64, 48, 7})
       for (bool stochastic : {true, false})
-        for (int64_t n : {1000, 256, 5}) {
-          std::string attr = quantAttr(bits, group, stochastic);
-          SCOPED_TRACE(attr + " n=" + std::to_string(n));
-          auto jit = compileCodec(n, attr);
-          ASSERT_TRUE(jit);
-          std::vector<float> x = data(n, unsigned(bits * 100 + n), false);
-          if (n > 300)
-            std::fill(x.begin() + 256,
-                      x.begin() + 256 + std::min<int64_t>(group, 40), 2.5f);
-          checkQuant(*jit, x, bits, group, stochastic, 0x123456789abcLL + bits);
-        }
+        for (int64_t n : {1000, 256, 5})
+          for (bool bf16 : {false, true}) {
+            // bf16 statistics: every width and rounding, two group sizes.
+            if (bf16 && group != 256 && group != 48)
+              continue;
+            std::string attr = quantAttr(bits, group, stochastic, bf16);
+            SCOPED_TRACE(attr + " n=" + std::to_string(n));
+            auto jit = compileCodec(n, attr);
+            ASSERT_TRUE(jit);
+            std::vector<float> x = data(n, unsigned(bits * 100 + n), false);
+            if (n > 300)
+              std::fill(x.begin() + 256,
+                        x.begin() + 256 + std::min<int64_t>(group, 40), 2.5f);
+            checkQuant(*jit, x, bits, group, stochastic,
+                       0x123456789abcLL + bits, /*dynamic=*/false, bf16);
+          }
+}
+
+// bf16 statistics (#act.quant<stats = bf16>): the stored minimum is a bf16
+// value at or below the group's, the step one at or above (rounded
+// (max - min) / levels), so the grid covers the group and every element
+// decodes within a stored step of itself; 4 bytes of statistics a group.
+TEST_F(LoweringTest, QuantBf16StatisticsCoverTheGroup) {
+  const int64_t n = 4096, group = 256;
+  std::vector<float> x = data(n, 5, false);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = x[i] * 1.37f + 0.01f * float(i % 97); // not bf16 values
+  for (unsigned bits : {1u, 2u, 4u, 8u}) {
+    std::string attr = quantAttr(bits, group, /*stochastic=*/true, true);
+    SCOPED_TRACE(attr);
+    auto jit = compileCodec(n, attr);
+    ASSERT_TRUE(jit);
+    std::vector<HostTensor> outs;
+    std::string error;
+    ASSERT_TRUE(callJit(*jit, {tensor(x), scalar(3)}, outs, error)) << error;
+    EXPECT_EQ(outs[1].byteSize(), size_t(n / group * 2 * 2));
+    std::vector<float> meta = statValues(outs[1], true),
+                       decoded = values<float>(outs[2]);
+    float levels = float((1u << bits) - 1);
+    for (int64_t g = 0; g < n / group; ++g) {
+      float mn =
+          *std::min_element(x.begin() + g * group, x.begin() + (g + 1) * group);
+      float mx =
+          *std::max_element(x.begin() + g * group, x.begin() + (g + 1) * group);
+      float lo = meta[2 * g], step = meta[2 * g + 1];
+      EXPECT_LE(lo, mn);
+      EXPECT_GE(lo, mn - std::fabs(mn) * 0x1p-7f);
+      EXPECT_GE(lo + levels * step, mx);
+      EXPECT_LE(step, (mx - lo) / levels * (1.0f + 0x1p-7f));
+      for (int64_t i = g * group; i < (g + 1) * group; ++i)
+        ASSERT_LE(std::fabs(decoded[i] - x[i]), step * 1.0001f) << i;
+    }
+  }
 }
 
 TEST_F(LoweringTest, SameSeedSameBitsOtherSeedOtherBits) {
@@ -876,31 +934,40 @@ TEST_F(LoweringTest, GpuKernelsEmulatedMatchReferenceBitForBit) {
           // tiles each (1024 covers 2 per thread at 8 bits).
           if (group == 2048 && bits != 8)
             continue;
-          std::string attr = quantAttr(bits, group, stochastic);
-          SCOPED_TRACE(attr + " n=" + std::to_string(n));
-          auto jit = compileCodec(n, attr, "f32", emulated);
-          ASSERT_TRUE(jit);
-          std::vector<float> x = data(n, unsigned(bits * 10 + n), false);
-          if (n > 1000)
-            std::fill(x.begin() + 1024, x.begin() + 1024 + group, -1.5f);
-          checkQuant(*jit, x, bits, group, stochastic, 0x5eed0000LL + bits);
+          // bf16 statistics at 256 and 2048, stochastic, n = 5000.
+          for (bool bf16 : {false, true}) {
+            if (bf16 &&
+                (!stochastic || n != 5000 || (group != 256 && group != 2048)))
+              continue;
+            std::string attr = quantAttr(bits, group, stochastic, bf16);
+            SCOPED_TRACE(attr + " n=" + std::to_string(n));
+            auto jit = compileCodec(n, attr, "f32", emulated);
+            ASSERT_TRUE(jit);
+            std::vector<float> x = data(n, unsigned(bits * 10 + n), false);
+            if (n > 1000)
+              std::fill(x.begin() + 1024, x.begin() + 1024 + group, -1.5f);
+            checkQuant(*jit, x, bits, group, stochastic, 0x5eed0000LL + bits,
+                       /*dynamic=*/false, bf16);
+          }
         }
 
   // Groups beyond a warp's reach (64 and 128 tiles, and 12288 elements: not
   // a power-of-two number of tiles) go through the generic lowering, whose
   // statistics are reduced in slices (one thread per group and slice, then
   // per group): two whole groups and a partial one.
-  for (auto [bits, group] :
-       {std::pair{4u, int64_t(8192)}, std::pair{8u, int64_t(8192)},
-        std::pair{2u, int64_t(12288)}}) {
+  // (The last with bf16 statistics.)
+  for (auto [bits, group, bf16] : {std::tuple{4u, int64_t(8192), false},
+                                   std::tuple{8u, int64_t(8192), false},
+                                   std::tuple{2u, int64_t(12288), false},
+                                   std::tuple{2u, int64_t(8192), true}}) {
     const int64_t n = 2 * group + 3616;
-    std::string attr = quantAttr(bits, group, /*stochastic=*/true);
+    std::string attr = quantAttr(bits, group, /*stochastic=*/true, bf16);
     SCOPED_TRACE(attr + " n=" + std::to_string(n));
     auto jit = compileCodec(n, attr, "f32", emulated);
     ASSERT_TRUE(jit);
     std::vector<float> x = data(n, 17, false);
     std::fill(x.begin() + group, x.begin() + 2 * group, 0.75f);
-    checkQuant(*jit, x, bits, group, true, 0xabcdef);
+    checkQuant(*jit, x, bits, group, true, 0xabcdef, /*dynamic=*/false, bf16);
   }
 
   const FloatCase floats[] = {
@@ -992,46 +1059,61 @@ TEST_F(LoweringTest, QuantGroupsWithSpecialsAndExtremeRanges) {
   x[5 * group + 11] = 0x1p-149f;
   JitTarget emulated;
   emulated.emulateGpuKernels = true;
+  // (bf16 statistics: the minimum of group 4 is below bf16's range, a grid
+  // that does not cover its group; the steps are rounded up, so the
+  // bounds below are the stored steps.)
   for (const JitTarget &target : {JitTarget(), emulated})
     for (unsigned bits : {1u, 2u, 4u, 8u})
-      for (bool stochastic : {true, false}) {
-        std::string attr = quantAttr(bits, group, stochastic);
-        SCOPED_TRACE(attr + (target.emulateGpuKernels ? " gpu-emulated" : ""));
-        auto jit = compileCodec(n, attr, "f32", target);
-        ASSERT_TRUE(jit);
-        checkQuant(*jit, x, bits, group, stochastic, 0xfeedLL + bits);
-        std::vector<HostTensor> outs;
-        std::string error;
-        ASSERT_TRUE(
-            callJit(*jit, {tensor(x), scalar(0xfeedLL + bits)}, outs, error))
-            << error;
-        std::vector<float> decoded = values<float>(outs[2]);
-        for (int64_t i = 0; i < n; ++i)
-          ASSERT_FALSE(std::isnan(decoded[i])) << "element " << i;
-        // Group 0: +inf saturates at the top code, which decodes as the
-        // group's finite maximum (within the step's rounding), and the
-        // finite neighbours are within a step of themselves.
-        float mx = -INFINITY, mn = INFINITY;
-        for (int64_t i = 0; i < group; ++i)
-          if (std::isfinite(x[i])) {
-            mx = std::max(mx, x[i]);
-            mn = std::min(mn, x[i]);
+      for (bool stochastic : {true, false})
+        for (bool bf16 : {false, true}) {
+          std::string attr = quantAttr(bits, group, stochastic, bf16);
+          SCOPED_TRACE(attr +
+                       (target.emulateGpuKernels ? " gpu-emulated" : ""));
+          auto jit = compileCodec(n, attr, "f32", target);
+          ASSERT_TRUE(jit);
+          checkQuant(*jit, x, bits, group, stochastic, 0xfeedLL + bits,
+                     /*dynamic=*/false, bf16);
+          std::vector<HostTensor> outs;
+          std::string error;
+          ASSERT_TRUE(
+              callJit(*jit, {tensor(x), scalar(0xfeedLL + bits)}, outs, error))
+              << error;
+          std::vector<float> decoded = values<float>(outs[2]);
+          for (int64_t i = 0; i < n; ++i)
+            ASSERT_FALSE(std::isnan(decoded[i])) << "element " << i;
+          // Group 0: +inf saturates at the top code, which decodes as the
+          // group's finite maximum (within the step's rounding), and the
+          // finite neighbours are within a step of themselves.
+          float mx = -INFINITY, mn = INFINITY;
+          for (int64_t i = 0; i < group; ++i)
+            if (std::isfinite(x[i])) {
+              mx = std::max(mx, x[i]);
+              mn = std::min(mn, x[i]);
+            }
+          float step = (mx - mn) / float((1u << bits) - 1);
+          if (bf16)
+            step = statValues(outs[1], true)[1];
+          if (!bf16)
+            EXPECT_NEAR(decoded[3], mx, std::fabs(mx) * 0x1p-22f);
+          else // the top of the stored grid, at or above the maximum
+            EXPECT_EQ(decoded[3], std::fma(float((1u << bits) - 1), step,
+                                           statValues(outs[1], true)[0]));
+          if (bf16)
+            EXPECT_GE(decoded[3], mx);
+          for (int64_t i = 0; i < group; ++i)
+            if (i != 3)
+              EXPECT_LE(std::fabs(decoded[i] - x[i]), step * 1.0001f) << i;
+          // Group 1: the extremes decode finite, near themselves (2+ bits).
+          EXPECT_TRUE(std::isfinite(decoded[group + 1]));
+          if (bits > 1) {
+            float near = bf16 ? 0x1p-7f : 1e-5f;
+            EXPECT_NEAR(decoded[group + 1] / 3e38f, 1.0f, near);
+            EXPECT_NEAR(decoded[group + 2] / -3e38f, 1.0f, near);
           }
-        float step = (mx - mn) / float((1u << bits) - 1);
-        EXPECT_NEAR(decoded[3], mx, std::fabs(mx) * 0x1p-22f);
-        for (int64_t i = 0; i < group; ++i)
-          if (i != 3)
-            EXPECT_LE(std::fabs(decoded[i] - x[i]), step * 1.0001f) << i;
-        // Group 1: the extremes decode finite, near themselves (2+ bits).
-        EXPECT_TRUE(std::isfinite(decoded[group + 1]));
-        if (bits > 1) {
-          EXPECT_NEAR(decoded[group + 1] / 3e38f, 1.0f, 1e-5f);
-          EXPECT_NEAR(decoded[group + 2] / -3e38f, 1.0f, 1e-5f);
+          // Group 3: no finite element but NaN: everything decodes to 0.
+          for (int64_t i = 3 * group; i < 4 * group; ++i)
+            EXPECT_EQ(decoded[i], 0.0f) << i;
         }
-        // Group 3: no finite element but NaN: everything decodes to 0.
-        for (int64_t i = 3 * group; i < 4 * group; ++i)
-          EXPECT_EQ(decoded[i], 0.0f) << i;
-      }
 }
 
 // Specials in the last group of a tensor, at every group size from 1 to 256
@@ -1058,12 +1140,15 @@ TEST_P(QuantLastGroupTest, QuantSpecialsInTheLastGroupAtEveryGroupSizeAndTail) {
     return std::array<unsigned, 4>{1, 2, 4, 8}[group % 4];
   };
   auto stochasticOf = [](int64_t group) { return (group / 4) % 2 == 1; };
+  // A third of the group sizes store bf16 statistics.
+  auto bf16Of = [](int64_t group) { return group % 3 == 0; };
   // Group sizes 1 to 256, compiled 32 at a time.
   const int64_t start = GetParam();
   for (const JitTarget &target : {cpu, emulated}) {
     std::vector<std::string> attrs;
     for (int64_t group = start; group < start + 32; ++group)
-      attrs.push_back(quantAttr(bitsOf(group), group, stochasticOf(group)));
+      attrs.push_back(
+          quantAttr(bitsOf(group), group, stochasticOf(group), bf16Of(group)));
     auto jits = compileDynamicCodecs(attrs, target);
     ASSERT_EQ(jits.size(), attrs.size());
     for (int64_t group = start; group < start + 32; ++group) {
@@ -1096,7 +1181,7 @@ TEST_P(QuantLastGroupTest, QuantSpecialsInTheLastGroupAtEveryGroupSizeAndTail) {
         }
         SCOPED_TRACE("n = " + std::to_string(n));
         checkQuant(*jit, x, bits, group, stochastic, 0x5eedLL + tail,
-                   /*dynamic=*/true);
+                   /*dynamic=*/true, bf16Of(group));
         if (::testing::Test::HasFailure())
           return;
         std::vector<HostTensor> outs;
@@ -1116,6 +1201,9 @@ TEST_P(QuantLastGroupTest, QuantSpecialsInTheLastGroupAtEveryGroupSizeAndTail) {
               mx = std::max(mx, x[i]);
             }
           float step = mx > mn ? (mx - mn) / float((1u << bits) - 1) : 0.0f;
+          if (bf16Of(group)) // the stored step, rounded up
+            step =
+                std::max(step, statValues(outs[1], true)[2 * (g0 / group) + 1]);
           for (int64_t i = g0; i < g1; ++i) {
             ASSERT_TRUE(std::isfinite(decoded[i])) << "element " << i;
             if (std::isfinite(x[i]))

@@ -23,7 +23,7 @@ protected:
   StorageLayout quant(unsigned bits, int64_t group, int64_t n) {
     return cast<EncodingAttrInterface>(
                QuantEncodingAttr::get(&context, bits, group,
-                                      Rounding::Stochastic))
+                                      Rounding::Stochastic, StatFormat::F32))
         .getStorageLayout(n, b().getF32Type());
   }
   StorageLayout flt(FloatFormat format, int64_t n) {
@@ -88,7 +88,8 @@ TEST_F(StorageLayoutTest, RuntimeQuantAtItsPlannedWidth) {
   auto runtime = [&](unsigned bits, int64_t n) {
     return cast<EncodingAttrInterface>(
                RuntimeQuantEncodingAttr::get(&context, {1, 2, 4, 8, 32}, bits,
-                                             256, Rounding::Stochastic))
+                                             256, Rounding::Stochastic,
+                                             StatFormat::F32))
         .getStorageLayout(n, b().getF32Type());
   };
   for (unsigned bits : {1u, 2u, 4u, 8u})
@@ -101,7 +102,7 @@ TEST_F(StorageLayoutTest, RuntimeQuantAtItsPlannedWidth) {
   // Its quantizer: the planned width (none at 32); another width is an
   // option only among the choices.
   auto attr = cast<EncodingAttrInterface>(RuntimeQuantEncodingAttr::get(
-      &context, {2, 4, 32}, 4, 256, Rounding::Stochastic));
+      &context, {2, 4, 32}, 4, 256, Rounding::Stochastic, StatFormat::F32));
   EXPECT_EQ(attr.getQuantizerBits(), std::optional<unsigned>(4));
   EXPECT_TRUE(attr.hasRuntimeBits());
   EXPECT_FALSE(attr.withQuantizerBits(8));
@@ -241,9 +242,30 @@ TEST_F(StorageLayoutTest, Division) {
   EXPECT_NEAR(4.0 * 4 * 64 * 32 * 32 / double(l.getTotalBytes()), 11.64, 0.01);
 }
 
+TEST_F(StorageLayoutTest, QuantBf16Statistics) {
+  // Two bf16 statistics a group: 4 bytes instead of 8; the payload is the
+  // same, and so is the runtime form's at any width.
+  for (int64_t n : {1, 1000, 6400}) {
+    auto bf16 = cast<EncodingAttrInterface>(QuantEncodingAttr::get(
+        &context, 2, 256, Rounding::Stochastic, StatFormat::BF16));
+    StorageLayout f32 = quant(2, 256, n),
+                  l = bf16.getStorageLayout(n, b().getF32Type());
+    EXPECT_EQ(l,
+              layout(f32.payloadBytes, (n + 255) / 256 * 4, f32.paddingBytes));
+    auto runtime = cast<EncodingAttrInterface>(
+        RuntimeQuantEncodingAttr::get(&context, {1, 2, 4, 8, 32}, 2, 256,
+                                      Rounding::Stochastic, StatFormat::BF16));
+    EXPECT_EQ(runtime.getStorageLayout(n, b().getF32Type()),
+              layout(l.payloadBytes, l.metadataBytes + 4, l.paddingBytes));
+    // Its quantizer at another width keeps the format.
+    EXPECT_EQ(cast<QuantEncodingAttr>(bf16.withQuantizerBits(4)).getStats(),
+              StatFormat::BF16);
+  }
+}
+
 TEST_F(StorageLayoutTest, WholeTensor) {
-  auto enc = cast<EncodingAttrInterface>(
-      QuantEncodingAttr::get(&context, 2, 256, Rounding::Nearest));
+  auto enc = cast<EncodingAttrInterface>(QuantEncodingAttr::get(
+      &context, 2, 256, Rounding::Nearest, StatFormat::F32));
   auto type = RankedTensorType::get({64, 100}, b().getF32Type());
   std::optional<StorageLayout> s = enc.getStorageLayout(type);
   ASSERT_TRUE(s.has_value());
@@ -257,8 +279,8 @@ TEST_F(StorageLayoutTest, WholeTensor) {
 
 TEST_F(StorageLayoutTest, DecodedTypeAndLosslessness) {
   auto f32 = RankedTensorType::get({4, 4}, b().getF32Type());
-  auto q = cast<EncodingAttrInterface>(
-      QuantEncodingAttr::get(&context, 8, 256, Rounding::Nearest));
+  auto q = cast<EncodingAttrInterface>(QuantEncodingAttr::get(
+      &context, 8, 256, Rounding::Nearest, StatFormat::F32));
   auto m = cast<EncodingAttrInterface>(
       MaskEncodingAttr::get(&context, MaskPredicate::Positive));
   auto h = cast<EncodingAttrInterface>(

@@ -82,7 +82,8 @@ struct PackedFormat {
 /// `build` gets k groups' elements as tensor<k x group x T> whose first
 /// `valid` elements (an index; null when all are real) count, and returns
 /// one tensor<k x f32> per value the codes read (`perGroup`) and the rows
-/// stored as metadata (tensor<k x m x f32>), written into `metaRows` when it
+/// stored as metadata (tensor<k x m x metaElement>), written into `metaRows`
+/// when it
 /// is set on entry (a destination), else into a new tensor. With
 /// `vectorize`, its linalg ops are small static kernels to mark with
 /// kVectorizeAttr. `finite`, when not null, may be set to an i1 that is true
@@ -106,6 +107,10 @@ struct GroupStats {
                      SmallVectorImpl<Value> &perGroup,
                      SmallVectorImpl<Value> &metaRow)>
       finish;
+  /// The metadata's element type: f32, or i16 holding bf16 bits (#act.quant
+  /// `stats = bf16`). `finish`'s row values are f32 (of bf16 values then);
+  /// detail::storeStat converts them where they are stored.
+  Type metaElement = {};
 };
 
 /// The random word of an element for stochastic rounding: Philox4x32-10

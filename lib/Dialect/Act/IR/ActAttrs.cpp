@@ -69,7 +69,7 @@ verifyQuantParameters(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 QuantEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                          unsigned bits, int64_t group, Rounding) {
+                          unsigned bits, int64_t group, Rounding, StatFormat) {
   return verifyQuantParameters(emitError, "quant", bits, group);
 }
 
@@ -97,15 +97,16 @@ EncodingAttrInterface
 QuantEncodingAttr::withQuantizerBits(unsigned bits) const {
   if (!isQuantizerBits(bits))
     return nullptr;
-  return QuantEncodingAttr::get(getContext(), bits, getGroup(), getRounding());
+  return QuantEncodingAttr::get(getContext(), bits, getGroup(), getRounding(),
+                                getStats());
 }
 
 StorageLayout QuantEncodingAttr::getStorageLayout(int64_t numElements,
                                                   Type) const {
-  // Two f32 per group: the minimum and the scale.
+  // Two statistics per group, the minimum and the scale: f32 or bf16.
   int64_t groups = (numElements + getGroup() - 1) / getGroup();
   return StorageLayout::packed(numElements, getBits(), 32 / getBits(),
-                               groups * 2 * sizeof(float));
+                               groups * 2 * getStatBytes(getStats()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -118,7 +119,7 @@ static constexpr unsigned kUncompressedBits = 32;
 LogicalResult
 RuntimeQuantEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  ArrayRef<unsigned> choices, unsigned bits,
-                                 int64_t group, Rounding) {
+                                 int64_t group, Rounding, StatFormat) {
   if (choices.empty())
     return emitError() << "#act.runtime_quant needs at least one width";
   for (auto [i, c] : llvm::enumerate(choices)) {
@@ -140,7 +141,8 @@ RuntimeQuantEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 QuantEncodingAttr RuntimeQuantEncodingAttr::getQuantAt(unsigned width) const {
-  return QuantEncodingAttr::get(getContext(), width, getGroup(), getRounding());
+  return QuantEncodingAttr::get(getContext(), width, getGroup(), getRounding(),
+                                getStats());
 }
 
 LogicalResult RuntimeQuantEncodingAttr::verifyTensorType(
@@ -172,7 +174,7 @@ RuntimeQuantEncodingAttr::withQuantizerBits(unsigned bits) const {
   if (!llvm::is_contained(getChoices(), bits))
     return nullptr;
   return RuntimeQuantEncodingAttr::get(getContext(), getChoices(), bits,
-                                       getGroup(), getRounding());
+                                       getGroup(), getRounding(), getStats());
 }
 
 StorageLayout RuntimeQuantEncodingAttr::getStorageLayout(int64_t numElements,
@@ -183,7 +185,7 @@ StorageLayout RuntimeQuantEncodingAttr::getStorageLayout(int64_t numElements,
       getBits() == kUncompressedBits
           ? StorageLayout::packed(numElements, kUncompressedBits, 1,
                                   (numElements + getGroup() - 1) / getGroup() *
-                                      2 * sizeof(float))
+                                      2 * getStatBytes(getStats()))
           : getQuantAt(getBits()).getStorageLayout(numElements, type);
   layout.metadataBytes += sizeof(int32_t);
   return layout;
@@ -479,7 +481,7 @@ DivisionEncodingAttr::withQuantizerBits(unsigned bits) const {
 
 QuantEncodingAttr DivisionEncodingAttr::getResidualEncoding() const {
   return QuantEncodingAttr::get(getContext(), getBits(), getGroup(),
-                                getRounding());
+                                getRounding(), StatFormat::F32);
 }
 
 std::pair<unsigned, unsigned> DivisionEncodingAttr::getSpatialDims() const {

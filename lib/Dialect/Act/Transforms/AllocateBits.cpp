@@ -121,7 +121,7 @@ private:
         widths.push_back(b);
     llvm::sort(widths);
     return RuntimeQuantEncodingAttr::get(&getContext(), widths, bits, group,
-                                         Rounding::Stochastic);
+                                         Rounding::Stochastic, stats);
   }
   void writeReport(TrainingGraph &graph, ArrayRef<Entry> entries,
                    const KnapsackSolution &exact,
@@ -253,8 +253,8 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
     for (const ProfileTensor &t : profile.tensors) {
       EncodingAttrInterface family;
       if (t.encoding.empty()) {
-        family =
-            QuantEncodingAttr::get(ctx, t.bits, group, Rounding::Stochastic);
+        family = QuantEncodingAttr::get(ctx, t.bits, group,
+                                        Rounding::Stochastic, stats);
       } else {
         Attribute parsed = parseAttribute(t.encoding, ctx);
         family = dyn_cast_or_null<EncodingAttrInterface>(parsed);
@@ -273,10 +273,10 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
                  << "with recompute-cost = " << double(recomputeCost)
                  << " (a recomputed value may read the tensor the codes "
                     "would replace); give one or the other";
-        // The `group` option applies to #act.quant.
+        // The `group` and `stats` options apply to #act.quant.
         if (auto quant = dyn_cast<QuantEncodingAttr>(parsed))
           family = QuantEncodingAttr::get(ctx, quant.getBits(), group,
-                                          Rounding::Stochastic);
+                                          Rounding::Stochastic, stats);
       }
       SmallVector<Measurement> &list = measurements[t.id];
       for (const Measurement &m : list)
@@ -334,7 +334,8 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
     auto quantAt = [&](unsigned bits) -> EncodingAttrInterface {
       if (bits >= 32)
         return nullptr;
-      return QuantEncodingAttr::get(ctx, bits, group, Rounding::Stochastic);
+      return QuantEncodingAttr::get(ctx, bits, group, Rounding::Stochastic,
+                                    stats);
     };
     if (isReadOnlyThroughSignTests(graph, saved)) {
       // A 1-bit mask, exact for what the backward reads.

@@ -62,12 +62,19 @@ std::vector<uint32_t> encodeFloats(const float *x, int64_t n,
 void decodeFloats(const uint32_t *words, int64_t n, FloatFormat format,
                   float *out);
 
+/// Finite `x` rounded to a bf16 value toward +inf (`up`) or -inf, as a
+/// float, saturating at the largest finite bf16.
+float roundToBf16(float x, bool up);
+
 struct QuantParams {
   unsigned bits = 4;
   int64_t group = 256;
   bool stochastic = true;
   uint64_t seed = 0;
   uint64_t id = 0;
+  /// `stats = bf16`: the minimum rounded down and the step up to bf16
+  /// values (meta holds them as floats; the IR stores their top 16 bits).
+  bool bf16Stats = false;
 };
 /// Payload words and per-group (min, scale) pairs.
 void encodeQuant(const float *x, int64_t n, const QuantParams &params,

@@ -18,6 +18,13 @@
 
 #include "act/Dialect/Act/IR/ActDialect.h.inc"
 #include "act/Dialect/Act/IR/ActEnums.h.inc"
+
+namespace mlir::act {
+/// Bytes of one group statistic stored in `format` (#act.quant's `stats`).
+inline int64_t getStatBytes(StatFormat format) {
+  return format == StatFormat::BF16 ? 2 : 4;
+}
+} // namespace mlir::act
 #include "act/Dialect/Act/IR/ActInterfaces.h.inc"
 
 #define GET_ATTRDEF_CLASSES

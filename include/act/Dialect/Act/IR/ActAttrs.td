@@ -23,6 +23,14 @@ def Act_Rounding : I32EnumAttr<"Rounding", "rounding of quantized values", [
   let genSpecializedAttr = 0;
 }
 
+def Act_StatFormat : I32EnumAttr<"StatFormat",
+                                 "format of quantization group statistics", [
+    I32EnumAttrCase<"F32", 0, "f32">,
+    I32EnumAttrCase<"BF16", 1, "bf16">]> {
+  let cppNamespace = "::mlir::act";
+  let genSpecializedAttr = 0;
+}
+
 def Act_FloatFormat : I32EnumAttr<"FloatFormat", "reduced floating format", [
     I32EnumAttrCase<"F16", 0, "f16">,
     I32EnumAttrCase<"BF16", 1, "bf16">,
@@ -105,16 +113,26 @@ def Act_QuantEncoding
     `nearest`. Decoding yields `min + code * scale` in the tensor's element
     type. Lossy.
 
+    `stats = bf16` stores the two statistics as bfloat16 (their bits as
+    `i16`: 4 bytes a group instead of 8, 0.125 bits an element at group
+    256 instead of 0.25): the minimum rounded down and the scale rounded up
+    to bf16 (the codes' grid still covers the group's range; the codes are
+    computed on the stored values, so rounding stays unbiased), see
+    docs/Encodings.md.
+
     ```mlir
     #act.quant<bits = 4>                                   // group 256, stochastic
     #act.quant<bits = 2, group = 128, rounding = nearest>
+    #act.quant<bits = 2, stats = bf16>
     ```
   }];
   let parameters = (ins
     "unsigned":$bits,
     DefaultValuedParameter<"int64_t", "256">:$group,
     DefaultValuedParameter<"::mlir::act::Rounding",
-                           "::mlir::act::Rounding::Stochastic">:$rounding);
+                           "::mlir::act::Rounding::Stochastic">:$rounding,
+    DefaultValuedParameter<"::mlir::act::StatFormat",
+                           "::mlir::act::StatFormat::F32">:$stats);
 }
 
 def Act_RuntimeQuantEncoding
@@ -124,7 +142,7 @@ def Act_RuntimeQuantEncoding
                                             "withQuantizerBits",
                                             "hasRuntimeBits"]>]> {
   let mnemonic = "runtime_quant";
-  let assemblyFormat = "`<` `[` $choices `]` `,` struct($bits, $group, $rounding) `>`";
+  let assemblyFormat = "`<` `[` $choices `]` `,` struct($bits, $group, $rounding, $stats) `>`";
   let genVerifyDecl = 1;
   let summary = "#act.quant at a bit width chosen at run time";
   let description = [{
@@ -143,6 +161,7 @@ def Act_RuntimeQuantEncoding
     ```mlir
     #act.runtime_quant<[1, 2, 4, 8, 32], bits = 4>
     #act.runtime_quant<[2, 4], bits = 2, group = 128, rounding = nearest>
+    #act.runtime_quant<[1, 2, 4, 8], bits = 2, stats = bf16>
     ```
   }];
   let parameters = (ins
@@ -150,9 +169,11 @@ def Act_RuntimeQuantEncoding
     "unsigned":$bits,
     DefaultValuedParameter<"int64_t", "256">:$group,
     DefaultValuedParameter<"::mlir::act::Rounding",
-                           "::mlir::act::Rounding::Stochastic">:$rounding);
+                           "::mlir::act::Rounding::Stochastic">:$rounding,
+    DefaultValuedParameter<"::mlir::act::StatFormat",
+                           "::mlir::act::StatFormat::F32">:$stats);
   let extraClassDeclaration = [{
-    /// #act.quant at `width` (< 32), the same group and rounding.
+    /// #act.quant at `width` (< 32), the same group, rounding and stats.
     QuantEncodingAttr getQuantAt(unsigned width) const;
   }];
 }

@@ -272,8 +272,7 @@ void mlir::act::detail::buildGpuPackedEncode(
   Value metaBuffer;
   if (stats)
     metaBuffer =
-        allocRows(b, loc, groups, {stats->metaColumns},
-                  stats->metaElement ? stats->metaElement : b.getF32Type());
+        allocRows(b, loc, groups, {stats->metaColumns}, stats->metaElement);
 
   // The quarters of thread `thread`: with one, the thread's own index; with
   // r > 1, warp w's lane i owns quarters w * 32r + j * 32 + i (j < r), so a

@@ -166,8 +166,7 @@ static QuantStatValues quantStatValues(OpBuilder &b, Location loc, Value lo,
     return {lo, quantScale(b, loc, lo, hi, levels),
             quantInverse(b, loc, lo, hi, levels), Value()};
   Value zero = f32Const(b, loc, 0.0f);
-  Value inf = arith::ConstantFloatOp::create(
-      b, loc, b.getF32Type(), APFloat::getInf(APFloat::IEEEsingle()));
+  Value inf = f32Const(b, loc, INFINITY);
   auto isFinite = [&](Value v) {
     return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
                                  math::AbsFOp::create(b, loc, v), inf);
@@ -195,9 +194,9 @@ static QuantStatValues quantStatValues(OpBuilder &b, Location loc, Value lo,
 }
 
 /// Per-group minimum and maximum of `rows` (tensor<k x group x T>) over
-/// its first `valid` elements (all when null): the values the codes read,
-/// (min, (2^bits - 1) / (max - min), or 0 for a constant group), and the
-/// stored rows (min, (max - min) / (2^bits - 1)); `vectorize` marks the
+/// its first `valid` elements (all when null): the values the codes read
+/// (the minimum and inverse step of quantStatValues), and the stored rows
+/// (its minimum and step, as `format` stores them); `vectorize` marks the
 /// ops for act-vectorize (a chunk's small static kernels).
 static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
                             int64_t levels, StatFormat format, bool vectorize,
@@ -334,11 +333,9 @@ static void buildQuantStats(OpBuilder &b, Location loc, Value rows, Value valid,
         QuantStatValues v = quantStatValues(nb, nl, lo, hi, levels, format);
         SmallVector<Value> results = {v.min, v.inverse};
         if (bf16)
-          results.push_back(arith::SelectOp::create(
-              nb, nl, v.covered, f32Const(nb, nl, 0.0f),
-              arith::ConstantFloatOp::create(
-                  nb, nl, nb.getF32Type(),
-                  APFloat::getInf(APFloat::IEEEsingle()))));
+          results.push_back(
+              arith::SelectOp::create(nb, nl, v.covered, f32Const(nb, nl, 0.0f),
+                                      f32Const(nb, nl, INFINITY)));
         linalg::YieldOp::create(nb, nl, results);
       });
   if (vectorize)

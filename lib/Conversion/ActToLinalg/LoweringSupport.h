@@ -271,7 +271,7 @@ inline bool isGpu(const LoweringOptions &options) {
 /// for f32; for i16 its bf16 bits (the value must be a bf16 value: the top
 /// half of its f32 bits).
 inline Value storeStat(OpBuilder &b, Location loc, Value x, Type element) {
-  if (!element || element == x.getType())
+  if (element == x.getType())
     return x;
   Type i32 = b.getI32Type();
   Value bits = arith::BitcastOp::create(b, loc, i32, x);

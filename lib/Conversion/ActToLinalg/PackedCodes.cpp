@@ -263,7 +263,7 @@ static void buildSplitGroupStats(OpBuilder &b, Location loc, Value rows,
                   finished.getResults().begin() + values);
 
   // The metadata rows from their columns.
-  Type element = stats.metaElement ? stats.metaElement : f32;
+  Type element = stats.metaElement;
   auto metaType = RankedTensorType::get({k, columns}, element);
   Value metaInit =
       metaRows ? metaRows
@@ -390,7 +390,7 @@ Value mlir::act::buildPackedEncode(OpBuilder &b, Location loc, Value input,
   Value meta;
   if (stats)
     meta = emptyRows(b, loc, ix.ceilDiv(n, stats->group), {stats->metaColumns},
-                     stats->metaElement ? stats->metaElement : b.getF32Type());
+                     stats->metaElement);
 
   if (split.fast && split.chunksStatic != 0 && isGpu(options)) {
     assert((!random || !random->firstTile) && "pieces are CPU only");

@@ -107,10 +107,10 @@ struct GroupStats {
                      SmallVectorImpl<Value> &perGroup,
                      SmallVectorImpl<Value> &metaRow)>
       finish;
-  /// The metadata's element type: f32, or i16 holding bf16 bits (#act.quant
-  /// `stats = bf16`). `finish`'s row values are f32 (of bf16 values then);
-  /// detail::storeStat converts them where they are stored.
-  Type metaElement = {};
+  /// The metadata's element type (required): f32, or i16 holding bf16 bits
+  /// (#act.quant `stats = bf16`). `finish`'s row values are f32 (of bf16
+  /// values then); detail::storeStat converts them where they are stored.
+  Type metaElement;
 };
 
 /// The random word of an element for stochastic rounding: Philox4x32-10

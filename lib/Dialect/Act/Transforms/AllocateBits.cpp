@@ -329,7 +329,8 @@ AllocateBitsPass::allocate(TrainingGraph &graph,
       recomputedIds.push_back(saved.id);
       continue;
     }
-    Entry e{&saved, type.getNumElements(), measured != nullptr};
+    Entry e{&saved, type.getNumElements(), measured != nullptr,
+            /*signOnly=*/false, /*options=*/{}};
     totalElements += e.elements;
     auto quantAt = [&](unsigned bits) -> EncodingAttrInterface {
       if (bits >= 32)

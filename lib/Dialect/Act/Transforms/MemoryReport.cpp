@@ -318,11 +318,11 @@ void writeJson(ArrayRef<GraphReport> reports, raw_ostream &os) {
             json.attribute("unknown_buffers", report.peakAfter.unknownBuffers);
             json.attribute("ratio", ratio(report.peakBefore.peakBytes,
                                           report.peakAfter.peakBytes));
-            for (auto [key, point] :
+            for (const auto &[key, peakPoint] :
                  {std::pair<StringRef, const PeakPoint *>{
                       "point_before", &report.peakPointBefore},
                   {"point_after", &report.peakPointAfter}})
-              json.attributeObject(key, [&] {
+              json.attributeObject(key, [&, point = peakPoint] {
                 json.attribute("op", point->op);
                 json.attribute("location", point->location);
                 json.attributeArray("live", [&] {

@@ -89,6 +89,13 @@ if os.path.exists(system_python) and subprocess.run(
 
 # PyTorch (Debian's python3-torch, CPU) runs the exporter's gradient oracle.
 config.substitutions.append(("%system_python", system_python))
+# pytest on python/tests with act's tools and library (the lit tests under
+# test/Python that split python/tests between them).
+config.substitutions.append(
+    ("%act_pytest", " ".join(filter(None, [
+        "env", "ACT_BIN_DIR=" + os.path.join(config.act_obj_root, "bin"),
+        "ACT_LIB_DIR=" + os.path.join(config.act_obj_root, "lib"), python_env,
+        system_python, "-m pytest -q -s -p no:cacheprovider"]))))
 if os.path.exists(system_python) and subprocess.run(
         [system_python, "-c", "import torch, torchvision"],
         capture_output=True).returncode == 0:

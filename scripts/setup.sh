@@ -23,6 +23,10 @@ pkgs=(
   # the reference BLAS (15x slower at 1024^2), which slows the exporter's
   # trace and makes every PyTorch peer of the benchmarks a weak one.
   libopenblas0-pthread
+  # Zalando's Fashion-MNIST (30 MB): the short run of the accuracy table in
+  # the test command (test/Python/fashion-short.test; act.train's
+  # fmnist-* tasks read it from /usr/share/datasets/fashion-mnist).
+  dataset-fashion-mnist
 )
 
 missing=()

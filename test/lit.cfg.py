@@ -100,6 +100,10 @@ if os.path.exists(system_python) and subprocess.run(
         [system_python, "-c", "import torch, torchvision"],
         capture_output=True).returncode == 0:
     config.available_features.add("torch")
+# Debian's dataset-fashion-mnist (scripts/setup.sh installs it): the short
+# Fashion-MNIST run (test/Python/fashion-short.test).
+if os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"):
+    config.available_features.add("fashion-mnist")
 
 # PyTorch 2 (Debian 13's torch 2.6 in the root scripts/torch2.sh makes; it
 # needs root): the exporter's oracle again under it (test/Python/torch2.test).

@@ -361,6 +361,23 @@ TASKS = {
 EVALUATE_BATCH = 1000
 
 
+# The fixed validation split's generator seed (act.train --validation N).
+VALIDATION_SEED = 51
+
+
+def validation_split(x, y, n):
+    """A fixed split of a task's training data for tuning (act.train
+    --validation N): N examples held out, the same ones in every run (a
+    permutation from VALIDATION_SEED, not the run's seed), and the rest to
+    train on. Returns ((x, y) to train on, (x, y) held out)."""
+    if not 0 < n < len(x):
+        raise ValueError(f"--validation takes between 1 and {len(x) - 1} of the "
+                         f"{len(x)} training examples, not {n}")
+    order = torch.randperm(len(x), generator=torch.Generator().manual_seed(VALIDATION_SEED))
+    held, kept = order[:n], order[n:]
+    return (x[kept], y[kept]), (x[held], y[held])
+
+
 def evaluate(task, model, x, y):
     """The task's metric on held-out data: accuracy, or the mean loss."""
     model.eval()
@@ -423,7 +440,7 @@ def progress(total, desc):
 def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=None,
           info=None, adapt_interval=0, adapt_batches=2, rank=0, world=1, steps_per_epoch=None,
           include=None, runtime_bits=None, device="cpu", recompute_cost=0, loss_head=None,
-          adapt_backoff=2, sensitivity="variance", lr_schedule="constant"):
+          adapt_backoff=2, sensitivity="variance", lr_schedule="constant", validation=0):
     """Trains `task` (a TASKS name) with act (encoding: an act encoding,
     "none" for act without encodings, or None for PyTorch eager;
     "+compute=F/B" or "+pfq=STAGES" appended for FracTrain); epochs, batch
@@ -454,7 +471,10 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     step on CUDA tensors, eager on the GPU; the data set moved there once,
     step times measured to the device's completion).
     lr_schedule: "constant", or "cosine" (the learning rate annealed from
-    lr to 0 over the run's steps, step by step: CosineAnnealingLR)."""
+    lr to 0 over the run's steps, step by step: CosineAnnealingLR).
+    validation: hold out this many training examples (validation_split,
+    the same in every run) and report the metric on them instead of the
+    test set: what anything tuned is chosen on."""
     schedule, compute_bits, dfq, targets = None, None, None, None
     if encoding is not None and "+dfq=" in encoding:
         # DFQ at a target cost; several targets: FracTrain (PFQ's plateau
@@ -480,6 +500,11 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
     batch = batch or task.batch
     lr = lr or task.lr
     (xtr, ytr), (xte, yte) = task.data()
+    if validation:
+        if task.metric != "accuracy":
+            raise ValueError(f"{name} reports a validation loss on its own validation data; "
+                             "validation= holds out training examples of an accuracy task")
+        (xtr, ytr), (xte, yte) = validation_split(xtr, ytr, validation)
     device = torch.device(device)
     if device.type != "cpu" and world > 1:
         raise ValueError("data-parallel training runs on the CPU")
@@ -528,7 +553,8 @@ def train(task, encoding, seed, epochs=None, batch=None, lr=None, log=None, pfq=
         raise ValueError(f"the learning rate schedule is constant or cosine, not {lr_schedule!r}")
     annealing = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * batches)
                  if lr_schedule == "cosine" else None)
-    metric_key = "test_accuracy" if task.metric == "accuracy" else "validation_loss"
+    metric_key = ("validation_loss" if task.metric != "accuracy"
+                  else "validation_accuracy" if validation else "test_accuracy")
     bar = progress(total=epochs * batches, desc=f"{name} {encoding or 'eager'} seed {seed}")
     train_start = time.perf_counter()
     full_saved = None
@@ -715,8 +741,8 @@ def plot(runs, path, title):
                  if len(infos[0].get("adaptations", [])) > 1]
     panels = 2 + bool(bits_runs) + bool(dfq_runs) + len(gact_runs)
     fig, axes = plt.subplots(1, panels, figsize=(4.4 * panels, 3.6))
-    metric = "test_accuracy" if "test_accuracy" in runs[0][1][0]["epochs"][0] else \
-        "validation_loss"
+    metric = next(k for k in ("test_accuracy", "validation_accuracy", "validation_loss")
+                  if k in runs[0][1][0]["epochs"][0])
     for name, infos in runs:
         epochs = [e["epoch"] for e in infos[0]["epochs"]]
         for ax, key in zip(axes, ("loss", metric)):
@@ -727,7 +753,7 @@ def plot(runs, path, title):
     axes[1].set_title(f"{metric.replace('_', ' ')} (mean over seeds)", fontsize=9)
     for ax in axes:
         ax.set_xlabel("epoch")
-    axes[1].legend(fontsize=6, loc="lower right" if metric == "test_accuracy" else "upper right")
+    axes[1].legend(fontsize=6, loc="upper right" if metric == "validation_loss" else "lower right")
     k = 2
     if bits_runs:
         ax = axes[k]
@@ -889,6 +915,9 @@ def main(argv=None):
                         "then against the first configuration)")
     p.add_argument("--log", help="write every run's epochs (loss, test accuracy, time, peak, "
                    "saved bytes, bits) and PFQ switches as JSON lines")
+    p.add_argument("--validation", type=int, default=0, metavar="N",
+                   help="hold out N training examples (the same ones in every run) and report "
+                        "the accuracy on them instead of the test set: for anything tuned")
     p.add_argument("--schedule", choices=["constant", "cosine"], default="constant",
                    help="the learning rate over the run: constant, or cosine (annealed to 0 "
                         "step by step)")
@@ -914,6 +943,8 @@ def main(argv=None):
                "recompute_cost": a.recompute_cost, "loss_head": a.loss_head,
                "processes": a.processes, "device": a.device,
                "pfq": [a.pfq_eps, a.pfq_alpha, a.pfq_window]}
+    if a.validation:
+        options["validation"] = a.validation
     done = {}
     if a.resume:
         try:
@@ -926,11 +957,15 @@ def main(argv=None):
         recipe += ", cosine to 0"
     print(f"{a.task}: {epochs} epochs"
           + (f" of {task.steps_per_epoch} steps" if task.steps_per_epoch else "")
-          + f", batch {batch}, {recipe}, seeds {seeds}; {task.description}"
+          + f", batch {batch}, {recipe}, seeds {seeds}; "
+          + (f"accuracy on {a.validation} training examples held out (--validation)"
+             if a.validation else task.description)
           + (f"; data-parallel over {a.processes} processes (torch.distributed, gloo)"
              if a.processes > 1 else ""))
     loss_metric = task.metric == "loss"
-    print(f"| configuration | {'validation loss' if loss_metric else 'test accuracy'} "
+    column = ("validation loss" if loss_metric
+              else "validation accuracy" if a.validation else "test accuracy")
+    print(f"| configuration | {column} "
           "(mean +- std) | saved activations B | "
           "act step peak B | step ms | compute saved vs fp32 / vs FW-8/BW-8, or adaptation |")
     print("|---|---|---|---|---|---|")
@@ -956,6 +991,8 @@ def main(argv=None):
                 kwargs["loss_head"] = a.loss_head
             if a.schedule != "constant":
                 kwargs["lr_schedule"] = a.schedule
+            if a.validation:
+                kwargs["validation"] = a.validation
             metric = "validation_loss" if loss_metric else "accuracy"
             if (enc or "eager", s) in done:
                 # (--resume: the log's run)

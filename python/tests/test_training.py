@@ -2288,3 +2288,27 @@ def test_train_reads_average_bits_options():
         _average_bits("average-bits=2,group=512")
     with pytest.raises(ValueError, match="takes a number of bits"):
         _average_bits("average-bits=two")
+
+
+def test_validation_split_is_fixed_and_held_out():
+    """act.train --validation N (issue 51: a fixed validation split from the
+    training set for anything tuned): the same N training examples held
+    out in every run, whatever the run's seed, disjoint from those trained
+    on; the run reports its accuracy on them (digits: multiples of 1/N);
+    refused for a task with its own validation data and for N out of range."""
+    train_module = sys.modules["act.train"]
+    x = torch.arange(100.0).unsqueeze(1)
+    y = torch.arange(100)
+    (xa, ya), (va, wa) = train_module.validation_split(x, y, 20)
+    torch.manual_seed(123)
+    (xb, _), (vb, _) = train_module.validation_split(x, y, 20)
+    assert torch.equal(va, vb) and torch.equal(xa, xb)
+    assert len(va) == 20 and len(xa) == 80
+    assert not set(va[:, 0].tolist()) & set(xa[:, 0].tolist())
+    assert torch.equal(x[wa], va) and torch.equal(x[ya], xa)
+    acc, _, _, _ = train("digits-mlp", None, seed=0, epochs=1, validation=200)
+    assert 0 < acc <= 1 and round(acc * 200) == pytest.approx(acc * 200, abs=1e-9)
+    with pytest.raises(ValueError, match="validation loss on its own validation data"):
+        train("python-lm", None, seed=0, epochs=1, validation=10)
+    with pytest.raises(ValueError, match="between 1 and 99"):
+        train_module.validation_split(x, y, 100)

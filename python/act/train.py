@@ -944,6 +944,15 @@ def main(argv=None):
                "processes": a.processes, "device": a.device,
                "pfq": [a.pfq_eps, a.pfq_alpha, a.pfq_window]}
     if a.validation:
+        # (Refused here, before any run, as train() would refuse it in each.)
+        if task.metric != "accuracy":
+            p.error(f"--validation: {a.task} reports a validation loss on its own "
+                    "validation data; --validation holds out training examples of an "
+                    "accuracy task")
+        try:
+            validation_split(*task.data()[0], a.validation)
+        except ValueError as e:
+            p.error(str(e))
         options["validation"] = a.validation
     done = {}
     if a.resume:

@@ -2312,3 +2312,8 @@ def test_validation_split_is_fixed_and_held_out():
         train("python-lm", None, seed=0, epochs=1, validation=10)
     with pytest.raises(ValueError, match="between 1 and 99"):
         train_module.validation_split(x, y, 100)
+    # The command line refuses both before any run, with a usage error.
+    for task, n in (("digits-mlp", "5000"), ("python-lm", "10")):
+        with pytest.raises(SystemExit) as exit_:
+            train_module.main([task, "--validation", n, "--encoding", "", "--epochs", "1"])
+        assert exit_.value.code == 2
